@@ -1,0 +1,159 @@
+# reprise — one non-recursive Makefile; a build directory per flavour.
+#
+#   make              library, CLI and capture libraries in build/default
+#   make check        build and run every Criterion test, then replay the fuzz corpora
+#   make asan         the same under ASan+UBSan in build/asan
+#   make fuzz         libFuzzer targets (clang) in build/fuzz, each run for FUZZ_SECONDS
+#   make bench        benchmark programs (see bench/RESULTS.md)
+#   make install PREFIX=/usr/local
+#   make demo / make test   set up a fresh Debian 12 machine and run the example / the tests
+#
+# Modules point one way: format <- scheduler <- replay <- checker; capture -> format; cli on top.
+
+BUILD    ?= build/default
+PREFIX   ?= /usr/local
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+XCFLAGS  := -std=c11 -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+LDLIBS   := -lzstd -lxxhash -lprotobuf-c -lvulkan -ldl -lpthread -lm
+FUZZ_SECONDS ?= 20
+
+# ---- the library: every module but capture and cli -----------------------------------------
+LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c checker/*.c)
+# Generated protobuf-c sources (export): format/*.proto -> $(BUILD)/gen/format/*.pb-c.{c,h}
+PROTO    := $(wildcard format/*.proto)
+PROTO_C  := $(PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o)
+LIB      := $(BUILD)/libreprise.a
+CPPFLAGS += -I$(BUILD)/gen
+
+# ---- the CLI ----------------------------------------------------------------------------------
+CLI_SRC  := $(wildcard cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+BIN      := $(BUILD)/reprise
+
+# ---- capture libraries (loaded into other programs) ------------------------------------------
+# Each capture/cap_<name>.c with a line "CAP_LIBRARY: <soname>" builds into $(BUILD)/<soname>.
+CAP_SRC  := $(wildcard capture/*.c)
+CAP_OBJ  := $(CAP_SRC:%.c=$(BUILD)/%.o)
+
+# ---- tests ------------------------------------------------------------------------------------
+TEST_SRC := $(wildcard tests/test_*.c)
+TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
+TESTLIB_SRC := $(filter-out tests/test_%.c,$(wildcard tests/*.c))
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+CORPUS_RUNNERS := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
+
+BENCH_SRC := $(wildcard bench/*.c)
+BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
+
+ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
+
+.PHONY: all check asan fuzz bench install clean demo test format-check extra
+.SECONDARY:
+.DELETE_ON_ERROR:
+
+all: $(BIN) extra
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
+	@mkdir -p $(@D)
+	protoc-c --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
+	$(CC) -std=c11 -fPIC $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# every library object may include generated headers
+$(LIB_SRC:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(TESTLIB_OBJ): | $(PROTO_C)
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TESTLIB_OBJ) $(LIB) -o $@ \
+	  $(LDFLAGS) -lcriterion $(LDLIBS)
+
+# Fuzz targets replayed over their corpus with a main() from corpus_driver.c (gcc, no libFuzzer)
+$(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/corpus_driver.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $< tests/fuzz/corpus_driver.c $(LIB) -o $@ \
+	  $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+
+# Module sections below add to these (capture libraries, test programs, shaders).
+EXTRA :=
+TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
+
+# ---- capture: Vulkan layer ---------------------------------------------------------------------
+# (capture section: the capture module owns these lines)
+
+# ---- capture: CUDA shim --------------------------------------------------------------------------
+# (cuda section)
+
+# ---- test programs and shaders ---------------------------------------------------------------------
+# (tests section)
+
+extra: $(EXTRA)
+
+check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS)
+	@set -e; for t in $(TESTS); do echo "== $$t"; $(TEST_ENV) $$t --jobs 2; done
+	@set -e; for r in $(CORPUS_RUNNERS); do \
+	  n=$${r##*/replay_}; echo "== $$r tests/data/$$n"; \
+	  $$r $$(find tests/data -path "*$$n*" -type f 2>/dev/null) tests/fuzz/corpus/$$n; done
+
+asan:
+	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	  -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" check
+
+FUZZ_BUILD := build/fuzz
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" \
+	  $(FUZZ_BUILD)/libreprise.a
+	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen -O1 -g -fsanitize=address,undefined,fuzzer $$f \
+	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/$$n $(LDLIBS); \
+	  mkdir -p tests/fuzz/corpus/$${n#fuzz_} $(FUZZ_BUILD)/corpus-$$n; \
+	  $(FUZZ_BUILD)/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    $(FUZZ_BUILD)/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} $$(find tests/data -path "*$${n#fuzz_}*" -type d) ; done
+
+bench: $(BIN) $(BENCHES)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise \
+	  $(DESTDIR)$(PREFIX)/include/reprise/format $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/reprise
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libreprise.a
+	install -m 644 format/sbt.h $(DESTDIR)$(PREFIX)/include/reprise/format/sbt.h
+	$(INSTALL_EXTRA)
+
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+# Set-up commands of the README: install Debian packages (as root) then run.
+demo:
+	scripts/deps.sh build
+	$(MAKE) all
+	scripts/demo.sh $(BUILD)
+
+test:
+	scripts/deps.sh test
+	$(MAKE) check
+	$(MAKE) asan
+
+clean:
+	rm -rf build
+
+-include $(ALL_OBJ:.o=.d) $(TESTS:=.d)

@@ -1,0 +1,78 @@
+/*
+ * cli/cli_int.h — what the cli_*.c command files share: exit codes, the command table,
+ * argument helpers (times with units, ranges), and opening a trace with a message that
+ * names the problem and the fix. Only cli/ includes this.
+ */
+#ifndef REPRISE_CLI_INT_H
+#define REPRISE_CLI_INT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format/sbt.h"
+
+/* Exit codes: part of the interface (README "Exit codes"). */
+enum cli_exit {
+    CLI_OK = 0,       /* success */
+    CLI_FAIL = 1,     /* a check failed: differences, nondeterminism, regression */
+    CLI_USAGE = 2,    /* bad command line */
+    CLI_BADINPUT = 3, /* corrupt, unsupported or foreign trace; unreadable file */
+    CLI_ENV = 4,      /* environment: no device, missing driver or package */
+    CLI_INTERNAL = 5, /* a bug or resource exhaustion in reprise */
+};
+
+/* One subcommand. run() gets argv[0] = the command name; returns an exit code. */
+struct cli_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary; /* one line for `reprise --help` */
+};
+
+/* Command entry points (cli_<name>.c). */
+int cli_info(int argc, char **argv);
+int cli_view(int argc, char **argv);
+int cli_validate(int argc, char **argv);
+int cli_gen(int argc, char **argv);
+int cli_import(int argc, char **argv);
+
+/* "reprise: <cmd>: message" on stderr. */
+void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints a usage error plus "try 'reprise CMD --help'"; returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Maps an SBT status to an exit code (bad data -> 3, memory -> 5, ...). */
+int cli_exit_for(int sbt_status);
+/* Opens a trace, printing what went wrong (and what to do: `reprise import` for TraceSmith
+ * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
+ * prints a one-line note on stderr saying what the scan recovered. */
+int cli_open_trace(const char *cmd, const char *path, sbt_reader **out);
+
+/* Parses "12", "12ns", "3.5us", "10ms", "2s" into ns. 0 ok, -1 bad. */
+int cli_parse_time(const char *s, uint64_t *ns);
+/* Parses an unsigned integer with optional k/M/G suffix (decimal). 0 ok, -1 bad. */
+int cli_parse_u64(const char *s, uint64_t *v);
+
+/* Range options shared by view, analyze, replay, export, check. */
+struct cli_range {
+    int has_time, has_ops;
+    uint64_t t0, t1;   /* relative to trace start, ns; t1 = UINT64_MAX if open */
+    uint64_t op0, op1; /* [op0, op1) by sequence; op1 = UINT64_MAX if open */
+    uint32_t stream;   /* 0 = all */
+};
+/* --time-range A:B (either side may be empty), --ops A:B (inclusive A, exclusive B),
+ * --stream S. Returns 0, or -1 after printing a usage error. */
+int cli_range_time(const char *cmd, const char *arg, struct cli_range *cr);
+int cli_range_ops(const char *cmd, const char *arg, struct cli_range *cr);
+int cli_range_stream(const char *cmd, const char *arg, struct cli_range *cr);
+/* Turns the relative range into an sbt_range for this trace. */
+void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct sbt_range *out);
+
+/* Formats ns as a short human string ("12.3 ms") into buf; returns buf. */
+char *cli_fmt_ns(double ns, char *buf, size_t len);
+/* Formats a byte count ("1.5 MiB") into buf; returns buf. */
+char *cli_fmt_bytes(double bytes, char *buf, size_t len);
+
+/* Progress on a terminal (stderr is a tty), quiet otherwise. done/total in any unit. */
+void cli_progress(const char *what, uint64_t done, uint64_t total);
+void cli_progress_end(void);
+
+#endif /* REPRISE_CLI_INT_H */
