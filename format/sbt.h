@@ -440,6 +440,59 @@ typedef void (*sbt_report_fn)(void *ctx, int severity, const char *msg);
 int sbt_reader_validate(sbt_reader *r, sbt_report_fn report, void *ctx);
 
 /* ========================================================================================== */
+/* Statistics over a range (view --stats, analyze, check)                                     */
+/* ========================================================================================== */
+
+/* Duration of an op as statistics count it: device time when measured, else host time. */
+uint64_t sbt_op_duration(const struct sbt_op *op);
+
+struct sbt_kstat {
+    uint32_t name;            /* string id (kernel launches grouped by name) */
+    uint64_t count;
+    uint64_t total_ns, min_ns, max_ns;
+    uint32_t grid[3], block[3]; /* of the first launch */
+    int geom_varies;          /* later launches used another geometry */
+};
+
+struct sbt_stats {
+    uint64_t n_ops;
+    uint64_t by_kind[SBT_OP__COUNT];
+    uint64_t copy_bytes[5];   /* by enum sbt_copy_dir */
+    uint64_t fill_bytes;
+    uint64_t t_min, t_max;    /* over the selected ops; 0,0 if none */
+    struct sbt_kstat *kernels; /* sorted by total_ns, largest first */
+    uint32_t n_kernels;
+};
+/* One pass over the ops in range (NULL = all). *out is freed with sbt_stats_free. */
+int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_stats **out);
+void sbt_stats_free(struct sbt_stats *s);
+
+/* ========================================================================================== */
+/* Synthetic traces (`reprise gen`)                                                           */
+/* ========================================================================================== */
+
+/* A deterministic, realistic mix: kernels from a set of names with launch geometry, copies in
+ * every direction with deduplicated upload blobs, fills, allocations and frees, event record on
+ * one stream and wait on another (also across devices), stream and device syncs, markers, and
+ * resource accesses that create true read/write dependencies. Device times follow stream
+ * order and the waits, so the trace is consistent with its own dependency graph. Memory is
+ * bounded whatever n_ops. The same options always give the same bytes. */
+struct sbt_gen_opts {
+    size_t sz;                   /* = sizeof(struct sbt_gen_opts); set by SBT_GEN_OPTS() */
+    uint64_t n_ops;              /* 0 = 10000 */
+    uint64_t seed;               /* any value; 0 is a seed like the others */
+    uint32_t n_devices;          /* 0 = 2 */
+    uint32_t streams_per_device; /* 0 = 4 */
+    uint32_t n_threads;          /* host threads, 0 = 2 */
+    int digests;                 /* give writes an output digest (as --digests would) */
+};
+#define SBT_GEN_OPTS(...) ((struct sbt_gen_opts){.sz = sizeof(struct sbt_gen_opts), __VA_ARGS__})
+/* Writes a synthetic trace to path. wopts may be NULL. progress (may be NULL) is called now and
+ * then with ops written so far. */
+int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
+                  const struct sbt_writer_opts *wopts, void (*progress)(uint64_t done, uint64_t total));
+
+/* ========================================================================================== */
 /* Foreign files                                                                              */
 /* ========================================================================================== */
 

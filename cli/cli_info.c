@@ -1,0 +1,116 @@
+/*
+ * cli/cli_info.c — `reprise info`: what a trace holds, how big it is and whether it is complete.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+
+static const char info_help[] =
+    "usage: reprise info TRACE\n\n"
+    "Summary of a trace: format and size, completeness (did the capture finish, what it could\n"
+    "not record), devices, streams, programs and kernels, op counts by kind, blobs and metadata.\n"
+    "Exit codes: 0 ok, 3 unreadable or foreign trace.\n";
+
+static const char *stream_kind(uint32_t k)
+{
+    return k == SBT_STREAM_QUEUE ? "queue" : k == SBT_STREAM_CUDA ? "cuda-stream"
+                                         : k == SBT_STREAM_HOST_THREAD ? "host-thread" : "?";
+}
+
+int cli_info(int argc, char **argv)
+{
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(info_help, stdout);
+        return CLI_OK;
+    }
+    if (argc != 2 || argv[1][0] == '-')
+        return cli_usage("info", "expected exactly one TRACE");
+    sbt_reader *r;
+    int rc = cli_open_trace("info", argv[1], &r);
+    if (rc)
+        return rc;
+    const struct sbt_info *in = sbt_reader_info(r);
+    char b1[32], b2[32], b3[32];
+    printf("trace      %s\n", argv[1]);
+    printf("format     version %u (reads with >= %u), %s, footer index %s\n", in->writer_version,
+           in->min_reader_version, cli_fmt_bytes((double)in->file_bytes, b1, sizeof b1),
+           in->has_footer ? "present" : "MISSING (rebuilt by scanning)");
+    if (in->lost_bytes)
+        printf("recovery   %" PRIu64 " bytes from offset %" PRIu64 " unreadable (torn tail)\n",
+               in->lost_bytes, in->lost_offset);
+    if (!in->writer_finished)
+        printf("complete   no: the writer did not finish (capture cut short)\n");
+    else if (!in->complete)
+        printf("complete   no: %s\n", sbt_reader_string(r, in->incomplete_reason));
+    else
+        printf("complete   yes\n");
+    printf("ops        %" PRIu64, in->n_ops);
+    if (in->n_ops)
+        printf(" (seq %" PRIu64 "..%" PRIu64 ")", in->seq_first, in->seq_end - 1);
+    printf(" in %" PRIu64 " chunks", in->n_chunks);
+    if (in->n_ops)
+        printf(", %.2f bytes/op on disk", (double)in->file_bytes / (double)in->n_ops);
+    printf("\n");
+    printf("time span  %s\n", cli_fmt_ns((double)(in->t_max - in->t_min), b1, sizeof b1));
+    printf("blobs      %" PRIu64 " distinct, %s raw; chunks %s raw\n", in->n_blobs,
+           cli_fmt_bytes((double)in->blob_bytes, b2, sizeof b2),
+           cli_fmt_bytes((double)in->raw_bytes, b3, sizeof b3));
+
+    uint32_t n;
+    const struct sbt_device *dev = sbt_reader_devices(r, &n);
+    printf("devices    %u\n", n);
+    for (uint32_t i = 0; i < n; i++) {
+        printf("  %u  %-28s %-10s vendor 0x%04x device 0x%04x driver %u", dev[i].id,
+               sbt_reader_string(r, dev[i].name), sbt_api_name(dev[i].api), dev[i].vendor_id,
+               dev[i].device_id, dev[i].driver_version);
+        if (dev[i].timestamp_period_fs)
+            printf(" tick %.3f ns", (double)dev[i].timestamp_period_fs / 1e6);
+        const char *host = sbt_reader_string(r, dev[i].host);
+        if (host && *host)
+            printf(" host %s", host);
+        printf("\n");
+    }
+    const struct sbt_stream *s = sbt_reader_streams(r, &n);
+    printf("streams    %u\n", n);
+    for (uint32_t i = 0; i < n; i++)
+        printf("  %u  %-28s %-11s device %u handle 0x%" PRIx64 "\n", s[i].id,
+               sbt_reader_string(r, s[i].name), stream_kind(s[i].kind), s[i].device, s[i].handle);
+    sbt_reader_programs(r, &n);
+    printf("programs   %u\n", n);
+    sbt_reader_kernels(r, &n);
+    printf("kernels    %u\n", n);
+
+    struct sbt_stats *st;
+    int e = sbt_stats_compute(r, NULL, &st);
+    if (e < 0) {
+        cli_err("info", "%s", sbt_errmsg());
+        sbt_reader_close(r);
+        return cli_exit_for(e);
+    }
+    printf("op kinds  ");
+    for (uint32_t k = 1; k < SBT_OP__COUNT; k++)
+        if (st->by_kind[k])
+            printf(" %s=%" PRIu64, sbt_op_kind_name(k), st->by_kind[k]);
+    printf("\n");
+    printf("copies     h2d %s, d2h %s, d2d %s; fills %s\n",
+           cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_H2D], b1, sizeof b1),
+           cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_D2H], b2, sizeof b2),
+           cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_D2D], b3, sizeof b3),
+           cli_fmt_bytes((double)st->fill_bytes, b1, sizeof b1));
+    sbt_stats_free(st);
+
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+    printf("unsupported %u kinds of call passed through unrecorded\n", n);
+    for (uint32_t i = 0; i < n; i++)
+        printf("  %-40s %" PRIu64 "\n", sbt_reader_string(r, u[i].what), u[i].count);
+    const struct sbt_meta *m = sbt_reader_meta(r, &n);
+    if (n)
+        printf("metadata\n");
+    for (uint32_t i = 0; i < n; i++)
+        printf("  %-20s %s\n", sbt_reader_string(r, m[i].key), sbt_reader_string(r, m[i].value));
+    sbt_reader_close(r);
+    return CLI_OK;
+}
