@@ -34,6 +34,7 @@ int cli_view(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_gen(int argc, char **argv);
 int cli_import(int argc, char **argv);
+int cli_export(int argc, char **argv);
 
 /* "reprise: <cmd>: message" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

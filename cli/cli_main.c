@@ -22,6 +22,7 @@ static const struct cli_cmd cmds[] = {
     {"validate", cli_validate, "integrity check and recovery report"},
     {"gen", cli_gen, "write a synthetic trace (tests, benchmarks)"},
     {"import", cli_import, "convert a TraceSmith .sbt file into a reprise trace"},
+    {"export", cli_export, "write a trace as Perfetto protobuf, Chrome JSON or DOT"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,221 @@
+/*
+ * cli/cli_export.c — `reprise export`: a trace (or a window of it) as a Perfetto protobuf
+ * trace, Chrome JSON, or the Graphviz DOT of its dependency graph.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+#include "format/sbt_export.h"
+
+static const char export_help[] =
+    "usage: reprise export TRACE -f perfetto|json|dot [-o OUT] [--time-range A:B] [--ops A:B]\n"
+    "                      [--stream S] [--group-by device,stream|thread] [--no-args] [-q]\n\n"
+    "Writes TRACE for a viewer:\n"
+    "  perfetto  Perfetto protobuf (.pftrace): open it in https://ui.perfetto.dev or query it\n"
+    "            with trace_processor. A process per device with a track per stream or queue\n"
+    "            (overlapping work spreads over lanes drawn as one track), a host process with\n"
+    "            the API calls of each thread, arrows from each call to the GPU work it launched\n"
+    "            and from event records to the waits they released, counters of memory\n"
+    "            allocated and bytes in flight, and args (seq, geometry, bytes, resources,\n"
+    "            digests) on every slice. Times are relative to the trace start.\n"
+    "  json      Chrome JSON trace events, for tools that do not read protobuf\n"
+    "            (ts and dur in microseconds with three decimals: nanoseconds are kept).\n"
+    "  dot       the dependency graph as Graphviz DOT, edges labelled with their reason\n"
+    "            (small traces or ranges).\n\n"
+    "  -f, --format F       perfetto, json or dot (required)\n"
+    "  -o, --output OUT     output file; '-' for stdout. Default: TRACE with its .sbt\n"
+    "                       extension replaced by .pftrace, .json or .dot\n"
+    "  --time-range A:B     ops whose span overlaps [A, B), relative to the trace start\n"
+    "                       (times like 5ms, 1.5s; either side may be empty)\n"
+    "  --ops A:B            ops with sequence number in [A, B)\n"
+    "  --stream S           ops on stream S only\n"
+    "  --group-by G         device,stream (default): a process per device, a track per stream;\n"
+    "                       thread: a process per host thread with its API calls and the GPU\n"
+    "                       work it launched, stream by stream\n"
+    "  --no-args            leave the args out (smaller files)\n"
+    "  -q, --quiet          no summary line on stderr\n\n"
+    "The Perfetto UI struggles with files of a few hundred MB: export prints a note when the\n"
+    "output will be that large; export a window with --time-range or --ops then.\n";
+
+#define LARGE_OUTPUT_BYTES (300ull << 20)
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    cli_progress("export", done, total);
+}
+
+/* trace.sbt -> trace.pftrace (any other name gets the extension appended) */
+static void default_output(const char *in, const char *ext, char *out, size_t cap)
+{
+    size_t n = strlen(in);
+    if (n > 4 && !strcmp(in + n - 4, ".sbt"))
+        n -= 4;
+    snprintf(out, cap, "%.*s%s", (int)n, in, ext);
+}
+
+int cli_export(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"format", required_argument, 0, 'f'},     {"output", required_argument, 0, 'o'},
+        {"time-range", required_argument, 0, 'T'}, {"ops", required_argument, 0, 'O'},
+        {"stream", required_argument, 0, 'S'},     {"group-by", required_argument, 0, 'g'},
+        {"no-args", no_argument, 0, 'A'},          {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    const char *fmt = NULL, *out = NULL;
+    struct cli_range cr = {0};
+    struct sbt_export_opts eo = SBT_EXPORT_OPTS(.progress = progress);
+    int quiet = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:o:qh", lo, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            fmt = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'T':
+            if (cli_range_time("export", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'O':
+            if (cli_range_ops("export", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'S':
+            if (cli_range_stream("export", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'g':
+            if (!strcmp(optarg, "device,stream") || !strcmp(optarg, "device") ||
+                !strcmp(optarg, "stream"))
+                eo.group_by = SBT_EXPORT_GROUP_DEVICE;
+            else if (!strcmp(optarg, "thread") || !strcmp(optarg, "thread,stream"))
+                eo.group_by = SBT_EXPORT_GROUP_THREAD;
+            else
+                return cli_usage("export", "--group-by '%s': expected device,stream or thread",
+                                 optarg);
+            break;
+        case 'A':
+            eo.no_args = 1;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            fputs(export_help, stdout);
+            return CLI_OK;
+        default:
+            return cli_usage("export", "unknown option");
+        }
+    }
+    if (optind + 1 != argc)
+        return cli_usage("export", optind >= argc ? "missing TRACE" : "one TRACE expected");
+    const char *in = argv[optind];
+    if (!fmt)
+        return cli_usage("export", "missing -f perfetto|json|dot");
+    int format;
+    const char *ext;
+    if (!strcmp(fmt, "perfetto") || !strcmp(fmt, "pftrace") || !strcmp(fmt, "proto"))
+        format = SBT_EXPORT_PERFETTO, ext = ".pftrace";
+    else if (!strcmp(fmt, "json") || !strcmp(fmt, "chrome"))
+        format = SBT_EXPORT_JSON, ext = ".json";
+    else if (!strcmp(fmt, "dot"))
+        format = 0, ext = ".dot";
+    else
+        return cli_usage("export", "-f '%s': expected perfetto, json or dot", fmt);
+
+    if (!format) {
+        cli_err("export", "dot export: not built yet (the scheduler's DOT writer is missing)");
+        return CLI_ENV;
+    }
+
+    sbt_reader *r;
+    int rc = cli_open_trace("export", in, &r);
+    if (rc != CLI_OK)
+        return rc;
+    struct sbt_range range;
+    cli_range_resolve(&cr, r, &range);
+    int ranged = cr.has_time || cr.has_ops || cr.stream;
+    eo.range = ranged ? &range : NULL;
+
+    char outbuf[4096];
+    if (!out) {
+        default_output(in, ext, outbuf, sizeof outbuf);
+        out = outbuf;
+    }
+    int to_stdout = !strcmp(out, "-");
+    char b1[32];
+    uint64_t est = sbt_export_estimate_bytes(r, eo.range, format);
+    if (est >= LARGE_OUTPUT_BYTES && format == SBT_EXPORT_PERFETTO)
+        fprintf(stderr,
+                "reprise: export: note: the output will be about %s; the Perfetto UI struggles "
+                "with files of a few hundred MB. Export a window to browse it, e.g. "
+                "--time-range 0:100ms or --ops 0:1M, or query the whole file with "
+                "trace_processor.\n",
+                cli_fmt_bytes((double)est, b1, sizeof b1));
+    else if (est >= LARGE_OUTPUT_BYTES)
+        fprintf(stderr,
+                "reprise: export: note: the output will be about %s; JSON viewers load it "
+                "whole into memory. -f perfetto is about 5x smaller, or export a window with "
+                "--time-range or --ops.\n",
+                cli_fmt_bytes((double)est, b1, sizeof b1));
+
+    FILE *f = to_stdout ? stdout : fopen(out, "wb");
+    if (!f) {
+        cli_err("export", "cannot write %s: %s", out, strerror(errno));
+        sbt_reader_close(r);
+        return CLI_BADINPUT;
+    }
+    struct sbt_export_stats stats;
+    int st = sbt_export_file(r, f, format, &eo, &stats);
+    cli_progress_end();
+    int close_failed = !to_stdout && fclose(f) != 0;
+    if (st < 0 || close_failed) {
+        cli_err("export", "%s", st < 0 ? sbt_errmsg() : "write failed while closing the output");
+        if (!to_stdout)
+            remove(out);
+        sbt_reader_close(r);
+        return st == SBT_EIO || close_failed ? CLI_BADINPUT : cli_exit_for(st);
+    }
+    if (!quiet) {
+        long size = 0;
+        if (!to_stdout && (f = fopen(out, "rb")) != NULL) {
+            if (fseek(f, 0, SEEK_END) == 0)
+                size = ftell(f);
+            fclose(f);
+        }
+        if (!to_stdout)
+            fprintf(stderr, "reprise: export: wrote %s (%s, %.1f bytes per op)\n", out,
+                    cli_fmt_bytes((double)size, b1, sizeof b1),
+                    stats.n_ops ? (double)size / (double)stats.n_ops : 0.0);
+        fprintf(stderr,
+                "reprise: export: %" PRIu64 " ops: %" PRIu64 " slices, %" PRIu64
+                " instants, %" PRIu64 " flows, %" PRIu64 " counter samples, %" PRIu64
+                " tracks (at most %u lanes on one)\n",
+                stats.n_ops, stats.n_slices, stats.n_instants, stats.n_flows,
+                stats.n_counter_samples, stats.n_tracks, stats.max_lanes);
+        if (stats.n_waits_unlinked)
+            fprintf(stderr,
+                    "reprise: export: note: %" PRIu64 " waits have no arrow from their event "
+                    "record (recorded outside the range or too far back)\n",
+                    stats.n_waits_unlinked);
+        if (stats.n_frees_unknown)
+            fprintf(stderr,
+                    "reprise: export: note: %" PRIu64 " frees of memory allocated before the "
+                    "range are not counted in \"memory allocated\"\n",
+                    stats.n_frees_unknown);
+        if (stats.n_late + stats.n_clamped)
+            fprintf(stderr,
+                    "reprise: export: note: %" PRIu64 " counter changes and %" PRIu64
+                    " slices were drawn later than recorded (out-of-order times)\n",
+                    stats.n_late, stats.n_clamped);
+    }
+    sbt_reader_close(r);
+    return CLI_OK;
+}
