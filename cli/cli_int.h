@@ -35,6 +35,8 @@ int cli_validate(int argc, char **argv);
 int cli_gen(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_export(int argc, char **argv);
+int cli_replay(int argc, char **argv);
+int cli_analyze(int argc, char **argv);
 
 /* "reprise: <cmd>: message" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,6 +19,8 @@
 static const struct cli_cmd cmds[] = {
     {"info", cli_info, "summary: devices, streams, counts, size, completeness"},
     {"view", cli_view, "list ops, or a kernel table with --stats"},
+    {"analyze", cli_analyze, "kernel table, critical path, utilisation, concurrency"},
+    {"replay", cli_replay, "replay a trace or a range: --mode dry-run (validate, slice, predict)"},
     {"validate", cli_validate, "integrity check and recovery report"},
     {"gen", cli_gen, "write a synthetic trace (tests, benchmarks)"},
     {"import", cli_import, "convert a TraceSmith .sbt file into a reprise trace"},

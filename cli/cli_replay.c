@@ -1,0 +1,311 @@
+/*
+ * cli/cli_replay.c — `reprise replay`: a dry run (validate, slice, simulate, report) of a
+ * trace or of a range of it. `--mode full` (execution on a device) belongs to the replay engine
+ * and is not built yet.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+#include "scheduler/sched.h"
+
+static const char replay_help[] =
+    "usage: reprise replay TRACE --mode dry-run|full [--time-range A:B] [--ops A:B]\n"
+    "                            [--stream S] [--json F]\n\n"
+    "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
+    "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
+    "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
+    "must re-execute first) and predicts the range's duration from the recorded ones, streams\n"
+    "running concurrently as far as the dependencies allow.\n\n"
+    "  --mode M           dry-run (default), or full (execute on a device: not built yet)\n"
+    "  --time-range A:B   ops whose span overlaps [A, B), relative to the trace start\n"
+    "                     (times like 5ms, 1.5s; either side may be empty)\n"
+    "  --ops A:B          ops with sequence number in [A, B)\n"
+    "  --stream S         ops on stream S only\n"
+    "  --json F           write the result as JSON to F ('-' = stdout)\n\n"
+    "Exit codes: 0 replayable (warnings allowed), 3 not replayable (errors found) or bad trace,\n"
+    "2 usage, 4 full mode not available, 5 internal error.\n";
+
+#define SHOW_PER_KIND 5
+
+struct collected {
+    struct sched_finding f;
+    char *msg;
+};
+
+struct report {
+    struct collected *v;
+    size_t n, cap;
+    int oom;
+};
+
+static void on_finding(void *ctx, const struct sched_finding *f)
+{
+    struct report *rep = ctx;
+    if (rep->n == rep->cap) {
+        size_t nc = rep->cap ? rep->cap * 2 : 64;
+        struct collected *v = realloc(rep->v, nc * sizeof *v);
+        if (!v) {
+            rep->oom = 1;
+            return;
+        }
+        rep->v = v, rep->cap = nc;
+    }
+    char *m = strdup(f->msg);
+    if (!m) {
+        rep->oom = 1;
+        return;
+    }
+    rep->v[rep->n].f = *f;
+    rep->v[rep->n].f.msg = m;
+    rep->v[rep->n++].msg = m;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* The graph visitor has one ctx: nodes go to the simulation, findings to the report. */
+struct both {
+    sched_sim *sim;
+    struct report *rep;
+};
+
+static int both_node(void *ctx, struct sched_node *n)
+{
+    return sched_sim_node(((struct both *)ctx)->sim, n);
+}
+
+static void both_finding(void *ctx, const struct sched_finding *f)
+{
+    on_finding(((struct both *)ctx)->rep, f);
+}
+
+static void print_findings(const struct report *rep, const struct sched_graph_stats *gs)
+{
+    uint64_t shown[SCHED_F__COUNT] = {0};
+    for (int sev = SCHED_ERROR; sev >= SCHED_NOTE; sev--)
+        for (size_t i = 0; i < rep->n; i++) {
+            const struct sched_finding *f = &rep->v[i].f;
+            if ((int)f->severity != sev || shown[f->kind]++ >= SHOW_PER_KIND)
+                continue;
+            printf("  %-7s %s\n", sched_severity_name(f->severity), f->msg);
+        }
+    for (uint32_t k = 0; k < SCHED_F__COUNT; k++)
+        if (gs->findings[k] > SHOW_PER_KIND)
+            printf("  ... %" PRIu64 " %s findings in all (%s); --json F lists up to 100\n",
+                   gs->findings[k], sched_finding_name(k),
+                   sched_severity_name(sched_finding_severity(k)));
+}
+
+static int write_json(const char *path, const char *trace, const sbt_reader *r,
+                      const struct report *rep, const struct sched_graph_stats *gs,
+                      const struct sched_slice *sl, int has_range, const sched_sim *sim)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        cli_err("replay", "--json %s: cannot write it", path);
+        return CLI_USAGE;
+    }
+    fprintf(f, "{\"trace\":");
+    json_str(f, trace);
+    fprintf(f,
+            ",\"mode\":\"dry-run\",\"n_ops\":%" PRIu64 ",\"replayable\":%s,\"errors\":%" PRIu64
+            ",\"warnings\":%" PRIu64 ",\"findings_by_kind\":{",
+            sbt_reader_info(r)->n_ops, gs->n_errors ? "false" : "true", gs->n_errors,
+            gs->n_warnings);
+    int first = 1;
+    for (uint32_t k = 0; k < SCHED_F__COUNT; k++)
+        if (gs->findings[k]) {
+            fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",", sched_finding_name(k),
+                    gs->findings[k]);
+            first = 0;
+        }
+    fprintf(f, "},\"findings\":[");
+    for (size_t i = 0; i < rep->n; i++) {
+        const struct sched_finding *x = &rep->v[i].f;
+        fprintf(f, "%s{\"kind\":\"%s\",\"severity\":\"%s\",\"seq\":%" PRIu64, i ? "," : "",
+                sched_finding_name(x->kind), sched_severity_name(x->severity), x->seq);
+        if (x->other != SCHED_NONE)
+            fprintf(f, ",\"other\":%" PRIu64, x->other);
+        fprintf(f, ",\"message\":");
+        json_str(f, x->msg);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\"graph\":{\"edges\":%" PRIu64 ",\"max_held\":%" PRIu64
+               ",\"peak_intervals\":%" PRIu64 ",\"resources\":%" PRIu64 ",\"edges_by_reason\":{",
+            gs->n_edges, gs->max_held, gs->peak_segments, gs->n_resources);
+    for (uint32_t k = 1; k < SCHED_DEP__COUNT; k++)
+        fprintf(f, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", sched_dep_name(k), gs->edges[k]);
+    fprintf(f, "}}");
+    if (has_range) {
+        fprintf(f,
+                ",\"range\":{\"ops\":%" PRIu64 ",\"first_seq\":%" PRId64 ",\"last_seq\":%" PRId64
+                "},\"slice\":{\"ops\":%" PRIu64 ",\"upload_bytes\":%" PRIu64
+                ",\"uninit_bytes\":%" PRIu64 "},\"before\":{\"ops\":%" PRIu64
+                ",\"upload_bytes\":%" PRIu64 "}",
+                sl->range_ops, sl->range_first == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_first,
+                sl->range_last == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_last,
+                sl->slice_ops, sl->slice_upload_bytes, sl->uninit_bytes, sl->before_ops,
+                sl->before_upload_bytes);
+    }
+    fprintf(f, ",\"simulation\":");
+    sched_sim_write_json(sim, r, f);
+    fprintf(f, "}\n");
+    int bad = ferror(f);
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    if (bad) {
+        cli_err("replay", "--json %s: write failed", path);
+        return CLI_INTERNAL;
+    }
+    return CLI_OK;
+}
+
+static int dry_run(const char *path, const struct cli_range *cr, const char *json)
+{
+    sbt_reader *r;
+    int rc = cli_open_trace("replay", path, &r);
+    if (rc)
+        return rc;
+    const struct sbt_info *in = sbt_reader_info(r);
+    struct sbt_range rg;
+    cli_range_resolve(cr, r, &rg);
+    int has_range = cr->has_time || cr->has_ops || cr->stream;
+    uint64_t lo, hi;
+    sched_range_bounds(r, has_range ? &rg : NULL, &lo, &hi);
+
+    struct report rep = {0};
+    struct sched_graph_stats gs = {0};
+    struct sched_slice sl = {0};
+    sched_sim *sim = NULL;
+    int st = sched_sim_create(r, has_range ? &rg : NULL, NULL, &sim);
+    if (st < 0)
+        goto fail;
+    struct both ctx = {sim, &rep};
+    struct sched_visitor v = {.node = both_node, .finding = both_finding, .ctx = &ctx};
+    st = sched_graph_run(r, hi, NULL, &v, &gs);
+    if (st < 0)
+        goto fail;
+    if ((st = sched_sim_finish(sim)) < 0)
+        goto fail;
+    if (has_range && (st = sched_slice_compute(r, &rg, NULL, &sl)) < 0)
+        goto fail;
+    if (rep.oom) {
+        cli_err("replay", "out of memory collecting findings");
+        rc = CLI_INTERNAL;
+        goto out;
+    }
+
+    const struct sched_sim_result *res = sched_sim_result(sim);
+    char b[4][32];
+    uint32_t ns = 0, nd = 0;
+    sbt_reader_streams(r, &ns);
+    sbt_reader_devices(r, &nd);
+    printf("trace       %s: %" PRIu64 " ops, %u streams on %u devices\n", path, in->n_ops, ns, nd);
+    printf("validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
+           " checked)\n",
+           gs.n_errors, gs.n_warnings, hi);
+    print_findings(&rep, &gs);
+    if (has_range) {
+        if (sl.range_first == SCHED_NONE)
+            printf("range       empty: no op matches\n");
+        else
+            printf("range       %" PRIu64 " ops, seq %" PRIu64 "..%" PRIu64 ", captured span %s\n",
+                   sl.range_ops, sl.range_first, sl.range_last,
+                   cli_fmt_ns((double)res->captured_ns, b[0], 32));
+        printf("slice       %" PRIu64 " ops, %s of uploads to replay first (everything before "
+               "the range: %" PRIu64 " ops, %s)\n",
+               sl.slice_ops, cli_fmt_bytes((double)sl.slice_upload_bytes, b[0], 32),
+               sl.before_ops, cli_fmt_bytes((double)sl.before_upload_bytes, b[1], 32));
+        if (sl.uninit_bytes)
+            printf("            the range reads %s that nothing before it wrote\n",
+                   cli_fmt_bytes((double)sl.uninit_bytes, b[0], 32));
+    }
+    printf("predicted   %s for %" PRIu64 " ops (captured %s)\n",
+           cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
+           cli_fmt_ns((double)res->captured_ns, b[1], 32));
+    printf("result      %s\n", gs.n_errors ? "not replayable: see the errors above"
+                                          : "replayable");
+    rc = gs.n_errors ? CLI_BADINPUT : CLI_OK;
+    if (json) {
+        int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim);
+        if (jr)
+            rc = jr;
+    }
+    goto out;
+fail:
+    cli_err("replay", "%s", sched_errmsg());
+    rc = cli_exit_for(st);
+out:
+    for (size_t i = 0; i < rep.n; i++)
+        free(rep.v[i].msg);
+    free(rep.v);
+    sched_slice_free(&sl);
+    sched_sim_destroy(sim);
+    sbt_reader_close(r);
+    return rc;
+}
+
+int cli_replay(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"mode", required_argument, 0, 'm'},  {"time-range", required_argument, 0, 't'},
+        {"ops", required_argument, 0, 'o'},   {"stream", required_argument, 0, 's'},
+        {"json", required_argument, 0, 'j'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    struct cli_range cr = {0};
+    const char *mode = "dry-run", *json = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            mode = optarg;
+            break;
+        case 't':
+            if (cli_range_time("replay", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'o':
+            if (cli_range_ops("replay", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 's':
+            if (cli_range_stream("replay", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'j':
+            json = optarg;
+            break;
+        case 'h':
+            fputs(replay_help, stdout);
+            return CLI_OK;
+        default:
+            return cli_usage("replay", "unknown option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage("replay", "expected exactly one TRACE");
+    if (!strcmp(mode, "full")) {
+        printf("full replay: not built yet\n");
+        return CLI_ENV;
+    }
+    if (strcmp(mode, "dry-run"))
+        return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
+    return dry_run(argv[optind], &cr, json);
+}

@@ -1,0 +1,452 @@
+/*
+ * scheduler/sched_util.c — the small pieces every scheduler file uses: the allocation hook,
+ * the thread-local error message, names of edge reasons and findings, the u64 hash map, byte
+ * interval sets, and range/duration helpers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/sched_int.h"
+
+/* ========================================================================================== */
+/* Allocation and errors                                                                      */
+/* ========================================================================================== */
+
+static struct sbt_alloc_hooks hooks = {malloc, realloc, free};
+
+void sched_set_alloc_hooks(const struct sbt_alloc_hooks *h)
+{
+    if (h)
+        hooks = *h;
+    else
+        hooks = (struct sbt_alloc_hooks){malloc, realloc, free};
+}
+
+void *sched__malloc(size_t n)
+{
+    return hooks.malloc_fn(n ? n : 1);
+}
+
+void *sched__calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sched__malloc(n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *sched__realloc(void *p, size_t n)
+{
+    return hooks.realloc_fn(p, n ? n : 1);
+}
+
+void sched__free(void *p)
+{
+    if (p)
+        hooks.free_fn(p);
+}
+
+static _Thread_local char errbuf[512];
+
+const char *sched_errmsg(void)
+{
+    return errbuf[0] ? errbuf : "no error";
+}
+
+int sched__fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int sched__fail_sbt(int status)
+{
+    return sched__fail(status, "%s", sbt_errmsg());
+}
+
+int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t nc = *cap ? *cap : 8;
+    while (nc < need)
+        nc *= 2;
+    if (nc > SIZE_MAX / elem)
+        return sched__fail(SBT_ENOMEM, "array of %llu elements is too large",
+                           (unsigned long long)nc);
+    void *q = sched__realloc(*p, (size_t)(nc * elem));
+    if (!q)
+        return sched__fail(SBT_ENOMEM, "out of memory growing an array to %llu elements",
+                           (unsigned long long)nc);
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+int sched__grow(void **p, size_t elem, uint32_t *cap, uint64_t need)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > UINT32_MAX / 2)
+        return sched__fail(SBT_ELIMIT, "array of %llu elements > limit %u",
+                           (unsigned long long)need, UINT32_MAX / 2);
+    uint64_t c = *cap;
+    int st = sched__grow64(p, elem, &c, need);
+    if (st == 0)
+        *cap = (uint32_t)c;
+    return st;
+}
+
+/* ========================================================================================== */
+/* Names                                                                                      */
+/* ========================================================================================== */
+
+const char *sched_dep_name(uint32_t r)
+{
+    static const char *names[] = {"none",
+#define SCHED__DEP_NAME(name, s, d) s,
+                                  SCHED_DEP_MAP(SCHED__DEP_NAME)
+#undef SCHED__DEP_NAME
+    };
+    return r < SCHED_DEP__COUNT ? names[r] : "?";
+}
+
+const char *sched_dep_desc(uint32_t r)
+{
+    static const char *names[] = {"none",
+#define SCHED__DEP_DESC(name, s, d) d,
+                                  SCHED_DEP_MAP(SCHED__DEP_DESC)
+#undef SCHED__DEP_DESC
+    };
+    return r < SCHED_DEP__COUNT ? names[r] : "?";
+}
+
+const char *sched_finding_name(uint32_t k)
+{
+    static const char *names[] = {
+#define SCHED__F_NAME(name, sev, s) s,
+        SCHED_FINDING_MAP(SCHED__F_NAME)
+#undef SCHED__F_NAME
+    };
+    return k < SCHED_F__COUNT ? names[k] : "?";
+}
+
+uint32_t sched_finding_severity(uint32_t k)
+{
+    static const uint32_t sev[] = {
+#define SCHED__F_SEV(name, sv, s) sv,
+        SCHED_FINDING_MAP(SCHED__F_SEV)
+#undef SCHED__F_SEV
+    };
+    return k < SCHED_F__COUNT ? sev[k] : SCHED_ERROR;
+}
+
+const char *sched_severity_name(uint32_t s)
+{
+    return s == SCHED_NOTE ? "note" : s == SCHED_WARNING ? "warning" : "error";
+}
+
+/* ========================================================================================== */
+/* Hash map                                                                                   */
+/* ========================================================================================== */
+
+static inline uint64_t map_hash(uint64_t k)
+{
+    /* splitmix64 finaliser: seqs and ids are dense, so mix them well */
+    k ^= k >> 30;
+    k *= 0xbf58476d1ce4e5b9ull;
+    k ^= k >> 27;
+    k *= 0x94d049bb133111ebull;
+    k ^= k >> 31;
+    return k;
+}
+
+static inline uint64_t map_key(uint64_t key)
+{
+    return (key == UINT64_MAX ? UINT64_MAX - 1 : key) + 1;
+}
+
+uint64_t *sched__map_get(const struct sched__map *m, uint64_t key)
+{
+    if (!m->n)
+        return NULL;
+    uint64_t k = map_key(key), mask = m->cap - 1;
+    for (uint64_t i = map_hash(k) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == k)
+            return &m->vals[i];
+        if (!m->keys[i])
+            return NULL;
+    }
+}
+
+static int map_resize(struct sched__map *m, uint64_t ncap)
+{
+    uint64_t *nk = sched__calloc((size_t)ncap, sizeof *nk);
+    uint64_t *nv = sched__malloc((size_t)ncap * sizeof *nv);
+    if (!nk || !nv) {
+        sched__free(nk);
+        sched__free(nv);
+        return sched__fail(SBT_ENOMEM, "out of memory growing a map to %llu slots",
+                           (unsigned long long)ncap);
+    }
+    for (uint64_t j = 0; j < m->cap; j++) {
+        if (!m->keys[j])
+            continue;
+        uint64_t i = map_hash(m->keys[j]) & (ncap - 1);
+        while (nk[i])
+            i = (i + 1) & (ncap - 1);
+        nk[i] = m->keys[j];
+        nv[i] = m->vals[j];
+    }
+    sched__free(m->keys);
+    sched__free(m->vals);
+    m->keys = nk, m->vals = nv, m->cap = ncap;
+    return 0;
+}
+
+uint64_t *sched__map_put(struct sched__map *m, uint64_t key, int *is_new)
+{
+    if ((m->n + 1) * 4 > m->cap * 3 && map_resize(m, m->cap ? m->cap * 2 : 16))
+        return NULL;
+    uint64_t k = map_key(key), mask = m->cap - 1;
+    uint64_t i = map_hash(k) & mask;
+    for (; m->keys[i]; i = (i + 1) & mask) {
+        if (m->keys[i] == k) {
+            if (is_new)
+                *is_new = 0;
+            return &m->vals[i];
+        }
+    }
+    m->keys[i] = k;
+    m->vals[i] = 0;
+    m->n++;
+    if (is_new)
+        *is_new = 1;
+    return &m->vals[i];
+}
+
+int sched__map_del(struct sched__map *m, uint64_t key)
+{
+    if (!m->n)
+        return 0;
+    uint64_t k = map_key(key), mask = m->cap - 1;
+    uint64_t i = map_hash(k) & mask;
+    while (m->keys[i] != k) {
+        if (!m->keys[i])
+            return 0;
+        i = (i + 1) & mask;
+    }
+    /* backward-shift deletion keeps probe chains intact without tombstones */
+    for (uint64_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        uint64_t home = map_hash(m->keys[j]) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    m->n--;
+    return 1;
+}
+
+void sched__map_clear(struct sched__map *m)
+{
+    if (m->cap)
+        memset(m->keys, 0, (size_t)m->cap * sizeof *m->keys);
+    m->n = 0;
+}
+
+void sched__map_free(struct sched__map *m)
+{
+    sched__free(m->keys);
+    sched__free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================================================== */
+/* Interval sets                                                                              */
+/* ========================================================================================== */
+
+/* First interval with e > x. */
+static uint32_t iset_lower(const struct sched__iset *s, uint64_t x)
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->v[mid].e > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+int sched__iset_add(struct sched__iset *s, uint64_t b, uint64_t e)
+{
+    if (b >= e)
+        return 0;
+    /* intervals touching [b, e) merge with it: first with v.e >= b, last with v.b <= e */
+    uint32_t i = b ? iset_lower(s, b - 1) : 0, j = i;
+    while (j < s->n && s->v[j].b <= e)
+        j++;
+    if (i < j) {
+        if (s->v[i].b < b)
+            b = s->v[i].b;
+        if (s->v[j - 1].e > e)
+            e = s->v[j - 1].e;
+        s->v[i] = (struct sched__ival){b, e};
+        memmove(&s->v[i + 1], &s->v[j], (s->n - j) * sizeof *s->v);
+        s->n -= j - i - 1;
+        return 0;
+    }
+    int st = sched__grow((void **)&s->v, sizeof *s->v, &s->cap, (uint64_t)s->n + 1);
+    if (st)
+        return st;
+    memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+    s->v[i] = (struct sched__ival){b, e};
+    s->n++;
+    return 0;
+}
+
+int sched__iset_sub(struct sched__iset *s, uint64_t b, uint64_t e)
+{
+    if (b >= e)
+        return 0;
+    uint32_t i = iset_lower(s, b);
+    if (i >= s->n || s->v[i].b >= e)
+        return 0;
+    if (s->v[i].b < b && s->v[i].e > e) { /* split one interval in two */
+        int st = sched__grow((void **)&s->v, sizeof *s->v, &s->cap, (uint64_t)s->n + 1);
+        if (st)
+            return st;
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+        s->n++;
+        s->v[i].e = b;
+        s->v[i + 1].b = e;
+        return 0;
+    }
+    if (s->v[i].b < b) {
+        s->v[i].e = b;
+        i++;
+    }
+    uint32_t j = i;
+    while (j < s->n && s->v[j].e <= e)
+        j++;
+    if (j < s->n && s->v[j].b < e)
+        s->v[j].b = e;
+    memmove(&s->v[i], &s->v[j], (s->n - j) * sizeof *s->v);
+    s->n -= j - i;
+    return 0;
+}
+
+int sched__iset_overlaps(const struct sched__iset *s, uint64_t b, uint64_t e)
+{
+    if (b >= e || !s->n)
+        return 0;
+    uint32_t i = iset_lower(s, b);
+    return i < s->n && s->v[i].b < e;
+}
+
+uint64_t sched__iset_bytes(const struct sched__iset *s)
+{
+    uint64_t t = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        t += s->v[i].e - s->v[i].b;
+    return t;
+}
+
+void sched__iset_free(struct sched__iset *s)
+{
+    sched__free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* ========================================================================================== */
+/* Ranges and durations                                                                       */
+/* ========================================================================================== */
+
+int sched_range_contains(const struct sbt_range *r, const struct sbt_op *op)
+{
+    if (!r)
+        return 1;
+    if (r->has_seq && (op->seq < r->seq_begin || op->seq >= r->seq_end))
+        return 0;
+    if (r->stream && op->stream != r->stream)
+        return 0;
+    if (r->has_time) {
+        uint64_t b, e;
+        sbt_op_span(op, &b, &e);
+        /* an instant op (b == e) is in [t_begin, t_end) if b is */
+        if (e == b ? (b < r->t_begin || b >= r->t_end) : (e <= r->t_begin || b >= r->t_end))
+            return 0;
+    }
+    return 1;
+}
+
+int sched_range_bounds(const sbt_reader *r, const struct sbt_range *range, uint64_t *lo, uint64_t *hi)
+{
+    const struct sbt_info *in = sbt_reader_info(r);
+    *lo = in->seq_first;
+    *hi = in->seq_end;
+    if (!range)
+        return 0;
+    if (range->has_seq) {
+        if (range->seq_begin > *lo)
+            *lo = range->seq_begin;
+        if (range->seq_end < *hi)
+            *hi = range->seq_end;
+    }
+    if (range->has_time) {
+        uint64_t n = 0, tlo = UINT64_MAX, thi = 0;
+        const struct sbt_chunk_info *c = sbt_reader_chunks(r, &n);
+        for (uint64_t i = 0; i < n; i++) {
+            if (!(c[i].content & SBT_CHUNK_OPS) || !c[i].n_ops)
+                continue;
+            if (c[i].t_max < range->t_begin || c[i].t_min >= range->t_end)
+                continue;
+            if (c[i].seq_first < tlo)
+                tlo = c[i].seq_first;
+            if (c[i].seq_first + c[i].n_ops > thi)
+                thi = c[i].seq_first + c[i].n_ops;
+        }
+        if (tlo == UINT64_MAX)
+            tlo = thi = *lo;
+        if (tlo > *lo)
+            *lo = tlo;
+        if (thi < *hi)
+            *hi = thi;
+    }
+    if (*hi < *lo)
+        *hi = *lo;
+    return 0;
+}
+
+uint64_t sched_op_duration(const struct sbt_op *op)
+{
+    switch (op->kind) {
+    case SBT_OP_EVENT_RECORD:
+    case SBT_OP_EVENT_WAIT:
+    case SBT_OP_SIGNAL:
+    case SBT_OP_WAIT:
+    case SBT_OP_STREAM_SYNC:
+    case SBT_OP_DEVICE_SYNC:
+    case SBT_OP_MARKER:
+    case SBT_OP_STREAM_CREATE:
+    case SBT_OP_STREAM_DESTROY:
+    case SBT_OP_SUBMIT:
+        return 0;
+    default:
+        break;
+    }
+    if ((op->flags & SBT_OPF_DEV_TIME) && op->dev_end >= op->dev_begin)
+        return op->dev_end - op->dev_begin;
+    return op->host_end >= op->host_begin ? op->host_end - op->host_begin : 0;
+}
