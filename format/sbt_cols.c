@@ -4,9 +4,10 @@
  * Ops are stored column by column: all kinds, then all flags, then all streams, ... Values in
  * one column look alike (stream ids repeat, time deltas are small), which is what lets zstd
  * get a 10M-op trace under a few bytes per op. Optional fields appear in their column only for
- * the ops whose flags say so. Host begin times are deltas from the previous op (seq order is
- * nearly time order); device begin times are deltas from the previous device time on the same
- * stream, so interleaved streams do not cost 10-byte varints.
+ * the ops whose flags say so. Host begin times are deltas from the previous op's host end (seq
+ * order is nearly time order, so this is the gap between API calls); device begin times are
+ * deltas from the previous device end on the same stream (the gap between back-to-back work),
+ * so interleaved streams do not cost 10-byte varints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,24 @@ static int dev_slot(uint64_t **prev, uint32_t **gen, uint32_t *cap, uint32_t str
     *gen = g;
     *cap = ncap;
     return 0;
+}
+
+uint32_t *sbt__geom_slot(struct sbt__geoms *t, uint32_t k)
+{
+    if (k >= t->cap) {
+        if (k >= (1u << 20))
+            return NULL;
+        uint32_t cap = t->cap ? t->cap : 64;
+        while (cap <= k)
+            cap *= 2;
+        uint32_t(*g)[8] = sbt__realloc(t->g, cap * sizeof *g);
+        if (!g)
+            return NULL;
+        memset(g + t->cap, 0, (cap - t->cap) * sizeof *g);
+        t->g = g;
+        t->cap = cap;
+    }
+    return t->g[k];
 }
 
 /* ========================================================================================== */
@@ -74,7 +93,7 @@ int sbt__colenc_add(struct sbt__colenc *e, const struct sbt_op *op)
     st |= sbt__buf_varint(&c[SBT_COL_NAME], op->name);
     st |= sbt__buf_varint(&c[SBT_COL_HBEGIN],
                           sbt_zigzag_encode((int64_t)(op->host_begin - e->prev_host)));
-    e->prev_host = op->host_begin;
+    e->prev_host = op->host_end;
     st |= sbt__buf_varint(&c[SBT_COL_HDUR], op->host_end - op->host_begin);
     if (flags & SBT_OPF_DEV_TIME) {
         uint64_t base = op->host_begin;
@@ -85,7 +104,7 @@ int sbt__colenc_add(struct sbt__colenc *e, const struct sbt_op *op)
             base = e->prev_dev[op->stream];
         if (slot == 0) {
             e->gen[op->stream] = e->cur_gen;
-            e->prev_dev[op->stream] = op->dev_begin;
+            e->prev_dev[op->stream] = op->dev_end;
         }
         st |= sbt__buf_varint(&c[SBT_COL_DBEGIN], sbt_zigzag_encode((int64_t)(op->dev_begin - base)));
         st |= sbt__buf_varint(&c[SBT_COL_DDUR], op->dev_end - op->dev_begin);
@@ -93,11 +112,18 @@ int sbt__colenc_add(struct sbt__colenc *e, const struct sbt_op *op)
     if (flags & SBT_OPF_KERNEL)
         st |= sbt__buf_varint(&c[SBT_COL_KERNEL], op->kernel);
     if (flags & SBT_OPF_GEOM) {
-        for (int i = 0; i < 3; i++)
-            st |= sbt__buf_varint(&c[SBT_COL_GEOM], op->grid[i]);
-        for (int i = 0; i < 3; i++)
-            st |= sbt__buf_varint(&c[SBT_COL_GEOM], op->block[i]);
-        st |= sbt__buf_varint(&c[SBT_COL_GEOM], op->shmem);
+        uint32_t g[8] = {e->cur_gen, op->grid[0], op->grid[1], op->grid[2], op->block[0],
+                         op->block[1], op->block[2], op->shmem};
+        uint32_t *slot = (flags & SBT_OPF_KERNEL) ? sbt__geom_slot(&e->geoms, op->kernel) : NULL;
+        if (slot && !memcmp(slot, g, sizeof g)) {
+            st |= sbt__buf_varint(&c[SBT_COL_GEOM], 0);
+        } else {
+            st |= sbt__buf_varint(&c[SBT_COL_GEOM], 1);
+            for (int i = 1; i < 8; i++)
+                st |= sbt__buf_varint(&c[SBT_COL_GEOM], g[i]);
+            if (slot)
+                memcpy(slot, g, sizeof g);
+        }
     }
     if (flags & SBT_OPF_BYTES)
         st |= sbt__buf_varint(&c[SBT_COL_BYTES], op->bytes);
@@ -145,6 +171,8 @@ void sbt__colenc_reset(struct sbt__colenc *e)
     if (++e->cur_gen == 0) { /* wrapped: forget every slot */
         if (e->gen)
             memset(e->gen, 0, e->n_streams_cap * sizeof *e->gen);
+        if (e->geoms.g)
+            memset(e->geoms.g, 0, e->geoms.cap * sizeof *e->geoms.g);
         e->cur_gen = 1;
     }
 }
@@ -155,6 +183,7 @@ void sbt__colenc_free(struct sbt__colenc *e)
         sbt__buf_free(&e->col[i]);
     sbt__free(e->prev_dev);
     sbt__free(e->gen);
+    sbt__free(e->geoms.g);
     memset(e, 0, sizeof *e);
 }
 
@@ -183,27 +212,29 @@ static const char *col_name[SBT_N_COLS] = {
     "blob column",   "digest column", "error column",  "access column",   "payload column",
 };
 
-#define RD(col, dst)                                         \
-    do {                                                     \
+#define RD(col, dst)                                          \
+    do {                                                      \
         if ((st = sbt__rd_varint(&c[col], &(dst))) != SBT_OK) \
-            goto bad;                                        \
+            goto bad;                                         \
     } while (0)
-#define RD32(col, dst)                                    \
-    do {                                                  \
+#define RD32(col, dst)                                     \
+    do {                                                   \
         if ((st = sbt__rd_u32(&c[col], &(dst))) != SBT_OK) \
-            goto bad;                                     \
+            goto bad;                                      \
     } while (0)
 
-int sbt__opbatch_decode(struct sbt__opbatch *b, struct sbt__rd *body)
+int sbt__opdec_begin(struct sbt__opdec *d, struct sbt__rd *body)
 {
     int st;
-    uint64_t n_ops, seq_first, n_cols;
-    if ((st = sbt__rd_varint(body, &n_ops)) || (st = sbt__rd_varint(body, &seq_first)) ||
+    uint64_t n_cols;
+    d->file_off = body->file_off;
+    d->n_ops = d->i = 0;
+    if ((st = sbt__rd_varint(body, &d->n_ops)) || (st = sbt__rd_varint(body, &d->seq_first)) ||
         (st = sbt__rd_varint(body, &n_cols)))
         return st;
-    if (n_ops > body->len) /* every op has at least its kind byte */
+    if (d->n_ops > body->len) /* every op has at least its kind byte */
         return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: OPS record claims %llu ops in %zu bytes",
-                         (unsigned long long)body->file_off, (unsigned long long)n_ops, body->len);
+                         (unsigned long long)body->file_off, (unsigned long long)d->n_ops, body->len);
     if (n_cols < SBT_N_COLS || n_cols > 4096)
         return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: OPS record has %llu columns, need %d",
                          (unsigned long long)body->file_off, (unsigned long long)n_cols, SBT_N_COLS);
@@ -221,191 +252,198 @@ int sbt__opbatch_decode(struct sbt__opbatch *b, struct sbt__rd *body)
         else
             skip += l;
     }
-    struct sbt__rd c[SBT_N_COLS];
     for (int i = 0; i < SBT_N_COLS; i++) {
         const uint8_t *p;
         if ((st = sbt__rd_bytes(body, col_len[i], &p)))
             return st;
-        c[i] = (struct sbt__rd){p, col_len[i], 0, body->file_off, col_name[i]};
+        d->c[i] = (struct sbt__rd){p, col_len[i], 0, body->file_off, col_name[i]};
     }
-    const uint8_t *ignored;
+    const uint8_t *ignored; /* columns of a newer writer */
     if ((st = sbt__rd_bytes(body, skip, &ignored)))
         return st;
-    if (n_ops > b->cap_ops) {
-        struct sbt_op *ops = sbt__realloc(b->ops, n_ops * sizeof *ops);
-        if (!ops)
-            return sbt__fail(SBT_ENOMEM, "out of memory for %llu ops", (unsigned long long)n_ops);
-        b->ops = ops;
-        b->cap_ops = (uint32_t)n_ops;
+    if (d->n_ops > d->c[SBT_COL_KIND].len)
+        return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: %llu ops but %zu kind bytes",
+                         (unsigned long long)body->file_off, (unsigned long long)d->n_ops,
+                         d->c[SBT_COL_KIND].len);
+    if (++d->cur_gen == 0) {
+        if (d->gen)
+            memset(d->gen, 0, d->n_streams_cap * sizeof *d->gen);
+        if (d->geoms.g)
+            memset(d->geoms.g, 0, d->geoms.cap * sizeof *d->geoms.g);
+        d->cur_gen = 1;
     }
-    if (++b->cur_gen == 0) {
-        if (b->gen)
-            memset(b->gen, 0, b->n_streams_cap * sizeof *b->gen);
-        b->cur_gen = 1;
-    }
-    b->n_ops = 0;
-    b->n_acc = 0;
-    uint64_t prev_host = 0;
-    /* Access arrays are filled first and pointed to at the end, as acc may move. */
-    for (uint64_t i = 0; i < n_ops; i++) {
-        struct sbt_op *op = &b->ops[i];
-        uint64_t v;
-        memset(op, 0, sizeof *op);
-        op->seq = seq_first + i;
-        if (c[SBT_COL_KIND].pos >= c[SBT_COL_KIND].len) {
-            st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: kind column ends at op %llu",
-                           (unsigned long long)body->file_off, (unsigned long long)op->seq);
-            goto bad;
-        }
-        uint8_t kb = c[SBT_COL_KIND].p[c[SBT_COL_KIND].pos++];
-        op->kind = kb & SBT_KIND_MAX;
-        op->subkind = kb >> 5;
-        if (op->kind == 0 || op->kind >= SBT_OP__COUNT) {
-            st = sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown kind %u",
-                           (unsigned long long)body->file_off, (unsigned long long)op->seq, op->kind);
-            goto bad;
-        }
-        uint32_t flags;
-        RD32(SBT_COL_FLAGS, flags);
-        if (flags & 0xf800u) {
-            st = sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown field flags 0x%x",
-                           (unsigned long long)body->file_off, (unsigned long long)op->seq,
-                           flags & 0xf800u);
-            goto bad;
-        }
-        op->flags = flags & ~SBT_OPF__ACCESS;
-        RD32(SBT_COL_STREAM, op->stream);
-        RD32(SBT_COL_THREAD, op->thread);
-        RD32(SBT_COL_NAME, op->name);
-        RD(SBT_COL_HBEGIN, v);
-        op->host_begin = prev_host + (uint64_t)sbt_zigzag_decode(v);
-        prev_host = op->host_begin;
-        RD(SBT_COL_HDUR, v);
-        op->host_end = op->host_begin + v;
-        if (op->host_end < op->host_begin) {
-            st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu host time overflows",
-                           (unsigned long long)body->file_off, (unsigned long long)op->seq);
-            goto bad;
-        }
-        if (flags & SBT_OPF_DEV_TIME) {
-            uint64_t base = op->host_begin;
-            int slot = dev_slot(&b->prev_dev, &b->gen, &b->n_streams_cap, op->stream);
-            if (slot < 0) {
-                st = slot;
-                goto bad;
-            }
-            if (slot == 0 && b->gen[op->stream] == b->cur_gen)
-                base = b->prev_dev[op->stream];
-            RD(SBT_COL_DBEGIN, v);
-            op->dev_begin = base + (uint64_t)sbt_zigzag_decode(v);
-            if (slot == 0) {
-                b->gen[op->stream] = b->cur_gen;
-                b->prev_dev[op->stream] = op->dev_begin;
-            }
-            RD(SBT_COL_DDUR, v);
-            op->dev_end = op->dev_begin + v;
-            if (op->dev_end < op->dev_begin) {
-                st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu device time overflows",
-                               (unsigned long long)body->file_off, (unsigned long long)op->seq);
-                goto bad;
-            }
-        }
-        if (flags & SBT_OPF_KERNEL)
-            RD32(SBT_COL_KERNEL, op->kernel);
-        if (flags & SBT_OPF_GEOM) {
-            for (int k = 0; k < 3; k++)
-                RD32(SBT_COL_GEOM, op->grid[k]);
-            for (int k = 0; k < 3; k++)
-                RD32(SBT_COL_GEOM, op->block[k]);
-            RD32(SBT_COL_GEOM, op->shmem);
-        }
-        if (flags & SBT_OPF_BYTES)
-            RD(SBT_COL_BYTES, op->bytes);
-        if (flags & SBT_OPF_RESOURCE)
-            RD(SBT_COL_RESOURCE, op->resource);
-        if (flags & SBT_OPF_OBJ) {
-            RD(SBT_COL_OBJ, op->obj);
-            RD(SBT_COL_OBJ, op->value);
-        }
-        if ((flags & SBT_OPF_BLOB) && (st = sbt__rd_hash(&c[SBT_COL_BLOB], &op->blob)))
-            goto bad;
-        if ((flags & SBT_OPF_DIGEST) && (st = sbt__rd_hash(&c[SBT_COL_DIGEST], &op->digest)))
-            goto bad;
-        if (flags & SBT_OPF_ERROR)
-            RD32(SBT_COL_ERROR, op->error);
-        if (flags & SBT_OPF__ACCESS) {
-            uint32_t n;
-            RD32(SBT_COL_ACCESS, n);
-            if (n == 0 || n > c[SBT_COL_ACCESS].len) {
-                st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: %u accesses",
-                               (unsigned long long)body->file_off, (unsigned long long)op->seq, n);
-                goto bad;
-            }
-            if (b->n_acc + n > b->cap_acc) {
-                size_t cap = b->cap_acc ? b->cap_acc : 1024;
-                while (cap < b->n_acc + n)
-                    cap *= 2;
-                struct sbt_access *a = sbt__realloc(b->acc, cap * sizeof *a);
-                if (!a) {
-                    st = sbt__fail(SBT_ENOMEM, "out of memory for %zu accesses", cap);
-                    goto bad;
-                }
-                b->acc = a;
-                b->cap_acc = cap;
-            }
-            for (uint32_t k = 0; k < n; k++) {
-                struct sbt_access *a = &b->acc[b->n_acc++];
-                RD(SBT_COL_ACCESS, v);
-                a->resource = v >> 2;
-                a->mode = (uint32_t)(v & 3);
-                if (a->mode == 0) {
-                    st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: access mode 0",
-                                   (unsigned long long)body->file_off, (unsigned long long)op->seq);
-                    goto bad;
-                }
-                RD(SBT_COL_ACCESS, a->offset);
-                RD(SBT_COL_ACCESS, a->len);
-            }
-            op->n_access = n;
-            /* stash the start index in the pointer slot until acc stops moving */
-            op->access = (const struct sbt_access *)(uintptr_t)(b->n_acc - n);
-        }
-        if (flags & SBT_OPF_PAYLOAD) {
-            const uint8_t *p;
-            RD32(SBT_COL_PAYLOAD, op->payload.kind);
-            RD32(SBT_COL_PAYLOAD, op->payload.len);
-            if ((st = sbt__rd_bytes(&c[SBT_COL_PAYLOAD], op->payload.len, &p)))
-                goto bad;
-            op->payload.data = p;
-        }
-        b->n_ops++;
-    }
-    for (uint32_t i = 0; i < b->n_ops; i++)
-        if (b->ops[i].n_access)
-            b->ops[i].access = b->acc + (uintptr_t)b->ops[i].access;
-    for (int i = 0; i < SBT_N_COLS; i++)
-        if (c[i].pos != c[i].len)
-            return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: %s has %zu bytes left over",
-                             (unsigned long long)body->file_off, col_name[i], c[i].len - c[i].pos);
+    d->prev_host = 0;
     return SBT_OK;
+}
+
+int sbt__opdec_next(struct sbt__opdec *d, const struct sbt_op **out)
+{
+    int st;
+    struct sbt__rd *c = d->c;
+    struct sbt_op *op = &d->op;
+    uint64_t v;
+    *out = NULL;
+    if (d->i == d->n_ops) {
+        for (int i = 0; i < SBT_N_COLS; i++)
+            if (c[i].pos != c[i].len)
+                return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: %s has %zu bytes left over",
+                                 (unsigned long long)d->file_off, col_name[i], c[i].len - c[i].pos);
+        return 0;
+    }
+    memset(op, 0, sizeof *op);
+    op->seq = d->seq_first + d->i;
+    uint8_t kb = c[SBT_COL_KIND].p[c[SBT_COL_KIND].pos++]; /* n_ops <= kind bytes, checked */
+    op->kind = kb & SBT_KIND_MAX;
+    op->subkind = kb >> 5;
+    if (op->kind == 0 || op->kind >= SBT_OP__COUNT) {
+        st = sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown kind %u",
+                       (unsigned long long)d->file_off, (unsigned long long)op->seq, op->kind);
+        goto bad;
+    }
+    uint32_t flags;
+    RD32(SBT_COL_FLAGS, flags);
+    if (flags & 0xf800u) {
+        st = sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown field flags 0x%x",
+                       (unsigned long long)d->file_off, (unsigned long long)op->seq, flags & 0xf800u);
+        goto bad;
+    }
+    op->flags = flags & ~SBT_OPF__ACCESS;
+    RD32(SBT_COL_STREAM, op->stream);
+    RD32(SBT_COL_THREAD, op->thread);
+    RD32(SBT_COL_NAME, op->name);
+    RD(SBT_COL_HBEGIN, v);
+    op->host_begin = d->prev_host + (uint64_t)sbt_zigzag_decode(v);
+    RD(SBT_COL_HDUR, v);
+    op->host_end = op->host_begin + v;
+    d->prev_host = op->host_end;
+    if (op->host_end < op->host_begin)
+        goto overflow;
+    if (flags & SBT_OPF_DEV_TIME) {
+        uint64_t base = op->host_begin;
+        int slot = dev_slot(&d->prev_dev, &d->gen, &d->n_streams_cap, op->stream);
+        if (slot < 0) {
+            st = slot;
+            goto bad;
+        }
+        if (slot == 0 && d->gen[op->stream] == d->cur_gen)
+            base = d->prev_dev[op->stream];
+        RD(SBT_COL_DBEGIN, v);
+        op->dev_begin = base + (uint64_t)sbt_zigzag_decode(v);
+        RD(SBT_COL_DDUR, v);
+        op->dev_end = op->dev_begin + v;
+        if (op->dev_end < op->dev_begin)
+            goto overflow;
+        if (slot == 0) {
+            d->gen[op->stream] = d->cur_gen;
+            d->prev_dev[op->stream] = op->dev_end;
+        }
+    }
+    if (flags & SBT_OPF_KERNEL)
+        RD32(SBT_COL_KERNEL, op->kernel);
+    if (flags & SBT_OPF_GEOM) {
+        uint32_t tag, g[8];
+        uint32_t *slot = (flags & SBT_OPF_KERNEL) ? sbt__geom_slot(&d->geoms, op->kernel) : NULL;
+        RD32(SBT_COL_GEOM, tag);
+        if (tag == 0) {
+            if (!slot || slot[0] != d->cur_gen) {
+                st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu repeats a geometry its "
+                               "kernel has not had in this chunk",
+                               (unsigned long long)d->file_off, (unsigned long long)op->seq);
+                goto bad;
+            }
+            memcpy(g, slot, sizeof g);
+        } else if (tag == 1) {
+            g[0] = d->cur_gen;
+            for (int k = 1; k < 8; k++)
+                RD32(SBT_COL_GEOM, g[k]);
+            if (slot)
+                memcpy(slot, g, sizeof g);
+        } else {
+            st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu geometry tag %u",
+                           (unsigned long long)d->file_off, (unsigned long long)op->seq, tag);
+            goto bad;
+        }
+        memcpy(op->grid, g + 1, sizeof op->grid);
+        memcpy(op->block, g + 4, sizeof op->block);
+        op->shmem = g[7];
+    }
+    if (flags & SBT_OPF_BYTES)
+        RD(SBT_COL_BYTES, op->bytes);
+    if (flags & SBT_OPF_RESOURCE)
+        RD(SBT_COL_RESOURCE, op->resource);
+    if (flags & SBT_OPF_OBJ) {
+        RD(SBT_COL_OBJ, op->obj);
+        RD(SBT_COL_OBJ, op->value);
+    }
+    if ((flags & SBT_OPF_BLOB) && (st = sbt__rd_hash(&c[SBT_COL_BLOB], &op->blob)))
+        goto bad;
+    if ((flags & SBT_OPF_DIGEST) && (st = sbt__rd_hash(&c[SBT_COL_DIGEST], &op->digest)))
+        goto bad;
+    if (flags & SBT_OPF_ERROR)
+        RD32(SBT_COL_ERROR, op->error);
+    if (flags & SBT_OPF__ACCESS) {
+        uint32_t n;
+        RD32(SBT_COL_ACCESS, n);
+        if (n == 0 || n > c[SBT_COL_ACCESS].len) {
+            st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: %u accesses",
+                           (unsigned long long)d->file_off, (unsigned long long)op->seq, n);
+            goto bad;
+        }
+        if (n > d->cap_acc) {
+            struct sbt_access *a = sbt__realloc(d->acc, n * sizeof *a);
+            if (!a) {
+                st = sbt__fail(SBT_ENOMEM, "out of memory for %u accesses", n);
+                goto bad;
+            }
+            d->acc = a;
+            d->cap_acc = n;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            struct sbt_access *a = &d->acc[k];
+            RD(SBT_COL_ACCESS, v);
+            a->resource = v >> 2;
+            a->mode = (uint32_t)(v & 3);
+            if (a->mode == 0) {
+                st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: access mode 0",
+                               (unsigned long long)d->file_off, (unsigned long long)op->seq);
+                goto bad;
+            }
+            RD(SBT_COL_ACCESS, a->offset);
+            RD(SBT_COL_ACCESS, a->len);
+        }
+        op->n_access = n;
+        op->access = d->acc;
+    }
+    if (flags & SBT_OPF_PAYLOAD) {
+        const uint8_t *p;
+        RD32(SBT_COL_PAYLOAD, op->payload.kind);
+        RD32(SBT_COL_PAYLOAD, op->payload.len);
+        if ((st = sbt__rd_bytes(&c[SBT_COL_PAYLOAD], op->payload.len, &p)))
+            goto bad;
+        op->payload.data = p;
+    }
+    d->i++;
+    *out = op;
+    return 1;
+overflow:
+    st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: time overflows 64 bits",
+                   (unsigned long long)d->file_off, (unsigned long long)op->seq);
 bad:
     if (st == SBT_ECORRUPT && !strstr(sbt_errmsg(), ": op ")) {
         char msg[400];
         snprintf(msg, sizeof msg, "%s (decoding op %llu)", sbt_errmsg(),
-                 (unsigned long long)(seq_first + b->n_ops));
+                 (unsigned long long)(d->seq_first + d->i));
         sbt__fail(st, "%s", msg);
     }
-    for (uint32_t i = 0; i < b->n_ops; i++)
-        b->ops[i].n_access = 0, b->ops[i].access = NULL;
-    b->n_ops = 0;
+    d->i = d->n_ops; /* no further ops from a broken record */
     return st;
 }
 
-void sbt__opbatch_free(struct sbt__opbatch *b)
+void sbt__opdec_free(struct sbt__opdec *d)
 {
-    sbt__free(b->ops);
-    sbt__free(b->acc);
-    sbt__free(b->prev_dev);
-    sbt__free(b->gen);
-    memset(b, 0, sizeof *b);
+    sbt__free(d->acc);
+    sbt__free(d->prev_dev);
+    sbt__free(d->gen);
+    sbt__free(d->geoms.g);
+    memset(d, 0, sizeof *d);
 }

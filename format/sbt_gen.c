@@ -66,7 +66,10 @@ struct buf {
 };
 
 struct gen {
-    uint64_t rng;
+    uint64_t rng;       /* timing and deviations */
+    uint64_t srng;      /* structure: reset at every step, so steps repeat */
+    uint64_t step_seed;
+    int deviate;        /* this op draws its structure from rng: a one-off variation */
     struct sbt_gen_opts o;
     sbt_writer *w;
     uint64_t now;         /* host clock, ns */
@@ -101,15 +104,28 @@ static uint64_t rnd_in(struct gen *g, uint64_t lo, uint64_t hi) /* [lo, hi] */
     return lo + rnd(g) % (hi - lo + 1);
 }
 
+/* Structural choices (which op, stream, kernel, buffer, range): the same sequence every step,
+ * as a training or inference loop issues the same work each iteration. */
+static uint64_t rs(struct gen *g)
+{
+    if (g->deviate)
+        return rnd(g);
+    uint64_t z = (g->srng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static uint64_t max64(uint64_t a, uint64_t b)
 {
     return a > b ? a : b;
 }
 
-/* Duration with a realistic right tail: mean * (0.85 .. 1.15), 1 in 50 up to 3x. */
+/* Device duration: the same kernel on the same sizes runs within a few percent of its mean
+ * (mean * 0.97 .. 1.03), with a tail: 1 in 50 takes 1.5x to 3x (contention, clocks). */
 static uint64_t jitter(struct gen *g, uint64_t mean)
 {
-    uint64_t d = mean * rnd_in(g, 850, 1150) / 1000;
+    uint64_t d = mean * rnd_in(g, 970, 1030) / 1000;
     if (rnd(g) % 50 == 0)
         d = d * rnd_in(g, 150, 300) / 100;
     return d ? d : 1;
@@ -122,21 +138,23 @@ static int emit(struct gen *g, struct sbt_op *op)
 
 static uint32_t pick_stream(struct gen *g, uint32_t *dev)
 {
-    uint32_t d = (uint32_t)(rnd(g) % g->o.n_devices);
+    uint32_t d = (uint32_t)(rs(g) % g->o.n_devices);
     *dev = d;
-    return 1 + d * g->o.streams_per_device + (uint32_t)(rnd(g) % g->o.streams_per_device);
+    return 1 + d * g->o.streams_per_device + (uint32_t)(rs(g) % g->o.streams_per_device);
 }
 
-/* Starts host op: advances the host clock and fills the common fields. */
+/* Starts a host op: advances the host clock and fills the common fields. Gaps between API
+ * calls are mostly a tight launch loop (0.2-1 us), sometimes host work (5-100 us); an API call
+ * takes 1.5-3 us. */
 static void host_op(struct gen *g, struct sbt_op *op, uint32_t kind, uint32_t stream)
 {
     memset(op, 0, sizeof *op);
-    g->now += rnd_in(g, 300, 2500);
+    g->now += rnd(g) % 8 ? rnd_in(g, 200, 1000) : rnd_in(g, 5000, 100000);
     op->kind = kind;
     op->stream = stream;
-    op->thread = 1 + (uint32_t)(rnd(g) % g->o.n_threads);
+    op->thread = 1 + (uint32_t)(rs(g) % g->o.n_threads);
     op->host_begin = g->now;
-    op->host_end = g->now + rnd_in(g, 800, 4000);
+    op->host_end = g->now + rnd_in(g, 1500, 3000);
     g->now = op->host_end;
 }
 
@@ -152,20 +170,20 @@ static void dev_exec(struct gen *g, struct sbt_op *op, uint64_t after, uint64_t 
 
 static struct buf *pick_buf(struct gen *g, uint32_t dev)
 {
-    return g->n_live[dev] ? &g->pool[dev][rnd(g) % g->n_live[dev]] : NULL;
+    return g->n_live[dev] ? &g->pool[dev][rs(g) % g->n_live[dev]] : NULL;
 }
 
 /* A sub-range of b: whole buffer half the time, else an aligned piece. */
 static void pick_range(struct gen *g, const struct buf *b, uint64_t *off, uint64_t *len)
 {
-    if (rnd(g) & 1) {
+    if (rs(g) & 1) {
         *off = 0;
         *len = b->size;
         return;
     }
-    uint64_t pieces = 1ull << rnd_in(g, 1, 4);
+    uint64_t pieces = 1ull << (1 + rs(g) % 4);
     uint64_t piece = b->size / pieces;
-    *off = piece * (rnd(g) % pieces);
+    *off = piece * (rs(g) % pieces);
     *len = piece;
 }
 
@@ -181,11 +199,11 @@ static void set_digest(struct gen *g, struct sbt_op *op)
 static int gen_alloc(struct gen *g, uint32_t dev)
 {
     struct sbt_op op;
-    uint32_t host = g->first_host + (uint32_t)(rnd(g) % g->o.n_threads);
+    uint32_t host = g->first_host + (uint32_t)(rs(g) % g->o.n_threads);
     host_op(g, &op, SBT_OP_ALLOC, host);
     struct buf *b = &g->pool[dev][g->n_live[dev]++];
     b->res = ++g->next_res;
-    b->size = (uint64_t)1 << rnd_in(g, 16, 26); /* 64 KiB .. 64 MiB */
+    b->size = (uint64_t)1 << (16 + rs(g) % 11); /* 64 KiB .. 64 MiB */
     b->ready = 0;
     op.subkind = SBT_RES_DEVICE;
     op.name = g->s_alloc;
@@ -200,7 +218,7 @@ static int gen_alloc(struct gen *g, uint32_t dev)
 static int gen_free(struct gen *g, uint32_t dev)
 {
     struct sbt_op op;
-    uint32_t host = g->first_host + (uint32_t)(rnd(g) % g->o.n_threads);
+    uint32_t host = g->first_host + (uint32_t)(rs(g) % g->o.n_threads);
     host_op(g, &op, SBT_OP_DEVICE_SYNC, host);
     uint64_t done = 0;
     for (uint32_t s = 0; s < g->o.streams_per_device; s++)
@@ -214,7 +232,7 @@ static int gen_free(struct gen *g, uint32_t dev)
     int st = emit(g, &op);
     if (st)
         return st;
-    uint32_t i = (uint32_t)(rnd(g) % g->n_live[dev]);
+    uint32_t i = (uint32_t)(rs(g) % g->n_live[dev]);
     struct buf b = g->pool[dev][i];
     g->pool[dev][i] = g->pool[dev][--g->n_live[dev]];
     host_op(g, &op, SBT_OP_FREE, host);
@@ -232,11 +250,11 @@ static int gen_kernel(struct gen *g)
     struct sbt_op op;
     host_op(g, &op, SBT_OP_KERNEL, s);
     /* a few kernels are hot, as in real programs */
-    uint32_t ki = (uint32_t)(rnd(g) % 4 ? rnd(g) % 8 : rnd(g) % N_KERNELS);
+    uint32_t ki = (uint32_t)(rs(g) % 4 ? rs(g) % 8 : rs(g) % N_KERNELS);
     const struct kprof *k = &g->k[ki];
     struct sbt_access acc[3];
     uint32_t n = 0;
-    uint32_t n_in = 1 + (uint32_t)(rnd(g) % 2);
+    uint32_t n_in = 1 + (uint32_t)(rs(g) % 2);
     for (uint32_t i = 0; i < n_in; i++) {
         struct buf *b = pick_buf(g, dev);
         if (!b)
@@ -282,7 +300,7 @@ static int gen_copy(struct gen *g, uint32_t dir)
     uint64_t bytes;
     op.subkind = dir;
     if (dir == SBT_COPY_H2D) {
-        uint32_t u = (uint32_t)(rnd(g) % N_UPLOADS);
+        uint32_t u = (uint32_t)(rs(g) % N_UPLOADS);
         bytes = g->upload_len[u] < a->size ? g->upload_len[u] : a->size;
         op.flags |= SBT_OPF_BLOB;
         op.blob = g->uploads[u];
@@ -331,7 +349,7 @@ static int gen_fill(struct gen *g)
     op.name = g->s_fill;
     op.flags |= SBT_OPF_BYTES | SBT_OPF_OBJ;
     op.bytes = acc.len;
-    op.value = rnd(g) % 3 ? 0 : 0xffffffffu;
+    op.value = rs(g) % 3 ? 0 : 0xffffffffu;
     op.n_access = 1;
     op.access = &acc;
     dev_exec(g, &op, 0, jitter(g, 1500 + acc.len / 1500));
@@ -374,7 +392,7 @@ static int gen_stream_sync(struct gen *g)
     uint32_t dev;
     uint32_t s = pick_stream(g, &dev);
     struct sbt_op op;
-    host_op(g, &op, SBT_OP_STREAM_SYNC, g->first_host + (uint32_t)(rnd(g) % g->o.n_threads));
+    host_op(g, &op, SBT_OP_STREAM_SYNC, g->first_host + (uint32_t)(rs(g) % g->o.n_threads));
     op.name = g->s_ssync;
     op.flags |= SBT_OPF_OBJ;
     op.obj = s;
@@ -387,8 +405,8 @@ static int gen_stream_sync(struct gen *g)
 static int gen_marker(struct gen *g)
 {
     struct sbt_op op;
-    host_op(g, &op, SBT_OP_MARKER, g->first_host + (uint32_t)(rnd(g) % g->o.n_threads));
-    op.name = g->s_marker[rnd(g) % 4];
+    host_op(g, &op, SBT_OP_MARKER, g->first_host + (uint32_t)(rs(g) % g->o.n_threads));
+    op.name = g->s_marker[rs(g) % 4];
     op.host_end = op.host_begin;
     return emit(g, &op);
 }
@@ -529,11 +547,19 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
         for (int i = 0; i < 6 && !st; i++)
             st = gen_alloc(&g, d);
     uint64_t done = g.o.n_devices * 6;
+    /* A step of 100..400 ops repeats with fresh timings; 1 op in 32 deviates from it. */
+    uint64_t step_len = rnd_in(&g, 100, 400), in_step = step_len;
+    g.step_seed = rnd(&g);
     while (!st && done < target) {
-        uint32_t r = (uint32_t)(rnd(&g) % 1000);
-        uint32_t dev = (uint32_t)(rnd(&g) % g.o.n_devices);
+        if (in_step >= step_len) {
+            in_step = 0;
+            g.srng = g.step_seed;
+        }
+        g.deviate = rnd(&g) % 32 == 0;
+        uint32_t r = (uint32_t)(rs(&g) % 1000);
+        uint32_t dev = (uint32_t)(rs(&g) % g.o.n_devices);
         uint64_t before = done;
-        if (r < 620) {
+        if (r < 620 || (r >= 890 && r < 930)) {
             st = gen_kernel(&g), done++;
         } else if (r < 700) {
             st = gen_copy(&g, SBT_COPY_H2D), done++;
@@ -546,10 +572,10 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
         } else if (r < 880) {
             if (target - done >= 2)
                 st = gen_event(&g), done += 2;
-        } else if (r < 905) {
+        } else if (r < 885) {
             if (g.n_live[dev] < POOL)
                 st = gen_alloc(&g, dev), done++;
-        } else if (r < 930) {
+        } else if (r < 890) {
             if (g.n_live[dev] > 4 && target - done >= 2)
                 st = gen_free(&g, dev), done += 2;
         } else if (r < 975) {
@@ -557,6 +583,7 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
         } else {
             st = gen_marker(&g), done++;
         }
+        in_step += done - before;
         if (progress && done / 1000000 != before / 1000000)
             progress(done, target);
     }

@@ -57,12 +57,14 @@ enum sbt_col {
     SBT_COL_STREAM,  /* varint */
     SBT_COL_THREAD,  /* varint */
     SBT_COL_NAME,    /* varint */
-    SBT_COL_HBEGIN,  /* zigzag varint: host_begin - previous op's host_begin (0 before) */
+    SBT_COL_HBEGIN,  /* zigzag varint: host_begin - previous op's host_end (0 before) */
     SBT_COL_HDUR,    /* varint: host_end - host_begin */
-    SBT_COL_DBEGIN,  /* DEV_TIME: zigzag: dev_begin - previous dev_begin on the stream */
+    SBT_COL_DBEGIN,  /* DEV_TIME: zigzag: dev_begin - previous dev_end on the stream, or
+                        - host_begin for the stream's first op in the chunk */
     SBT_COL_DDUR,    /* DEV_TIME: varint */
     SBT_COL_KERNEL,  /* KERNEL: varint */
-    SBT_COL_GEOM,    /* GEOM: 7 varints grid xyz, block xyz, shmem */
+    SBT_COL_GEOM,    /* GEOM: varint 0 = as the kernel's last launch in this chunk, or
+                        1 then 7 varints grid xyz, block xyz, shmem */
     SBT_COL_BYTES,   /* BYTES: varint */
     SBT_COL_RESOURCE, /* RESOURCE: varint */
     SBT_COL_OBJ,     /* OBJ: varint obj, varint value */
@@ -106,7 +108,14 @@ static inline int sbt__buf_varint(struct sbt_buf *b, uint64_t v)
 {
     if (b->cap - b->len < 10 && sbt__buf_reserve(b, 10))
         return SBT_ENOMEM;
-    b->len += sbt_varint_encode(v, b->p + b->len);
+    uint8_t *p = b->p + b->len;
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    b->len += n;
     return 0;
 }
 void sbt__buf_free(struct sbt_buf *b);
@@ -149,8 +158,45 @@ struct sbt__rd {
     uint64_t file_off; /* for messages: chunk offset */
     const char *what;  /* for messages: what is being decoded */
 };
-int sbt__rd_varint(struct sbt__rd *r, uint64_t *v);
-int sbt__rd_u32(struct sbt__rd *r, uint32_t *v); /* varint that must fit 32 bits */
+int sbt__rd_varint_slow(struct sbt__rd *r, uint64_t *v);
+int sbt__rd_u32_slow(struct sbt__rd *r, uint32_t *v);
+/* The decoders' hot path, inlined: with 10 bytes of room the loop needs no bounds checks. */
+static inline __attribute__((always_inline)) int sbt__rd_varint(struct sbt__rd *r, uint64_t *v)
+{
+    size_t i = r->pos;
+    if (r->len - i >= 10) {
+        const uint8_t *p = r->p + i;
+        uint64_t x = p[0];
+        if (x < 0x80) {
+            *v = x;
+            r->pos = i + 1;
+            return 0;
+        }
+        x &= 0x7f;
+        for (unsigned k = 1; k < 10; k++) {
+            uint64_t b = p[k];
+            x |= (b & 0x7f) << (7 * k);
+            if (b < 0x80) {
+                if (k == 9 && b > 1)
+                    break; /* overflow: let the slow path report it */
+                *v = x;
+                r->pos = i + k + 1;
+                return 0;
+            }
+        }
+    }
+    return sbt__rd_varint_slow(r, v);
+}
+static inline __attribute__((always_inline)) int sbt__rd_u32(struct sbt__rd *r, uint32_t *v) /* varint that fits 32 bits */
+{
+    size_t i = r->pos;
+    if (i < r->len && r->p[i] < 0x80) {
+        *v = r->p[i];
+        r->pos = i + 1;
+        return 0;
+    }
+    return sbt__rd_u32_slow(r, v);
+}
 int sbt__rd_bytes(struct sbt__rd *r, size_t n, const uint8_t **out);
 int sbt__rd_hash(struct sbt__rd *r, sbt_hash *h);
 void sbt__put_hash(uint8_t out[16], sbt_hash h);
@@ -171,8 +217,17 @@ int sbt__dec_kernel(struct sbt__rd *r, struct sbt_kernel *k);
 
 /* Per-chunk state of the column encoder. prev_dev is indexed by stream id; streams beyond
  * its size fall back to delta against host_begin. */
+/* Per-kernel last geometry in the current chunk (a launch usually repeats its kernel's). */
+struct sbt__geoms {
+    uint32_t (*g)[8]; /* [0] = generation, [1..7] = grid xyz, block xyz, shmem */
+    uint32_t cap;
+};
+/* Slot of kernel k, growing the table; NULL for absurd ids (> 2^20) or no memory. */
+uint32_t *sbt__geom_slot(struct sbt__geoms *t, uint32_t k);
+
 struct sbt__colenc {
     struct sbt_buf col[SBT_N_COLS];
+    struct sbt__geoms geoms;
     uint64_t prev_host;
     uint64_t *prev_dev;   /* per stream; valid where gen[s] == cur_gen */
     uint32_t *gen;
@@ -185,18 +240,26 @@ void sbt__colenc_free(struct sbt__colenc *e);
 /* Appends the OPS record body (n_ops, seq_first, column lengths, columns). */
 int sbt__colenc_emit(struct sbt__colenc *e, uint64_t seq_first, struct sbt_buf *out);
 
-/* Decoded ops of one chunk. ops[i].access points into acc; payloads point into the chunk's
- * raw bytes, which must outlive the decoded ops. */
-struct sbt__opbatch {
-    struct sbt_op *ops;
-    struct sbt_access *acc;
-    uint32_t n_ops, cap_ops;
-    size_t n_acc, cap_acc;
+/* Streaming decoder of one OPS record: ops come out one at a time into one struct, so the
+ * working set stays in cache. Payloads point into the record body, which must outlive them. */
+struct sbt__opdec {
+    struct sbt__rd c[SBT_N_COLS];
+    uint64_t file_off;
+    uint64_t seq_first, n_ops, i; /* ops [seq_first, seq_first + n_ops), next is i */
+    uint64_t prev_host;
     uint64_t *prev_dev;
     uint32_t *gen;
     uint32_t n_streams_cap, cur_gen;
+    struct sbt__geoms geoms;
+    struct sbt_op op;
+    struct sbt_access *acc;
+    uint32_t cap_acc;
 };
-int sbt__opbatch_decode(struct sbt__opbatch *b, struct sbt__rd *body);
-void sbt__opbatch_free(struct sbt__opbatch *b);
+/* Reads the record header and sets up the columns. */
+int sbt__opdec_begin(struct sbt__opdec *d, struct sbt__rd *body);
+/* 1 with *op set (valid until the next call), 0 after the last op (checking that every column
+ * was used up exactly), < 0 on corrupt data with a message naming chunk and op. */
+int sbt__opdec_next(struct sbt__opdec *d, const struct sbt_op **op);
+void sbt__opdec_free(struct sbt__opdec *d);
 
 #endif /* REPRISE_SBT_INT_H */

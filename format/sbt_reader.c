@@ -878,8 +878,8 @@ struct sbt_cursor {
     sbt_reader *r;
     struct sbt_range rg;
     uint64_t next_oc; /* next op chunk to load */
-    struct sbt__opbatch b;
-    uint32_t i;
+    struct sbt__opdec d;
+    int have;              /* d holds a record to read from */
     struct sbt_buf stored, raw;
     ZSTD_DCtx *zd;
     int err;
@@ -898,7 +898,6 @@ int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **o
     c->r = r;
     if (range)
         c->rg = *range;
-    c->b.cur_gen = 0;
     uint64_t start = 0;
     if (c->rg.has_seq) { /* first op chunk whose seq range reaches seq_begin */
         uint64_t lo = 0, hi = r->n_opc;
@@ -932,6 +931,7 @@ int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **o
 static int load_next(sbt_cursor *c)
 {
     sbt_reader *r = c->r;
+    c->have = 0;
     for (;;) {
         if (c->next_oc >= r->n_opc)
             return 0;
@@ -949,26 +949,24 @@ static int load_next(sbt_cursor *c)
         struct sbt__rd p = {c->raw.p, c->raw.len, 0, ci->offset, "chunk"};
         struct sbt__rd body;
         uint32_t type;
-        int found = 0;
         while ((st = next_record(&p, &type, &body)) == 1) {
-            if (type == SBT_REC_OPS) {
+            if (type == SBT_REC_OPS && !c->have) {
                 body.what = "OPS record";
-                if ((st = sbt__opbatch_decode(&c->b, &body)))
+                if ((st = sbt__opdec_begin(&c->d, &body)))
                     return st;
-                found = 1;
+                c->have = 1;
             } else if (type > SBT_REC_BLOB_INDEX && (st = unknown_record(type, ci->offset))) {
                 return st;
             }
         }
         if (st < 0)
             return st;
-        if (!found || c->b.n_ops != ci->n_ops || (c->b.n_ops && c->b.ops[0].seq != ci->seq_first))
+        if (!c->have || c->d.n_ops != ci->n_ops || c->d.seq_first != ci->seq_first)
             return sbt__fail(SBT_ECORRUPT,
-                             "chunk at offset %" PRIu64 ": holds %u ops from seq %" PRIu64
+                             "chunk at offset %" PRIu64 ": holds %" PRIu64 " ops from seq %" PRIu64
                              ", its header says %u from %" PRIu64,
-                             ci->offset, c->b.n_ops, c->b.n_ops ? c->b.ops[0].seq : 0, ci->n_ops,
-                             ci->seq_first);
-        c->i = 0;
+                             ci->offset, c->have ? c->d.n_ops : 0, c->have ? c->d.seq_first : 0,
+                             ci->n_ops, ci->seq_first);
         return 1;
     }
 }
@@ -979,8 +977,9 @@ int sbt_cursor_next(sbt_cursor *c, const struct sbt_op **op)
     if (c->err)
         return c->err;
     for (;;) {
-        while (c->i < c->b.n_ops) {
-            const struct sbt_op *o = &c->b.ops[c->i++];
+        const struct sbt_op *o;
+        int st = c->have ? sbt__opdec_next(&c->d, &o) : 0;
+        if (st == 1) {
             if (c->rg.has_seq) {
                 if (o->seq >= c->rg.seq_end)
                     return 0;
@@ -998,7 +997,8 @@ int sbt_cursor_next(sbt_cursor *c, const struct sbt_op **op)
             *op = o;
             return 1;
         }
-        int st = load_next(c);
+        if (st == 0)
+            st = load_next(c);
         if (st <= 0) {
             if (st < 0)
                 c->err = st;
@@ -1011,7 +1011,7 @@ void sbt_cursor_close(sbt_cursor *c)
 {
     if (!c)
         return;
-    sbt__opbatch_free(&c->b);
+    sbt__opdec_free(&c->d);
     sbt__buf_free(&c->stored);
     sbt__buf_free(&c->raw);
     ZSTD_freeDCtx(c->zd);
@@ -1137,34 +1137,40 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
                     bad++;
                 }
             } else if (type == SBT_REC_OPS) {
+                const struct sbt_op *o;
+                uint64_t n = 0, first = 0;
                 body.what = "OPS record";
-                if ((st = sbt__opbatch_decode(&c->b, &body))) {
+                if ((st = sbt__opdec_begin(&c->d, &body))) {
                     note(fn, ctx, 1, "%s", sbt_errmsg());
                     bad++;
                     st = 0;
                     continue;
                 }
-                if (c->b.n_ops != ci->n_ops || (c->b.n_ops && c->b.ops[0].seq != expect_seq)) {
-                    note(fn, ctx, 1,
-                         "chunk at offset %" PRIu64 ": ops %" PRIu64 "..+%u, expected seq %" PRIu64
-                         " and %u ops",
-                         ci->offset, c->b.n_ops ? c->b.ops[0].seq : 0, c->b.n_ops, expect_seq,
-                         ci->n_ops);
-                    bad++;
-                }
-                expect_seq = (c->b.n_ops ? c->b.ops[0].seq : expect_seq) + c->b.n_ops;
-                for (uint32_t k = 0; k < c->b.n_ops; k++) {
-                    const struct sbt_op *o = &c->b.ops[k];
+                while ((st = sbt__opdec_next(&c->d, &o)) == 1) {
                     uint64_t b, e;
+                    if (n++ == 0)
+                        first = o->seq;
                     sbt_op_span(o, &b, &e);
                     if (b < ci->t_min || e > ci->t_max) {
                         note(fn, ctx, 1, "op %" PRIu64 ": times %" PRIu64 "..%" PRIu64
-                             " fall outside its chunk's range",
-                             o->seq, b, e);
+                             " fall outside its chunk's range", o->seq, b, e);
                         bad++;
                     }
                     bad += check_op_refs(r, o, fn, ctx);
                 }
+                if (st < 0) {
+                    note(fn, ctx, 1, "%s", sbt_errmsg());
+                    bad++;
+                    st = 0;
+                }
+                if (n != ci->n_ops || (n && first != expect_seq)) {
+                    note(fn, ctx, 1,
+                         "chunk at offset %" PRIu64 ": ops %" PRIu64 "..+%" PRIu64
+                         ", expected seq %" PRIu64 " and %u ops",
+                         ci->offset, first, n, expect_seq, ci->n_ops);
+                    bad++;
+                }
+                expect_seq = (n ? first : expect_seq) + n;
             } else if (type >= SBT_REC_SKIPPABLE) {
                 note(fn, ctx, 0, "chunk at offset %" PRIu64 ": skipped unknown record type %u",
                      ci->offset, type);

@@ -389,12 +389,8 @@ int sbt__chunk_hdr_decode(const uint8_t in[SBT_CHUNK_HEADER_LEN], uint64_t offse
 /* Record body decoding                                                                       */
 /* ========================================================================================== */
 
-int sbt__rd_varint(struct sbt__rd *r, uint64_t *v)
+int sbt__rd_varint_slow(struct sbt__rd *r, uint64_t *v)
 {
-    if (r->pos < r->len && r->p[r->pos] < 0x80) {
-        *v = r->p[r->pos++];
-        return SBT_OK;
-    }
     size_t at = r->pos;
     if (sbt_varint_decode(r->p, r->len, &r->pos, v))
         return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: %s: bad varint at byte %zu of %zu",
@@ -402,7 +398,7 @@ int sbt__rd_varint(struct sbt__rd *r, uint64_t *v)
     return SBT_OK;
 }
 
-int sbt__rd_u32(struct sbt__rd *r, uint32_t *v)
+int sbt__rd_u32_slow(struct sbt__rd *r, uint32_t *v)
 {
     uint64_t x;
     int st = sbt__rd_varint(r, &x);

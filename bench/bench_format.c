@@ -1,0 +1,214 @@
+/*
+ * bench/bench_format.c — throughput, size, seek latency and memory of the SBT format.
+ *
+ *   bench_format write SRC.sbt OUT.sbt N   write N ops (cycling SRC's ops, time-shifted):
+ *                                          writer only, the ops are decoded beforehand
+ *   bench_format read TRACE                iterate every op with a cursor
+ *   bench_format seek TRACE K              K random seeks by seq and K by time: open a cursor
+ *                                          and fetch the first op; median and p99 latency
+ * Each prints one line of figures and its peak RSS (getrusage). Results: bench/RESULTS.md.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "format/sbt.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+static int die(const char *what)
+{
+    fprintf(stderr, "bench_format: %s: %s\n", what, sbt_errmsg());
+    return 1;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Copies up to max ops of src (with their accesses) into memory. */
+static struct sbt_op *load(sbt_reader *r, size_t max, size_t *n_out, struct sbt_access **acc_out)
+{
+    size_t n = 0, n_acc = 0, cap_acc = max * 4;
+    struct sbt_op *ops = malloc(max * sizeof *ops);
+    struct sbt_access *acc = malloc(cap_acc * sizeof *acc);
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    if (!ops || !acc || sbt_cursor_open(r, NULL, &c))
+        return NULL;
+    while (n < max && sbt_cursor_next(c, &op) == 1) {
+        if (n_acc + op->n_access > cap_acc || op->payload.len)
+            break;
+        ops[n] = *op;
+        memcpy(acc + n_acc, op->access, op->n_access * sizeof *acc);
+        ops[n].access = (const struct sbt_access *)(uintptr_t)n_acc;
+        n_acc += op->n_access;
+        n++;
+    }
+    sbt_cursor_close(c);
+    for (size_t i = 0; i < n; i++)
+        ops[i].access = acc + (uintptr_t)ops[i].access;
+    *n_out = n;
+    *acc_out = acc;
+    return ops;
+}
+
+static int bench_write(const char *src, const char *out, uint64_t n)
+{
+    sbt_reader *r;
+    if (sbt_reader_open(src, NULL, &r))
+        return die(src);
+    size_t n_src;
+    struct sbt_access *acc;
+    struct sbt_op *ops = load(r, 1000000, &n_src, &acc);
+    if (!ops || !n_src)
+        return die("load");
+    const struct sbt_info *in = sbt_reader_info(r);
+    uint64_t span = in->t_max - in->t_min + 1000;
+    sbt_writer *w;
+    if (sbt_writer_open(out, NULL, &w))
+        return die(out);
+    /* the same tables as the source, so names, streams and kernels resolve */
+    uint32_t id, n_tab;
+    for (uint32_t s = 1; s <= sbt_reader_n_strings(r); s++)
+        if (sbt_writer_intern(w, sbt_reader_string(r, s), &id))
+            return die("intern");
+    const struct sbt_device *d = sbt_reader_devices(r, &n_tab);
+    for (uint32_t i = 0; i < n_tab; i++)
+        sbt_writer_add_device(w, &d[i], &id);
+    const struct sbt_stream *s = sbt_reader_streams(r, &n_tab);
+    for (uint32_t i = 0; i < n_tab; i++)
+        sbt_writer_add_stream(w, &s[i], &id);
+    const struct sbt_program *p = sbt_reader_programs(r, &n_tab);
+    for (uint32_t i = 0; i < n_tab; i++) {
+        struct sbt_program q = p[i];
+        q.blob = (sbt_hash){0, 0};
+        sbt_writer_add_program(w, &q, &id);
+    }
+    const struct sbt_kernel *k = sbt_reader_kernels(r, &n_tab);
+    for (uint32_t i = 0; i < n_tab; i++)
+        sbt_writer_add_kernel(w, &k[i], &id);
+    for (size_t i = 0; i < n_src; i++)
+        ops[i].flags &= ~(uint32_t)SBT_OPF_BLOB; /* blobs are not the subject here */
+    double t0 = now();
+    for (uint64_t i = 0; i < n; i++) {
+        struct sbt_op op = ops[i % n_src];
+        uint64_t shift = (i / n_src) * span;
+        op.host_begin += shift, op.host_end += shift;
+        op.dev_begin += shift, op.dev_end += shift;
+        if (sbt_writer_add_op(w, &op, NULL))
+            return die("add_op");
+    }
+    if (sbt_writer_close(w))
+        return die("close");
+    double t = now() - t0;
+    sbt_reader_close(r);
+    sbt_reader *o;
+    if (sbt_reader_open(out, NULL, &o))
+        return die(out);
+    printf("write: %" PRIu64 " ops in %.3f s = %.2f M ops/s, %.2f bytes/op, peak RSS %ld MB\n", n,
+           t, (double)n / t / 1e6, (double)sbt_reader_info(o)->file_bytes / (double)n, rss_mb());
+    sbt_reader_close(o);
+    free(ops);
+    free(acc);
+    return 0;
+}
+
+static int bench_read(const char *path)
+{
+    double t0 = now();
+    sbt_reader *r;
+    if (sbt_reader_open(path, NULL, &r))
+        return die(path);
+    double t_open = now() - t0;
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    uint64_t n = 0, sum = 0;
+    if (sbt_cursor_open(r, NULL, &c))
+        return die("cursor");
+    int st;
+    while ((st = sbt_cursor_next(c, &op)) == 1) {
+        n++;
+        sum += op->host_begin + op->n_access;
+    }
+    if (st < 0)
+        return die("next");
+    double t = now() - t0;
+    printf("read: %" PRIu64 " ops in %.3f s (open %.1f ms) = %.2f M ops/s, peak RSS %ld MB "
+           "(checksum %" PRIu64 ")\n",
+           n, t, t_open * 1e3, (double)n / t / 1e6, rss_mb(), sum % 1000);
+    sbt_cursor_close(c);
+    sbt_reader_close(r);
+    return 0;
+}
+
+static int bench_seek(const char *path, int k)
+{
+    double t0 = now();
+    sbt_reader *r;
+    if (sbt_reader_open(path, NULL, &r))
+        return die(path);
+    double t_open = now() - t0;
+    const struct sbt_info *in = sbt_reader_info(r);
+    double *lat = malloc((size_t)k * sizeof *lat);
+    uint64_t x = 88172645463325252ull;
+    for (int kind = 0; kind < 2; kind++) {
+        for (int i = 0; i < k; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            struct sbt_range rg = {0};
+            if (kind == 0) {
+                rg.has_seq = 1;
+                rg.seq_begin = in->seq_first + x % (in->seq_end - in->seq_first);
+                rg.seq_end = UINT64_MAX;
+            } else {
+                rg.has_time = 1;
+                rg.t_begin = in->t_min + x % (in->t_max - in->t_min);
+                rg.t_end = UINT64_MAX;
+            }
+            double s = now();
+            sbt_cursor *c;
+            const struct sbt_op *op;
+            if (sbt_cursor_open(r, &rg, &c) || sbt_cursor_next(c, &op) != 1)
+                return die("seek");
+            lat[i] = now() - s;
+            sbt_cursor_close(c);
+        }
+        qsort(lat, (size_t)k, sizeof *lat, cmp_d);
+        printf("seek by %s: %d seeks, median %.3f ms, p99 %.3f ms, max %.3f ms (open %.1f ms)\n",
+               kind ? "time" : "op", k, lat[k / 2] * 1e3, lat[k * 99 / 100] * 1e3,
+               lat[k - 1] * 1e3, t_open * 1e3);
+    }
+    printf("seek: peak RSS %ld MB\n", rss_mb());
+    free(lat);
+    sbt_reader_close(r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && !strcmp(argv[1], "write"))
+        return bench_write(argv[2], argv[3], strtoull(argv[4], NULL, 10));
+    if (argc == 3 && !strcmp(argv[1], "read"))
+        return bench_read(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "seek"))
+        return bench_seek(argv[2], atoi(argv[3]));
+    fprintf(stderr, "usage: bench_format write SRC OUT N | read TRACE | seek TRACE K\n");
+    return 2;
+}
