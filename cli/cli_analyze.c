@@ -43,8 +43,8 @@ static const char *describe(sbt_reader *r, uint64_t seq, char *buf, size_t len)
             snprintf(buf, len, "op %" PRIu64 " (%s '%.60s' on stream %u)", seq,
                      sbt_op_kind_name(op->kind), n, op->stream);
         else
-            snprintf(buf, len, "op %" PRIu64 " (%s on stream %u)", seq,
-                     sbt_op_kind_name(op->kind), op->stream);
+            snprintf(buf, len, "op %" PRIu64 " (%s on stream %u)", seq, sbt_op_kind_name(op->kind),
+                     op->stream);
     }
     sbt_cursor_close(c);
     return buf;
@@ -183,8 +183,7 @@ static void print_analysis(sbt_reader *r, const struct sched_sim_result *res,
            res->crit_n_ops, cli_fmt_ns((double)res->crit_busy_ns, b[0], 32),
            pct(res->crit_busy_ns, res->makespan_ns));
     uint32_t shown = 0;
-    printf("  %10s %12s %10s %7s  %-6s %s\n", "seq", "start", "duration", "share", "stream",
-           "op");
+    printf("  %10s %12s %10s %7s  %-6s %s\n", "seq", "start", "duration", "share", "stream", "op");
     for (uint32_t i = 0; i < res->n_crit && (!top || shown < top); i++) {
         const struct sched_crit_op *c = &res->crit[i];
         if (!c->dur_ns)
@@ -192,8 +191,7 @@ static void print_analysis(sbt_reader *r, const struct sched_sim_result *res,
         const char *n = sbt_reader_string(r, c->name);
         printf("  %10" PRIu64 " %12s %10s %6.2f%%  %-6u %s %.60s\n", c->seq,
                cli_fmt_ns((double)c->start_ns, b[0], 32), cli_fmt_ns((double)c->dur_ns, b[1], 32),
-               pct(c->dur_ns, res->makespan_ns), c->stream, sbt_op_kind_name(c->kind),
-               n ? n : "");
+               pct(c->dur_ns, res->makespan_ns), c->stream, sbt_op_kind_name(c->kind), n ? n : "");
         shown++;
     }
     if (res->crit_n_ops > shown)
@@ -207,9 +205,10 @@ static void print_analysis(sbt_reader *r, const struct sched_sim_result *res,
         const struct sched_stream_row *s = &res->streams[i];
         const struct sbt_stream *t = sbt_reader_stream(r, s->stream);
         const char *n = t ? sbt_reader_string(r, t->name) : "?";
-        printf("  %6u %-24.24s %6u %10" PRIu64 " %10s %6.1f%% %8" PRIu64 " %10s %10s\n",
-               s->stream, n ? n : "", s->device, s->n_ops, cli_fmt_ns((double)s->busy_ns, b[0], 32),
-               pct(s->busy_ns, res->makespan_ns), s->n_gaps, cli_fmt_ns((double)s->gap_ns, b[1], 32),
+        printf("  %6u %-24.24s %6u %10" PRIu64 " %10s %6.1f%% %8" PRIu64 " %10s %10s\n", s->stream,
+               n ? n : "", s->device, s->n_ops, cli_fmt_ns((double)s->busy_ns, b[0], 32),
+               pct(s->busy_ns, res->makespan_ns), s->n_gaps,
+               cli_fmt_ns((double)s->gap_ns, b[1], 32),
                cli_fmt_ns((double)s->max_gap_ns, b[2], 32));
     }
     printf("\ndevices (busy = at least one of its streams running)\n");
@@ -224,17 +223,21 @@ static void print_analysis(sbt_reader *r, const struct sched_sim_result *res,
                cli_fmt_ns((double)d->max_gap_at, b[3], 32));
     }
     if (res->late_intervals)
-        printf("\nnote: %" PRIu64 " intervals reached the concurrency sweep late and were clipped\n",
+        printf("\nnote: %" PRIu64
+               " intervals reached the concurrency sweep late and were clipped\n",
                res->late_intervals);
 }
 
 int cli_analyze(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"time-range", required_argument, 0, 't'}, {"ops", required_argument, 0, 'o'},
-        {"stream", required_argument, 0, 's'},     {"json", required_argument, 0, 'j'},
-        {"why", required_argument, 0, 'w'},        {"top", required_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    static const struct option lo[] = {{"time-range", required_argument, 0, 't'},
+                                       {"ops", required_argument, 0, 'o'},
+                                       {"stream", required_argument, 0, 's'},
+                                       {"json", required_argument, 0, 'j'},
+                                       {"why", required_argument, 0, 'w'},
+                                       {"top", required_argument, 0, 'n'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *json = NULL, *why_arg = NULL;
     uint64_t top = 20;
@@ -312,8 +315,8 @@ int cli_analyze(int argc, char **argv)
         fprintf(f, "{\"trace\":\"");
         for (const char *p = argv[optind]; *p; p++)
             fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        fprintf(f, "\",\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"analysis\":",
-                gs.n_errors, gs.n_warnings);
+        fprintf(f, "\",\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"analysis\":", gs.n_errors,
+                gs.n_warnings);
         sched_sim_write_json(sim, r, f);
         fprintf(f, "}\n");
         int bad = ferror(f);

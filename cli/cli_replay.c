@@ -146,8 +146,9 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
         json_str(f, x->msg);
         fprintf(f, "}");
     }
-    fprintf(f, "],\"graph\":{\"edges\":%" PRIu64 ",\"max_held\":%" PRIu64
-               ",\"peak_intervals\":%" PRIu64 ",\"resources\":%" PRIu64 ",\"edges_by_reason\":{",
+    fprintf(f,
+            "],\"graph\":{\"edges\":%" PRIu64 ",\"max_held\":%" PRIu64
+            ",\"peak_intervals\":%" PRIu64 ",\"resources\":%" PRIu64 ",\"edges_by_reason\":{",
             gs->n_edges, gs->max_held, gs->peak_segments, gs->n_resources);
     for (uint32_t k = 1; k < SCHED_DEP__COUNT; k++)
         fprintf(f, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", sched_dep_name(k), gs->edges[k]);
@@ -158,10 +159,10 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
                 "},\"slice\":{\"ops\":%" PRIu64 ",\"upload_bytes\":%" PRIu64
                 ",\"uninit_bytes\":%" PRIu64 "},\"before\":{\"ops\":%" PRIu64
                 ",\"upload_bytes\":%" PRIu64 "}",
-                sl->range_ops, sl->range_first == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_first,
-                sl->range_last == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_last,
-                sl->slice_ops, sl->slice_upload_bytes, sl->uninit_bytes, sl->before_ops,
-                sl->before_upload_bytes);
+                sl->range_ops,
+                sl->range_first == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_first,
+                sl->range_last == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_last, sl->slice_ops,
+                sl->slice_upload_bytes, sl->uninit_bytes, sl->before_ops, sl->before_upload_bytes);
     }
     fprintf(f, ",\"simulation\":");
     sched_sim_write_json(sim, r, f);
@@ -230,8 +231,8 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
                    cli_fmt_ns((double)res->captured_ns, b[0], 32));
         printf("slice       %" PRIu64 " ops, %s of uploads to replay first (everything before "
                "the range: %" PRIu64 " ops, %s)\n",
-               sl.slice_ops, cli_fmt_bytes((double)sl.slice_upload_bytes, b[0], 32),
-               sl.before_ops, cli_fmt_bytes((double)sl.before_upload_bytes, b[1], 32));
+               sl.slice_ops, cli_fmt_bytes((double)sl.slice_upload_bytes, b[0], 32), sl.before_ops,
+               cli_fmt_bytes((double)sl.before_upload_bytes, b[1], 32));
         if (sl.uninit_bytes)
             printf("            the range reads %s that nothing before it wrote\n",
                    cli_fmt_bytes((double)sl.uninit_bytes, b[0], 32));
@@ -239,8 +240,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     printf("predicted   %s for %" PRIu64 " ops (captured %s)\n",
            cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
            cli_fmt_ns((double)res->captured_ns, b[1], 32));
-    printf("result      %s\n", gs.n_errors ? "not replayable: see the errors above"
-                                          : "replayable");
+    printf("result      %s\n", gs.n_errors ? "not replayable: see the errors above" : "replayable");
     rc = gs.n_errors ? CLI_BADINPUT : CLI_OK;
     if (json) {
         int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim);
@@ -263,11 +263,13 @@ out:
 
 int cli_replay(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"mode", required_argument, 0, 'm'},  {"time-range", required_argument, 0, 't'},
-        {"ops", required_argument, 0, 'o'},   {"stream", required_argument, 0, 's'},
-        {"json", required_argument, 0, 'j'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"mode", required_argument, 0, 'm'},
+                                       {"time-range", required_argument, 0, 't'},
+                                       {"ops", required_argument, 0, 'o'},
+                                       {"stream", required_argument, 0, 's'},
+                                       {"json", required_argument, 0, 'j'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *mode = "dry-run", *json = NULL;
     int c;

@@ -54,17 +54,17 @@ void sched_set_alloc_hooks(const struct sbt_alloc_hooks *hooks);
 /* ========================================================================================== */
 
 /* Why one op must wait for another. X(name, short, description). */
-#define SCHED_DEP_MAP(X)                                                          \
-    X(STREAM, "stream", "stream order")                                           \
-    X(HOST, "host", "issued by its host thread after this host op returned")      \
-    X(EVENT, "event", "event record -> wait")                                     \
-    X(SIGNAL, "signal", "fence/semaphore signal -> wait")                         \
-    X(STREAM_SYNC, "stream-sync", "host waits for the stream to drain")           \
-    X(DEVICE_SYNC, "device-sync", "host waits for the device to drain")           \
-    X(ALLOC, "alloc", "allocation -> first use")                                  \
-    X(RAW, "raw", "read after write")                                             \
-    X(WAR, "war", "write after read")                                             \
-    X(WAW, "waw", "write after write")                                            \
+#define SCHED_DEP_MAP(X)                                                     \
+    X(STREAM, "stream", "stream order")                                      \
+    X(HOST, "host", "issued by its host thread after this host op returned") \
+    X(EVENT, "event", "event record -> wait")                                \
+    X(SIGNAL, "signal", "fence/semaphore signal -> wait")                    \
+    X(STREAM_SYNC, "stream-sync", "host waits for the stream to drain")      \
+    X(DEVICE_SYNC, "device-sync", "host waits for the device to drain")      \
+    X(ALLOC, "alloc", "allocation -> first use")                             \
+    X(RAW, "raw", "read after write")                                        \
+    X(WAR, "war", "write after read")                                        \
+    X(WAW, "waw", "write after write")                                       \
     X(FREE, "free", "use -> free")
 
 enum sched_dep {
@@ -165,13 +165,13 @@ struct sched_graph_opts {
     ((struct sched_graph_opts){.sz = sizeof(struct sched_graph_opts), __VA_ARGS__})
 
 struct sched_graph_stats {
-    uint64_t n_ops;                       /* ops added */
-    uint64_t n_edges;                     /* edges delivered */
-    uint64_t edges[SCHED_DEP__COUNT];     /* per reason */
-    uint64_t findings[SCHED_F__COUNT];    /* per kind, all of them (not only those passed on) */
-    uint64_t n_errors, n_warnings;        /* findings by severity */
-    uint64_t max_held;                    /* most ops held back at once */
-    uint64_t n_resources, peak_segments;  /* resources seen; most byte intervals live at once */
+    uint64_t n_ops;                      /* ops added */
+    uint64_t n_edges;                    /* edges delivered */
+    uint64_t edges[SCHED_DEP__COUNT];    /* per reason */
+    uint64_t findings[SCHED_F__COUNT];   /* per kind, all of them (not only those passed on) */
+    uint64_t n_errors, n_warnings;       /* findings by severity */
+    uint64_t max_held;                   /* most ops held back at once */
+    uint64_t n_resources, peak_segments; /* resources seen; most byte intervals live at once */
 };
 
 typedef struct sched_graph sched_graph;
@@ -209,7 +209,8 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
 /* 1 if op is in range (NULL = everything), else 0. */
 int sched_range_contains(const struct sbt_range *range, const struct sbt_op *op);
 /* Seq bounds [*lo, *hi) that hold every op of range, from the chunk index (a superset). */
-int sched_range_bounds(const sbt_reader *r, const struct sbt_range *range, uint64_t *lo, uint64_t *hi);
+int sched_range_bounds(const sbt_reader *r, const struct sbt_range *range, uint64_t *lo,
+                       uint64_t *hi);
 
 /* Recorded duration of an op, ns: device time if measured, else host time; 0 for ops that only
  * wait (syncs, waits, records, signals, markers, stream create/destroy): their waiting is what
@@ -226,12 +227,13 @@ struct sched_sim_opts {
     int critical_path; /* 1: keep 4 bytes per op of the range to rebuild the critical path */
     uint32_t max_critical_ops; /* critical path ops listed in the result; 0 = 1000 */
 };
-#define SCHED_SIM_OPTS(...) ((struct sched_sim_opts){.sz = sizeof(struct sched_sim_opts), __VA_ARGS__})
+#define SCHED_SIM_OPTS(...) \
+    ((struct sched_sim_opts){.sz = sizeof(struct sched_sim_opts), __VA_ARGS__})
 
 /* One row of the kernel table: a kernel, or "[copy h2d]"-style rows for other timed ops. */
 struct sched_kernel_row {
-    const char *name;   /* owned by the sim (or the reader's string table) */
-    uint32_t kernel;    /* kernel id, 0 for non-kernel rows */
+    const char *name; /* owned by the sim (or the reader's string table) */
+    uint32_t kernel;  /* kernel id, 0 for non-kernel rows */
     uint64_t count;
     uint64_t total_ns, min_ns, max_ns;
     double mean_ns;
@@ -243,7 +245,7 @@ struct sched_kernel_row {
 struct sched_stream_row {
     uint32_t stream, device, kind;
     uint64_t n_ops;
-    uint64_t busy_ns;          /* sum of recorded durations */
+    uint64_t busy_ns;           /* sum of recorded durations */
     uint64_t first_ns, last_ns; /* predicted start of first op, end of last op */
     uint64_t n_gaps, gap_ns, max_gap_ns, max_gap_at; /* idle gaps between ops */
 };
@@ -268,7 +270,7 @@ struct sched_sim_result {
     uint64_t captured_begin; /* absolute ns of that earliest begin */
     uint64_t total_busy_ns;  /* sum of durations */
     /* analysis */
-    double mean_concurrency; /* device-stream busy time / makespan */
+    double mean_concurrency;  /* device-stream busy time / makespan */
     uint32_t max_concurrency; /* most device-stream ops running at once (predicted) */
     uint64_t max_concurrency_at;
     uint64_t late_intervals; /* timeline intervals that arrived after the sweep passed them */
@@ -279,8 +281,8 @@ struct sched_sim_result {
     struct sched_device_row *devices;
     uint32_t n_devices;
     /* critical path */
-    uint64_t crit_n_ops;     /* ops on it */
-    uint64_t crit_busy_ns;   /* sum of their durations (= makespan when edges have no latency) */
+    uint64_t crit_n_ops;        /* ops on it */
+    uint64_t crit_busy_ns;      /* sum of their durations (= makespan when edges have no latency) */
     struct sched_crit_op *crit; /* the first max_critical_ops of them, in order */
     uint32_t n_crit;
 };
@@ -325,7 +327,7 @@ struct sched_slice_opts {
     ((struct sched_slice_opts){.sz = sizeof(struct sched_slice_opts), __VA_ARGS__})
 
 struct sched_slice {
-    uint64_t range_ops;             /* ops in the range */
+    uint64_t range_ops;               /* ops in the range */
     uint64_t range_first, range_last; /* seqs of its first and last op (SCHED_NONE if empty) */
     uint64_t slice_ops, slice_upload_bytes;   /* the slice (H2D copies and host writes) */
     uint64_t before_ops, before_upload_bytes; /* everything before range_first */

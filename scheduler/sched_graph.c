@@ -27,12 +27,12 @@
 
 #include "scheduler/sched_int.h"
 
-#define NONE SCHED_NONE
-#define SEG_RD 2           /* readers kept inline in a segment */
-#define TL_MAX 4096        /* timeline signals kept per semaphore before folding */
-#define KNOWN_MAX 1024     /* streams + 1 up to which the known[][] matrix is kept */
-#define THREADS_MAX 65536  /* host thread ids tracked */
-#define EDGE_HELD (1u << 31) /* internal: from_val must be looked up, the pred was held */
+#define NONE        SCHED_NONE
+#define SEG_RD      2          /* readers kept inline in a segment */
+#define TL_MAX      4096       /* timeline signals kept per semaphore before folding */
+#define KNOWN_MAX   1024       /* streams + 1 up to which the known[][] matrix is kept */
+#define THREADS_MAX 65536      /* host thread ids tracked */
+#define EDGE_HELD   (1u << 31) /* internal: from_val must be looked up, the pred was held */
 
 /* A reference to a node from live state. */
 struct sref {
@@ -109,11 +109,11 @@ struct sched_graph {
     struct sched_graph_opts o;
     struct sched_visitor v;
     struct sched_graph_stats st;
-    int stop;     /* the visitor's stop value, once it asked */
+    int stop; /* the visitor's stop value, once it asked */
     int finished;
 
-    struct strm *streams; /* by id; [0] collects ops on unknown streams */
-    uint32_t n_streams;   /* table size; slots 0..n_streams */
+    struct strm *streams;   /* by id; [0] collects ops on unknown streams */
+    uint32_t n_streams;     /* table size; slots 0..n_streams */
     uint32_t **dev_streams; /* per device id: non-host stream ids, 0-terminated */
     uint32_t n_devices;
     uint64_t *known; /* (n_streams+1)^2, or NULL */
@@ -148,6 +148,8 @@ struct sched_graph {
     uint32_t xs; /* its stream slot */
     struct sched_edge *eb;
     uint32_t n_eb, cap_eb;
+    uint32_t *acc_res; /* per access of x: index in res, found in phase A, used in phase B */
+    uint32_t cap_acc_res;
     int x_waiting;
     uint64_t x_wobj, x_wval;
     uint32_t x_wkind;
@@ -161,8 +163,9 @@ struct sched_graph {
 static void finding(sched_graph *g, uint32_t kind, uint64_t seq, uint64_t other, const char *fmt,
                     ...) __attribute__((format(printf, 5, 6)));
 
-static void finding(sched_graph *g, uint32_t kind, uint64_t seq, uint64_t other, const char *fmt,
-                    ...)
+/* Counts a finding; 1 if it is to be passed on (then call finding() for the message). Keeps
+ * the cost of the many that are only counted to an increment: no message is formatted. */
+static int want(sched_graph *g, uint32_t kind)
 {
     uint32_t sev = sched_finding_severity(kind);
     g->st.findings[kind]++;
@@ -170,8 +173,14 @@ static void finding(sched_graph *g, uint32_t kind, uint64_t seq, uint64_t other,
         g->st.n_errors++;
     else if (sev == SCHED_WARNING)
         g->st.n_warnings++;
-    if (!g->v.finding || g->st.findings[kind] > g->o.max_findings_per_kind)
-        return;
+    return g->v.finding && g->st.findings[kind] <= g->o.max_findings_per_kind;
+}
+
+/* Passes a finding counted by want() to the visitor. */
+static void finding(sched_graph *g, uint32_t kind, uint64_t seq, uint64_t other, const char *fmt,
+                    ...)
+{
+    uint32_t sev = sched_finding_severity(kind);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(g->msg, sizeof g->msg, fmt, ap);
@@ -483,7 +492,8 @@ static int apply_read(sched_graph *g, struct res *r, uint64_t o, uint64_t end, c
 }
 
 /* Phase B: x writes [o, end). */
-static int apply_write(sched_graph *g, struct res *r, uint64_t o, uint64_t end, const struct sref *x)
+static int apply_write(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
+                       const struct sref *x)
 {
     int st;
     uint32_t i = seg_lower(r, o);
@@ -521,6 +531,9 @@ static int accesses_edges(sched_graph *g)
     const struct sbt_op *x = g->x;
     char nb[160];
     int st;
+    if ((st = sched__grow((void **)&g->acc_res, sizeof *g->acc_res, &g->cap_acc_res,
+                          x->n_access)))
+        return st;
     for (int pass = 0; pass < 2; pass++) { /* reads, then writes */
         for (uint32_t a = 0; a < x->n_access; a++) {
             const struct sbt_access *ac = &x->access[a];
@@ -528,34 +541,39 @@ static int accesses_edges(sched_graph *g)
             if (!(ac->mode & (is_write ? SBT_ACCESS_WRITE : SBT_ACCESS_READ)) || !ac->len)
                 continue;
             const char *verb = is_write ? "writes" : "reads";
-            struct res *r = res_get(g, ac->resource, 1);
+            struct res *r = pass && (ac->mode & SBT_ACCESS_READ) ? &g->res[g->acc_res[a]]
+                                                                 : res_get(g, ac->resource, 1);
             if (!r)
                 return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64,
                                    ac->resource);
+            g->acc_res[a] = (uint32_t)(r - g->res);
             if (r->freed_by != NONE) {
                 if (pass == 0 || !(ac->mode & SBT_ACCESS_READ))
-                    finding(g, SCHED_F_USE_AFTER_FREE, x->seq, r->freed_by,
-                            "op %" PRIu64 " (%s) %s resource %" PRIu64 " freed by op %" PRIu64,
-                            x->seq, opname(g, x, nb, sizeof nb), verb, r->id, r->freed_by);
+                    if (want(g, SCHED_F_USE_AFTER_FREE))
+                        finding(g, SCHED_F_USE_AFTER_FREE, x->seq, r->freed_by,
+                                "op %" PRIu64 " (%s) %s resource %" PRIu64 " freed by op %" PRIu64,
+                                x->seq, opname(g, x, nb, sizeof nb), verb, r->id, r->freed_by);
                 continue;
             }
             uint64_t end = sched__end(ac->offset, ac->len);
             if (pass == 0 || !(ac->mode & SBT_ACCESS_READ)) {
                 if (r->alloc.seq == NONE && !r->reported_unalloc) {
                     r->reported_unalloc = 1;
-                    finding(g, SCHED_F_UNALLOCATED, x->seq, NONE,
-                            "op %" PRIu64 " (%s) %s resource %" PRIu64
-                            " that no ALLOC before it created (allocated before the capture "
-                            "started?)",
-                            x->seq, opname(g, x, nb, sizeof nb), verb, r->id);
+                    if (want(g, SCHED_F_UNALLOCATED))
+                        finding(g, SCHED_F_UNALLOCATED, x->seq, NONE,
+                                "op %" PRIu64 " (%s) %s resource %" PRIu64
+                                " that no ALLOC before it created (allocated before the capture "
+                                "started?)",
+                                x->seq, opname(g, x, nb, sizeof nb), verb, r->id);
                 }
                 if (r->size != UINT64_MAX && end > r->size)
-                    finding(g, SCHED_F_OUT_OF_BOUNDS, x->seq, r->alloc.seq,
-                            "op %" PRIu64 " (%s) %s bytes [%" PRIu64 ", %" PRIu64
-                            ") of resource %" PRIu64 " of %" PRIu64 " bytes (allocated by op %"
-                            PRIu64 ")",
-                            x->seq, opname(g, x, nb, sizeof nb), verb, ac->offset, end, r->id,
-                            r->size, r->alloc.seq);
+                    if (want(g, SCHED_F_OUT_OF_BOUNDS))
+                        finding(g, SCHED_F_OUT_OF_BOUNDS, x->seq, r->alloc.seq,
+                                "op %" PRIu64 " (%s) %s bytes [%" PRIu64 ", %" PRIu64
+                                ") of resource %" PRIu64 " of %" PRIu64
+                                " bytes (allocated by op %" PRIu64 ")",
+                                x->seq, opname(g, x, nb, sizeof nb), verb, ac->offset, end, r->id,
+                                r->size, r->alloc.seq);
             }
             uint64_t un = 0, ulo = 0, uhi = 0;
             if ((st = access_edges(g, r, ac->offset, end, is_write, is_write ? NULL : &un, &ulo,
@@ -565,10 +583,11 @@ static int accesses_edges(sched_graph *g)
                 char al[48] = "no ALLOC in the trace";
                 if (r->alloc.seq != NONE)
                     snprintf(al, sizeof al, "allocated by op %" PRIu64, r->alloc.seq);
-                finding(g, SCHED_F_UNINIT_READ, x->seq, r->alloc.seq,
-                        "op %" PRIu64 " (%s) reads %" PRIu64 " bytes of resource %" PRIu64
-                        " that nothing wrote, first [%" PRIu64 ", %" PRIu64 ") (%s)",
-                        x->seq, opname(g, x, nb, sizeof nb), un, r->id, ulo, uhi, al);
+                if (want(g, SCHED_F_UNINIT_READ))
+                    finding(g, SCHED_F_UNINIT_READ, x->seq, r->alloc.seq,
+                            "op %" PRIu64 " (%s) reads %" PRIu64 " bytes of resource %" PRIu64
+                            " that nothing wrote, first [%" PRIu64 ", %" PRIu64 ") (%s)",
+                            x->seq, opname(g, x, nb, sizeof nb), un, r->id, ulo, uhi, al);
             }
         }
     }
@@ -585,8 +604,8 @@ static int accesses_apply(sched_graph *g, const struct sref *xr)
             int is_write = pass == 1;
             if (!(ac->mode & (is_write ? SBT_ACCESS_WRITE : SBT_ACCESS_READ)) || !ac->len)
                 continue;
-            struct res *r = res_get(g, ac->resource, 0);
-            if (!r || r->freed_by != NONE)
+            struct res *r = &g->res[g->acc_res[a]];
+            if (r->freed_by != NONE)
                 continue;
             uint64_t end = sched__end(ac->offset, ac->len);
             st = is_write ? apply_write(g, r, ac->offset, end, xr)
@@ -645,8 +664,8 @@ static int wait_edges(sched_graph *g)
                 lo = mid + 1;
         }
         if (lo < s->n_tl)
-            return add_edge(g, &s->tl[lo].ref, SCHED_DEP_SIGNAL, x->obj, x->value,
-                            s->tl[lo].value, x->subkind);
+            return add_edge(g, &s->tl[lo].ref, SCHED_DEP_SIGNAL, x->obj, x->value, s->tl[lo].value,
+                            x->subkind);
         if (s->floor.seq != NONE && x->value <= s->floor_val)
             return add_edge(g, &s->floor, SCHED_DEP_SIGNAL, x->obj, x->value, s->floor_val,
                             x->subkind);
@@ -704,6 +723,8 @@ static int deliver(sched_graph *g, const struct sbt_op *op, struct sched_edge *i
  * forced) make the edge BROKEN. */
 static void resolve_vals(sched_graph *g, struct sched_edge *in, uint32_t n)
 {
+    if (!g->late.n && !g->n_held)
+        return; /* nothing was ever held */
     for (uint32_t i = 0; i < n; i++) {
         if (!(in[i].flags & EDGE_HELD))
             continue;
@@ -795,8 +816,7 @@ static int hold(sched_graph *g, uint32_t n_pending)
     h->payload = x->payload.len ? sched__malloc(x->payload.len) : NULL;
     h->in = g->n_eb ? sched__malloc(g->n_eb * sizeof *h->in) : NULL;
     uint64_t *ix = sched__map_put(&g->held_map, x->seq, NULL);
-    if ((x->n_access && !h->acc) || (x->payload.len && !h->payload) || (g->n_eb && !h->in) ||
-        !ix) {
+    if ((x->n_access && !h->acc) || (x->payload.len && !h->payload) || (g->n_eb && !h->in) || !ix) {
         sched__free(h->acc);
         sched__free(h->payload);
         sched__free(h->in);
@@ -1028,12 +1048,11 @@ static int find_cycles(sched_graph *g, uint64_t *seqs, uint64_t n)
                         if (!ne)
                             break;
                         struct held *p = held_get(g, ne->from);
-                        int w = snprintf(chain + len, sizeof chain - len,
-                                         "%sop %" PRIu64 " (%s) waits for op %" PRIu64 " (%s, %s)",
-                                         hop ? ", which " : "", cur,
-                                         opname(g, &c->op, nb, sizeof nb), ne->from,
-                                         opname(g, &p->op, nb2, sizeof nb2),
-                                         sched_dep_desc(ne->reason));
+                        int w = snprintf(
+                            chain + len, sizeof chain - len,
+                            "%sop %" PRIu64 " (%s) waits for op %" PRIu64 " (%s, %s)",
+                            hop ? ", which " : "", cur, opname(g, &c->op, nb, sizeof nb), ne->from,
+                            opname(g, &p->op, nb2, sizeof nb2), sched_dep_desc(ne->reason));
                         if (w < 0 || (size_t)w >= sizeof chain - len)
                             break;
                         len += (size_t)w;
@@ -1041,8 +1060,9 @@ static int find_cycles(sched_graph *g, uint64_t *seqs, uint64_t n)
                         if (cur == lo)
                             break;
                     }
-                    finding(g, SCHED_F_CYCLE, lo, NONE, "cycle of %" PRIu64 " ops: %s", cnt,
-                            chain);
+                    if (want(g, SCHED_F_CYCLE))
+                        finding(g, SCHED_F_CYCLE, lo, NONE, "cycle of %" PRIu64 " ops: %s", cnt,
+                                chain);
                 }
                 for (uint64_t k = first; k < sp; k++) {
                     struct held *m = held_get(g, stack[k]);
@@ -1088,10 +1108,12 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
             struct syncobj *s = sync_get(g, h->wobj, h->wkind);
             char why[160];
             if (is_timeline(h->wkind) && s && s->n_tl)
-                snprintf(why, sizeof why, "the highest value signalled is %" PRIu64 " (op %" PRIu64 ")",
-                         s->max_val, s->tl[s->n_tl - 1].ref.seq);
+                snprintf(why, sizeof why,
+                         "the highest value signalled is %" PRIu64 " (op %" PRIu64 ")", s->max_val,
+                         s->tl[s->n_tl - 1].ref.seq);
             else if (s && s->last.seq != NONE)
-                snprintf(why, sizeof why, "its signals were all consumed by earlier waits (last: op %" PRIu64 ")",
+                snprintf(why, sizeof why,
+                         "its signals were all consumed by earlier waits (last: op %" PRIu64 ")",
                          s->last.seq);
             else
                 snprintf(why, sizeof why, "no op signals it");
@@ -1101,7 +1123,9 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
                          sync_kind_name(h->wkind), h->wobj, h->wval);
             else
                 snprintf(what, sizeof what, "%s %" PRIu64, sync_kind_name(h->wkind), h->wobj);
-            if (final)
+            if (!want(g, SCHED_F_UNSATISFIED_WAIT))
+                ;
+            else if (final)
                 finding(g, SCHED_F_UNSATISFIED_WAIT, h->seq, NONE,
                         "op %" PRIu64 " (%s) waits for %s, which nothing satisfies: %s", h->seq,
                         opname(g, &h->op, nb, sizeof nb), what, why);
@@ -1117,10 +1141,12 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
     }
     if (blocked && final && !st) {
         struct held *h = held_get(g, first_blocked);
-        finding(g, SCHED_F_BLOCKED, first_blocked, NONE,
-                "%" PRIu64 " ops never run because they depend on the ops above; the first is op %"
-                PRIu64 " (%s) on stream %u",
-                blocked, first_blocked, opname(g, &h->op, nb, sizeof nb), h->op.stream);
+        if (want(g, SCHED_F_BLOCKED))
+            finding(g, SCHED_F_BLOCKED, first_blocked, NONE,
+                    "%" PRIu64
+                    " ops never run because they depend on the ops above; the first is op %" PRIu64
+                    " (%s) on stream %u",
+                    blocked, first_blocked, opname(g, &h->op, nb, sizeof nb), h->op.stream);
     }
     for (uint64_t i = 0; i < n && !st && g->n_held > keep; i++) {
         struct held *h = held_get(g, seqs[i]);
@@ -1214,19 +1240,21 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     struct strm *sx = &g->streams[xs];
 
     /* ---- phase A: validation and edges ---- */
-    if (x->flags & SBT_OPF_UNSUPPORTED)
+    if ((x->flags & SBT_OPF_UNSUPPORTED) && want(g, SCHED_F_UNSUPPORTED))
         finding(g, SCHED_F_UNSUPPORTED, x->seq, NONE,
                 "op %" PRIu64 " (%s) is marked unsupported: the capture could not record it "
                 "fully, so it cannot be replayed",
                 x->seq, opname(g, x, nb, sizeof nb));
-    if (!xs)
-        finding(g, SCHED_F_UNKNOWN_STREAM, x->seq, NONE,
-                "op %" PRIu64 " (%s) runs on stream %u, which the stream table does not have", x->seq,
-                opname(g, x, nb, sizeof nb), x->stream);
-    else if (sx->destroyed_by != NONE)
+    if (!xs) {
+        if (want(g, SCHED_F_UNKNOWN_STREAM))
+            finding(g, SCHED_F_UNKNOWN_STREAM, x->seq, NONE,
+                    "op %" PRIu64 " (%s) runs on stream %u, which the stream table does not have",
+                    x->seq, opname(g, x, nb, sizeof nb), x->stream);
+    } else if (sx->destroyed_by != NONE && want(g, SCHED_F_DESTROYED_STREAM)) {
         finding(g, SCHED_F_DESTROYED_STREAM, x->seq, sx->destroyed_by,
                 "op %" PRIu64 " (%s) runs on stream %u, destroyed by op %" PRIu64, x->seq,
                 opname(g, x, nb, sizeof nb), x->stream, sx->destroyed_by);
+    }
 
     if ((st = add_edge(g, &sx->last, SCHED_DEP_STREAM, x->stream, 0, 0, 0)))
         return st;
@@ -1239,7 +1267,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         uint64_t *ix = sched__map_get(&g->ev_map, x->obj);
         if (ix)
             st = add_edge(g, &g->ev[*ix], SCHED_DEP_EVENT, x->obj, 0, 0, 0);
-        else
+        else if (want(g, SCHED_F_EVENT_UNRECORDED))
             finding(g, SCHED_F_EVENT_UNRECORDED, x->seq, NONE,
                     "op %" PRIu64 " (%s) waits for event %" PRIu64
                     ", which no op recorded before it (the wait does nothing)",
@@ -1261,13 +1289,17 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     case SBT_OP_FREE: {
         struct res *r = res_get(g, x->resource, 0);
         if (!r) {
-            finding(g, SCHED_F_DOUBLE_FREE, x->seq, NONE,
-                    "op %" PRIu64 " (%s) frees resource %" PRIu64 ", which no op allocated or used",
-                    x->seq, opname(g, x, nb, sizeof nb), x->resource);
+            if (want(g, SCHED_F_DOUBLE_FREE))
+                finding(g, SCHED_F_DOUBLE_FREE, x->seq, NONE,
+                        "op %" PRIu64 " (%s) frees resource %" PRIu64
+                        ", which no op allocated or used",
+                        x->seq, opname(g, x, nb, sizeof nb), x->resource);
         } else if (r->freed_by != NONE) {
-            finding(g, SCHED_F_DOUBLE_FREE, x->seq, r->freed_by,
-                    "op %" PRIu64 " (%s) frees resource %" PRIu64 " again (freed by op %" PRIu64 ")",
-                    x->seq, opname(g, x, nb, sizeof nb), x->resource, r->freed_by);
+            if (want(g, SCHED_F_DOUBLE_FREE))
+                finding(g, SCHED_F_DOUBLE_FREE, x->seq, r->freed_by,
+                        "op %" PRIu64 " (%s) frees resource %" PRIu64 " again (freed by op %" PRIu64
+                        ")",
+                        x->seq, opname(g, x, nb, sizeof nb), x->resource, r->freed_by);
         } else {
             for (uint32_t i = 0; i < r->n && !st; i++) {
                 struct seg *s = &r->s[i];
@@ -1326,8 +1358,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     case SBT_OP_ALLOC: {
         struct res *r = res_get(g, x->resource, 1);
         if (!r)
-            return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64,
-                               x->resource);
+            return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64, x->resource);
         res_drop_segs(g, r);
         r->size = x->flags & SBT_OPF_BYTES ? x->bytes : UINT64_MAX;
         r->alloc = xr;
@@ -1421,6 +1452,7 @@ void sched_graph_destroy(sched_graph *g)
     sched__free(g->free_slots);
     sched__free(g->work);
     sched__free(g->eb);
+    sched__free(g->acc_res);
     sched__map_free(&g->res_map);
     sched__map_free(&g->ev_map);
     sched__map_free(&g->sync_map);

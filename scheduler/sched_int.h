@@ -28,7 +28,7 @@ int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need);
 struct sched__map {
     uint64_t *keys; /* key + 1; 0 = empty */
     uint64_t *vals;
-    uint64_t cap;   /* power of two, or 0 */
+    uint64_t cap; /* power of two, or 0 */
     uint64_t n;
 };
 /* Pointer to the value of key, or NULL. */

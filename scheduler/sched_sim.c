@@ -25,10 +25,10 @@
 
 #include "scheduler/sched_int.h"
 
-#define NONE SCHED_NONE
+#define NONE      SCHED_NONE
 #define SWEEP_BUF (1u << 18)
 #define MAX_GEOMS 16
-#define FAR UINT32_MAX
+#define FAR       UINT32_MAX
 
 struct krow {
     struct sched_kernel_row row;
@@ -470,8 +470,8 @@ static int crit_finish(sched_sim *s)
     }
     struct pos *by_seq = sched__malloc(n * sizeof *by_seq);
     uint64_t *dur = sched__calloc(n, sizeof *dur);
-    struct sched_crit_op *ops = sched__calloc(n < s->o.max_critical_ops ? n : s->o.max_critical_ops,
-                                              sizeof *ops);
+    struct sched_crit_op *ops =
+        sched__calloc(n < s->o.max_critical_ops ? n : s->o.max_critical_ops, sizeof *ops);
     uint32_t *row = sched__calloc(n, sizeof *row);
     sbt_cursor *c = NULL;
     if (!by_seq || !dur || !ops || !row) {
@@ -481,8 +481,8 @@ static int crit_finish(sched_sim *s)
     for (uint64_t i = 0; i < n; i++)
         by_seq[i] = (struct pos){path[i], i};
     qsort(by_seq, n, sizeof *by_seq, cmp_pos);
-    struct sbt_range rg = {.has_seq = 1, .seq_begin = by_seq[0].seq,
-                           .seq_end = by_seq[n - 1].seq + 1};
+    struct sbt_range rg = {
+        .has_seq = 1, .seq_begin = by_seq[0].seq, .seq_end = by_seq[n - 1].seq + 1};
     if ((st = sbt_cursor_open(s->r, &rg, &c)) < 0) {
         st = sched__fail_sbt(st);
         goto out;
@@ -499,17 +499,17 @@ static int crit_finish(sched_sim *s)
         int in = !s->has_range || sched_range_contains(&s->range, op);
         dur[i] = in ? sched_op_duration(op) : 0;
         if (in && dur[i]) {
-            uint64_t key = op->kind == SBT_OP_KERNEL
-                               ? ((op->flags & SBT_OPF_KERNEL) && op->kernel
-                                      ? (1ull << 62) | op->kernel
-                                      : (2ull << 62) | op->name)
-                               : (3ull << 62) | ((uint64_t)op->kind << 32) | op->subkind;
+            uint64_t key =
+                op->kind == SBT_OP_KERNEL
+                    ? ((op->flags & SBT_OPF_KERNEL) && op->kernel ? (1ull << 62) | op->kernel
+                                                                  : (2ull << 62) | op->name)
+                    : (3ull << 62) | ((uint64_t)op->kind << 32) | op->subkind;
             uint64_t *kx = sched__map_get(&s->kmap, key);
             row[i] = kx ? (uint32_t)*kx + 1 : 0;
         }
         if (i < s->o.max_critical_ops)
-            ops[i] = (struct sched_crit_op){op->seq, op->kind, op->stream, op->name, op->kernel,
-                                            0, dur[i]};
+            ops[i] = (struct sched_crit_op){op->seq,    op->kind, op->stream, op->name,
+                                            op->kernel, 0,        dur[i]};
         j++;
     }
     if (rc < 0 && j < n) {
@@ -560,9 +560,8 @@ int sched_sim_finish(sched_sim *s)
     if (!res->kernels || !res->streams || !res->devices)
         return sched__fail(SBT_ENOMEM, "out of memory for the analysis tables");
     for (uint32_t i = 0; i < s->n_k; i++) {
-        s->k[i].row.mean_ns = s->k[i].row.count ? (double)s->k[i].row.total_ns /
-                                                      (double)s->k[i].row.count
-                                                : 0;
+        s->k[i].row.mean_ns =
+            s->k[i].row.count ? (double)s->k[i].row.total_ns / (double)s->k[i].row.count : 0;
         res->kernels[i] = s->k[i].row;
     }
     res->n_kernels = s->n_k;
@@ -643,11 +642,12 @@ int sched_sim_write_json(const sched_sim *s, const sbt_reader *r, FILE *f)
             ",\"captured_ns\":%" PRIu64 ",\"total_busy_ns\":%" PRIu64,
             res->n_ops, res->n_timed, res->makespan_ns, res->captured_ns, res->total_busy_ns);
     if (s->o.analysis) {
-        fprintf(f,
-                ",\"mean_concurrency\":%.4f,\"max_concurrency\":%u,\"max_concurrency_at_ns\":%" PRIu64
-                ",\"late_intervals\":%" PRIu64 ",\"kernels\":[",
-                res->mean_concurrency, res->max_concurrency, res->max_concurrency_at,
-                res->late_intervals);
+        fprintf(
+            f,
+            ",\"mean_concurrency\":%.4f,\"max_concurrency\":%u,\"max_concurrency_at_ns\":%" PRIu64
+            ",\"late_intervals\":%" PRIu64 ",\"kernels\":[",
+            res->mean_concurrency, res->max_concurrency, res->max_concurrency_at,
+            res->late_intervals);
         for (uint32_t i = 0; i < res->n_kernels; i++) {
             const struct sched_kernel_row *k = &res->kernels[i];
             fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -680,9 +680,9 @@ int sched_sim_write_json(const sched_sim *s, const sbt_reader *r, FILE *f)
         for (uint32_t i = 0; i < res->n_devices; i++) {
             const struct sched_device_row *d = &res->devices[i];
             fprintf(f,
-                    "%s{\"device\":%u,\"busy_ns\":%" PRIu64 ",\"utilisation\":%.4f,\"idle_gaps\":%"
-                    PRIu64 ",\"idle_ns\":%" PRIu64 ",\"max_gap_ns\":%" PRIu64
-                    ",\"max_gap_at_ns\":%" PRIu64 "}",
+                    "%s{\"device\":%u,\"busy_ns\":%" PRIu64
+                    ",\"utilisation\":%.4f,\"idle_gaps\":%" PRIu64 ",\"idle_ns\":%" PRIu64
+                    ",\"max_gap_ns\":%" PRIu64 ",\"max_gap_at_ns\":%" PRIu64 "}",
                     i ? "," : "", d->device, d->busy_ns,
                     res->makespan_ns ? (double)d->busy_ns / (double)res->makespan_ns : 0.0,
                     d->n_gaps, d->gap_ns, d->max_gap_ns, d->max_gap_at);
@@ -704,11 +704,10 @@ int sched_sim_write_json(const sched_sim *s, const sbt_reader *r, FILE *f)
             json_str(f, sbt_op_kind_name(c->kind));
             fprintf(f, ",\"name\":");
             json_str(f, sbt_reader_string(r, c->name));
-            fprintf(f,
-                    ",\"stream\":%u,\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64
-                    ",\"share\":%.6f}",
-                    c->stream, c->start_ns, c->dur_ns,
-                    res->makespan_ns ? (double)c->dur_ns / (double)res->makespan_ns : 0.0);
+            fprintf(
+                f, ",\"stream\":%u,\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"share\":%.6f}",
+                c->stream, c->start_ns, c->dur_ns,
+                res->makespan_ns ? (double)c->dur_ns / (double)res->makespan_ns : 0.0);
         }
         fprintf(f, "]}");
     }

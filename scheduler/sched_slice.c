@@ -55,7 +55,8 @@ struct slicer {
 
 static uint64_t upload_bytes(const struct sbt_op *op)
 {
-    if (!(op->kind == SBT_OP_HOST_WRITE || (op->kind == SBT_OP_COPY && op->subkind == SBT_COPY_H2D)))
+    if (!(op->kind == SBT_OP_HOST_WRITE ||
+          (op->kind == SBT_OP_COPY && op->subkind == SBT_COPY_H2D)))
         return 0;
     if (op->flags & SBT_OPF_BYTES)
         return op->bytes;

@@ -391,7 +391,8 @@ int sched_range_contains(const struct sbt_range *r, const struct sbt_op *op)
     return 1;
 }
 
-int sched_range_bounds(const sbt_reader *r, const struct sbt_range *range, uint64_t *lo, uint64_t *hi)
+int sched_range_bounds(const sbt_reader *r, const struct sbt_range *range, uint64_t *lo,
+                       uint64_t *hi)
 {
     const struct sbt_info *in = sbt_reader_info(r);
     *lo = in->seq_first;
