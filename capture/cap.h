@@ -1,0 +1,40 @@
+/*
+ * capture/cap.h — the capture module's public face: the names a program, a user or the CLI
+ * uses to turn capture on. The capture libraries themselves are loaded into other programs
+ * (a Vulkan layer, a CUDA shim); nothing links against them, so this header only defines the
+ * contract: environment variables, file names, the layer's name.
+ *
+ * Vulkan: libVkLayer_reprise_capture.so with its manifest VK_LAYER_REPRISE_capture.json, an
+ * explicit layer. Enable it with
+ *     VK_ADD_LAYER_PATH=<dir with the manifest> VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_capture \
+ *     REPRISE_TRACE=out.sbt PROGRAM
+ * or let `reprise capture -o out.sbt -- PROGRAM` set that up. The layer writes one trace per
+ * process; it never fails the program: on an internal error it prints one line on stderr,
+ * marks the trace incomplete, stops recording and keeps passing calls through.
+ */
+#ifndef REPRISE_CAP_H
+#define REPRISE_CAP_H
+
+#define CAP_VK_LAYER_NAME     "VK_LAYER_REPRISE_capture"
+#define CAP_VK_LAYER_LIB      "libVkLayer_reprise_capture.so"
+#define CAP_VK_LAYER_MANIFEST "VK_LAYER_REPRISE_capture.json"
+
+/* Output path of the trace. Unset: reprise-<pid>.sbt in the working directory. "%p" in the
+ * value is replaced by the process id (for programs that start children). */
+#define CAP_ENV_TRACE "REPRISE_TRACE"
+/* "1": timestamp queries around each dispatch (device times of KERNEL ops). Adds two
+ * timestamp writes per dispatch; the queue must support timestamps. */
+#define CAP_ENV_TIMING "REPRISE_TIMING"
+/* "1": a digest of each dispatch's written ranges (KERNEL op digest). Perturbing: the layer
+ * waits for every submission to finish before returning from vkQueueSubmit. Only ranges in
+ * host-visible memory are digested. */
+#define CAP_ENV_DIGESTS "REPRISE_DIGESTS"
+/* "0": write chunks uncompressed; otherwise the zstd level (default: the writer's). */
+#define CAP_ENV_ZSTD "REPRISE_ZSTD"
+/* "1": print a summary line on stderr when the trace is closed (reprise capture sets it). */
+#define CAP_ENV_SUMMARY "REPRISE_SUMMARY"
+/* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" when
+ * it closes the trace, so the CLI can report it. */
+#define CAP_ENV_STATS "REPRISE_STATS_FILE"
+
+#endif /* REPRISE_CAP_H */

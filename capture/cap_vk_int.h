@@ -1,0 +1,410 @@
+/*
+ * capture/cap_vk_int.h — what the files of the Vulkan capture layer share: dispatch tables,
+ * the shadow of the Vulkan objects the layer tracks, the event queue to the writer thread.
+ * Only capture/cap_vk_*.c include this.
+ *
+ * Threads. A Vulkan call runs on the program's thread. vkCmd* calls only append to their
+ * command buffer's own record buffer (the program synchronises command buffers, so no lock).
+ * Every other tracked call takes cap.mu briefly to update the shadow objects, builds finished
+ * ops (struct cap_ev) and appends them to its thread's buffer with a number from one global
+ * atomic sequence. The writer thread (cap_vk_writer.c) drains the thread buffers, puts events
+ * back into sequence order and is the only thread that touches the sbt_writer.
+ */
+#ifndef REPRISE_CAP_VK_INT_H
+#define REPRISE_CAP_VK_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include "capture/cap.h"
+#include "format/sbt.h"
+#include "format/sbt_vk.h"
+
+#define CAP_EXPORT __attribute__((visibility("default")))
+#define CAP_PAGE   4096u
+
+/* ========================================================================================== */
+/* Dispatch tables                                                                            */
+/* ========================================================================================== */
+
+/* Device functions the layer calls down (vk<name>; KHR/EXT alias tried when NULL). */
+#define CAP_DEVICE_FNS(X)                                                                       \
+    X(DestroyDevice) X(GetDeviceQueue) X(GetDeviceQueue2) X(AllocateMemory) X(FreeMemory)       \
+    X(MapMemory) X(UnmapMemory) X(FlushMappedMemoryRanges) X(InvalidateMappedMemoryRanges)      \
+    X(CreateBuffer) X(DestroyBuffer) X(BindBufferMemory) X(BindBufferMemory2)                   \
+    X(GetBufferMemoryRequirements) X(CreateBufferView) X(DestroyBufferView)                     \
+    X(CreateShaderModule) X(DestroyShaderModule) X(CreateDescriptorSetLayout)                   \
+    X(DestroyDescriptorSetLayout) X(CreatePipelineLayout) X(DestroyPipelineLayout)              \
+    X(CreateComputePipelines) X(DestroyPipeline) X(CreateDescriptorPool)                        \
+    X(DestroyDescriptorPool) X(ResetDescriptorPool) X(AllocateDescriptorSets)                   \
+    X(FreeDescriptorSets) X(UpdateDescriptorSets) X(CreateDescriptorUpdateTemplate)             \
+    X(DestroyDescriptorUpdateTemplate) X(UpdateDescriptorSetWithTemplate)                       \
+    X(CreateCommandPool) X(DestroyCommandPool) X(ResetCommandPool) X(AllocateCommandBuffers)    \
+    X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer)       \
+    X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) X(CmdDispatch)              \
+    X(CmdDispatchBase) X(CmdDispatchIndirect) X(CmdCopyBuffer) X(CmdCopyBuffer2)                \
+    X(CmdFillBuffer) X(CmdUpdateBuffer) X(CmdPipelineBarrier) X(CmdPipelineBarrier2)            \
+    X(CmdSetEvent) X(CmdResetEvent) X(CmdWaitEvents) X(CmdSetEvent2) X(CmdResetEvent2)          \
+    X(CmdWaitEvents2) X(CmdWriteTimestamp) X(CmdWriteTimestamp2) X(CmdResetQueryPool)           \
+    X(CmdExecuteCommands) X(QueueSubmit) X(QueueSubmit2) X(QueueWaitIdle) X(DeviceWaitIdle)     \
+    X(CreateFence) X(DestroyFence) X(ResetFences) X(GetFenceStatus) X(WaitForFences)            \
+    X(CreateSemaphore) X(DestroySemaphore) X(SignalSemaphore) X(WaitSemaphores)                 \
+    X(GetSemaphoreCounterValue) X(CreateEvent) X(DestroyEvent) X(SetEvent) X(ResetEvent)        \
+    X(CreateQueryPool) X(DestroyQueryPool) X(GetQueryPoolResults) X(GetCalibratedTimestampsEXT)
+
+struct cap_dev_fns {
+#define CAP__FN(n) PFN_vk##n n;
+    CAP_DEVICE_FNS(CAP__FN)
+#undef CAP__FN
+};
+
+struct cap_inst {
+    void *key; /* the loader's dispatch pointer: *(void **)instance */
+    VkInstance handle;
+    PFN_vkGetInstanceProcAddr gipa;
+    PFN_vkDestroyInstance DestroyInstance;
+    PFN_vkCreateDevice CreateDevice;
+    PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties;
+    PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties;
+    PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
+    PFN_vkGetPhysicalDeviceMemoryProperties GetPhysicalDeviceMemoryProperties;
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties GetPhysicalDeviceQueueFamilyProperties;
+    uint32_t api_version;
+    int dead;
+};
+
+struct cap_dev {
+    void *key; /* *(void **)device, shared by its queues and command buffers */
+    VkDevice handle;
+    VkPhysicalDevice phys;
+    struct cap_inst *inst;
+    PFN_vkGetDeviceProcAddr gdpa;
+    struct cap_dev_fns fn;
+    PFN_vkVoidFunction *unsup_fn; /* next-layer pointers of the counted unsupported calls */
+    uint64_t id;                  /* capture id */
+    VkPhysicalDeviceMemoryProperties mem_props;
+    VkQueueFamilyProperties qfam[16];
+    uint32_t n_qfam;
+    double ts_period_ns;
+    int has_calibrated;  /* VK_EXT_calibrated_timestamps enabled (by us or the program) */
+    int64_t ts_offset_ns; /* host ns - device ns, from calibration */
+    uint64_t nc_atom;     /* nonCoherentAtomSize */
+    int dead;
+};
+
+/* ========================================================================================== */
+/* Shadow objects                                                                             */
+/* ========================================================================================== */
+
+struct cap_obj {
+    uint64_t handle;
+    uint32_t type; /* VkObjectType */
+    uint64_t id;   /* capture id */
+    struct cap_dev *dev;
+};
+
+/* A byte interval of a memory allocation written by device work; queue/serial say which
+ * submission, so completion of that submission can be matched. */
+struct cap_ivl {
+    uint64_t off, len;
+    uint64_t queue;  /* capture id of the queue */
+    uint64_t serial; /* submission serial on that queue */
+};
+
+struct cap_mem {
+    struct cap_obj o;
+    uint64_t size;
+    uint32_t type_index, props;
+    uint8_t *map_base; /* host address of offset 0 of the allocation while mapped */
+    uint64_t map_off, map_len;
+    int mapped, layer_mapped; /* layer_mapped: mapped by us for --digests */
+    uint64_t n_pages;
+    sbt_hash *page;     /* shadow: hash of each 4 KiB page as last seen */
+    uint8_t *known;     /* page[i] is valid */
+    struct cap_ivl *pend; /* device writes of unfinished submissions */
+    uint32_t n_pend, cap_pend;
+    struct cap_ivl *done; /* finished device writes not yet read back (not mapped then) */
+    uint32_t n_done, cap_done;
+    uint32_t slot; /* index in cap.mems */
+};
+
+struct cap_buf {
+    struct cap_obj o;
+    uint64_t size;
+    uint32_t usage;
+    uint64_t mem_handle, mem_id, mem_off; /* 0 until bound */
+};
+
+struct cap_bview {
+    struct cap_obj o;
+    uint64_t buf_handle, offset, range;
+};
+
+/* A storage/uniform variable of a shader module, from the SPIR-V decorations. */
+struct cap_refl_binding {
+    uint32_t set, binding, access, storage, array;
+};
+struct cap_refl_entry {
+    char name[64];
+    uint32_t local[3];
+    uint32_t spec_id[3]; /* UINT32_MAX = literal */
+};
+struct cap_refl {
+    int ok;
+    struct cap_refl_binding *b;
+    uint32_t n_b;
+    struct cap_refl_entry *e;
+    uint32_t n_e;
+    /* WorkgroupSize builtin: constants (with spec ids) */
+    int has_wgsize;
+    uint32_t wg[3], wg_spec[3];
+};
+
+struct cap_module {
+    struct cap_obj o;
+    struct cap_refl refl;
+};
+
+struct cap_dsl_binding {
+    uint32_t binding, type, count, stages, flags;
+    uint32_t base; /* first slot of this binding in a set */
+};
+struct cap_dsl {
+    struct cap_obj o;
+    struct cap_dsl_binding *b; /* sorted by binding */
+    uint32_t n_b, n_slots, flags;
+};
+
+struct cap_playout {
+    struct cap_obj o;
+    uint32_t n_sets;
+    uint64_t set_layout[32];
+};
+
+struct cap_pipeline {
+    struct cap_obj o;
+    uint64_t layout_handle;
+    uint32_t local[3];
+    struct cap_refl_binding *acc; /* copy of the module's reflection (may be NULL) */
+    uint32_t n_acc;
+    int refl_ok;
+};
+
+struct cap_slot {
+    uint32_t type;
+    uint64_t buf_handle, offset, range, view_handle;
+};
+struct cap_dset {
+    struct cap_obj o;
+    uint64_t pool_handle;
+    struct cap_dsl_binding *b; /* copy of the layout's bindings */
+    uint32_t n_b, n_slots;
+    struct cap_slot *slot;
+};
+
+struct cap_templ_entry {
+    uint32_t binding, elem, count, type;
+    size_t offset, stride;
+};
+struct cap_templ {
+    struct cap_obj o;
+    struct cap_templ_entry *e;
+    uint32_t n_e;
+    uint32_t type; /* VkDescriptorUpdateTemplateType */
+};
+
+struct cap_sync {
+    struct cap_obj o;
+    uint32_t kind; /* enum sbt_sync_kind */
+};
+
+struct cap_queue {
+    struct cap_obj o;
+    uint32_t family, index;
+    uint64_t serial; /* last submission serial */
+};
+
+struct cap_pool {
+    struct cap_obj o;
+    uint32_t family;
+};
+
+/* Timing: a query pool per command buffer, two timestamps per dispatch. */
+#define CAP_TS_QUERIES 1024u
+
+struct cap_cmdbuf {
+    struct cap_obj o;
+    uint64_t pool_handle;
+    uint32_t level;
+    struct sbt_vk_enc raw; /* CMD_* records with raw handles, as recorded */
+    uint32_t n_cmds;
+    int unsupported;       /* an unsupported command was recorded */
+    struct cap_blob *rec;  /* the recording with capture ids, built at vkEndCommandBuffer */
+    VkQueryPool ts_pool;   /* --timing */
+    uint32_t n_ts;         /* timestamps written in this recording */
+    uint32_t gen;          /* bumps on every begin/reset */
+};
+
+/* ========================================================================================== */
+/* Events to the writer thread                                                                */
+/* ========================================================================================== */
+
+/* A refcounted immutable byte string (command-buffer recordings). */
+struct cap_blob {
+    atomic_int ref;
+    int stored; /* writer thread only */
+    sbt_hash hash;
+    size_t len;
+    uint8_t data[];
+};
+struct cap_blob *cap_blob_new(const void *data, size_t len);
+void cap_blob_unref(struct cap_blob *b);
+
+enum cap_ev_type {
+    CAP_EV_OP = 1,
+    CAP_EV_DEVICE,
+    CAP_EV_QUEUE,
+    CAP_EV_PROGRAM,
+    CAP_EV_KERNEL,
+    CAP_EV_META,
+};
+
+/* Device timing of one op, filled when its submission is seen complete. */
+struct cap_timing {
+    atomic_int ready;
+    uint32_t n;
+    struct cap_ev **ops; /* ops whose dev times come from the queries */
+    uint32_t *query;     /* first query index of each */
+    VkQueryPool *pool;
+    struct cap_dev *dev;
+};
+
+struct cap_ev {
+    struct cap_ev *next; /* the next event of the same batch (same seq, in order) */
+    uint64_t seq;
+    uint32_t type, thread;
+    uint64_t dev_id;   /* capture id of the device */
+    uint64_t queue_id; /* OP: capture id of the queue it runs on; 0 = the host thread */
+    uint64_t kernel_id; /* OP: capture id of the pipeline; KERNEL: the pipeline */
+    uint64_t obj_queue; /* OP STREAM_SYNC: capture id of the queue waited for */
+    const char *name;   /* static string: op name / meta key */
+    struct sbt_op op;
+    struct sbt_access *acc; /* owned */
+    uint8_t *payload;       /* owned; its kind is SBT_VK_PAYLOAD (ext kinds for rows) */
+    size_t payload_len;
+    uint8_t *data; /* owned bytes to store as a blob (op.blob / program image) */
+    size_t data_len;
+    struct cap_blob **recs; /* recordings to store (refs held), SUBMIT */
+    uint32_t n_recs;
+    struct cap_timing *timing; /* head of a batch only */
+    /* table rows */
+    struct sbt_device dev;
+    struct sbt_stream stream;
+    uint64_t prog_id;    /* KERNEL: capture id of its module */
+    char *str;           /* owned: device name / entry name / meta value */
+    uint32_t ext_kind;
+};
+
+/* ========================================================================================== */
+/* Global state                                                                               */
+/* ========================================================================================== */
+
+struct cap_map_ent {
+    uint64_t key;
+    void *val;
+};
+struct cap_map {
+    struct cap_map_ent *e;
+    size_t n, cap; /* cap is a power of two; key 0 = empty, key 1 = deleted */
+};
+void *cap_map_get(const struct cap_map *m, uint64_t key);
+int cap_map_put(struct cap_map *m, uint64_t key, void *val);
+void *cap_map_del(struct cap_map *m, uint64_t key);
+void cap_map_free(struct cap_map *m);
+
+struct cap_global {
+    atomic_int on;        /* recording */
+    atomic_int failed;    /* an internal failure stopped recording */
+    atomic_uint_fast64_t seq;
+    atomic_uint_fast64_t next_id;
+    atomic_uint_fast64_t n_calls;  /* Vulkan calls seen (for bytes per call) */
+    atomic_uint_fast32_t gen;      /* command buffer generation (TLS cache) */
+    pthread_mutex_t mu;            /* objects and memory shadow */
+    struct cap_map objs;           /* (handle, type) -> struct cap_obj * */
+    struct cap_mem **mems;         /* live allocations */
+    uint32_t n_mems, cap_mems;
+    int timing, digests;
+    uint64_t epoch_ns; /* CLOCK_MONOTONIC at open; op times are relative to it */
+};
+extern struct cap_global cap;
+
+/* ---- cap_vk_writer.c -------------------------------------------------------------------- */
+void cap_init_once(void); /* reads the environment, opens the trace, starts the writer */
+void cap_shutdown(void);  /* drains the writer and closes the trace (idempotent) */
+/* Logs once, marks the trace incomplete with the reason, stops recording. */
+void cap_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Counts a call passed through unrecorded. */
+void cap_unsupported(const char *name);
+uint64_t cap_now(void); /* ns since the trace epoch */
+uint32_t cap_thread(void);
+uint64_t cap_new_id(void);
+struct cap_ev *cap_ev_new(uint32_t type);
+void cap_ev_free_chain(struct cap_ev *e);
+/* Queues a batch (e and its next chain) under one sequence number. */
+void cap_emit(struct cap_ev *e);
+/* Wakes the writer now (after waits, so HOST_READ ops do not linger). */
+void cap_kick(void);
+
+/* ---- cap_vk_layer.c --------------------------------------------------------------------- */
+struct cap_obj *cap_obj_get(uint64_t handle, uint32_t type); /* cap.mu held */
+
+/* ---- cap_vk_submit.c -------------------------------------------------------------------- */
+/* All with cap.mu held. */
+void cap_mem_added(struct cap_mem *m);
+void cap_mem_removed(struct cap_mem *m);
+/* Host writes since the shadow, in [off, off+len) of m (clipped to the mapping): HOST_WRITE
+ * ops appended to *tail. */
+void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev ***tail,
+                  uint64_t now);
+/* vkMapMemory: shadow pages become known, finished device writes become HOST_READ ops. */
+void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail);
+/* Submission of n batches on q, built from the v1 or v2 submit infos by the caller. */
+struct cap_submit_batch {
+    uint32_t n_wait, n_cb, n_signal;
+    const VkSemaphore *wait;
+    const uint64_t *wait_value;
+    const uint64_t *wait_stage;
+    const VkCommandBuffer *cb;
+    const VkSemaphore *signal;
+    const uint64_t *signal_value;
+    const uint64_t *signal_stage;
+};
+struct cap_ev *cap_submit_build(struct cap_queue *q, const struct cap_submit_batch *b,
+                                uint32_t n, VkFence fence, int v2, uint64_t t0,
+                                struct cap_ev **ops_out[], uint32_t *n_ops_out);
+/* Completion seen by the host: submissions on queue (0 = all of dev) up to serial. Appends
+ * HOST_READ ops to *tail. */
+void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail);
+/* Fence / timeline value -> (queue, serial) of the latest submission that signals it. */
+void cap_fence_signaled(struct cap_dev *dev, uint64_t fence_id, struct cap_ev ***tail);
+void cap_semaphore_reached(struct cap_dev *dev, uint64_t sem_id, uint64_t value,
+                           struct cap_ev ***tail);
+void cap_pending_forget(struct cap_dev *dev); /* device destroyed */
+/* --digests: after the submission finished (queue idle), digest each dispatch's outputs. */
+void cap_digest_ops(struct cap_dev *dev, struct cap_ev **ops, uint32_t n);
+/* --timing: read timestamps of finished submissions into their ops. */
+void cap_timing_collect(struct cap_dev *dev, int all);
+
+/* ---- cap_vk_spirv.c --------------------------------------------------------------------- */
+/* Parses the decorations of a SPIR-V module. refl->ok = 0 if it could not (then accesses fall
+ * back to the descriptor types). Never fails the caller. */
+void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *refl);
+void cap_refl_free(struct cap_refl *refl);
+/* Local size of an entry point after specialization. */
+void cap_spirv_local_size(const struct cap_refl *refl, const char *entry,
+                          const VkSpecializationInfo *spec, uint32_t out[3]);
+
+#endif /* REPRISE_CAP_VK_INT_H */

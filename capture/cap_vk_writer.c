@@ -1,0 +1,798 @@
+/*
+ * capture/cap_vk_writer.c — the capture's back half: per-thread event buffers, the writer
+ * thread that puts events back into global order and feeds the sbt_writer, opening and
+ * closing the trace, and failing safely.
+ *
+ * Order. Every batch of events takes one number from cap.seq (an atomic counter) when it is
+ * made, then goes into the calling thread's buffer (a mutex only that thread and the writer
+ * touch, so never contended on the hot path). The writer drains all buffers every few
+ * milliseconds (or when kicked), keeps what it got in a min-heap by number, and writes events
+ * while the heap's top is the next number; a number taken but not yet pushed holds later ones
+ * back until it arrives. The sbt_writer assigns op seq in add order, so the trace's order is
+ * the capture's.
+ *
+ * Failure. Anything that goes wrong here or in the layer calls cap_fail(): one line on
+ * stderr, recording off, the reason kept for sbt_writer_mark_incomplete. The program goes on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/cap_vk_int.h"
+
+struct cap_global cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ========================================================================================== */
+/* Small helpers                                                                              */
+/* ========================================================================================== */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cap_now(void)
+{
+    return mono_ns() - cap.epoch_ns;
+}
+
+uint64_t cap_new_id(void)
+{
+    return atomic_fetch_add(&cap.next_id, 1) + 1;
+}
+
+static atomic_uint thread_counter;
+static _Thread_local uint32_t my_thread;
+
+uint32_t cap_thread(void)
+{
+    if (!my_thread)
+        my_thread = atomic_fetch_add(&thread_counter, 1) + 1;
+    return my_thread;
+}
+
+struct cap_blob *cap_blob_new(const void *data, size_t len)
+{
+    struct cap_blob *b = malloc(sizeof *b + len);
+    if (!b)
+        return NULL;
+    atomic_init(&b->ref, 1);
+    b->stored = 0;
+    b->len = len;
+    memcpy(b->data, data, len);
+    b->hash = sbt_hash_bytes(b->data, len);
+    return b;
+}
+
+void cap_blob_unref(struct cap_blob *b)
+{
+    if (b && atomic_fetch_sub(&b->ref, 1) == 1)
+        free(b);
+}
+
+struct cap_ev *cap_ev_new(uint32_t type)
+{
+    struct cap_ev *e = calloc(1, sizeof *e);
+    if (!e) {
+        cap_fail("out of memory for an event");
+        return NULL;
+    }
+    e->type = type;
+    e->thread = cap_thread();
+    return e;
+}
+
+static void ev_free(struct cap_ev *e)
+{
+    free(e->acc);
+    free(e->payload);
+    free(e->data);
+    free(e->str);
+    for (uint32_t i = 0; i < e->n_recs; i++)
+        cap_blob_unref(e->recs[i]);
+    free(e->recs);
+    if (e->timing) {
+        free(e->timing->ops);
+        free(e->timing->query);
+        free(e->timing->pool);
+        free(e->timing);
+    }
+    free(e);
+}
+
+void cap_ev_free_chain(struct cap_ev *e)
+{
+    while (e) {
+        struct cap_ev *n = e->next;
+        ev_free(e);
+        e = n;
+    }
+}
+
+/* ---- open-addressing map (u64 -> pointer); keys 0 and 1 are reserved --------------------- */
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+void *cap_map_get(const struct cap_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->e[i].key == key)
+            return m->e[i].val;
+        if (!m->e[i].key)
+            return NULL;
+    }
+}
+
+static int map_grow(struct cap_map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    struct cap_map_ent *e = calloc(cap, sizeof *e);
+    if (!e)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->e[i].key < 2)
+            continue;
+        size_t j = mix(m->e[i].key) & (cap - 1);
+        while (e[j].key)
+            j = (j + 1) & (cap - 1);
+        e[j] = m->e[i];
+    }
+    free(m->e);
+    m->e = e;
+    m->cap = cap;
+    return 0;
+}
+
+int cap_map_put(struct cap_map *m, uint64_t key, void *val)
+{
+    if (key < 2)
+        key += 0x9e3779b97f4a7c15ull; /* never store the reserved keys */
+    if ((m->n + 1) * 2 > m->cap && map_grow(m))
+        return -1;
+    size_t del = SIZE_MAX;
+    for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->e[i].key == key) {
+            m->e[i].val = val;
+            return 0;
+        }
+        if (m->e[i].key == 1 && del == SIZE_MAX)
+            del = i;
+        if (!m->e[i].key) {
+            if (del != SIZE_MAX)
+                i = del;
+            else
+                m->n++;
+            m->e[i].key = key;
+            m->e[i].val = val;
+            return 0;
+        }
+    }
+}
+
+void *cap_map_del(struct cap_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->e[i].key == key) {
+            void *v = m->e[i].val;
+            m->e[i].key = 1; /* tombstone: n stays, so the table grows past them */
+            m->e[i].val = NULL;
+            return v;
+        }
+        if (!m->e[i].key)
+            return NULL;
+    }
+}
+
+void cap_map_free(struct cap_map *m)
+{
+    free(m->e);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================================================== */
+/* Failure and completeness                                                                   */
+/* ========================================================================================== */
+
+static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
+static char fail_reason[256];
+
+void cap_fail(const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&fail_mu);
+    int first = !fail_reason[0];
+    if (first)
+        snprintf(fail_reason, sizeof fail_reason, "%s", msg);
+    pthread_mutex_unlock(&fail_mu);
+    atomic_store(&cap.on, 0);
+    atomic_store(&cap.failed, 1);
+    if (first)
+        fprintf(stderr, "reprise capture: %s; recording stopped (the program goes on)\n", msg);
+}
+
+#define MAX_UNSUP 128
+static struct {
+    const char *name;
+    uint64_t count;
+} unsup[MAX_UNSUP];
+static uint32_t n_unsup;
+static pthread_mutex_t unsup_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void cap_unsupported(const char *name)
+{
+    pthread_mutex_lock(&unsup_mu);
+    uint32_t i = 0;
+    while (i < n_unsup && unsup[i].name != name && strcmp(unsup[i].name, name))
+        i++;
+    if (i == n_unsup && n_unsup < MAX_UNSUP)
+        unsup[n_unsup++].name = name;
+    if (i < n_unsup)
+        unsup[i].count++;
+    pthread_mutex_unlock(&unsup_mu);
+}
+
+/* ========================================================================================== */
+/* Per-thread buffers                                                                         */
+/* ========================================================================================== */
+
+struct tbuf {
+    pthread_mutex_t mu;
+    struct cap_ev **v;
+    size_t n, cap;
+    int dead; /* its thread exited: the writer frees it once drained */
+    struct tbuf *next;
+};
+
+static pthread_mutex_t tb_list_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct tbuf *tb_list;
+static pthread_key_t tb_key;
+static _Thread_local struct tbuf *my_tb;
+
+static void tb_thread_exit(void *p)
+{
+    struct tbuf *tb = p;
+    pthread_mutex_lock(&tb->mu);
+    tb->dead = 1;
+    pthread_mutex_unlock(&tb->mu);
+}
+
+static struct tbuf *tb_get(void)
+{
+    if (my_tb)
+        return my_tb;
+    struct tbuf *tb = calloc(1, sizeof *tb);
+    if (!tb)
+        return NULL;
+    pthread_mutex_init(&tb->mu, NULL);
+    pthread_mutex_lock(&tb_list_mu);
+    tb->next = tb_list;
+    tb_list = tb;
+    pthread_mutex_unlock(&tb_list_mu);
+    pthread_setspecific(tb_key, tb);
+    return my_tb = tb;
+}
+
+/* ========================================================================================== */
+/* Writer thread                                                                              */
+/* ========================================================================================== */
+
+static struct {
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, kicked;
+    sbt_writer *w;
+    int broken; /* the sbt_writer failed: drain and free, write nothing */
+    char path[4096];
+    /* heap of batches by seq */
+    struct cap_ev **heap;
+    size_t n_heap, cap_heap;
+    uint64_t next_seq;
+    /* capture id -> sbt ids (stored as pointer-sized integers) */
+    struct cap_map devs, queues, progs, kernels, host_streams, names;
+    uint64_t n_ops;
+} wr = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static atomic_int initialised, closed;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void cap_kick(void)
+{
+    pthread_mutex_lock(&wr.mu);
+    wr.kicked = 1;
+    pthread_cond_signal(&wr.cv);
+    pthread_mutex_unlock(&wr.mu);
+}
+
+void cap_emit(struct cap_ev *e)
+{
+    if (!e)
+        return;
+    if (!atomic_load(&cap.on) || !wr.started) {
+        cap_ev_free_chain(e);
+        return;
+    }
+    struct tbuf *tb = tb_get();
+    if (!tb) {
+        cap_ev_free_chain(e);
+        cap_fail("out of memory for a thread buffer");
+        return;
+    }
+    pthread_mutex_lock(&tb->mu);
+    e->seq = atomic_fetch_add(&cap.seq, 1);
+    if (tb->n == tb->cap) {
+        size_t cap2 = tb->cap ? tb->cap * 2 : 64;
+        struct cap_ev **v = realloc(tb->v, cap2 * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&tb->mu);
+            /* the number is taken: hand the writer an empty batch so order can go on */
+            cap_fail("out of memory queueing an event");
+            return;
+        }
+        tb->v = v;
+        tb->cap = cap2;
+    }
+    tb->v[tb->n++] = e;
+    size_t n = tb->n;
+    pthread_mutex_unlock(&tb->mu);
+    if (n >= 256)
+        cap_kick();
+}
+
+static int heap_push(struct cap_ev *e)
+{
+    if (wr.n_heap == wr.cap_heap) {
+        size_t c = wr.cap_heap ? wr.cap_heap * 2 : 1024;
+        struct cap_ev **h = realloc(wr.heap, c * sizeof *h);
+        if (!h)
+            return -1;
+        wr.heap = h;
+        wr.cap_heap = c;
+    }
+    size_t i = wr.n_heap++;
+    while (i && wr.heap[(i - 1) / 2]->seq > e->seq) {
+        wr.heap[i] = wr.heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    wr.heap[i] = e;
+    return 0;
+}
+
+static struct cap_ev *heap_pop(void)
+{
+    struct cap_ev *top = wr.heap[0], *last = wr.heap[--wr.n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= wr.n_heap)
+            break;
+        if (c + 1 < wr.n_heap && wr.heap[c + 1]->seq < wr.heap[c]->seq)
+            c++;
+        if (wr.heap[c]->seq >= last->seq)
+            break;
+        wr.heap[i] = wr.heap[c];
+        i = c;
+    }
+    if (wr.n_heap)
+        wr.heap[i] = last;
+    return top;
+}
+
+static void writer_failed(const char *what)
+{
+    if (!wr.broken)
+        cap_fail("trace %s: %s: %s", wr.path, what, sbt_errmsg());
+    wr.broken = 1;
+}
+
+static uint32_t name_id(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    uintptr_t v = (uintptr_t)cap_map_get(&wr.names, (uint64_t)(uintptr_t)s);
+    if (v)
+        return (uint32_t)v;
+    uint32_t id;
+    if (sbt_writer_intern(wr.w, s, &id) < 0) {
+        writer_failed("interning a name");
+        return 0;
+    }
+    cap_map_put(&wr.names, (uint64_t)(uintptr_t)s, (void *)(uintptr_t)id);
+    return id;
+}
+
+static uint32_t lookup(struct cap_map *m, uint64_t id)
+{
+    return (uint32_t)(uintptr_t)cap_map_get(m, id);
+}
+
+static uint32_t host_stream(uint64_t dev_id, uint32_t thread)
+{
+    uint64_t key = (dev_id << 24) ^ thread ^ (1ull << 62);
+    uint32_t s = lookup(&wr.host_streams, key);
+    if (s)
+        return s;
+    char name[32];
+    snprintf(name, sizeof name, "thread %u", thread);
+    struct sbt_stream st = {.device = lookup(&wr.devs, dev_id),
+                            .kind = SBT_STREAM_HOST_THREAD,
+                            .handle = thread};
+    if (sbt_writer_intern(wr.w, name, &st.name) < 0 ||
+        sbt_writer_add_stream(wr.w, &st, &s) < 0) {
+        writer_failed("adding a host thread stream");
+        return 0;
+    }
+    cap_map_put(&wr.host_streams, key, (void *)(uintptr_t)s);
+    return s;
+}
+
+static void write_one(struct cap_ev *e)
+{
+    uint32_t id = 0;
+    switch (e->type) {
+    case CAP_EV_DEVICE: {
+        struct sbt_device d = e->dev;
+        if (sbt_writer_intern(wr.w, e->str ? e->str : "", &d.name) < 0)
+            return writer_failed("interning a device name");
+        d.ext = (struct sbt_ext){e->ext_kind, (uint32_t)e->payload_len, e->payload};
+        if (sbt_writer_add_device(wr.w, &d, &id) < 0)
+            return writer_failed("adding a device");
+        cap_map_put(&wr.devs, e->dev_id, (void *)(uintptr_t)id);
+        return;
+    }
+    case CAP_EV_QUEUE: {
+        struct sbt_stream s = e->stream;
+        s.device = lookup(&wr.devs, e->dev_id);
+        if (sbt_writer_intern(wr.w, e->str ? e->str : "", &s.name) < 0)
+            return writer_failed("interning a queue name");
+        s.ext = (struct sbt_ext){e->ext_kind, (uint32_t)e->payload_len, e->payload};
+        if (sbt_writer_add_stream(wr.w, &s, &id) < 0)
+            return writer_failed("adding a queue stream");
+        cap_map_put(&wr.queues, e->queue_id, (void *)(uintptr_t)id);
+        return;
+    }
+    case CAP_EV_PROGRAM: {
+        struct sbt_program p = {.device = lookup(&wr.devs, e->dev_id), .kind = SBT_PROGRAM_SPIRV};
+        if (e->data && sbt_writer_blob(wr.w, e->data, e->data_len, &p.blob) < 0)
+            return writer_failed("storing a SPIR-V module");
+        if (sbt_writer_intern(wr.w, e->str ? e->str : "", &p.name) < 0)
+            return writer_failed("interning a module name");
+        p.ext = (struct sbt_ext){e->ext_kind, (uint32_t)e->payload_len, e->payload};
+        if (sbt_writer_add_program(wr.w, &p, &id) < 0)
+            return writer_failed("adding a program");
+        cap_map_put(&wr.progs, e->prog_id, (void *)(uintptr_t)id);
+        return;
+    }
+    case CAP_EV_KERNEL: {
+        struct sbt_kernel k = {.program = lookup(&wr.progs, e->prog_id)};
+        if (sbt_writer_intern(wr.w, e->str ? e->str : "", &k.name) < 0)
+            return writer_failed("interning an entry point");
+        k.ext = (struct sbt_ext){e->ext_kind, (uint32_t)e->payload_len, e->payload};
+        if (sbt_writer_add_kernel(wr.w, &k, &id) < 0)
+            return writer_failed("adding a kernel");
+        cap_map_put(&wr.kernels, e->kernel_id, (void *)(uintptr_t)id);
+        return;
+    }
+    case CAP_EV_META:
+        if (sbt_writer_meta(wr.w, e->name, e->str ? e->str : "") < 0)
+            return writer_failed("writing metadata");
+        return;
+    case CAP_EV_OP:
+        break;
+    default:
+        return;
+    }
+    for (uint32_t i = 0; i < e->n_recs; i++) {
+        struct cap_blob *b = e->recs[i];
+        if (b->stored)
+            continue;
+        sbt_hash h;
+        if (sbt_writer_blob(wr.w, b->data, b->len, &h) < 0)
+            return writer_failed("storing a command-buffer recording");
+        b->stored = 1;
+    }
+    struct sbt_op op = e->op;
+    op.stream = e->queue_id ? lookup(&wr.queues, e->queue_id) : host_stream(e->dev_id, e->thread);
+    op.thread = e->thread;
+    op.name = name_id(e->name);
+    if (e->kernel_id) {
+        op.kernel = lookup(&wr.kernels, e->kernel_id);
+        if (op.kernel)
+            op.flags |= SBT_OPF_KERNEL;
+    }
+    if (op.kind == SBT_OP_STREAM_SYNC)
+        op.obj = lookup(&wr.queues, e->obj_queue);
+    if (op.kind == SBT_OP_DEVICE_SYNC)
+        op.obj = lookup(&wr.devs, e->dev_id);
+    if (e->data) {
+        if (sbt_writer_blob(wr.w, e->data, e->data_len, &op.blob) < 0)
+            return writer_failed("storing host data");
+        op.flags |= SBT_OPF_BLOB;
+    }
+    op.access = e->acc;
+    if (e->payload) {
+        op.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)e->payload_len, e->payload};
+        op.flags |= SBT_OPF_PAYLOAD;
+    }
+    if (!op.stream)
+        return; /* no device context: nothing to hang it on */
+    if (sbt_writer_add_op(wr.w, &op, NULL) < 0)
+        return writer_failed("adding an op");
+    wr.n_ops++;
+}
+
+/* Takes everything out of the thread buffers into the heap. */
+static void drain(void)
+{
+    pthread_mutex_lock(&tb_list_mu);
+    struct tbuf **pp = &tb_list;
+    while (*pp) {
+        struct tbuf *tb = *pp;
+        pthread_mutex_lock(&tb->mu);
+        struct cap_ev **v = tb->v;
+        size_t n = tb->n;
+        int dead = tb->dead;
+        tb->v = NULL;
+        tb->n = tb->cap = 0;
+        pthread_mutex_unlock(&tb->mu);
+        for (size_t i = 0; i < n; i++)
+            if (heap_push(v[i]) < 0) {
+                cap_fail("out of memory ordering events");
+                cap_ev_free_chain(v[i]);
+            }
+        free(v);
+        if (dead) {
+            *pp = tb->next;
+            pthread_mutex_destroy(&tb->mu);
+            free(tb);
+        } else {
+            pp = &tb->next;
+        }
+    }
+    pthread_mutex_unlock(&tb_list_mu);
+}
+
+/* Writes the batches that are next in order; at the end (final) writes all that remain. */
+static void write_ready(int final)
+{
+    while (wr.n_heap && (final || wr.heap[0]->seq == wr.next_seq)) {
+        struct cap_ev *top = wr.heap[0];
+        if (!final && top->timing && !atomic_load(&top->timing->ready))
+            return; /* its device times come when the program sees it finish */
+        heap_pop();
+        wr.next_seq = top->seq + 1;
+        for (struct cap_ev *e = top; e; e = e->next)
+            if (!wr.broken)
+                write_one(e);
+        cap_ev_free_chain(top);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wr.mu);
+    for (;;) {
+        if (!wr.stop && !wr.kicked) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 5 * 1000000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&wr.cv, &wr.mu, &ts);
+        }
+        int stop = wr.stop;
+        wr.kicked = 0;
+        pthread_mutex_unlock(&wr.mu);
+        drain();
+        write_ready(0);
+        if (stop) {
+            drain();
+            write_ready(1);
+            return NULL;
+        }
+        pthread_mutex_lock(&wr.mu);
+    }
+}
+
+/* ========================================================================================== */
+/* Open and close                                                                             */
+/* ========================================================================================== */
+
+static void meta_now(const char *key, const char *val)
+{
+    if (sbt_writer_meta(wr.w, key, val) < 0)
+        writer_failed("writing metadata");
+}
+
+static void atfork_child(void)
+{
+    /* the writer thread does not exist in the child: record nothing there */
+    atomic_store(&cap.on, 0);
+    wr.started = 0;
+    atomic_store(&closed, 1);
+}
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static void init(void)
+{
+    pthread_key_create(&tb_key, tb_thread_exit);
+    pthread_atfork(NULL, NULL, atfork_child);
+    cap.timing = env_flag(CAP_ENV_TIMING);
+    cap.digests = env_flag(CAP_ENV_DIGESTS);
+    const char *t = getenv(CAP_ENV_TRACE);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    if (!t || !*t) {
+        snprintf(wr.path, sizeof wr.path, "reprise-%s.sbt", pid);
+        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, wr.path);
+    } else {
+        size_t o = 0;
+        for (const char *p = t; *p && o + 24 < sizeof wr.path; p++) {
+            if (p[0] == '%' && p[1] == 'p') {
+                o += (size_t)snprintf(wr.path + o, sizeof wr.path - o, "%s", pid);
+                p++;
+            } else {
+                wr.path[o++] = *p;
+            }
+        }
+        wr.path[o] = 0;
+    }
+    struct sbt_writer_opts o = SBT_WRITER_OPTS();
+    const char *z = getenv(CAP_ENV_ZSTD);
+    if (z && *z)
+        o.zstd_level = atoi(z) > 0 ? atoi(z) : -1;
+    cap.epoch_ns = mono_ns();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    if (sbt_writer_open(wr.path, &o, &wr.w) < 0) {
+        cap_fail("cannot open trace %s: %s", wr.path, sbt_errmsg());
+        return;
+    }
+    char buf[4096];
+    meta_now("capture.api", "vulkan");
+    meta_now("capture.tool", "reprise VK_LAYER_REPRISE_capture 0.1.0");
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = 0;
+        meta_now("program", buf);
+    }
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (f) {
+        size_t m = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i + 1 < m; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[m] = 0;
+        meta_now("argv", buf);
+    }
+    if (gethostname(buf, sizeof buf) == 0) {
+        buf[sizeof buf - 1] = 0;
+        meta_now("host", buf);
+    }
+    meta_now("clock.domain", "CLOCK_MONOTONIC");
+    snprintf(buf, sizeof buf, "%" PRIu64, cap.epoch_ns);
+    meta_now("clock.epoch_monotonic_ns", buf);
+    snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    meta_now("clock.epoch_realtime_ns", buf);
+    meta_now("capture.timing", cap.timing ? "1" : "0");
+    meta_now("capture.digests", cap.digests ? "1" : "0");
+    meta_now("capture.page_bytes", "4096");
+    meta_now("vulkan.resources", "VkDeviceMemory allocations; buffer ranges map to "
+                                 "(memory, bind offset + buffer offset)");
+    if (wr.broken)
+        return;
+    if (pthread_create(&wr.th, NULL, writer_main, NULL)) {
+        cap_fail("cannot start the writer thread");
+        return;
+    }
+    wr.started = 1;
+    atomic_store(&cap.on, 1);
+    atomic_store(&initialised, 1);
+}
+
+void cap_init_once(void)
+{
+    pthread_once(&once, init);
+}
+
+static void write_stats(void)
+{
+    const char *p = getenv(CAP_ENV_STATS);
+    uint64_t n_unsup_calls = 0;
+    for (uint32_t i = 0; i < n_unsup; i++)
+        n_unsup_calls += unsup[i].count;
+    uint64_t calls = atomic_load(&cap.n_calls);
+    if (env_flag(CAP_ENV_SUMMARY))
+        fprintf(stderr,
+                "reprise capture: %s: %" PRIu64 " ops from %" PRIu64 " Vulkan calls, %" PRIu64
+                " unsupported calls%s%s\n",
+                wr.path, wr.n_ops, calls, n_unsup_calls, fail_reason[0] ? "; incomplete: " : "",
+                fail_reason);
+    if (!p || !*p)
+        return;
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return;
+    fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n",
+            wr.path, wr.n_ops, calls, n_unsup_calls);
+    for (uint32_t i = 0; i < n_unsup; i++)
+        fprintf(f, "unsupported.%s=%" PRIu64 "\n", unsup[i].name, unsup[i].count);
+    fprintf(f, "incomplete=%s\n", fail_reason);
+    fclose(f);
+}
+
+void cap_shutdown(void)
+{
+    if (!atomic_load(&initialised) || atomic_exchange(&closed, 1))
+        return;
+    atomic_store(&cap.on, 0);
+    if (wr.started) {
+        pthread_mutex_lock(&wr.mu);
+        wr.stop = 1;
+        pthread_cond_signal(&wr.cv);
+        pthread_mutex_unlock(&wr.mu);
+        pthread_join(wr.th, NULL);
+        wr.started = 0;
+    }
+    if (wr.w) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_calls));
+        meta_now("capture.vulkan_calls", buf);
+        pthread_mutex_lock(&unsup_mu);
+        for (uint32_t i = 0; i < n_unsup; i++)
+            sbt_writer_unsupported(wr.w, unsup[i].name, unsup[i].count);
+        pthread_mutex_unlock(&unsup_mu);
+        pthread_mutex_lock(&fail_mu);
+        if (fail_reason[0])
+            sbt_writer_mark_incomplete(wr.w, fail_reason);
+        pthread_mutex_unlock(&fail_mu);
+        if (sbt_writer_close(wr.w) < 0)
+            fprintf(stderr, "reprise capture: closing %s: %s\n", wr.path, sbt_errmsg());
+        wr.w = NULL;
+    }
+    write_stats();
+    free(wr.heap);
+    wr.heap = NULL;
+    wr.n_heap = wr.cap_heap = 0;
+    cap_map_free(&wr.devs);
+    cap_map_free(&wr.queues);
+    cap_map_free(&wr.progs);
+    cap_map_free(&wr.kernels);
+    cap_map_free(&wr.host_streams);
+    cap_map_free(&wr.names);
+}
+
+__attribute__((destructor)) static void cap_at_exit(void)
+{
+    cap_shutdown();
+}
