@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "format/sbt.h"
 #include "format/sbt_export.h"
@@ -65,10 +66,7 @@ uint64_t sbt_export_flow_id(uint32_t run, uint32_t kind, uint64_t a)
 
 static uint64_t hash_str(const char *s, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then mixed: names are short */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return mix64(h ^ len);
+    return XXH3_64bits(s, len);
 }
 
 /* ---- UTF-8: names come from traces and may hold any bytes; both formats need valid UTF-8 -- */
@@ -191,13 +189,15 @@ uint32_t sbt__x_intern(sbt_export_emitter *em, int kind, const char *s)
         uint32_t ncap = in->cap ? in->cap * 2 : 256;
         struct sbt__xintern_slot *ns = sbt__calloc(ncap, sizeof *ns);
         char **nb = sbt__realloc(in->by_iid, (size_t)ncap / 2 * sizeof *nb);
-        if (!ns || !nb) {
+        if (nb)
+            in->by_iid = nb;
+        uint32_t *nl = sbt__realloc(in->len_by_iid, (size_t)ncap / 2 * sizeof *nl);
+        if (nl)
+            in->len_by_iid = nl;
+        if (!ns || !nb || !nl) {
             sbt__free(ns);
-            if (nb)
-                in->by_iid = nb;
             return 0;
         }
-        in->by_iid = nb;
         for (uint32_t i = 0; i < in->cap; i++) {
             if (!in->slots[i].iid)
                 continue;
@@ -233,6 +233,7 @@ uint32_t sbt__x_intern(sbt_export_emitter *em, int kind, const char *s)
         in->slots[i].str = raw;
     }
     in->by_iid[in->n] = copy;
+    in->len_by_iid[in->n] = (uint32_t)olen;
     return ++in->n;
 }
 
@@ -384,6 +385,7 @@ int sbt_export_emitter_close(sbt_export_emitter *em)
             sbt__free(in->by_iid[i]);
         sbt__free(in->slots);
         sbt__free(in->by_iid);
+        sbt__free(in->len_by_iid);
     }
     sbt__free(em->tracks);
     sbt__free(em->map);
@@ -391,6 +393,46 @@ int sbt_export_emitter_close(sbt_export_emitter *em)
     sbt__free(em->buf);
     sbt__free(em);
     return st;
+}
+
+uint32_t sbt_export_intern(sbt_export_emitter *em, int what, const char *s)
+{
+    if (!em || em->failed || what < 0 || what >= SBT__XI__COUNT || !s)
+        return 0;
+    return sbt__x_intern(em, what, s);
+}
+
+const char *sbt__x_string(const sbt_export_emitter *em, int kind, uint32_t id, const char *s)
+{
+    return id ? em->intern[kind].by_iid[id - 1] : s;
+}
+
+size_t sbt__x_strlen(const sbt_export_emitter *em, int kind, uint32_t id, const char *s)
+{
+    return id ? em->intern[kind].len_by_iid[id - 1] : s ? strlen(s) : 0;
+}
+
+/* Ids given by the caller must come from sbt_export_intern. */
+static int check_ids(const sbt_export_emitter *em, const struct sbt_export_event *ev)
+{
+    const char *bad = NULL;
+    uint32_t id = 0;
+    if (ev->name_id > em->intern[SBT__XI_NAME].n)
+        bad = "name_id", id = ev->name_id;
+    else if (ev->category_id > em->intern[SBT__XI_CAT].n)
+        bad = "category_id", id = ev->category_id;
+    for (uint32_t i = 0; !bad && i < ev->n_args; i++) {
+        const struct sbt_export_arg *a = &ev->args[i];
+        if (a->name_id > em->intern[SBT__XI_ARG].n)
+            bad = "arg name_id", id = a->name_id;
+        else if (a->type == SBT_EXPORT_ARG_VALUE_ID &&
+                 (!a->v.id || a->v.id > em->intern[SBT__XI_VALUE].n))
+            bad = "arg value id", id = a->v.id;
+    }
+    if (bad)
+        return sbt__fail(SBT_EINVAL, "export: %s %u was not returned by sbt_export_intern", bad,
+                         id);
+    return 0;
 }
 
 static const char *track_label(const struct sbt__xtrack *t)
@@ -469,7 +511,10 @@ static int emit(sbt_export_emitter *em, uint64_t uuid, int type, uint64_t ts, ui
     if (type == SBT__XEV_END && !t->depth)
         return sbt__fail(SBT_EINVAL, "export: track '%s': slice end at %" PRIu64
                          " ns without an open slice", track_label(t), ts);
-    int st = em->format == SBT_EXPORT_PERFETTO
+    int st = check_ids(em, ev);
+    if (st < 0)
+        return st;
+    st = em->format == SBT_EXPORT_PERFETTO
                  ? sbt__pf_event(em, t, type, ts, dur, ev, is_double, iv, dv)
                  : sbt__json_event(em, t, type, ts, dur, ev, is_double, iv, dv);
     if (st < 0)
@@ -739,6 +784,9 @@ struct layout {
     struct u64map procs;     /* declared process-level uuids (value unused) */
     struct u64map resources; /* resource id -> device << 48 | size (live allocations) */
     struct u64map records;   /* event/semaphore object -> ring position of its latest record */
+    struct u64map names;     /* string id or static name -> event-name id */
+    struct u64map dims;      /* packed x,y,z -> interned "XxYxZ" id */
+    uint32_t arg_id[16], cat_id[8];
 
     struct slot *ring;
     uint32_t ring_cap;
@@ -1046,26 +1094,6 @@ static const char *api_default_name(const struct sbt_op *op)
     }
 }
 
-static const char *category(uint32_t kind)
-{
-    switch (kind) {
-    case SBT_OP_KERNEL:
-        return "kernel";
-    case SBT_OP_COPY:
-    case SBT_OP_FILL:
-    case SBT_OP_HOST_WRITE:
-    case SBT_OP_HOST_READ:
-        return "memory";
-    case SBT_OP_ALLOC:
-    case SBT_OP_FREE:
-        return "alloc";
-    case SBT_OP_MARKER:
-        return "marker";
-    default:
-        return "sync";
-    }
-}
-
 /* Does the op show on its stream's track? 1 slice, 2 instant, 0 no. */
 static int device_part(const struct sbt_op *op, const struct sbt_stream *s)
 {
@@ -1106,10 +1134,67 @@ static uint64_t sync_key(const struct sbt_op *op)
     return mix64((uint64_t)sem << 63 ^ op->obj);
 }
 
+/* ---- strings: interned once per trace, by id ---------------------------------------------- */
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* Event-name id for a key (sbt string id, or a static string's address). */
+static uint32_t name_id(struct layout *L, uint64_t key, const char *s)
+{
+    uint64_t *v = map_get(&L->names, key);
+    if (v)
+        return (uint32_t)*v;
+    uint32_t id = sbt_export_intern(L->em, SBT_EXPORT_STR_NAME, s);
+    if (id && map_put(&L->names, key, id) < 0)
+        return 0;
+    return id;
+}
+
+static uint32_t name_of_string(struct layout *L, uint32_t sid, const char **s)
+{
+    *s = str(L, sid);
+    return name_id(L, 1ull << 62 | sid, *s);
+}
+
+static uint32_t name_of_static(struct layout *L, const char *s)
+{
+    return name_id(L, 2ull << 62 | ((uintptr_t)s & ((1ull << 62) - 1)), s);
+}
+
+/* "128x1x1" as an interned value id (0: use buf, which holds the string). */
+static uint32_t dims_id(struct layout *L, const uint32_t d[3], char *buf)
+{
+    int small = d[0] < 1u << 21 && d[1] < 1u << 21 && d[2] < 1u << 21;
+    uint64_t key = (uint64_t)d[0] | (uint64_t)d[1] << 21 | (uint64_t)d[2] << 42;
+    uint64_t *v = small ? map_get(&L->dims, key) : NULL;
+    if (v)
+        return (uint32_t)*v;
+    char *p = put_u64(buf, d[0]);
+    *p++ = 'x';
+    p = put_u64(p, d[1]);
+    *p++ = 'x';
+    *put_u64(p, d[2]) = 0;
+    uint32_t id = small ? sbt_export_intern(L->em, SBT_EXPORT_STR_VALUE, buf) : 0;
+    if (id && map_put(&L->dims, key, id) < 0)
+        return 0;
+    return id;
+}
+
 /* "r 3,5 w 7": resource ids an op reads and writes (interned: they repeat in loops). */
 static const char *resource_list(struct layout *L, const struct slot *sl, uint32_t n_total)
 {
-    char *p = L->scratch, *end = L->scratch + sizeof L->scratch - 32;
+    char *p = L->scratch, *end = L->scratch + sizeof L->scratch - 48;
     uint32_t n = n_total < MAX_ACCESS_KEPT ? n_total : MAX_ACCESS_KEPT;
     for (int pass = 0; pass < 2; pass++) {
         uint32_t want = pass == 0 ? SBT_ACCESS_READ : SBT_ACCESS_WRITE;
@@ -1117,16 +1202,77 @@ static const char *resource_list(struct layout *L, const struct slot *sl, uint32
         for (uint32_t i = 0; i < n && p < end; i++) {
             if (!(sl->acc[i].mode & want))
                 continue;
-            p += sprintf(p, "%s%" PRIu64, first ? (p == L->scratch ? (pass ? "w " : "r ")
-                                                                    : (pass ? " w " : " r "))
-                                                : ",",
-                         sl->acc[i].resource);
+            if (first) {
+                if (p != L->scratch)
+                    *p++ = ' ';
+                *p++ = pass ? 'w' : 'r';
+                *p++ = ' ';
+            } else {
+                *p++ = ',';
+            }
+            p = put_u64(p, sl->acc[i].resource);
             first = 0;
         }
     }
-    if (n_total > n)
-        sprintf(p, " (+%u more)", n_total - n);
+    if (n_total > n) {
+        memcpy(p, " (+", 3);
+        p = put_u64(p + 3, n_total - n);
+        memcpy(p, " more)", 6);
+        p += 6;
+    }
+    *p = 0;
     return L->scratch;
+}
+
+/* arg names and categories, interned when the layout starts */
+enum { A_SEQ, A_GRID, A_BLOCK, A_SHMEM, A_BYTES, A_RESOURCE, A_OBJECT, A_VALUE, A_RESOURCES,
+       A_DIGEST, A_ERROR, A_UNSUPPORTED, A__COUNT };
+static const char *const arg_names[A__COUNT] = {
+    "seq",    "grid",  "block",     "shmem",  "bytes", "resource",
+    "object", "value", "resources", "digest", "error", "unsupported"};
+enum { C_API, C_KERNEL, C_MEMORY, C_ALLOC, C_MARKER, C_SYNC, C__COUNT };
+static const char *const cat_names[C__COUNT] = {"api",   "kernel", "memory",
+                                                "alloc", "marker", "sync"};
+
+static int category(uint32_t kind)
+{
+    switch (kind) {
+    case SBT_OP_KERNEL:
+        return C_KERNEL;
+    case SBT_OP_COPY:
+    case SBT_OP_FILL:
+    case SBT_OP_HOST_WRITE:
+    case SBT_OP_HOST_READ:
+        return C_MEMORY;
+    case SBT_OP_ALLOC:
+    case SBT_OP_FREE:
+        return C_ALLOC;
+    case SBT_OP_MARKER:
+        return C_MARKER;
+    default:
+        return C_SYNC;
+    }
+}
+
+static struct sbt_export_arg arg_u(const struct layout *L, int a, uint32_t type, uint64_t u)
+{
+    return (struct sbt_export_arg){.name = arg_names[a], .name_id = L->arg_id[a], .type = type,
+                                   .v.u = u};
+}
+
+static struct sbt_export_arg arg_s(const struct layout *L, int a, uint32_t type, const char *s)
+{
+    return (struct sbt_export_arg){.name = arg_names[a], .name_id = L->arg_id[a], .type = type,
+                                   .v.s = s};
+}
+
+static struct sbt_export_arg arg_dims(struct layout *L, int a, const uint32_t d[3], char *buf)
+{
+    uint32_t id = dims_id(L, d, buf);
+    struct sbt_export_arg r = arg_s(L, a, SBT_EXPORT_ARG_ISTR, buf);
+    if (id)
+        r.type = SBT_EXPORT_ARG_VALUE_ID, r.v.id = id;
+    return r;
 }
 
 static int do_op(struct layout *L, struct slot *sl)
@@ -1147,52 +1293,54 @@ static int do_op(struct layout *L, struct slot *sl)
         return st;
 
     /* args of the device-side event (or of the API call when there is none) */
-    struct sbt_export_arg args[10];
+    struct sbt_export_arg args[A__COUNT];
     uint32_t n = 0;
     char geom[2][48], digest[33];
-    args[n++] = (struct sbt_export_arg){"seq", SBT_EXPORT_ARG_UINT, {.u = op->seq}};
+    args[n++] = arg_u(L, A_SEQ, SBT_EXPORT_ARG_UINT, op->seq);
     if (!L->o.no_args) {
         if ((op->flags & SBT_OPF_GEOM) && op->kind == SBT_OP_KERNEL) {
-            snprintf(geom[0], sizeof geom[0], "%ux%ux%u", op->grid[0], op->grid[1], op->grid[2]);
-            snprintf(geom[1], sizeof geom[1], "%ux%ux%u", op->block[0], op->block[1],
-                     op->block[2]);
-            args[n++] = (struct sbt_export_arg){"grid", SBT_EXPORT_ARG_ISTR, {.s = geom[0]}};
-            args[n++] = (struct sbt_export_arg){"block", SBT_EXPORT_ARG_ISTR, {.s = geom[1]}};
+            args[n++] = arg_dims(L, A_GRID, op->grid, geom[0]);
+            args[n++] = arg_dims(L, A_BLOCK, op->block, geom[1]);
             if (op->shmem)
-                args[n++] = (struct sbt_export_arg){"shmem", SBT_EXPORT_ARG_UINT, {.u = op->shmem}};
+                args[n++] = arg_u(L, A_SHMEM, SBT_EXPORT_ARG_UINT, op->shmem);
         }
         if (op->flags & SBT_OPF_BYTES)
-            args[n++] = (struct sbt_export_arg){"bytes", SBT_EXPORT_ARG_UINT, {.u = op->bytes}};
+            args[n++] = arg_u(L, A_BYTES, SBT_EXPORT_ARG_UINT, op->bytes);
         if (op->flags & SBT_OPF_RESOURCE)
-            args[n++] = (struct sbt_export_arg){"resource", SBT_EXPORT_ARG_UINT,
-                                                {.u = op->resource}};
-        if (op->flags & SBT_OPF_OBJ)
-            args[n++] = (struct sbt_export_arg){is_record(op->kind) || is_wait(op->kind) ? "object"
-                                                                                          : "obj",
-                                                SBT_EXPORT_ARG_UINT, {.u = op->obj}};
+            args[n++] = arg_u(L, A_RESOURCE, SBT_EXPORT_ARG_UINT, op->resource);
+        if (op->flags & SBT_OPF_OBJ) {
+            args[n++] = arg_u(L, A_OBJECT, SBT_EXPORT_ARG_UINT, op->obj);
+            if (op->value || op->kind == SBT_OP_FILL)
+                args[n++] = arg_u(L, A_VALUE, op->kind == SBT_OP_FILL ? SBT_EXPORT_ARG_HEX
+                                                                      : SBT_EXPORT_ARG_UINT,
+                                  op->value);
+        }
         if (op->n_access)
-            args[n++] = (struct sbt_export_arg){"resources", SBT_EXPORT_ARG_ISTR,
-                                                {.s = resource_list(L, sl, op->n_access)}};
+            args[n++] = arg_s(L, A_RESOURCES, SBT_EXPORT_ARG_STR,
+                              resource_list(L, sl, op->n_access));
         if ((op->flags & SBT_OPF_DIGEST) && !sbt_hash_is_zero(op->digest))
-            args[n++] = (struct sbt_export_arg){"digest", SBT_EXPORT_ARG_STR,
-                                                {.s = sbt_hash_hex(op->digest, digest)}};
+            args[n++] = arg_s(L, A_DIGEST, SBT_EXPORT_ARG_STR, sbt_hash_hex(op->digest, digest));
         if ((op->flags & SBT_OPF_ERROR) && op->error)
-            args[n++] = (struct sbt_export_arg){"error", SBT_EXPORT_ARG_ISTR,
-                                                {.s = str(L, op->error)}};
+            args[n++] = arg_s(L, A_ERROR, SBT_EXPORT_ARG_ISTR, str(L, op->error));
         if (op->flags & SBT_OPF_UNSUPPORTED)
-            args[n++] = (struct sbt_export_arg){"unsupported", SBT_EXPORT_ARG_BOOL, {.u = 1}};
+            args[n++] = arg_u(L, A_UNSUPPORTED, SBT_EXPORT_ARG_BOOL, 1);
     }
 
     uint64_t launch = sbt_export_flow_id(L->o.run, FK_LAUNCH, op->seq);
-    int link = api && dev == 1;
+    /* an arrow's direction is read from its ends' times: none from a call to work that
+     * (by a skewed clock) started before it */
+    int link = api && dev == 1 && db >= hb;
 
     /* the API call on its host thread */
     if (api) {
         uint64_t track;
         if ((st = lane_pick(L, api, &hb, &he, &track)) < 0)
             return st;
-        const char *name = op->name ? str(L, op->name) : api_default_name(op);
-        struct sbt_export_event ev = {.name = name, .category = "api"};
+        struct sbt_export_event ev = {.category = cat_names[C_API], .category_id = L->cat_id[C_API]};
+        if (op->name)
+            ev.name_id = name_of_string(L, op->name, &ev.name);
+        else
+            ev.name_id = name_of_static(L, ev.name = api_default_name(op));
         if (link)
             ev.flow_out = &launch, ev.n_flow_out = 1;
         else
@@ -1214,19 +1362,19 @@ static int do_op(struct layout *L, struct slot *sl)
         uint64_t track;
         if ((st = stream_lanes(L, op, s, &g)) < 0 || (st = lane_pick(L, g, &db, &de, &track)) < 0)
             return st;
-        const char *name;
-        if (op->kind == SBT_OP_KERNEL) {
-            const struct sbt_kernel *k = sbt_reader_kernel(L->r, op->kernel);
-            name = k && k->name ? str(L, k->name) : op->name ? str(L, op->name) : "kernel";
-        } else if (op->kind == SBT_OP_COPY) {
-            name = copy_name(op->subkind);
-        } else if (op->kind == SBT_OP_MARKER) {
-            name = str(L, op->name);
-        } else {
-            name = api_default_name(op);
-        }
-        struct sbt_export_event ev = {.name = name, .category = category(op->kind),
+        int c = category(op->kind);
+        struct sbt_export_event ev = {.category = cat_names[c], .category_id = L->cat_id[c],
                                       .args = args, .n_args = n};
+        const struct sbt_kernel *k = op->kind == SBT_OP_KERNEL && (op->flags & SBT_OPF_KERNEL)
+                                         ? sbt_reader_kernel(L->r, op->kernel)
+                                         : NULL;
+        if (k && k->name)
+            ev.name_id = name_of_string(L, k->name, &ev.name);
+        else if (op->name && (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_MARKER))
+            ev.name_id = name_of_string(L, op->name, &ev.name);
+        else
+            ev.name_id = name_of_static(L, ev.name = op->kind == SBT_OP_KERNEL ? "kernel"
+                                                                              : api_default_name(op));
         if (link)
             ev.flow_in = &launch, ev.n_flow_in = 1;
         if (is_record(op->kind) && sl->n_waiters)
@@ -1247,7 +1395,12 @@ static int do_op(struct layout *L, struct slot *sl)
 
     /* counters: memory allocated, bytes in flight */
     if (op->kind == SBT_OP_ALLOC && (op->flags & SBT_OPF_RESOURCE)) {
-        uint32_t devid = s ? s->device : 0;
+        /* the device the memory lives on: obj when it names one (as `reprise gen` writes),
+         * else the device of the stream the call was made on */
+        uint32_t n_dev, devid = s ? s->device : 0;
+        sbt_reader_devices(L->r, &n_dev);
+        if ((op->flags & SBT_OPF_OBJ) && op->obj >= 1 && op->obj <= n_dev)
+            devid = (uint32_t)op->obj;
         uint64_t sz = op->flags & SBT_OPF_BYTES ? op->bytes : 0, u;
         if (sz >= 1ull << 48)
             sz = (1ull << 48) - 1;
@@ -1282,6 +1435,12 @@ static int do_op(struct layout *L, struct slot *sl)
 
 /* ---- look-ahead ring ---------------------------------------------------------------------- */
 
+/* When a record/wait instant is drawn (as do_op places it). */
+static uint64_t sync_time(const struct sbt_op *op)
+{
+    return op->flags & SBT_OPF_DEV_TIME ? op->dev_begin : op->host_begin;
+}
+
 static int ring_push(struct layout *L, const struct sbt_op *op)
 {
     struct slot *sl = &L->ring[L->back % L->ring_cap];
@@ -1305,7 +1464,7 @@ static int ring_push(struct layout *L, const struct sbt_op *op)
             } else {
                 uint64_t *rec = map_get(&L->records, key);
                 struct slot *rs = rec && *rec >= L->front ? &L->ring[*rec % L->ring_cap] : NULL;
-                if (rs && rs->n_waiters < MAX_WAITERS) {
+                if (rs && rs->n_waiters < MAX_WAITERS && sync_time(op) >= sync_time(&rs->op)) {
                     sl->flow_in = sbt_export_flow_id(L->o.run, FK_SYNC, op->seq);
                     rs->waiters[rs->n_waiters++] = sl->flow_in;
                 } else {
@@ -1388,6 +1547,10 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
         L.o.range->seq_end - L.o.range->seq_begin < total)
         total = L.o.range->seq_end - L.o.range->seq_begin;
 
+    for (int i = 0; i < A__COUNT; i++)
+        L.arg_id[i] = sbt_export_intern(em, SBT_EXPORT_STR_ARG, arg_names[i]);
+    for (int i = 0; i < C__COUNT; i++)
+        L.cat_id[i] = sbt_export_intern(em, SBT_EXPORT_STR_CATEGORY, cat_names[i]);
     sbt_cursor *cur = NULL;
     int st = watermark_init(&L);
     if (st >= 0 && !(L.ring = sbt__malloc((size_t)L.ring_cap * sizeof *L.ring)))
@@ -1424,6 +1587,8 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
     map_free(&L.procs);
     map_free(&L.resources);
     map_free(&L.records);
+    map_free(&L.names);
+    map_free(&L.dims);
     sbt__free(L.ring);
     sbt__free(L.chunk_seq);
     sbt__free(L.chunk_min);

@@ -111,6 +111,19 @@ struct sbt_export_track {
 /* Declares a track; it must be declared once, after its parent, before any event on it. */
 int sbt_export_track(sbt_export_emitter *em, const struct sbt_export_track *t);
 
+/* Interned strings: a string used on many events can be interned once and then named by its
+ * id (name_id, category_id, ...) instead of being hashed on every event. Each kind is its own
+ * id space. */
+enum sbt_export_str {
+    SBT_EXPORT_STR_NAME = 0,     /* event names */
+    SBT_EXPORT_STR_CATEGORY = 1, /* categories */
+    SBT_EXPORT_STR_ARG = 2,      /* arg names */
+    SBT_EXPORT_STR_VALUE = 3,    /* ISTR arg values */
+};
+/* Id (> 0) of s in kind what, valid for the emitter's life; 0 when the table of that kind is
+ * full (max_interned) or memory ran out: pass the string itself then. */
+uint32_t sbt_export_intern(sbt_export_emitter *em, int what, const char *s);
+
 enum sbt_export_arg_type {
     SBT_EXPORT_ARG_UINT = 1,
     SBT_EXPORT_ARG_INT = 2,
@@ -119,17 +132,20 @@ enum sbt_export_arg_type {
     SBT_EXPORT_ARG_STR = 5,    /* written inline: values that rarely repeat (digests) */
     SBT_EXPORT_ARG_ISTR = 6,   /* interned: values that repeat (geometry, resource lists) */
     SBT_EXPORT_ARG_HEX = 7,    /* shown in hex (handles, addresses) */
+    SBT_EXPORT_ARG_VALUE_ID = 8, /* an ISTR given by its sbt_export_intern(..._VALUE) id */
 };
 
 /* One debug annotation (an arg in the UI's details panel). */
 struct sbt_export_arg {
     const char *name; /* interned */
     uint32_t type;    /* enum sbt_export_arg_type */
+    uint32_t name_id; /* if > 0: sbt_export_intern(SBT_EXPORT_STR_ARG) id, name unused */
     union {
         uint64_t u; /* UINT, HEX, BOOL (0/1) */
         int64_t i;
         double d;
         const char *s; /* STR, ISTR; NULL = "" */
+        uint32_t id;   /* VALUE_ID */
     } v;
 };
 
@@ -137,6 +153,8 @@ struct sbt_export_arg {
 struct sbt_export_event {
     const char *name;     /* interned; NULL = "" */
     const char *category; /* interned; NULL = none */
+    uint32_t name_id;     /* if > 0: sbt_export_intern(SBT_EXPORT_STR_NAME) id, name unused */
+    uint32_t category_id; /* if > 0: sbt_export_intern(SBT_EXPORT_STR_CATEGORY) id */
     const struct sbt_export_arg *args;
     uint32_t n_args;
     uint32_t n_flow_out, n_flow_in;

@@ -64,6 +64,7 @@ struct sbt__xintern {
     struct sbt__xintern_slot *slots;
     uint32_t cap, n; /* open addressing, cap a power of two */
     char **by_iid;   /* string of iid i at [i - 1] */
+    uint32_t *len_by_iid; /* its length */
 };
 
 struct sbt__xpending {
@@ -105,6 +106,10 @@ int sbt__x_reserve(sbt_export_emitter *em, size_t n); /* room for n more bytes i
 int sbt__x_flush(sbt_export_emitter *em);
 /* iid of s in kind (adding it), 0 when the table is full (write s inline then). */
 uint32_t sbt__x_intern(sbt_export_emitter *em, int kind, const char *s);
+/* The string of an event field: id's interned copy when id > 0, else s. */
+const char *sbt__x_string(const sbt_export_emitter *em, int kind, uint32_t id, const char *s);
+/* Its length in bytes (0 for NULL). */
+size_t sbt__x_strlen(const sbt_export_emitter *em, int kind, uint32_t id, const char *s);
 /* 1 if iid is already defined on the track's sequence; else marks it and returns 0. */
 int sbt__x_define(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, uint32_t iid);
 /* Length of the valid UTF-8 sequence at s[0..len) (1 to 4), 0 if s[0] starts none. */

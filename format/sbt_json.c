@@ -202,14 +202,16 @@ static uint8_t *put_where(uint8_t *p, const struct sbt__xtrack *t, uint64_t ts)
     return put_i64(p, t->tid);
 }
 
-static uint8_t *put_args(uint8_t *p, const struct sbt_export_event *ev)
+static uint8_t *put_args(const sbt_export_emitter *em, uint8_t *p,
+                         const struct sbt_export_event *ev)
 {
     p = put(p, ",\"args\":{");
     for (uint32_t i = 0; i < ev->n_args; i++) {
         const struct sbt_export_arg *a = &ev->args[i];
+        const char *an = sbt__x_string(em, SBT__XI_ARG, a->name_id, a->name);
         if (i)
             *p++ = ',';
-        p = put_str(p, a->name ? a->name : "");
+        p = put_str(p, an ? an : "");
         *p++ = ':';
         switch (a->type) {
         case SBT_EXPORT_ARG_INT:
@@ -224,6 +226,9 @@ static uint8_t *put_args(uint8_t *p, const struct sbt_export_event *ev)
         case SBT_EXPORT_ARG_STR:
         case SBT_EXPORT_ARG_ISTR:
             p = put_str(p, a->v.s ? a->v.s : "");
+            break;
+        case SBT_EXPORT_ARG_VALUE_ID:
+            p = put_str(p, sbt__x_string(em, SBT__XI_VALUE, a->v.id, NULL));
             break;
         case SBT_EXPORT_ARG_HEX: {
             char tmp[24];
@@ -247,17 +252,22 @@ int sbt__json_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uin
                     uint64_t dur, const struct sbt_export_event *ev, int is_double, int64_t iv,
                     double dv)
 {
+    const char *name = sbt__x_string(em, SBT__XI_NAME, ev->name_id, ev->name);
+    const char *cat = sbt__x_string(em, SBT__XI_CAT, ev->category_id, ev->category);
     size_t bound = 256 + 160 * ((size_t)ev->n_flow_in + ev->n_flow_out);
-    if (ev->name)
-        bound += jstr_bound(strlen(ev->name));
-    if (ev->category)
-        bound += jstr_bound(strlen(ev->category));
+    if (name)
+        bound += jstr_bound(strlen(name));
+    if (cat)
+        bound += jstr_bound(strlen(cat));
     if (type == SBT__XEV_COUNTER && t->name)
         bound += jstr_bound(strlen(t->name));
     for (uint32_t i = 0; i < ev->n_args; i++) {
         const struct sbt_export_arg *a = &ev->args[i];
-        bound += jstr_bound(a->name ? strlen(a->name) : 0) + 48;
-        if ((a->type == SBT_EXPORT_ARG_STR || a->type == SBT_EXPORT_ARG_ISTR) && a->v.s)
+        const char *an = sbt__x_string(em, SBT__XI_ARG, a->name_id, a->name);
+        bound += jstr_bound(an ? strlen(an) : 0) + 48;
+        if (a->type == SBT_EXPORT_ARG_VALUE_ID)
+            bound += jstr_bound(strlen(sbt__x_string(em, SBT__XI_VALUE, a->v.id, NULL)));
+        else if ((a->type == SBT_EXPORT_ARG_STR || a->type == SBT_EXPORT_ARG_ISTR) && a->v.s)
             bound += jstr_bound(strlen(a->v.s));
     }
     int st = sbt__x_reserve(em, bound);
@@ -284,10 +294,10 @@ int sbt__json_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uin
     *p++ = '"';
     if (type != SBT__XEV_END) {
         p = put(p, ",\"name\":");
-        p = put_str(p, ev->name ? ev->name : "");
-        if (ev->category) {
+        p = put_str(p, name ? name : "");
+        if (cat) {
             p = put(p, ",\"cat\":");
-            p = put_str(p, ev->category);
+            p = put_str(p, cat);
         }
     }
     p = put_where(p, t, ts);
@@ -298,7 +308,7 @@ int sbt__json_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uin
     if (type == SBT__XEV_INSTANT)
         p = put(p, ",\"s\":\"t\"");
     if (type != SBT__XEV_END && (ev->n_args || ev->correlation_id))
-        p = put_args(p, ev);
+        p = put_args(em, p, ev);
     *p++ = '}';
     /* flows bind to the slice that encloses them on this thread at ts: the one just written */
     for (int dir = 0; dir < 2; dir++) {

@@ -220,11 +220,12 @@ static const uint32_t intern_field[SBT__XI__COUNT] = {
 static const uint8_t intern_order[SBT__XI__COUNT] = {SBT__XI_CAT, SBT__XI_NAME, SBT__XI_ARG,
                                                      SBT__XI_VALUE};
 
-/* iid of s on t's sequence (0: write it inline), noting a definition when it is new there. */
-static uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, const char *s,
-                        struct def *defs, uint32_t *nd)
+/* iid of a string on t's sequence: id if the caller interned it, else s interned now (0: the
+ * table is full, write s inline). A definition is noted when the iid is new on the sequence. */
+static uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, uint32_t id,
+                        const char *s, struct def *defs, uint32_t *nd)
 {
-    uint32_t iid = sbt__x_intern(em, kind, s);
+    uint32_t iid = id ? id : s ? sbt__x_intern(em, kind, s) : 0;
     if (iid && !sbt__x_define(em, t, kind, iid))
         defs[(*nd)++] = (struct def){(uint8_t)kind, iid};
     return iid;
@@ -238,26 +239,24 @@ static int encode_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type,
     uint32_t n_args = ev->n_args < MAX_ARGS ? ev->n_args : MAX_ARGS;
     struct def defs[2 + 2 * MAX_ARGS];
     uint32_t nd = 0, arg_iid[MAX_ARGS], val_iid[MAX_ARGS];
-    uint32_t name_iid = 0, cat_iid = 0;
     size_t bound = 96 + 12 * ((size_t)ev->n_flow_in + ev->n_flow_out);
-    if (ev->name) {
-        name_iid = use_iid(em, t, SBT__XI_NAME, ev->name, defs, &nd);
-        bound += 2 * str_bound(strlen(ev->name));
-    }
-    if (ev->category) {
-        cat_iid = use_iid(em, t, SBT__XI_CAT, ev->category, defs, &nd);
-        bound += 2 * str_bound(strlen(ev->category));
-    }
+    uint32_t name_iid = use_iid(em, t, SBT__XI_NAME, ev->name_id, ev->name, defs, &nd);
+    uint32_t cat_iid = use_iid(em, t, SBT__XI_CAT, ev->category_id, ev->category, defs, &nd);
+    bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_NAME, name_iid, ev->name));
+    bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_CAT, cat_iid, ev->category));
     for (uint32_t i = 0; i < n_args; i++) {
         const struct sbt_export_arg *a = &ev->args[i];
         const char *an = a->name ? a->name : "";
-        arg_iid[i] = use_iid(em, t, SBT__XI_ARG, an, defs, &nd);
-        bound += 2 * str_bound(strlen(an)) + 32;
+        arg_iid[i] = use_iid(em, t, SBT__XI_ARG, a->name_id, an, defs, &nd);
+        bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_ARG, arg_iid[i], an)) + 32;
         val_iid[i] = 0;
-        if (a->type == SBT_EXPORT_ARG_STR || a->type == SBT_EXPORT_ARG_ISTR) {
+        if (a->type == SBT_EXPORT_ARG_VALUE_ID) {
+            val_iid[i] = use_iid(em, t, SBT__XI_VALUE, a->v.id, NULL, defs, &nd);
+            bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_VALUE, val_iid[i], NULL));
+        } else if (a->type == SBT_EXPORT_ARG_STR || a->type == SBT_EXPORT_ARG_ISTR) {
             const char *s = a->v.s ? a->v.s : "";
             if (a->type == SBT_EXPORT_ARG_ISTR)
-                val_iid[i] = use_iid(em, t, SBT__XI_VALUE, s, defs, &nd);
+                val_iid[i] = use_iid(em, t, SBT__XI_VALUE, 0, s, defs, &nd);
             bound += 2 * str_bound(strlen(s));
         }
     }
@@ -296,6 +295,7 @@ static int encode_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type,
         }
         case SBT_EXPORT_ARG_STR:
         case SBT_EXPORT_ARG_ISTR:
+        case SBT_EXPORT_ARG_VALUE_ID:
             if (!val_iid[i])
                 p = pb_str(p, 6, a->v.s ? a->v.s : "");
             break;
@@ -316,9 +316,9 @@ static int encode_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type,
     if (name_iid)
         p = pb_uint(p, 10, name_iid);
     if (ev->category && !cat_iid)
-        p = pb_str(p, 22, ev->category);
+        p = pb_str(p, 22, ev->category); /* categories: the table was full */
     if (ev->name && !name_iid)
-        p = pb_str(p, 23, ev->name);
+        p = pb_str(p, 23, ev->name); /* name */
     if (type == SBT__XEV_COUNTER) {
         if (is_double) {
             uint64_t bits;
