@@ -10,6 +10,7 @@
 
 #include "cli/cli_int.h"
 #include "format/sbt_export.h"
+#include "scheduler/sched.h"
 
 static const char export_help[] =
     "usage: reprise export TRACE -f perfetto|json|dot [-o OUT] [--time-range A:B] [--ops A:B]\n"
@@ -130,11 +131,6 @@ int cli_export(int argc, char **argv)
     else
         return cli_usage("export", "-f '%s': expected perfetto, json or dot", fmt);
 
-    if (!format) {
-        cli_err("export", "dot export: not built yet (the scheduler's DOT writer is missing)");
-        return CLI_ENV;
-    }
-
     sbt_reader *r;
     int rc = cli_open_trace("export", in, &r);
     if (rc != CLI_OK)
@@ -151,7 +147,7 @@ int cli_export(int argc, char **argv)
     }
     int to_stdout = !strcmp(out, "-");
     char b1[32];
-    uint64_t est = sbt_export_estimate_bytes(r, eo.range, format);
+    uint64_t est = format ? sbt_export_estimate_bytes(r, eo.range, format) : 0;
     if (est >= LARGE_OUTPUT_BYTES && format == SBT_EXPORT_PERFETTO)
         fprintf(stderr,
                 "reprise: export: note: the output will be about %s; the Perfetto UI struggles "
@@ -162,7 +158,7 @@ int cli_export(int argc, char **argv)
     else if (est >= LARGE_OUTPUT_BYTES)
         fprintf(stderr,
                 "reprise: export: note: the output will be about %s; JSON viewers load it "
-                "whole into memory. -f perfetto is about 5x smaller, or export a window with "
+                "whole into memory. -f perfetto is about 4x smaller, or export a window with "
                 "--time-range or --ops.\n",
                 cli_fmt_bytes((double)est, b1, sizeof b1));
 
@@ -173,15 +169,25 @@ int cli_export(int argc, char **argv)
         return CLI_BADINPUT;
     }
     struct sbt_export_stats stats;
-    int st = sbt_export_file(r, f, format, &eo, &stats);
+    int st = format ? sbt_export_file(r, f, format, &eo, &stats)
+                    : sched_dot_write(r, eo.range, 0, f); /* 0: the default node limit */
     cli_progress_end();
     int close_failed = !to_stdout && fclose(f) != 0;
     if (st < 0 || close_failed) {
-        cli_err("export", "%s", st < 0 ? sbt_errmsg() : "write failed while closing the output");
+        cli_err("export", "%s", st >= 0 ? "write failed while closing the output"
+                                : format ? sbt_errmsg()
+                                         : sched_errmsg());
         if (!to_stdout)
             remove(out);
         sbt_reader_close(r);
         return st == SBT_EIO || close_failed ? CLI_BADINPUT : cli_exit_for(st);
+    }
+    if (!format) {
+        if (!quiet && !to_stdout)
+            fprintf(stderr, "reprise: export: wrote %s (render it with: dot -Tsvg %s -o graph.svg)\n",
+                    out, out);
+        sbt_reader_close(r);
+        return CLI_OK;
     }
     if (!quiet) {
         long size = 0;
@@ -197,9 +203,13 @@ int cli_export(int argc, char **argv)
         fprintf(stderr,
                 "reprise: export: %" PRIu64 " ops: %" PRIu64 " slices, %" PRIu64
                 " instants, %" PRIu64 " flows, %" PRIu64 " counter samples, %" PRIu64
-                " tracks (at most %u lanes on one)\n",
+                " tracks (at most %u lane%s per stream or thread)\n",
                 stats.n_ops, stats.n_slices, stats.n_instants, stats.n_flows,
-                stats.n_counter_samples, stats.n_tracks, stats.max_lanes);
+                stats.n_counter_samples, stats.n_tracks, stats.max_lanes,
+                stats.max_lanes == 1 ? "" : "s");
+        if (!stats.n_ops)
+            fprintf(stderr, "reprise: export: note: the range selects no ops; the output is "
+                            "empty\n");
         if (stats.n_waits_unlinked)
             fprintf(stderr,
                     "reprise: export: note: %" PRIu64 " waits have no arrow from their event "

@@ -261,16 +261,19 @@ int sbt__x_define(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, uint3
 
 static struct sbt__xtrack *track_find(sbt_export_emitter *em, uint64_t uuid)
 {
-    if (em->last_idx < em->n_tracks && em->tracks[em->last_idx].uuid == uuid)
-        return &em->tracks[em->last_idx];
+    /* a direct-mapped cache in front of the hash table: layouts alternate among few tracks */
+    uint32_t c = (uint32_t)(uuid ^ uuid >> 29) & (SBT__XCACHE - 1);
+    uint32_t v = em->cache[c];
+    if (v && em->tracks[v - 1].uuid == uuid)
+        return &em->tracks[v - 1];
     if (!em->map_cap)
         return NULL;
     for (uint32_t i = (uint32_t)mix64(uuid) & (em->map_cap - 1);; i = (i + 1) & (em->map_cap - 1)) {
-        uint32_t v = em->map[i];
+        v = em->map[i];
         if (!v)
             return NULL;
         if (em->tracks[v - 1].uuid == uuid) {
-            em->last_idx = v - 1;
+            em->cache[c] = v;
             return &em->tracks[v - 1];
         }
     }
@@ -787,6 +790,8 @@ struct layout {
     struct u64map names;     /* string id or static name -> event-name id */
     struct u64map dims;      /* packed x,y,z -> interned "XxYxZ" id */
     uint32_t arg_id[16], cat_id[8];
+    uint32_t *sid_name; /* string id -> event-name id, for string ids < n_sid */
+    uint32_t n_sid;
 
     struct slot *ring;
     uint32_t ring_cap;
@@ -1164,6 +1169,11 @@ static uint32_t name_id(struct layout *L, uint64_t key, const char *s)
 static uint32_t name_of_string(struct layout *L, uint32_t sid, const char **s)
 {
     *s = str(L, sid);
+    if (sid < L->n_sid) { /* small string tables: an array instead of the hash map */
+        if (!L->sid_name[sid])
+            L->sid_name[sid] = sbt_export_intern(L->em, SBT_EXPORT_STR_NAME, *s);
+        return L->sid_name[sid];
+    }
     return name_id(L, 1ull << 62 | sid, *s);
 }
 
@@ -1551,6 +1561,9 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
         L.arg_id[i] = sbt_export_intern(em, SBT_EXPORT_STR_ARG, arg_names[i]);
     for (int i = 0; i < C__COUNT; i++)
         L.cat_id[i] = sbt_export_intern(em, SBT_EXPORT_STR_CATEGORY, cat_names[i]);
+    uint32_t n_strings = sbt_reader_n_strings(r);
+    if (n_strings < (1u << 22) && (L.sid_name = sbt__calloc((size_t)n_strings + 1, 4)))
+        L.n_sid = n_strings + 1;
     sbt_cursor *cur = NULL;
     int st = watermark_init(&L);
     if (st >= 0 && !(L.ring = sbt__malloc((size_t)L.ring_cap * sizeof *L.ring)))
@@ -1588,6 +1601,7 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
     map_free(&L.resources);
     map_free(&L.records);
     map_free(&L.names);
+    sbt__free(L.sid_name);
     map_free(&L.dims);
     sbt__free(L.ring);
     sbt__free(L.chunk_seq);
@@ -1625,6 +1639,6 @@ uint64_t sbt_export_estimate_bytes(const sbt_reader *r, const struct sbt_range *
         }
         ops += k;
     }
-    /* measured on `reprise gen` traces (bench/RESULTS.md): about 60 and 330 bytes per op */
-    return ops * (format == SBT_EXPORT_JSON ? 330 : 60);
+    /* measured on `reprise gen` traces (bench/RESULTS.md "Export"): about 140 and 560 */
+    return ops * (format == SBT_EXPORT_JSON ? 560 : 140);
 }

@@ -18,6 +18,8 @@
 #include "format/sbt.h"
 #include "format/sbt_export.h"
 
+#define SBT__XCACHE 64
+
 /* Kinds of interned strings; each is its own iid space in Perfetto's InternedData. */
 enum sbt__xi_kind {
     SBT__XI_NAME = 0,  /* InternedData.event_names */
@@ -87,7 +89,7 @@ struct sbt_export_emitter {
     uint32_t n_tracks, cap_tracks;
     uint32_t *map; /* uuid -> index + 1, open addressing */
     uint32_t map_cap;
-    uint32_t last_idx; /* cache of the last lookup */
+    uint32_t cache[64]; /* uuid -> index + 1 of recent lookups (SBT__XCACHE entries) */
 
     uint32_t n_seq;
     uint32_t max_interned;

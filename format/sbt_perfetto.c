@@ -62,9 +62,14 @@ static inline uint8_t *pb_uint(uint8_t *p, uint32_t field, uint64_t v)
 static inline uint8_t *pb_fixed64(uint8_t *p, uint32_t field, uint64_t v)
 {
     p = pb_tag(p, field, 1);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+    return p + 8;
+#else
     for (int i = 0; i < 8; i++)
         *p++ = (uint8_t)(v >> (8 * i));
     return p;
+#endif
 }
 
 /* A string from the caller: written as valid UTF-8. */
@@ -222,11 +227,17 @@ static const uint8_t intern_order[SBT__XI__COUNT] = {SBT__XI_CAT, SBT__XI_NAME, 
 
 /* iid of a string on t's sequence: id if the caller interned it, else s interned now (0: the
  * table is full, write s inline). A definition is noted when the iid is new on the sequence. */
-static uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, uint32_t id,
-                        const char *s, struct def *defs, uint32_t *nd)
+static inline uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind,
+                               uint32_t id, const char *s, struct def *defs, uint32_t *nd)
 {
     uint32_t iid = id ? id : s ? sbt__x_intern(em, kind, s) : 0;
-    if (iid && !sbt__x_define(em, t, kind, iid))
+    if (!iid)
+        return 0;
+    uint32_t w = iid / 64;
+    uint64_t bit = 1ull << (iid % 64);
+    if (w < t->n_defined[kind] && (t->defined[kind][w] & bit))
+        return iid; /* the common case: already defined on this sequence */
+    if (!sbt__x_define(em, t, kind, iid))
         defs[(*nd)++] = (struct def){(uint8_t)kind, iid};
     return iid;
 }
@@ -239,27 +250,33 @@ static int encode_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type,
     uint32_t n_args = ev->n_args < MAX_ARGS ? ev->n_args : MAX_ARGS;
     struct def defs[2 + 2 * MAX_ARGS];
     uint32_t nd = 0, arg_iid[MAX_ARGS], val_iid[MAX_ARGS];
-    size_t bound = 96 + 12 * ((size_t)ev->n_flow_in + ev->n_flow_out);
+    /* room: fixed fields, flows, and the strings written inline or defined here */
+    size_t bound = 96 + 12 * ((size_t)ev->n_flow_in + ev->n_flow_out) + 48 * (size_t)n_args;
     uint32_t name_iid = use_iid(em, t, SBT__XI_NAME, ev->name_id, ev->name, defs, &nd);
     uint32_t cat_iid = use_iid(em, t, SBT__XI_CAT, ev->category_id, ev->category, defs, &nd);
-    bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_NAME, name_iid, ev->name));
-    bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_CAT, cat_iid, ev->category));
+    if (!name_iid && ev->name)
+        bound += str_bound(strlen(ev->name));
+    if (!cat_iid && ev->category)
+        bound += str_bound(strlen(ev->category));
     for (uint32_t i = 0; i < n_args; i++) {
         const struct sbt_export_arg *a = &ev->args[i];
         const char *an = a->name ? a->name : "";
         arg_iid[i] = use_iid(em, t, SBT__XI_ARG, a->name_id, an, defs, &nd);
-        bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_ARG, arg_iid[i], an)) + 32;
+        if (!arg_iid[i])
+            bound += str_bound(strlen(an));
         val_iid[i] = 0;
         if (a->type == SBT_EXPORT_ARG_VALUE_ID) {
             val_iid[i] = use_iid(em, t, SBT__XI_VALUE, a->v.id, NULL, defs, &nd);
-            bound += 2 * str_bound(sbt__x_strlen(em, SBT__XI_VALUE, val_iid[i], NULL));
         } else if (a->type == SBT_EXPORT_ARG_STR || a->type == SBT_EXPORT_ARG_ISTR) {
             const char *s = a->v.s ? a->v.s : "";
             if (a->type == SBT_EXPORT_ARG_ISTR)
                 val_iid[i] = use_iid(em, t, SBT__XI_VALUE, 0, s, defs, &nd);
-            bound += 2 * str_bound(strlen(s));
+            if (!val_iid[i])
+                bound += str_bound(strlen(s));
         }
     }
+    for (uint32_t i = 0; i < nd; i++)
+        bound += 16 + 4 + em->intern[defs[i].kind].len_by_iid[defs[i].iid - 1];
     if (em->failed)
         return em->failed;
     int st = sbt__x_reserve(em, bound);
@@ -357,7 +374,25 @@ static int encode_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type,
     return 0;
 }
 
-static const struct sbt_export_event no_event;
+/* TYPE_SLICE_END: half of all packets, and always the same few fields. */
+static int encode_end(sbt_export_emitter *em, struct sbt__xtrack *t, uint64_t ts)
+{
+    int st = sbt__x_reserve(em, 48);
+    if (st < 0)
+        return st;
+    uint8_t *p = em->buf + em->len;
+    uint8_t *pkt = pb_open(p, 1);
+    p = pb_uint(pkt, 8, ts);
+    p = pb_uint(p, 10, t->seq);
+    *p++ = 11 << 3 | 2; /* track_event, 2 bytes: type = TYPE_SLICE_END */
+    *p++ = 2;
+    *p++ = 9 << 3;
+    *p++ = SBT__XEV_END;
+    p = pb_uint(p, 13, SEQ_NEEDS);
+    p = pb_close(pkt, p);
+    em->len = (size_t)(p - em->buf);
+    return 0;
+}
 
 int sbt__pf_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uint64_t ts,
                   uint64_t dur, const struct sbt_export_event *ev, int is_double, int64_t iv,
@@ -369,8 +404,9 @@ int sbt__pf_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uint6
     if (type == SBT__XEV_COMPLETE) {
         if ((st = encode_event(em, t, SBT__XEV_BEGIN, ts, ev, 0, 0, 0)) < 0)
             return st;
-        return encode_event(em, t, SBT__XEV_END, ts + dur, &no_event, 0, 0, 0);
+        return encode_end(em, t, ts + dur);
     }
-    return encode_event(em, t, type, ts, type == SBT__XEV_END ? &no_event : ev, is_double, iv,
-                        dv);
+    if (type == SBT__XEV_END)
+        return encode_end(em, t, ts);
+    return encode_event(em, t, type, ts, ev, is_double, iv, dv);
 }

@@ -1255,6 +1255,9 @@ Test(cli, export_command)
     snprintf(cmd, sizeof cmd, "%s export %s -f json -o - -q --ops 0:5 > /dev/null", bin,
              trace_path);
     cr_expect(eq(int, run(cmd), 0));
+    snprintf(cmd, sizeof cmd, "%s export %s -f dot -o - -q --ops 0:10 | grep -q '^digraph'",
+             bin, trace_path);
+    cr_expect(eq(int, run(cmd), 0), "DOT of a range, from the scheduler");
     snprintf(cmd, sizeof cmd, "%s export %s -f svg 2>/dev/null", bin, trace_path);
     cr_expect(eq(int, run(cmd), 2), "unknown format: usage error");
     snprintf(cmd, sizeof cmd, "%s export %s -f perfetto --group-by disk 2>/dev/null", bin,
