@@ -330,7 +330,8 @@ struct sched_slice {
     uint64_t range_ops;               /* ops in the range */
     uint64_t range_first, range_last; /* seqs of its first and last op (SCHED_NONE if empty) */
     uint64_t slice_ops, slice_upload_bytes;   /* the slice (H2D copies and host writes) */
-    uint64_t before_ops, before_upload_bytes; /* everything before range_first */
+    uint64_t before_ops, before_upload_bytes; /* everything before range_first (an empty
+                                                 range: before its seq bound) */
     uint64_t uninit_bytes; /* bytes read by range ∪ slice that nothing wrote before */
     uint64_t *seqs;        /* collect: slice ops in increasing seq order (malloc'd) */
     uint64_t n_seqs;

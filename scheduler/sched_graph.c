@@ -832,7 +832,8 @@ static int hold(sched_graph *g, uint32_t n_pending)
         memcpy(h->payload, x->payload.data, x->payload.len);
     h->op.access = h->acc;
     h->op.payload.data = h->payload;
-    memcpy(h->in, g->eb, g->n_eb * sizeof *h->in);
+    if (g->n_eb)
+        memcpy(h->in, g->eb, g->n_eb * sizeof *h->in);
     h->n_in = h->cap_in = g->n_eb;
     h->n_pending = n_pending;
     h->waiting = g->x_waiting;

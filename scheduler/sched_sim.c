@@ -243,7 +243,8 @@ static int cmp_ival(const void *a, const void *b)
 /* Processes buffered intervals that start before frontier. */
 static void sweep(sched_sim *s, uint64_t frontier)
 {
-    qsort(s->buf, (size_t)s->n_buf, sizeof *s->buf, cmp_ival);
+    if (s->n_buf)
+        qsort(s->buf, (size_t)s->n_buf, sizeof *s->buf, cmp_ival);
     uint64_t i = 0;
     while (i < s->n_buf && s->buf[i].b < frontier) {
         struct ival v = s->buf[i];
@@ -261,7 +262,8 @@ static void sweep(sched_sim *s, uint64_t frontier)
             struct ival e = heap_pop(s);
             dev_down(s, e.dev, e.e);
         }
-    memmove(s->buf, s->buf + i, (size_t)(s->n_buf - i) * sizeof *s->buf);
+    if (i < s->n_buf)
+        memmove(s->buf, s->buf + i, (size_t)(s->n_buf - i) * sizeof *s->buf);
     s->n_buf -= i;
 }
 

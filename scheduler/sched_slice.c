@@ -278,7 +278,8 @@ int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
                 (st = sched__grow64((void **)&acc, sizeof *acc, &cap_acc, n_acc + op->n_access)))
                 break;
             ops[n] = *op;
-            memcpy(acc + n_acc, op->access, op->n_access * sizeof *acc);
+            if (op->n_access)
+                memcpy(acc + n_acc, op->access, op->n_access * sizeof *acc);
             ops[n].access = (const struct sbt_access *)(uintptr_t)n_acc; /* offset, fixed below */
             n_acc += op->n_access;
             n++;
@@ -288,7 +289,7 @@ int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
         if (!st && rc < 0)
             st = sched__fail_sbt(rc);
         for (uint64_t i = 0; i < n; i++)
-            ops[i].access = acc + (uintptr_t)ops[i].access;
+            ops[i].access = ops[i].n_access ? acc + (uintptr_t)ops[i].access : NULL;
         for (uint64_t i = n; i-- > 0 && !st;)
             st = process(&s, &ops[i]);
         total += n;

@@ -1,0 +1,979 @@
+/*
+ * tests/test_scheduler.c — the scheduler: dependency edges of each kind, validation findings
+ * with their messages, the simulation on traces whose answer is known by hand, the backward
+ * slice against a brute-force closure on random traces (fixed seeds), why/why-path and DOT.
+ *
+ * Traces are written with the sbt_writer API into /tmp and read back, so the scheduler sees
+ * exactly what a reader gives it. The stream table is the same for every trace:
+ *   1, 2  CUDA streams on device 1      3  CUDA stream on device 2
+ *   4     host thread on device 1       5  Vulkan queue on device 1
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/sbt.h"
+#include "scheduler/sched.h"
+
+#define R      SBT_ACCESS_READ
+#define W      SBT_ACCESS_WRITE
+#define RW     SBT_ACCESS_RW
+#define TL     SBT_SYNC_TIMELINE_SEMAPHORE
+#define BIN    SBT_SYNC_BINARY_SEMAPHORE
+#define FENCE  SBT_SYNC_FENCE
+#define MAXOPS 12
+
+/* One op of a hand-built trace. dur > 0 gives it a device time of dur ns. */
+struct opspec {
+    uint32_t kind, subkind, stream, thread;
+    uint64_t obj, value, resource, bytes, dur;
+    uint32_t flags; /* extra marks: SBT_OPF_UNSUPPORTED */
+    uint32_t n_acc;
+    struct sbt_access acc[3];
+};
+
+#define KERN(s, d, ...)                                                                           \
+    {                                                                                             \
+        .kind = SBT_OP_KERNEL, .stream = s, .dur = d,                                             \
+        .n_acc = sizeof((struct sbt_access[]){__VA_ARGS__}) / sizeof(struct sbt_access), .acc = { \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+    }
+#define KERN0(s, d)                                  \
+    {                                                \
+        .kind = SBT_OP_KERNEL, .stream = s, .dur = d \
+    }
+#define ALLOC(s, res, size)                                                \
+    {                                                                      \
+        .kind = SBT_OP_ALLOC, .stream = s, .resource = res, .bytes = size, \
+        .subkind = SBT_RES_DEVICE                                          \
+    }
+#define FREE(s, res)                                      \
+    {                                                     \
+        .kind = SBT_OP_FREE, .stream = s, .resource = res \
+    }
+#define REC(s, e)                                          \
+    {                                                      \
+        .kind = SBT_OP_EVENT_RECORD, .stream = s, .obj = e \
+    }
+#define EWAIT(s, e)                                      \
+    {                                                    \
+        .kind = SBT_OP_EVENT_WAIT, .stream = s, .obj = e \
+    }
+#define SIG(s, k, o, v)                                                        \
+    {                                                                          \
+        .kind = SBT_OP_SIGNAL, .stream = s, .subkind = k, .obj = o, .value = v \
+    }
+#define WAIT(s, k, o, v)                                                     \
+    {                                                                        \
+        .kind = SBT_OP_WAIT, .stream = s, .subkind = k, .obj = o, .value = v \
+    }
+#define SSYNC(s, o)                                       \
+    {                                                     \
+        .kind = SBT_OP_STREAM_SYNC, .stream = s, .obj = o \
+    }
+#define DSYNC(s, o)                                       \
+    {                                                     \
+        .kind = SBT_OP_DEVICE_SYNC, .stream = s, .obj = o \
+    }
+#define ACC(res, off, len, mode) \
+    {                            \
+        res, off, len, mode      \
+    }
+
+static void to_op(const struct opspec *p, uint64_t i, struct sbt_op *op)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = p->kind;
+    op->subkind = p->subkind;
+    op->stream = p->stream;
+    op->thread = p->thread;
+    op->host_begin = 1000 * (i + 1);
+    op->host_end = op->host_begin + 10;
+    op->flags = p->flags;
+    if (p->dur) {
+        op->flags |= SBT_OPF_DEV_TIME;
+        op->dev_begin = op->host_begin + 5;
+        op->dev_end = op->dev_begin + p->dur;
+    }
+    if (p->obj || p->value) {
+        op->flags |= SBT_OPF_OBJ;
+        op->obj = p->obj;
+        op->value = p->value;
+    }
+    if (p->resource) {
+        op->flags |= SBT_OPF_RESOURCE;
+        op->resource = p->resource;
+    }
+    if (p->bytes) {
+        op->flags |= SBT_OPF_BYTES;
+        op->bytes = p->bytes;
+    }
+    op->n_access = p->n_acc;
+    op->access = p->acc;
+}
+
+static int n_written;
+
+/* Writes ops into a fresh trace and opens it. */
+static sbt_reader *build(const struct opspec *ops, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-sched-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_hash h; /* one blob: the writer's blob table is then never empty */
+    cr_assert(eq(int, sbt_writer_blob(w, "x", 1, &h), 0), "%s", sbt_errmsg());
+    sbt_writer_intern(w, "test gpu", &name);
+    struct sbt_device d = {.api = SBT_API_SYNTH, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    static const struct sbt_stream st[] = {
+        {.device = 1, .kind = SBT_STREAM_CUDA},  {.device = 1, .kind = SBT_STREAM_CUDA},
+        {.device = 2, .kind = SBT_STREAM_CUDA},  {.device = 1, .kind = SBT_STREAM_HOST_THREAD},
+        {.device = 1, .kind = SBT_STREAM_QUEUE},
+    };
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+        cr_assert(eq(int, sbt_writer_add_stream(w, &st[i], &id), 0), "%s", sbt_errmsg());
+    for (size_t i = 0; i < n; i++) {
+        struct sbt_op op;
+        to_op(&ops[i], i, &op);
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "op %zu: %s", i, sbt_errmsg());
+    }
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    return r;
+}
+
+/* What a graph pass delivered. */
+struct got {
+    struct sched_edge e[64][8];
+    uint32_t n[64];
+    uint64_t order[64]; /* seqs in delivery order */
+    uint32_t n_nodes;
+    uint32_t fkind[32];
+    uint64_t fseq[32];
+    char fmsg[32][512];
+    uint32_t n_f;
+};
+
+static int got_node(void *ctx, struct sched_node *n)
+{
+    struct got *g = ctx;
+    uint64_t s = n->op->seq;
+    cr_assert(s < 64);
+    g->order[g->n_nodes++] = s;
+    for (uint32_t i = 0; i < n->n_in && i < 8; i++)
+        g->e[s][i] = n->in[i];
+    g->n[s] = n->n_in;
+    return 0;
+}
+
+static void got_finding(void *ctx, const struct sched_finding *f)
+{
+    struct got *g = ctx;
+    if (g->n_f >= 32)
+        return;
+    g->fkind[g->n_f] = f->kind;
+    g->fseq[g->n_f] = f->seq;
+    snprintf(g->fmsg[g->n_f], sizeof g->fmsg[0], "%s", f->msg);
+    g->n_f++;
+}
+
+static struct sched_graph_stats run_graph(sbt_reader *r, struct got *g)
+{
+    memset(g, 0, sizeof *g);
+    struct sched_visitor v = {.node = got_node, .finding = got_finding, .ctx = g};
+    struct sched_graph_stats st;
+    cr_assert(ge(int, sched_graph_run(r, SCHED_NONE, NULL, &v, &st), 0), "%s", sched_errmsg());
+    return st;
+}
+
+static const struct sched_edge *find_edge(const struct got *g, uint64_t to, uint64_t from)
+{
+    for (uint32_t i = 0; i < g->n[to] && i < 8; i++)
+        if (g->e[to][i].from == from)
+            return &g->e[to][i];
+    return NULL;
+}
+
+/* ========================================================================================== */
+/* Edges                                                                                      */
+/* ========================================================================================== */
+
+struct edge_case {
+    struct opspec ops[MAXOPS];
+    size_t n;
+    uint64_t to, from;
+    uint32_t reason; /* SCHED_DEP_NONE: there must be no edge from -> to */
+    uint32_t flags;  /* edge flags expected */
+};
+
+ParameterizedTestParameters(graph, edges)
+{
+    static struct edge_case cases[] = {
+        {{KERN0(1, 10), KERN0(1, 10)}, 2, 1, 0, SCHED_DEP_STREAM, 0}, // stream order
+        {{KERN0(1, 10), KERN0(2, 10)}, 2, 1, 0, SCHED_DEP_NONE, 0},   // streams independent
+        {{REC(1, 7), EWAIT(2, 7)}, 2, 1, 0, SCHED_DEP_EVENT, 0},      // event record -> wait
+        {{REC(1, 7), EWAIT(3, 7)}, 2, 1, 0, SCHED_DEP_EVENT, 0},      // event from other device
+        {{REC(1, 7), REC(2, 7), EWAIT(3, 7)}, 3, 2, 1, SCHED_DEP_EVENT, 0}, // latest record
+        {{REC(1, 7), REC(2, 7), EWAIT(3, 7)}, 3, 2, 0, SCHED_DEP_NONE, 0},  // not older ones
+        {{SIG(5, FENCE, 3, 0), WAIT(4, FENCE, 3, 0)}, 2, 1, 0, SCHED_DEP_SIGNAL, 0}, // fence
+        {{SIG(1, BIN, 4, 0), SIG(2, BIN, 4, 0), WAIT(3, BIN, 4, 0), WAIT(5, BIN, 4, 0)},
+         4,
+         3,
+         1,
+         SCHED_DEP_SIGNAL,
+         0}, // binary semaphores pair first-in first-out
+        {{SIG(1, BIN, 4, 0), SIG(2, BIN, 4, 0), WAIT(3, BIN, 4, 0), WAIT(5, BIN, 4, 0)},
+         4,
+         2,
+         0,
+         SCHED_DEP_SIGNAL,
+         0}, // ... the first wait takes the first signal
+        {{SIG(1, TL, 9, 1), SIG(2, TL, 9, 3), WAIT(3, TL, 9, 2)},
+         3,
+         2,
+         1,
+         SCHED_DEP_SIGNAL,
+         0}, // timeline: first value >= the one waited for
+        {{SIG(1, TL, 9, 1), SIG(2, TL, 9, 3), WAIT(3, TL, 9, 2)},
+         3,
+         2,
+         0,
+         SCHED_DEP_NONE,
+         0}, // ... not a smaller one
+        {{WAIT(3, TL, 9, 5), SIG(1, TL, 9, 5)},
+         2,
+         0,
+         1,
+         SCHED_DEP_SIGNAL,
+         SCHED_EDGE_LATE}, // timeline wait before its signal
+        {{KERN0(1, 10), SSYNC(4, 1)}, 2, 1, 0, SCHED_DEP_STREAM_SYNC, 0}, // stream sync
+        {{KERN0(1, 10), KERN0(2, 10), KERN0(3, 10), DSYNC(4, 1)},
+         4,
+         3,
+         1,
+         SCHED_DEP_DEVICE_SYNC,
+         0}, // device sync: each stream of the device
+        {{KERN0(1, 10), KERN0(2, 10), KERN0(3, 10), DSYNC(4, 1)},
+         4,
+         3,
+         2,
+         SCHED_DEP_NONE,
+         0}, // ... not another device's
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)), KERN(2, 10, ACC(1, 256, 512, R))},
+         3,
+         2,
+         1,
+         SCHED_DEP_RAW,
+         0}, // sub-ranges that overlap
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)), KERN(2, 10, ACC(1, 512, 512, R))},
+         3,
+         2,
+         1,
+         SCHED_DEP_NONE,
+         0}, // sub-ranges that touch but do not overlap
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)), KERN(2, 10, ACC(1, 512, 512, R))},
+         3,
+         2,
+         0,
+         SCHED_DEP_ALLOC,
+         0}, // ... the read depends on the allocation only
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, R)), KERN(2, 10, ACC(1, 50, 10, W))},
+         3,
+         2,
+         1,
+         SCHED_DEP_WAR,
+         0}, // write after read
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, W)), KERN(2, 10, ACC(1, 99, 100, W))},
+         3,
+         2,
+         1,
+         SCHED_DEP_WAW,
+         0}, // write after write, one byte in common
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, W)), KERN(1, 10, ACC(1, 0, 100, R))},
+         3,
+         2,
+         1,
+         SCHED_DEP_STREAM,
+         0}, // same stream: stream order implies the hazard
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, W)), KERN(2, 10, ACC(1, 0, 50, RW)),
+          KERN(3, 10, ACC(1, 0, 100, R))},
+         4,
+         3,
+         2,
+         SCHED_DEP_RAW,
+         0}, // the last writer of the bytes
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, W)), KERN(2, 10, ACC(1, 0, 50, RW)),
+          KERN(3, 10, ACC(1, 0, 100, R))},
+         4,
+         3,
+         1,
+         SCHED_DEP_RAW,
+         0}, // ... of each byte: [50, 100) still from op 1
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, R)), FREE(4, 1)},
+         3,
+         2,
+         1,
+         SCHED_DEP_FREE,
+         0}, // free waits for the last use
+        {{{.kind = SBT_OP_HOST_WRITE, .stream = 4, .thread = 1},
+          {.kind = SBT_OP_KERNEL, .stream = 1, .thread = 1}},
+         2,
+         1,
+         0,
+         SCHED_DEP_HOST,
+         0}, // issued by the host thread after its host op
+        {{REC(1, 7), EWAIT(2, 7), KERN0(1, 1), REC(1, 7), EWAIT(2, 7)},
+         5,
+         4,
+         3,
+         SCHED_DEP_EVENT,
+         0}, // re-recorded event: the later record
+    };
+    return cr_make_param_array(struct edge_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct edge_case *c, graph, edges)
+{
+    sbt_reader *r = build(c->ops, c->n);
+    struct got g;
+    run_graph(r, &g);
+    cr_assert(eq(u32, g.n_nodes, (uint32_t)c->n));
+    const struct sched_edge *e = find_edge(&g, c->to, c->from);
+    if (c->reason == SCHED_DEP_NONE) {
+        cr_assert(e == NULL, "unexpected edge %" PRIu64 " -> %" PRIu64 " (%s)", c->from, c->to,
+                  e ? sched_dep_name(e->reason) : "");
+    } else {
+        cr_assert(e != NULL, "no edge %" PRIu64 " -> %" PRIu64, c->from, c->to);
+        cr_assert(eq(str, (char *)sched_dep_name(e->reason), (char *)sched_dep_name(c->reason)));
+        cr_assert(eq(u32, e->flags, c->flags));
+    }
+    sbt_reader_close(r);
+}
+
+Test(graph, late_signal_delivered_in_topological_order)
+{
+    struct opspec ops[] = {WAIT(3, TL, 9, 5), KERN0(3, 10), KERN0(1, 10), SIG(1, TL, 9, 5)};
+    sbt_reader *r = build(ops, 4);
+    struct got g;
+    struct sched_graph_stats st = run_graph(r, &g);
+    uint64_t want[] = {2, 3, 0, 1};
+    cr_assert(eq(u32, g.n_nodes, 4));
+    for (int i = 0; i < 4; i++)
+        cr_assert(eq(u64, g.order[i], want[i]), "position %d", i);
+    cr_assert(eq(u64, st.max_held, 2));
+    cr_assert(eq(u64, st.n_errors, 0));
+    sbt_reader_close(r);
+}
+
+Test(graph, hazard_reason_names_bytes)
+{
+    struct opspec ops[] = {ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)),
+                           KERN(2, 10, ACC(1, 256, 512, R))};
+    sbt_reader *r = build(ops, 3);
+    struct sched_edge *e;
+    uint32_t n;
+    cr_assert(eq(int, sched_why(r, 2, &e, &n), 0), "%s", sched_errmsg());
+    cr_assert(eq(u32, n, 1));
+    cr_assert(eq(u32, e[0].reason, SCHED_DEP_RAW));
+    cr_assert(eq(u64, e[0].obj, 1));
+    cr_assert(eq(u64, e[0].lo, 256));
+    cr_assert(eq(u64, e[0].hi, 512));
+    free(e);
+    cr_assert(eq(int, sched_why(r, 99, &e, &n), SBT_ENOTFOUND));
+    cr_assert(eq(str, (char *)sched_errmsg(), "the trace has no op 99"));
+    sbt_reader_close(r);
+}
+
+Test(graph, why_path)
+{
+    struct opspec ops[] = {ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)),
+                           REC(1, 3),         EWAIT(2, 3),
+                           KERN0(2, 10),      KERN0(3, 10)};
+    sbt_reader *r = build(ops, 6);
+    struct sched_edge *e;
+    uint64_t *nodes;
+    uint32_t n;
+    cr_assert(eq(int, sched_why_path(r, 4, 1, &e, &nodes, &n), 0), "%s", sched_errmsg());
+    cr_assert(eq(u32, n, 3));
+    uint64_t want[] = {1, 2, 3, 4};
+    for (int i = 0; i < 4; i++)
+        cr_assert(eq(u64, nodes[i], want[i]));
+    cr_assert(eq(u32, e[1].reason, SCHED_DEP_EVENT));
+    free(e);
+    free(nodes);
+    cr_assert(eq(int, sched_why_path(r, 5, 1, &e, &nodes, &n), 0), "%s", sched_errmsg());
+    cr_assert(eq(u32, n, 0)); /* op 5 on device 2 does not depend on op 1 */
+    cr_assert(eq(int, sched_why_path(r, 1, 4, &e, &nodes, &n), SBT_EINVAL));
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Validation                                                                                 */
+/* ========================================================================================== */
+
+struct finding_case {
+    struct opspec ops[MAXOPS];
+    size_t n;
+    uint32_t kind;
+    uint64_t seq;
+    char msg[400]; /* not a pointer: parameters reach the test in another process */
+};
+
+ParameterizedTestParameters(validate, findings)
+{
+    static struct finding_case cases[] = {
+        {{WAIT(1, TL, 1, 1), SIG(1, TL, 2, 1), WAIT(2, TL, 2, 1), SIG(2, TL, 1, 1)},
+         4,
+         SCHED_F_CYCLE,
+         0,
+         "cycle of 4 ops: op 0 (wait) waits for op 3 (signal, fence/semaphore signal -> wait), "
+         "which op 3 (signal) waits for op 2 (wait, stream order), which op 2 (wait) waits for "
+         "op 1 (signal, fence/semaphore signal -> wait), which op 1 (signal) waits for op 0 "
+         "(wait, stream order)"}, // two queues waiting for each other
+        {{SIG(1, TL, 1, 5), WAIT(2, TL, 1, 7)},
+         2,
+         SCHED_F_UNSATISFIED_WAIT,
+         1,
+         "op 1 (wait) waits for timeline semaphore 1 to reach 7, which nothing satisfies: the "
+         "highest value signalled is 5 (op 0)"}, // timeline value never reached
+        {{WAIT(4, FENCE, 6, 0)},
+         1,
+         SCHED_F_UNSATISFIED_WAIT,
+         0,
+         "op 0 (wait) waits for fence 6, which nothing satisfies: no op signals it"}, // fence
+        {{SIG(1, BIN, 2, 0), WAIT(2, BIN, 2, 0), WAIT(3, BIN, 2, 0)},
+         3,
+         SCHED_F_UNSATISFIED_WAIT,
+         2,
+         "op 2 (wait) waits for binary semaphore 2, which nothing satisfies: its signals were "
+         "all consumed by earlier waits (last: op 0)"}, // binary signal consumed twice
+        {{WAIT(2, TL, 1, 7), KERN0(2, 10), KERN0(2, 10)},
+         3,
+         SCHED_F_BLOCKED,
+         1,
+         "2 ops never run because they depend on the ops above; the first is op 1 (kernel) on "
+         "stream 2"}, // the stream behind a stuck wait
+        {{ALLOC(4, 1, 64), FREE(4, 1), KERN(1, 10, ACC(1, 0, 8, R))},
+         3,
+         SCHED_F_USE_AFTER_FREE,
+         2,
+         "op 2 (kernel) reads resource 1 freed by op 1"}, // UAF
+        {{ALLOC(4, 1, 64), FREE(4, 1), FREE(4, 1)},
+         3,
+         SCHED_F_DOUBLE_FREE,
+         2,
+         "op 2 (free) frees resource 1 again (freed by op 1)"}, // double free
+        {{ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 100, W)), KERN(2, 10, ACC(1, 0, 200, R))},
+         3,
+         SCHED_F_UNINIT_READ,
+         2,
+         "op 2 (kernel) reads 100 bytes of resource 1 that nothing wrote, first [100, 200) "
+         "(allocated by op 0)"}, // half initialised
+        {{ALLOC(4, 1, 64), KERN(1, 10, ACC(1, 32, 64, W))},
+         2,
+         SCHED_F_OUT_OF_BOUNDS,
+         1,
+         "op 1 (kernel) writes bytes [32, 96) of resource 1 of 64 bytes (allocated by op 0)"},
+        {{KERN(1, 10, ACC(5, 0, 8, W))},
+         1,
+         SCHED_F_UNALLOCATED,
+         0,
+         "op 0 (kernel) writes resource 5 that no ALLOC before it created (allocated before the "
+         "capture started?)"}, // resource from before the capture
+        {{{.kind = SBT_OP_STREAM_DESTROY, .stream = 4, .obj = 2}, KERN0(2, 10)},
+         2,
+         SCHED_F_DESTROYED_STREAM,
+         1,
+         "op 1 (kernel) runs on stream 2, destroyed by op 0"}, // destroyed stream
+        {{{.kind = SBT_OP_KERNEL, .stream = 1, .flags = SBT_OPF_UNSUPPORTED}},
+         1,
+         SCHED_F_UNSUPPORTED,
+         0,
+         "op 0 (kernel) is marked unsupported: the capture could not record it fully, so it "
+         "cannot be replayed"}, // unsupported
+        {{EWAIT(2, 4)},
+         1,
+         SCHED_F_EVENT_UNRECORDED,
+         0,
+         "op 0 (event_wait) waits for event 4, which no op recorded before it (the wait does "
+         "nothing)"}, // CUDA: a no-op
+    };
+    return cr_make_param_array(struct finding_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct finding_case *c, validate, findings)
+{
+    sbt_reader *r = build(c->ops, c->n);
+    struct got g;
+    struct sched_graph_stats st = run_graph(r, &g);
+    cr_assert(eq(u32, g.n_nodes, (uint32_t)c->n), "every op is delivered once");
+    uint32_t i = 0;
+    while (i < g.n_f && g.fkind[i] != c->kind)
+        i++;
+    cr_assert(lt(u32, i, g.n_f), "no %s finding", sched_finding_name(c->kind));
+    cr_assert(eq(u64, g.fseq[i], c->seq));
+    cr_assert(eq(str, g.fmsg[i], c->msg));
+    cr_assert(ge(u64, st.findings[c->kind], 1));
+    if (sched_finding_severity(c->kind) == SCHED_ERROR)
+        cr_assert(ge(u64, st.n_errors, 1));
+    sbt_reader_close(r);
+}
+
+Test(validate, clean_trace_has_no_findings)
+{
+    struct opspec ops[] = {
+        ALLOC(4, 1, 256),
+        {.kind = SBT_OP_FILL, .stream = 1, .dur = 5, .n_acc = 1, .acc = {ACC(1, 0, 256, W)}},
+        KERN(2, 10, ACC(1, 0, 256, R)),
+        SIG(1, TL, 1, 1),
+        WAIT(2, TL, 1, 1),
+        FREE(4, 1)};
+    sbt_reader *r = build(ops, 6);
+    struct got g;
+    struct sched_graph_stats st = run_graph(r, &g);
+    cr_assert(eq(u32, g.n_f, 0), "first: %s", g.n_f ? g.fmsg[0] : "");
+    cr_assert(eq(u64, st.n_errors + st.n_warnings, 0));
+    sbt_reader_close(r);
+}
+
+Test(validate, unknown_stream_through_the_push_api)
+{
+    struct opspec ops[] = {KERN0(1, 10)};
+    sbt_reader *r = build(ops, 1);
+    struct got g = {0};
+    struct sched_visitor v = {.node = got_node, .finding = got_finding, .ctx = &g};
+    sched_graph *gr;
+    cr_assert(eq(int, sched_graph_create(r, NULL, &v, &gr), 0));
+    struct sbt_op op = {.seq = 0, .kind = SBT_OP_KERNEL, .stream = 99};
+    cr_assert(eq(int, sched_graph_add(gr, &op), 0));
+    cr_assert(eq(int, sched_graph_finish(gr), 0));
+    cr_assert(eq(int, sched_graph_finish(gr), SBT_EINVAL));
+    cr_assert(eq(u32, g.fkind[0], SCHED_F_UNKNOWN_STREAM));
+    cr_assert(eq(str, g.fmsg[0],
+                 "op 0 (kernel) runs on stream 99, which the stream table does not have"));
+    sched_graph_destroy(gr);
+    sbt_reader_close(r);
+}
+
+Test(validate, findings_past_the_limit_are_counted)
+{
+    struct opspec ops[MAXOPS];
+    for (int i = 0; i < MAXOPS; i++)
+        ops[i] = (struct opspec)EWAIT(1, 100 + i);
+    sbt_reader *r = build(ops, MAXOPS);
+    struct got g = {0};
+    struct sched_visitor v = {.finding = got_finding, .ctx = &g};
+    struct sched_graph_stats st;
+    cr_assert(eq(
+        int, sched_graph_run(r, SCHED_NONE, &SCHED_GRAPH_OPTS(.max_findings_per_kind = 3), &v, &st),
+        0));
+    cr_assert(eq(u32, g.n_f, 3));
+    cr_assert(eq(u64, st.findings[SCHED_F_EVENT_UNRECORDED], MAXOPS));
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Simulation                                                                                 */
+/* ========================================================================================== */
+
+struct sim_case {
+    struct opspec ops[MAXOPS];
+    size_t n;
+    int has_ops;
+    uint64_t op0, op1; /* range by seq */
+    uint64_t makespan, crit_busy, crit_ops;
+    uint32_t max_conc;
+};
+
+ParameterizedTestParameters(sim, makespan)
+{
+    static struct sim_case cases[] = {
+        {{KERN0(1, 100), KERN0(1, 100), KERN0(2, 50)}, 3, 0, 0, 0, 200, 200, 2, 2}, // 2 streams
+        {{KERN0(1, 100), REC(1, 1), EWAIT(2, 1), KERN0(2, 50)}, 4, 0, 0, 0, 150, 150, 2, 1},
+        {{ALLOC(4, 1, 64), KERN(1, 100, ACC(1, 0, 64, W)), KERN(2, 30, ACC(1, 0, 64, R)),
+          KERN0(3, 120)},
+         4,
+         0,
+         0,
+         0,
+         140,
+         140,
+         3,
+         2}, // RAW across streams: alloc 10 (host time) + 100 + 30
+        {{KERN0(1, 100), KERN0(2, 100), KERN0(3, 100), DSYNC(4, 1), KERN0(1, 7)},
+         5,
+         0,
+         0,
+         0,
+         107,
+         107,
+         2,
+         3}, // device sync waits for device 1 only, not stream 3
+        {{KERN0(1, 100), KERN0(1, 100), KERN0(2, 50), KERN0(1, 10)},
+         4,
+         1,
+         1,
+         4,
+         110,
+         110,
+         2,
+         2}, // a range: op 0 counts as done before it
+        {{SIG(1, TL, 1, 1), KERN0(2, 40), WAIT(2, TL, 1, 1), KERN0(2, 5), KERN0(1, 60)},
+         5,
+         0,
+         0,
+         0,
+         60,
+         60,
+         1,
+         2}, // zero-time signal
+    };
+    return cr_make_param_array(struct sim_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct sim_case *c, sim, makespan)
+{
+    sbt_reader *r = build(c->ops, c->n);
+    struct sbt_range rg = {.has_seq = c->has_ops, .seq_begin = c->op0, .seq_end = c->op1};
+    sched_sim *s;
+    cr_assert(eq(int,
+                 sched_sim_create(r, c->has_ops ? &rg : NULL,
+                                  &SCHED_SIM_OPTS(.analysis = 1, .critical_path = 1), &s),
+                 0));
+    struct sched_visitor v = {.node = sched_sim_node, .ctx = s};
+    cr_assert(ge(int, sched_graph_run(r, SCHED_NONE, NULL, &v, NULL), 0), "%s", sched_errmsg());
+    cr_assert(eq(int, sched_sim_finish(s), 0), "%s", sched_errmsg());
+    const struct sched_sim_result *res = sched_sim_result(s);
+    cr_assert(eq(u64, res->makespan_ns, c->makespan));
+    cr_assert(eq(u64, res->crit_busy_ns, c->crit_busy));
+    cr_assert(eq(u64, res->crit_n_ops, c->crit_ops));
+    cr_assert(eq(u32, res->max_concurrency, c->max_conc));
+    sched_sim_destroy(s);
+    sbt_reader_close(r);
+}
+
+Test(sim, analysis_tables)
+{
+    struct opspec ops[] = {KERN0(1, 100), KERN0(1, 300), KERN0(2, 50), KERN0(1, 20)};
+    sbt_reader *r = build(ops, 4);
+    sched_sim *s;
+    cr_assert(eq(
+        int, sched_sim_create(r, NULL, &SCHED_SIM_OPTS(.analysis = 1, .critical_path = 1), &s), 0));
+    struct sched_visitor v = {.node = sched_sim_node, .ctx = s};
+    cr_assert(ge(int, sched_graph_run(r, SCHED_NONE, NULL, &v, NULL), 0));
+    cr_assert(eq(int, sched_sim_finish(s), 0));
+    const struct sched_sim_result *res = sched_sim_result(s);
+    cr_assert(eq(u32, res->n_kernels, 1));
+    cr_assert(eq(u64, res->kernels[0].count, 4));
+    cr_assert(eq(u64, res->kernels[0].total_ns, 470));
+    cr_assert(eq(u64, res->kernels[0].min_ns, 20));
+    cr_assert(eq(u64, res->kernels[0].max_ns, 300));
+    cr_assert(eq(u64, res->makespan_ns, 420));
+    cr_assert(eq(u32, res->n_streams, 2));
+    cr_assert(eq(u64, res->streams[0].busy_ns, 420));
+    cr_assert(eq(u64, res->streams[1].busy_ns, 50));
+    cr_assert(eq(u32, res->n_devices, 1));
+    cr_assert(eq(u64, res->devices[0].busy_ns, 420));
+    cr_assert(eq(u64, res->devices[0].n_gaps, 0));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(eq(int, sched_sim_write_json(s, r, f), 0));
+    fclose(f);
+    cr_assert(strstr(buf, "\"makespan_ns\":420") != NULL, "%s", buf);
+    cr_assert(strstr(buf, "\"critical_path\":{\"n_ops\":3") != NULL, "%s", buf);
+    free(buf);
+    sched_sim_destroy(s);
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Slices: the backward walk against a brute-force closure                                     */
+/* ========================================================================================== */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return rng_state >> 33;
+}
+
+#define NRES  4
+#define RSIZE 64
+#define NRAND 60
+
+/* A random trace: allocations, kernels with random byte ranges, uploads, frees and
+ * re-allocations, events, timeline semaphores, stream creation. */
+static size_t random_ops(struct opspec *ops)
+{
+    size_t n = 0;
+    uint64_t tl = 0;
+    for (uint64_t r = 1; r <= NRES; r++)
+        ops[n++] = (struct opspec)ALLOC(4, r, RSIZE);
+    while (n < NRAND) {
+        uint32_t s = 1 + (uint32_t)(rnd() % 3);
+        uint64_t k = rnd() % 20;
+        struct opspec o = {.stream = s, .dur = 1 + rnd() % 50};
+        if (k < 9) {
+            o.kind = SBT_OP_KERNEL;
+            o.n_acc = 1 + (uint32_t)(rnd() % 3);
+            for (uint32_t i = 0; i < o.n_acc; i++) {
+                uint64_t off = rnd() % RSIZE, len = 1 + rnd() % (RSIZE - off);
+                static const uint32_t modes[] = {R, R, W, RW};
+                o.acc[i] = (struct sbt_access){1 + rnd() % NRES, off, len, modes[rnd() % 4]};
+            }
+        } else if (k < 11) {
+            o.kind = rnd() % 2 ? SBT_OP_COPY : SBT_OP_HOST_WRITE;
+            o.subkind = o.kind == SBT_OP_COPY ? SBT_COPY_H2D : 0;
+            uint64_t off = rnd() % RSIZE, len = 1 + rnd() % (RSIZE - off);
+            o.n_acc = 1;
+            o.acc[0] = (struct sbt_access){1 + rnd() % NRES, off, len, W};
+            o.bytes = o.kind == SBT_OP_COPY ? len : 0;
+        } else if (k < 13) {
+            o = (struct opspec)REC(s, 1 + rnd() % 2);
+        } else if (k < 15) {
+            o = (struct opspec)EWAIT(s, 1 + rnd() % 2);
+        } else if (k < 16) {
+            o = (struct opspec)SIG(s, TL, 1, ++tl);
+        } else if (k < 17) {
+            o = (struct opspec)WAIT(s, TL, 1, tl ? 1 + rnd() % tl : 0);
+        } else if (k < 18) { /* free and allocate again */
+            uint64_t r = 1 + rnd() % NRES;
+            ops[n++] = (struct opspec)FREE(4, r);
+            o = (struct opspec)ALLOC(4, r, RSIZE);
+        } else {
+            o = (struct opspec){.kind = SBT_OP_STREAM_CREATE, .stream = 4, .obj = s};
+        }
+        ops[n++] = o;
+    }
+    return n;
+}
+
+struct bf_op {
+    struct sbt_op op;
+    struct sbt_access acc[3];
+};
+
+/* The definition in sched.h, computed forward over the whole trace in memory. */
+static void brute_slice(struct bf_op *ops, size_t n, const struct sbt_range *rg, int *in_slice)
+{
+    uint64_t lastw[NRES + 1][RSIZE], alloc[NRES + 1], create[8], rec[3];
+    uint64_t preds[NRAND + 8][3 * RSIZE + 8];
+    size_t n_preds[NRAND + 8];
+    const uint64_t N = SCHED_NONE;
+    for (int r = 0; r <= NRES; r++) {
+        alloc[r] = N;
+        for (int b = 0; b < RSIZE; b++)
+            lastw[r][b] = N;
+    }
+    for (int i = 0; i < 8; i++)
+        create[i] = N;
+    rec[0] = rec[1] = rec[2] = N;
+    struct {
+        uint64_t seq, value;
+    } sigs[NRAND + 8];
+    size_t n_sigs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sbt_op *x = &ops[i].op;
+        size_t np = 0;
+        int in = sched_range_contains(rg, x);
+        for (uint32_t a = 0; a < x->n_access; a++) {
+            const struct sbt_access *ac = &x->access[a];
+            if (alloc[ac->resource] != N)
+                preds[i][np++] = alloc[ac->resource];
+            if (ac->mode & R)
+                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++)
+                    if (lastw[ac->resource][b] != N)
+                        preds[i][np++] = lastw[ac->resource][b];
+        }
+        if (create[x->stream] != N)
+            preds[i][np++] = create[x->stream];
+        if (in && x->kind == SBT_OP_EVENT_WAIT && rec[x->obj] != N)
+            preds[i][np++] = rec[x->obj];
+        if (in && x->kind == SBT_OP_WAIT && x->value)
+            for (size_t k = n_sigs; k-- > 0;)
+                if (sigs[k].value >= x->value) {
+                    preds[i][np++] = sigs[k].seq;
+                    break;
+                }
+        n_preds[i] = np;
+        for (uint32_t a = 0; a < x->n_access; a++) {
+            const struct sbt_access *ac = &x->access[a];
+            if (ac->mode & W)
+                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++)
+                    lastw[ac->resource][b] = x->seq;
+        }
+        if (x->kind == SBT_OP_ALLOC) {
+            alloc[x->resource] = x->seq;
+            for (int b = 0; b < RSIZE; b++)
+                lastw[x->resource][b] = N;
+        }
+        if (x->kind == SBT_OP_STREAM_CREATE)
+            create[x->obj] = x->seq;
+        if (x->kind == SBT_OP_EVENT_RECORD)
+            rec[x->obj] = x->seq;
+        if (x->kind == SBT_OP_SIGNAL)
+            sigs[n_sigs].seq = x->seq, sigs[n_sigs++].value = x->value;
+    }
+    int in_r[NRAND + 8] = {0}, stack[NRAND + 8], sp = 0;
+    for (size_t i = 0; i < n; i++) {
+        in_slice[i] = 0;
+        if ((in_r[i] = sched_range_contains(rg, &ops[i].op)))
+            stack[sp++] = (int)i;
+    }
+    while (sp) {
+        int i = stack[--sp];
+        for (size_t k = 0; k < n_preds[i]; k++) {
+            uint64_t p = preds[i][k];
+            if (!in_r[p] && !in_slice[p]) {
+                in_slice[p] = 1;
+                stack[sp++] = (int)p;
+            }
+        }
+    }
+}
+
+struct slice_case {
+    uint64_t seed;
+    int kind; /* 0 seq range, 1 seq range and stream, 2 time range, 3 stream only */
+};
+
+ParameterizedTestParameters(slice, equals_brute_force)
+{
+    static struct slice_case cases[200];
+    for (int i = 0; i < 200; i++)
+        cases[i] = (struct slice_case){1000 + (uint64_t)i, i % 4};
+    return cr_make_param_array(struct slice_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct slice_case *c, slice, equals_brute_force)
+{
+    rng_state = c->seed;
+    struct opspec spec[NRAND + 8];
+    size_t n = random_ops(spec);
+    sbt_reader *r = build(spec, n);
+    struct bf_op ops[NRAND + 8];
+    sbt_cursor *cur;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cur), 0));
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(eq(int, sbt_cursor_next(cur, &op), 1));
+        ops[i].op = *op;
+        if (op->n_access)
+            memcpy(ops[i].acc, op->access, op->n_access * sizeof *op->access);
+        ops[i].op.access = ops[i].acc;
+    }
+    sbt_cursor_close(cur);
+
+    struct sbt_range rg = {0};
+    uint64_t a = n / 3 + rnd() % (n / 3), b = a + 1 + rnd() % (n / 4);
+    if (c->kind == 0 || c->kind == 1)
+        rg.has_seq = 1, rg.seq_begin = a, rg.seq_end = b;
+    if (c->kind == 1 || c->kind == 3)
+        rg.stream = 1 + (uint32_t)(rnd() % 3);
+    if (c->kind == 2)
+        rg.has_time = 1, rg.t_begin = 1000 * (a + 1) + 7, rg.t_end = 1000 * (b + 1);
+
+    int want[NRAND + 8];
+    brute_slice(ops, n, &rg, want);
+    struct sched_slice sl;
+    cr_assert(eq(int,
+                 sched_slice_compute(r, &rg, &SCHED_SLICE_OPTS(.collect = 1, .window_ops = 7), &sl),
+                 0),
+              "%s", sched_errmsg());
+    uint64_t n_want = 0, up = 0, first = SCHED_NONE;
+    for (size_t i = 0; i < n; i++) {
+        if (sched_range_contains(&rg, &ops[i].op) && first == SCHED_NONE)
+            first = i;
+        if (!want[i])
+            continue;
+        cr_assert(lt(u64, n_want, sl.n_seqs), "seed %" PRIu64 ": slice misses op %zu", c->seed, i);
+        cr_assert(eq(u64, sl.seqs[n_want], i), "seed %" PRIu64 ": slice op %" PRIu64, c->seed,
+                  n_want);
+        n_want++;
+        if (ops[i].op.kind == SBT_OP_HOST_WRITE || ops[i].op.kind == SBT_OP_COPY)
+            up += ops[i].op.kind == SBT_OP_COPY ? ops[i].op.bytes : ops[i].acc[0].len;
+    }
+    cr_assert(eq(u64, sl.n_seqs, n_want), "seed %" PRIu64, c->seed);
+    cr_assert(eq(u64, sl.slice_ops, n_want));
+    cr_assert(eq(u64, sl.slice_upload_bytes, up));
+    cr_assert(eq(u64, sl.range_first, first));
+    uint64_t lo, hi; /* an empty range: everything up to where it could have been */
+    sched_range_bounds(r, &rg, &lo, &hi);
+    cr_assert(eq(u64, sl.before_ops, first == SCHED_NONE ? hi : first));
+    sched_slice_free(&sl);
+    sbt_reader_close(r);
+}
+
+Test(slice, hand_case)
+{
+    struct opspec ops[] = {
+        ALLOC(4, 1, 64), // 0: needed (resource touched)
+        ALLOC(4, 2, 64), // 1: not touched by the range
+        {.kind = SBT_OP_COPY,
+         .subkind = SBT_COPY_H2D,
+         .stream = 1,
+         .bytes = 64,
+         .n_acc = 1,
+         .acc = {ACC(1, 0, 64, W)}},                    // 2: overwritten by 3 in part, still needed
+        KERN(2, 10, ACC(1, 0, 32, W)),                  // 3: last writer of [0, 32)
+        KERN(3, 10, ACC(2, 0, 64, W)),                  // 4: writes what the range does not read
+        KERN(1, 10, ACC(1, 0, 64, R), ACC(2, 0, 8, W)), // 5: the range
+    };
+    sbt_reader *r = build(ops, 6);
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 5, .seq_end = 6};
+    struct sched_slice sl;
+    cr_assert(eq(int, sched_slice_compute(r, &rg, &SCHED_SLICE_OPTS(.collect = 1), &sl), 0));
+    uint64_t want[] = {0, 1, 2, 3};
+    cr_assert(eq(u64, sl.n_seqs, 4));
+    for (int i = 0; i < 4; i++)
+        cr_assert(eq(u64, sl.seqs[i], want[i]));
+    cr_assert(eq(u64, sl.slice_upload_bytes, 64));
+    cr_assert(eq(u64, sl.before_ops, 5));
+    cr_assert(eq(u64, sl.before_upload_bytes, 64));
+    cr_assert(eq(u64, sl.range_ops, 1));
+    sched_slice_free(&sl);
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* DOT                                                                                        */
+/* ========================================================================================== */
+
+Test(dot, edges_labelled_and_limit)
+{
+    struct opspec ops[] = {ALLOC(4, 1, 1024), KERN(1, 10, ACC(1, 0, 512, W)),
+                           KERN(2, 10, ACC(1, 256, 512, R)), REC(2, 1), EWAIT(3, 1)};
+    sbt_reader *r = build(ops, 5);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(eq(int, sched_dot_write(r, NULL, 0, f), 0), "%s", sched_errmsg());
+    fclose(f);
+    cr_assert(strstr(buf, "digraph reprise {") != NULL);
+    cr_assert(strstr(buf, "n1 -> n2 [label=\"raw\"];") != NULL, "%s", buf);
+    cr_assert(strstr(buf, "n3 -> n4 [label=\"event\"];") != NULL, "%s", buf);
+    cr_assert(strstr(buf, "subgraph cluster_s3") != NULL, "%s", buf);
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    cr_assert(eq(int, sched_dot_write(r, NULL, 3, f), SBT_ELIMIT));
+    fclose(f);
+    cr_assert(eq(sz, len, 0), "nothing written on refusal");
+    cr_assert(eq(str, (char *)sched_errmsg(),
+                 "the range has more than 3 ops, too many to draw; choose a smaller one with "
+                 "--ops A:B, --time-range A:B or --stream S"));
+    free(buf);
+    sbt_reader_close(r);
+}
