@@ -61,12 +61,16 @@ static void default_output(const char *in, const char *ext, char *out, size_t ca
 
 int cli_export(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"format", required_argument, 0, 'f'},     {"output", required_argument, 0, 'o'},
-        {"time-range", required_argument, 0, 'T'}, {"ops", required_argument, 0, 'O'},
-        {"stream", required_argument, 0, 'S'},     {"group-by", required_argument, 0, 'g'},
-        {"no-args", no_argument, 0, 'A'},          {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    static const struct option lo[] = {{"format", required_argument, 0, 'f'},
+                                       {"output", required_argument, 0, 'o'},
+                                       {"time-range", required_argument, 0, 'T'},
+                                       {"ops", required_argument, 0, 'O'},
+                                       {"stream", required_argument, 0, 'S'},
+                                       {"group-by", required_argument, 0, 'g'},
+                                       {"no-args", no_argument, 0, 'A'},
+                                       {"quiet", no_argument, 0, 'q'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     const char *fmt = NULL, *out = NULL;
     struct cli_range cr = {0};
     struct sbt_export_opts eo = SBT_EXPORT_OPTS(.progress = progress);
@@ -174,9 +178,10 @@ int cli_export(int argc, char **argv)
     cli_progress_end();
     int close_failed = !to_stdout && fclose(f) != 0;
     if (st < 0 || close_failed) {
-        cli_err("export", "%s", st >= 0 ? "write failed while closing the output"
-                                : format ? sbt_errmsg()
-                                         : sched_errmsg());
+        cli_err("export", "%s",
+                st >= 0  ? "write failed while closing the output"
+                : format ? sbt_errmsg()
+                         : sched_errmsg());
         if (!to_stdout)
             remove(out);
         sbt_reader_close(r);
@@ -184,8 +189,9 @@ int cli_export(int argc, char **argv)
     }
     if (!format) {
         if (!quiet && !to_stdout)
-            fprintf(stderr, "reprise: export: wrote %s (render it with: dot -Tsvg %s -o graph.svg)\n",
-                    out, out);
+            fprintf(stderr,
+                    "reprise: export: wrote %s (render it with: dot -Tsvg %s -o graph.svg)\n", out,
+                    out);
         sbt_reader_close(r);
         return CLI_OK;
     }

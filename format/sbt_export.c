@@ -25,13 +25,13 @@
 #include "format/sbt_export_int.h"
 #include "format/sbt_int.h"
 
-#define OUTBUF_BYTES       (256u << 10)
-#define DEFAULT_INTERNED   65536u
-#define DEFAULT_PENDING    (1u << 20)
-#define DEFAULT_WINDOW     4096u
-#define MAX_ACCESS_KEPT    16u /* accesses listed in an op's "resources" annotation */
-#define MAX_WAITERS        8u  /* arrows from one record/signal */
-#define MAX_LANES          256u
+#define OUTBUF_BYTES     (256u << 10)
+#define DEFAULT_INTERNED 65536u
+#define DEFAULT_PENDING  (1u << 20)
+#define DEFAULT_WINDOW   4096u
+#define MAX_ACCESS_KEPT  16u /* accesses listed in an op's "resources" annotation */
+#define MAX_WAITERS      8u  /* arrows from one record/signal */
+#define MAX_LANES        256u
 
 /* ========================================================================================== */
 /* Small helpers                                                                              */
@@ -217,8 +217,8 @@ uint32_t sbt__x_intern(sbt_export_emitter *em, int kind, const char *s)
     uint32_t i = (uint32_t)h & (in->cap - 1);
     while (in->slots[i].iid)
         i = (i + 1) & (in->cap - 1);
-    in->slots[i] = (struct sbt__xintern_slot){.hash = h, .iid = in->n + 1, .len = (uint32_t)len,
-                                              .str = copy};
+    in->slots[i] =
+        (struct sbt__xintern_slot){.hash = h, .iid = in->n + 1, .len = (uint32_t)len, .str = copy};
     /* str above is the sanitized copy; lookups compare raw input, so keep them equal: */
     if (olen != len || memcmp(copy, s, len)) {
         /* the raw bytes were not valid UTF-8: store the raw bytes for matching instead, and
@@ -329,8 +329,9 @@ int sbt_export_emitter_open(FILE *f, int format, const struct sbt_export_emitter
     em->cap = OUTBUF_BYTES;
     em->max_interned = DEFAULT_INTERNED;
     em->max_pending = DEFAULT_PENDING;
-#define OPT_SET(o, field) ((o) && (o)->sz >= offsetof(struct sbt_export_emitter_opts, field) + \
-                                              sizeof((o)->field) && (o)->field)
+#define OPT_SET(o, field)                                                                      \
+    ((o) && (o)->sz >= offsetof(struct sbt_export_emitter_opts, field) + sizeof((o)->field) && \
+     (o)->field)
     if (OPT_SET(opts, max_interned))
         em->max_interned = opts->max_interned;
     if (OPT_SET(opts, max_pending))
@@ -448,8 +449,10 @@ int sbt_export_track(sbt_export_emitter *em, const struct sbt_export_track *d)
     if (em->failed)
         return em->failed;
     if (!d || !d->uuid || d->kind < SBT_EXPORT_TRACK_PROCESS || d->kind > SBT_EXPORT_TRACK_COUNTER)
-        return sbt__fail(SBT_EINVAL, "export: track %s", !d ? "missing" : !d->uuid ? "uuid is 0"
-                                                                                   : "kind unknown");
+        return sbt__fail(SBT_EINVAL, "export: track %s",
+                         !d         ? "missing"
+                         : !d->uuid ? "uuid is 0"
+                                    : "kind unknown");
     if (track_find(em, d->uuid))
         return sbt__fail(SBT_EINVAL, "export: track uuid %#" PRIx64 " ('%s') declared twice",
                          d->uuid, d->name ? d->name : "");
@@ -509,17 +512,19 @@ static int emit(sbt_export_emitter *em, uint64_t uuid, int type, uint64_t ts, ui
                          "one at %" PRIu64 " ns (timestamps must not decrease on a track)",
                          track_label(t), ts, t->last_ts);
     if (ts >= 1ull << 63 || (type == SBT__XEV_COMPLETE && dur >= (1ull << 63) - ts))
-        return sbt__fail(SBT_EINVAL, "export: track '%s': time %" PRIu64 " ns (+%" PRIu64
-                         ") out of range", track_label(t), ts, dur);
+        return sbt__fail(SBT_EINVAL,
+                         "export: track '%s': time %" PRIu64 " ns (+%" PRIu64 ") out of range",
+                         track_label(t), ts, dur);
     if (type == SBT__XEV_END && !t->depth)
-        return sbt__fail(SBT_EINVAL, "export: track '%s': slice end at %" PRIu64
-                         " ns without an open slice", track_label(t), ts);
+        return sbt__fail(SBT_EINVAL,
+                         "export: track '%s': slice end at %" PRIu64 " ns without an open slice",
+                         track_label(t), ts);
     int st = check_ids(em, ev);
     if (st < 0)
         return st;
     st = em->format == SBT_EXPORT_PERFETTO
-                 ? sbt__pf_event(em, t, type, ts, dur, ev, is_double, iv, dv)
-                 : sbt__json_event(em, t, type, ts, dur, ev, is_double, iv, dv);
+             ? sbt__pf_event(em, t, type, ts, dur, ev, is_double, iv, dv)
+             : sbt__json_event(em, t, type, ts, dur, ev, is_double, iv, dv);
     if (st < 0)
         return st;
     t->has_ts = 1;
@@ -637,8 +642,8 @@ int sbt_export_counter_add(sbt_export_emitter *em, uint64_t track, uint64_t ts, 
             return sbt__fail(SBT_ENOMEM, "export: no memory for %u counter changes", n);
         em->heap = h, em->cap_heap = n;
     }
-    struct sbt__xpending p = {.ts = ts, .track = (uint32_t)(t - em->tracks), .order = em->order++,
-                              .delta = delta};
+    struct sbt__xpending p = {
+        .ts = ts, .track = (uint32_t)(t - em->tracks), .order = em->order++, .delta = delta};
     uint32_t i = em->n_heap++;
     while (i && pend_less(&p, &em->heap[(i - 1) / 2])) {
         em->heap[i] = em->heap[(i - 1) / 2];
@@ -830,8 +835,11 @@ static int proc_host(struct layout *L, uint64_t *uuid)
     const char *host = sbt_reader_meta_get(L->r, "host");
     snprintf(L->scratch, sizeof L->scratch, "%s%shost%s%s", L->o.label ? L->o.label : "",
              L->o.label ? ": " : "", host && *host ? " " : "", host ? host : "");
-    struct sbt_export_track t = {.uuid = *uuid, .kind = SBT_EXPORT_TRACK_PROCESS,
-                                 .name = L->scratch, .pid = pid_of(L, 0), .rank = 1};
+    struct sbt_export_track t = {.uuid = *uuid,
+                                 .kind = SBT_EXPORT_TRACK_PROCESS,
+                                 .name = L->scratch,
+                                 .pid = pid_of(L, 0),
+                                 .rank = 1};
     int st = sbt_export_track(L->em, &t);
     if (st >= 0)
         st = map_put(&L->procs, *uuid, 1);
@@ -849,8 +857,11 @@ static int proc_device(struct layout *L, uint32_t dev, uint64_t *uuid)
     snprintf(L->scratch, sizeof L->scratch, "%s%sGPU %u%s%s (%s)", L->o.label ? L->o.label : "",
              L->o.label ? ": " : "", dev, *name ? ": " : "", name,
              d ? sbt_api_name(d->api) : "unknown device");
-    struct sbt_export_track t = {.uuid = *uuid, .kind = SBT_EXPORT_TRACK_PROCESS,
-                                 .name = L->scratch, .pid = pid_of(L, dev), .rank = 1 + (int32_t)dev};
+    struct sbt_export_track t = {.uuid = *uuid,
+                                 .kind = SBT_EXPORT_TRACK_PROCESS,
+                                 .name = L->scratch,
+                                 .pid = pid_of(L, dev),
+                                 .rank = 1 + (int32_t)dev};
     int st = sbt_export_track(L->em, &t);
     if (st >= 0)
         st = map_put(&L->procs, *uuid, 1);
@@ -865,12 +876,13 @@ static int proc_thread(struct layout *L, uint64_t thread, uint64_t *uuid)
     if (map_get(&L->procs, *uuid))
         return 0;
     if (thread)
-        snprintf(L->scratch, sizeof L->scratch, "%s%sthread %" PRIu64,
-                 L->o.label ? L->o.label : "", L->o.label ? ": " : "", thread);
+        snprintf(L->scratch, sizeof L->scratch, "%s%sthread %" PRIu64, L->o.label ? L->o.label : "",
+                 L->o.label ? ": " : "", thread);
     else
         snprintf(L->scratch, sizeof L->scratch, "%s%sGPU work without a host thread",
                  L->o.label ? L->o.label : "", L->o.label ? ": " : "");
-    struct sbt_export_track t = {.uuid = *uuid, .kind = SBT_EXPORT_TRACK_PROCESS,
+    struct sbt_export_track t = {.uuid = *uuid,
+                                 .kind = SBT_EXPORT_TRACK_PROCESS,
                                  .name = L->scratch,
                                  .pid = (int32_t)(L->o.run * 10000 + 5000 + (thread % 4000)),
                                  .rank = 1 + (int32_t)(thread % 4000)};
@@ -892,8 +904,11 @@ static int counter_track(struct layout *L, uint32_t kind, uint32_t dev, uint64_t
         return st;
     int ranged = L->o.range && (L->o.range->has_seq || L->o.range->has_time || L->o.range->stream);
     struct sbt_export_track t = {
-        .uuid = *uuid, .parent = parent, .kind = SBT_EXPORT_TRACK_COUNTER,
-        .unit = SBT_EXPORT_UNIT_BYTES, .rank = kind == UK_MEM ? 1000000 : 1000001,
+        .uuid = *uuid,
+        .parent = parent,
+        .kind = SBT_EXPORT_TRACK_COUNTER,
+        .unit = SBT_EXPORT_UNIT_BYTES,
+        .rank = kind == UK_MEM ? 1000000 : 1000001,
         .name = kind == UK_MEM ? "memory allocated" : "bytes in flight",
         .description = kind == UK_MEM
                            ? (ranged ? "Bytes allocated on this device, counted from the start "
@@ -1034,10 +1049,14 @@ static int lane_pick(struct layout *L, struct lanes *g, uint64_t *b, uint64_t *e
     if (k == g->n) {
         int thread_track = g->is_thread && k == 0;
         uint64_t u = sbt_export_uuid(L->o.run, g->is_api ? UK_THREAD : UK_STREAM, g->key, k);
-        struct sbt_export_track t = {
-            .uuid = u, .parent = g->parent, .name = g->name, .rank = g->rank,
-            .kind = thread_track ? SBT_EXPORT_TRACK_THREAD : SBT_EXPORT_TRACK_SLICES,
-            .pid = g->pid, .tid = g->tid};
+        struct sbt_export_track t = {.uuid = u,
+                                     .parent = g->parent,
+                                     .name = g->name,
+                                     .rank = g->rank,
+                                     .kind = thread_track ? SBT_EXPORT_TRACK_THREAD
+                                                          : SBT_EXPORT_TRACK_SLICES,
+                                     .pid = g->pid,
+                                     .tid = g->tid};
         if (k > 0 && g->is_api)
             t.description = "API calls that overlap those on the thread track (a lane)";
         int st = sbt_export_track(L->em, &t);
@@ -1235,11 +1254,24 @@ static const char *resource_list(struct layout *L, const struct slot *sl, uint32
 }
 
 /* arg names and categories, interned when the layout starts */
-enum { A_SEQ, A_GRID, A_BLOCK, A_SHMEM, A_BYTES, A_RESOURCE, A_OBJECT, A_VALUE, A_RESOURCES,
-       A_DIGEST, A_ERROR, A_UNSUPPORTED, A__COUNT };
-static const char *const arg_names[A__COUNT] = {
-    "seq",    "grid",  "block",     "shmem",  "bytes", "resource",
-    "object", "value", "resources", "digest", "error", "unsupported"};
+enum {
+    A_SEQ,
+    A_GRID,
+    A_BLOCK,
+    A_SHMEM,
+    A_BYTES,
+    A_RESOURCE,
+    A_OBJECT,
+    A_VALUE,
+    A_RESOURCES,
+    A_DIGEST,
+    A_ERROR,
+    A_UNSUPPORTED,
+    A__COUNT
+};
+static const char *const arg_names[A__COUNT] = {"seq",       "grid",     "block",  "shmem",
+                                                "bytes",     "resource", "object", "value",
+                                                "resources", "digest",   "error",  "unsupported"};
 enum { C_API, C_KERNEL, C_MEMORY, C_ALLOC, C_MARKER, C_SYNC, C__COUNT };
 static const char *const cat_names[C__COUNT] = {"api",   "kernel", "memory",
                                                 "alloc", "marker", "sync"};
@@ -1266,14 +1298,14 @@ static int category(uint32_t kind)
 
 static struct sbt_export_arg arg_u(const struct layout *L, int a, uint32_t type, uint64_t u)
 {
-    return (struct sbt_export_arg){.name = arg_names[a], .name_id = L->arg_id[a], .type = type,
-                                   .v.u = u};
+    return (struct sbt_export_arg){
+        .name = arg_names[a], .name_id = L->arg_id[a], .type = type, .v.u = u};
 }
 
 static struct sbt_export_arg arg_s(const struct layout *L, int a, uint32_t type, const char *s)
 {
-    return (struct sbt_export_arg){.name = arg_names[a], .name_id = L->arg_id[a], .type = type,
-                                   .v.s = s};
+    return (struct sbt_export_arg){
+        .name = arg_names[a], .name_id = L->arg_id[a], .type = type, .v.s = s};
 }
 
 static struct sbt_export_arg arg_dims(struct layout *L, int a, const uint32_t d[3], char *buf)
@@ -1321,13 +1353,13 @@ static int do_op(struct layout *L, struct slot *sl)
         if (op->flags & SBT_OPF_OBJ) {
             args[n++] = arg_u(L, A_OBJECT, SBT_EXPORT_ARG_UINT, op->obj);
             if (op->value || op->kind == SBT_OP_FILL)
-                args[n++] = arg_u(L, A_VALUE, op->kind == SBT_OP_FILL ? SBT_EXPORT_ARG_HEX
-                                                                      : SBT_EXPORT_ARG_UINT,
-                                  op->value);
+                args[n++] = arg_u(
+                    L, A_VALUE, op->kind == SBT_OP_FILL ? SBT_EXPORT_ARG_HEX : SBT_EXPORT_ARG_UINT,
+                    op->value);
         }
         if (op->n_access)
-            args[n++] = arg_s(L, A_RESOURCES, SBT_EXPORT_ARG_STR,
-                              resource_list(L, sl, op->n_access));
+            args[n++] =
+                arg_s(L, A_RESOURCES, SBT_EXPORT_ARG_STR, resource_list(L, sl, op->n_access));
         if ((op->flags & SBT_OPF_DIGEST) && !sbt_hash_is_zero(op->digest))
             args[n++] = arg_s(L, A_DIGEST, SBT_EXPORT_ARG_STR, sbt_hash_hex(op->digest, digest));
         if ((op->flags & SBT_OPF_ERROR) && op->error)
@@ -1346,7 +1378,8 @@ static int do_op(struct layout *L, struct slot *sl)
         uint64_t track;
         if ((st = lane_pick(L, api, &hb, &he, &track)) < 0)
             return st;
-        struct sbt_export_event ev = {.category = cat_names[C_API], .category_id = L->cat_id[C_API]};
+        struct sbt_export_event ev = {.category = cat_names[C_API],
+                                      .category_id = L->cat_id[C_API]};
         if (op->name)
             ev.name_id = name_of_string(L, op->name, &ev.name);
         else
@@ -1373,8 +1406,8 @@ static int do_op(struct layout *L, struct slot *sl)
         if ((st = stream_lanes(L, op, s, &g)) < 0 || (st = lane_pick(L, g, &db, &de, &track)) < 0)
             return st;
         int c = category(op->kind);
-        struct sbt_export_event ev = {.category = cat_names[c], .category_id = L->cat_id[c],
-                                      .args = args, .n_args = n};
+        struct sbt_export_event ev = {
+            .category = cat_names[c], .category_id = L->cat_id[c], .args = args, .n_args = n};
         const struct sbt_kernel *k = op->kind == SBT_OP_KERNEL && (op->flags & SBT_OPF_KERNEL)
                                          ? sbt_reader_kernel(L->r, op->kernel)
                                          : NULL;
@@ -1383,8 +1416,8 @@ static int do_op(struct layout *L, struct slot *sl)
         else if (op->name && (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_MARKER))
             ev.name_id = name_of_string(L, op->name, &ev.name);
         else
-            ev.name_id = name_of_static(L, ev.name = op->kind == SBT_OP_KERNEL ? "kernel"
-                                                                              : api_default_name(op));
+            ev.name_id = name_of_static(
+                L, ev.name = op->kind == SBT_OP_KERNEL ? "kernel" : api_default_name(op));
         if (link)
             ev.flow_in = &launch, ev.n_flow_in = 1;
         if (is_record(op->kind) && sl->n_waiters)

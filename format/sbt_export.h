@@ -129,9 +129,9 @@ enum sbt_export_arg_type {
     SBT_EXPORT_ARG_INT = 2,
     SBT_EXPORT_ARG_DOUBLE = 3,
     SBT_EXPORT_ARG_BOOL = 4,
-    SBT_EXPORT_ARG_STR = 5,    /* written inline: values that rarely repeat (digests) */
-    SBT_EXPORT_ARG_ISTR = 6,   /* interned: values that repeat (geometry, resource lists) */
-    SBT_EXPORT_ARG_HEX = 7,    /* shown in hex (handles, addresses) */
+    SBT_EXPORT_ARG_STR = 5,      /* written inline: values that rarely repeat (digests) */
+    SBT_EXPORT_ARG_ISTR = 6,     /* interned: values that repeat (geometry, resource lists) */
+    SBT_EXPORT_ARG_HEX = 7,      /* shown in hex (handles, addresses) */
     SBT_EXPORT_ARG_VALUE_ID = 8, /* an ISTR given by its sbt_export_intern(..._VALUE) id */
 };
 
@@ -204,20 +204,21 @@ struct sbt_export_opts {
     size_t sz;                     /* = sizeof(struct sbt_export_opts); set by the macro */
     const struct sbt_range *range; /* ops to export (sbt_cursor_open); NULL = all */
     uint32_t group_by;             /* enum sbt_export_group */
-    uint32_t run;        /* namespace of uuids, flow ids and pids when several runs share
-                            one emitter (diff traces): 0..99 */
-    const char *label;   /* prefix of process names ("baseline"); NULL = none */
-    int64_t ts_offset;   /* output ts = op time - trace start (sbt_info.t_min) + ts_offset */
+    uint32_t run;                  /* namespace of uuids, flow ids and pids when several runs share
+                                      one emitter (diff traces): 0..99 */
+    const char *label;             /* prefix of process names ("baseline"); NULL = none */
+    int64_t ts_offset;    /* output ts = op time - trace start (sbt_info.t_min) + ts_offset */
     uint32_t flow_window; /* ops of look-ahead that link waits to their event record or
                              signal; waits further away get no arrow. 0 = 4096 */
-    int no_args;         /* 1: leave debug annotations out (smaller files) */
+    int no_args;          /* 1: leave debug annotations out (smaller files) */
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* ops; may be NULL */
     void *progress_ctx;
 };
-#define SBT_EXPORT_OPTS(...) ((struct sbt_export_opts){.sz = sizeof(struct sbt_export_opts), __VA_ARGS__})
+#define SBT_EXPORT_OPTS(...) \
+    ((struct sbt_export_opts){.sz = sizeof(struct sbt_export_opts), __VA_ARGS__})
 
 struct sbt_export_stats {
-    uint64_t n_ops;            /* ops read */
+    uint64_t n_ops; /* ops read */
     uint64_t n_slices, n_instants, n_counter_samples, n_flows;
     uint64_t n_tracks;         /* tracks declared, lanes included */
     uint32_t max_lanes;        /* most lanes one stream or thread needed */
@@ -239,8 +240,7 @@ int sbt_export_file(sbt_reader *r, FILE *f, int format, const struct sbt_export_
 
 /* Rough size of the export of range (NULL = all) in bytes, from the chunk index, so callers
  * can warn before writing a file too large for the Perfetto UI (a few hundred MB). */
-uint64_t sbt_export_estimate_bytes(const sbt_reader *r, const struct sbt_range *range,
-                                   int format);
+uint64_t sbt_export_estimate_bytes(const sbt_reader *r, const struct sbt_range *range, int format);
 
 #ifdef __cplusplus
 }

@@ -64,8 +64,8 @@ struct sbt__xintern_slot {
 
 struct sbt__xintern {
     struct sbt__xintern_slot *slots;
-    uint32_t cap, n; /* open addressing, cap a power of two */
-    char **by_iid;   /* string of iid i at [i - 1] */
+    uint32_t cap, n;      /* open addressing, cap a power of two */
+    char **by_iid;        /* string of iid i at [i - 1] */
     uint32_t *len_by_iid; /* its length */
 };
 

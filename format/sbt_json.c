@@ -162,8 +162,7 @@ static uint8_t *put_meta(sbt_export_emitter *em, uint8_t *p, const char *what, i
     return put(p, "}}");
 }
 
-int sbt__json_track(sbt_export_emitter *em, struct sbt__xtrack *t,
-                    const struct sbt_export_track *d)
+int sbt__json_track(sbt_export_emitter *em, struct sbt__xtrack *t, const struct sbt_export_track *d)
 {
     const char *name = d->name ? d->name : "";
     int st = sbt__x_reserve(em, 2 * jstr_bound(strlen(name)) + 512);
@@ -287,8 +286,8 @@ int sbt__json_event(sbt_export_emitter *em, struct sbt__xtrack *t, int type, uin
         em->len = (size_t)(p - em->buf);
         return 0;
     }
-    static const char *ph[] = {[SBT__XEV_BEGIN] = "B", [SBT__XEV_END] = "E",
-                               [SBT__XEV_INSTANT] = "i"};
+    static const char *ph[] = {
+        [SBT__XEV_BEGIN] = "B", [SBT__XEV_END] = "E", [SBT__XEV_INSTANT] = "i"};
     p = put(p, "\"ph\":\"");
     p = put(p, type == SBT__XEV_COMPLETE ? "X" : ph[type]);
     *p++ = '"';

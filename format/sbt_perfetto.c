@@ -227,8 +227,8 @@ static const uint8_t intern_order[SBT__XI__COUNT] = {SBT__XI_CAT, SBT__XI_NAME, 
 
 /* iid of a string on t's sequence: id if the caller interned it, else s interned now (0: the
  * table is full, write s inline). A definition is noted when the iid is new on the sequence. */
-static inline uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind,
-                               uint32_t id, const char *s, struct def *defs, uint32_t *nd)
+static inline uint32_t use_iid(sbt_export_emitter *em, struct sbt__xtrack *t, int kind, uint32_t id,
+                               const char *s, struct def *defs, uint32_t *nd)
 {
     uint32_t iid = id ? id : s ? sbt__x_intern(em, kind, s) : 0;
     if (!iid)

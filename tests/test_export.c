@@ -72,8 +72,8 @@ static void make_trace(void)
     sbt_writer_add_stream(w, &st, &s2);
     st = (struct sbt_stream){.device = d2, .kind = SBT_STREAM_QUEUE, .name = intern(w, "queue 0")};
     sbt_writer_add_stream(w, &st, &s3);
-    st = (struct sbt_stream){.device = d1, .kind = SBT_STREAM_HOST_THREAD,
-                             .name = intern(w, "main thread")};
+    st = (struct sbt_stream){
+        .device = d1, .kind = SBT_STREAM_HOST_THREAD, .name = intern(w, "main thread")};
     sbt_writer_add_stream(w, &st, &s4);
     char longname[301];
     memset(longname, 'L', 300);
@@ -90,6 +90,7 @@ static void make_trace(void)
     /* rows leave trailing fields out: they are zero */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+    // clang-format off
     const struct fx_op ops[] = {
         {SBT_OP_ALLOC, SBT_RES_DEVICE, 1, s4, 0, n_alloc, 1000, 1500, 0, 0, 4096, 1, 1, 0, B | R | O},
         {SBT_OP_ALLOC, SBT_RES_DEVICE, 1, s4, 0, n_alloc, 1600, 1900, 0, 0, 1 << 20, 2, 1, 0, B | R | O},
@@ -125,14 +126,24 @@ static void make_trace(void)
         {SBT_OP_HOST_READ, 0, 0, s4, 0, 0, 18500, 18600, 0, 0, 0, 0, 0, 0, SBT_OPF_DIGEST,
          {{2, 0, 1 << 20, SBT_ACCESS_READ}}, 1},
     };
+    // clang-format on
 #pragma GCC diagnostic pop
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         const struct fx_op *f = &ops[i];
-        struct sbt_op op = {.kind = f->kind, .subkind = f->subkind, .thread = f->thread,
-                            .stream = f->stream, .name = f->name, .host_begin = T0 + f->hb,
-                            .host_end = T0 + f->he, .bytes = f->bytes, .resource = f->resource,
-                            .obj = f->obj, .value = f->value, .flags = f->flags,
-                            .n_access = f->n_acc, .access = f->acc};
+        struct sbt_op op = {.kind = f->kind,
+                            .subkind = f->subkind,
+                            .thread = f->thread,
+                            .stream = f->stream,
+                            .name = f->name,
+                            .host_begin = T0 + f->hb,
+                            .host_end = T0 + f->he,
+                            .bytes = f->bytes,
+                            .resource = f->resource,
+                            .obj = f->obj,
+                            .value = f->value,
+                            .flags = f->flags,
+                            .n_access = f->n_acc,
+                            .access = f->acc};
         if (f->db || f->de) {
             op.flags |= SBT_OPF_DEV_TIME;
             op.dev_begin = T0 + f->db, op.dev_end = T0 + f->de;
@@ -185,9 +196,9 @@ struct pf_summary {
     int weird_name_seen, long_name_seen;
 };
 
-#define MAX_T 256
-#define MAX_S 256
-#define MAX_EV 4096
+#define MAX_T   256
+#define MAX_S   256
+#define MAX_EV  4096
 #define MAX_IID 512
 
 struct ck_track {
@@ -225,12 +236,12 @@ struct checker {
     struct pf_summary sum;
 };
 
-#define CK(c, cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            if ((c)->errors++ < 20)                                                              \
-                cr_log_error(__VA_ARGS__);                                                       \
-        }                                                                                        \
+#define CK(c, cond, ...)                   \
+    do {                                   \
+        if (!(cond)) {                     \
+            if ((c)->errors++ < 20)        \
+                cr_log_error(__VA_ARGS__); \
+        }                                  \
     } while (0)
 
 static struct ck_track *ck_find(struct checker *c, uint64_t uuid)
@@ -336,8 +347,8 @@ static void ck_define(struct checker *c, uint32_t pk, struct ck_seq *s, int kind
 static void ck_use(struct checker *c, uint32_t pk, struct ck_seq *s, int kind, uint64_t iid)
 {
     CK(c, iid > 0 && iid < MAX_IID && s->iid[kind][iid],
-       "packet %u: interned id %" PRIu64 " (kind %d) used but not defined on its sequence", pk,
-       iid, kind);
+       "packet %u: interned id %" PRIu64 " (kind %d) used but not defined on its sequence", pk, iid,
+       kind);
 }
 
 static const char *ck_name(struct ck_seq *s, uint64_t iid)
@@ -356,8 +367,8 @@ static void ck_packet(struct checker *c, const uint8_t *raw, size_t len, uint32_
     size_t n2 = perfetto__protos__trace_packet__get_packed_size(p);
     uint8_t *again = malloc(n2 ? n2 : 1);
     perfetto__protos__trace_packet__pack(p, again);
-    CK(c, n2 == len && !memcmp(again, raw, len), "packet %u: not canonical (%zu vs %zu bytes)",
-       pk, n2, len);
+    CK(c, n2 == len && !memcmp(again, raw, len), "packet %u: not canonical (%zu vs %zu bytes)", pk,
+       n2, len);
     free(again);
     CK(c, packed_fields(raw, len) == 0, "packet %u: packed repeated field in TrackEvent", pk);
 
@@ -419,8 +430,9 @@ static void ck_packet(struct checker *c, const uint8_t *raw, size_t len, uint32_
         CK(c, !d->process || d->process->has_pid, "packet %u: process without pid", pk);
         CK(c, c->nt < MAX_T, "too many tracks");
         if (c->nt < MAX_T)
-            c->t[c->nt++] = (struct ck_track){d->uuid, d->parent_uuid, d->counter != NULL,
-                                              d->thread != NULL, d->process != NULL, pk};
+            c->t[c->nt++] =
+                (struct ck_track){d->uuid,           d->parent_uuid,     d->counter != NULL,
+                                  d->thread != NULL, d->process != NULL, pk};
         c->sum.tracks++;
         c->sum.counter_tracks += d->counter != NULL;
         if (d->name && !strcmp(d->name, "stream 1: compute"))
@@ -460,21 +472,23 @@ static void ck_packet(struct checker *c, const uint8_t *raw, size_t len, uint32_
         if (t && te->has_type) {
             if (te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) {
                 CK(c, t->counter, "packet %u: counter value on a slice track", pk);
-                CK(c, te->counter_value_field_case !=
-                          PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD__NOT_SET,
+                CK(c,
+                   te->counter_value_field_case !=
+                       PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD__NOT_SET,
                    "packet %u: counter without value", pk);
                 c->sum.counter_values++;
             } else {
                 CK(c, !t->counter, "packet %u: slice on a counter track", pk);
                 CK(c, c->nev < MAX_EV, "too many events");
                 if (c->nev < MAX_EV)
-                    c->ev[c->nev++] = (struct ck_ev){p->timestamp, pk, (uint32_t)(t - c->t),
-                                                     te->type};
+                    c->ev[c->nev++] =
+                        (struct ck_ev){p->timestamp, pk, (uint32_t)(t - c->t), te->type};
                 c->sum.instants += te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
                 c->sum.slices += te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-                CK(c, te->type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END ||
-                          (te->name_field_case == 0 && !te->n_category_iids &&
-                           !te->n_debug_annotations),
+                CK(c,
+                   te->type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END ||
+                       (te->name_field_case == 0 && !te->n_category_iids &&
+                        !te->n_debug_annotations),
                    "packet %u: END carries a name, category or args", pk);
             }
         }
@@ -483,7 +497,8 @@ static void ck_packet(struct checker *c, const uint8_t *raw, size_t len, uint32_
                 c->fl[c->nfl++] = (struct ck_flow){te->flow_ids[i], p->timestamp, pk, 0};
         for (size_t i = 0; i < te->n_terminating_flow_ids; i++)
             if (c->nfl < MAX_EV)
-                c->fl[c->nfl++] = (struct ck_flow){te->terminating_flow_ids[i], p->timestamp, pk, 1};
+                c->fl[c->nfl++] =
+                    (struct ck_flow){te->terminating_flow_ids[i], p->timestamp, pk, 1};
     }
     perfetto__protos__trace_packet__free_unpacked(p, NULL);
 }
@@ -550,8 +565,7 @@ static int check_pftrace(const uint8_t *buf, size_t len, struct pf_summary *sum)
         uint32_t j = i;
         while (j < c->nfl && c->fl[j].id == c->fl[i].id)
             j++;
-        CK(c, j - i == 2 && !c->fl[i].term && c->fl[i + 1].term &&
-                  c->fl[i].ts <= c->fl[i + 1].ts,
+        CK(c, j - i == 2 && !c->fl[i].term && c->fl[i + 1].term && c->fl[i].ts <= c->fl[i + 1].ts,
            "flow %" PRIu64 ": %u events, not one start then one end in time", c->fl[i].id, j - i);
         CK(c, c->fl[i].id != 0, "flow id 0");
         c->sum.flows++;
@@ -589,8 +603,10 @@ static void ws(struct jp *j)
 
 static int hexv(uint8_t c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 static uint8_t *put_cp(uint8_t *o, uint32_t cp)
@@ -917,8 +933,11 @@ ParameterizedTest(struct range_case *rc, perfetto, ranges)
     cr_assert(eq(int, sbt_reader_open(trace_path, NULL, &r), 0), "%s", sbt_errmsg());
     uint64_t t_min = sbt_reader_info(r)->t_min;
     sbt_reader_close(r);
-    struct sbt_range range = {.has_seq = rc->has_seq, .seq_begin = rc->a, .seq_end = rc->b,
-                              .has_time = rc->has_time, .t_begin = t_min + rc->a,
+    struct sbt_range range = {.has_seq = rc->has_seq,
+                              .seq_begin = rc->a,
+                              .seq_end = rc->b,
+                              .has_time = rc->has_time,
+                              .t_begin = t_min + rc->a,
                               .t_end = t_min + rc->b};
     struct sbt_export_opts o = SBT_EXPORT_OPTS(.range = &range);
     uint8_t *buf;
@@ -1015,12 +1034,15 @@ static sbt_export_emitter *em_open(int format, char **p, size_t *n, FILE **f,
 
 static void declare_basic(sbt_export_emitter *em)
 {
-    struct sbt_export_track p = {.uuid = 10, .kind = SBT_EXPORT_TRACK_PROCESS, .pid = 1,
-                                 .name = "proc"};
-    struct sbt_export_track t = {.uuid = 11, .parent = 10, .kind = SBT_EXPORT_TRACK_SLICES,
-                                 .name = "slices"};
-    struct sbt_export_track c = {.uuid = 12, .parent = 10, .kind = SBT_EXPORT_TRACK_COUNTER,
-                                 .name = "count", .unit = SBT_EXPORT_UNIT_COUNT};
+    struct sbt_export_track p = {
+        .uuid = 10, .kind = SBT_EXPORT_TRACK_PROCESS, .pid = 1, .name = "proc"};
+    struct sbt_export_track t = {
+        .uuid = 11, .parent = 10, .kind = SBT_EXPORT_TRACK_SLICES, .name = "slices"};
+    struct sbt_export_track c = {.uuid = 12,
+                                 .parent = 10,
+                                 .kind = SBT_EXPORT_TRACK_COUNTER,
+                                 .name = "count",
+                                 .unit = SBT_EXPORT_UNIT_COUNT};
     cr_assert(eq(int, sbt_export_track(em, &p), 0), "%s", sbt_errmsg());
     cr_assert(eq(int, sbt_export_track(em, &t), 0), "%s", sbt_errmsg());
     cr_assert(eq(int, sbt_export_track(em, &c), 0), "%s", sbt_errmsg());
@@ -1035,17 +1057,17 @@ struct misuse_case {
 ParameterizedTestParameters(emitter, misuse)
 {
     static struct misuse_case cases[] = {
-        {0, "not declared"},             // event on an unknown track
-        {1, "before the previous"},      // time going back on a track
-        {2, "without an open slice"},    // end without begin
-        {3, "declared twice"},           // one uuid, two tracks
-        {4, "on a slice track"},         // counter value on a slice track
-        {5, "on a counter track"},       // slice on a counter track
-        {6, "sbt_export_intern"},        // made-up interned id
-        {7, "is not declared"},          // parent never declared
-        {8, "uuid is 0"},                // uuid 0
-        {9, "pid 0 must be >= 1"},       // process without pid
-        {10, "not a counter track"},     // counter_add on a slice track
+        {0, "not declared"},          // event on an unknown track
+        {1, "before the previous"},   // time going back on a track
+        {2, "without an open slice"}, // end without begin
+        {3, "declared twice"},        // one uuid, two tracks
+        {4, "on a slice track"},      // counter value on a slice track
+        {5, "on a counter track"},    // slice on a counter track
+        {6, "sbt_export_intern"},     // made-up interned id
+        {7, "is not declared"},       // parent never declared
+        {8, "uuid is 0"},             // uuid 0
+        {9, "pid 0 must be >= 1"},    // process without pid
+        {10, "not a counter track"},  // counter_add on a slice track
     };
     return cr_make_param_array(struct misuse_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -1123,8 +1145,12 @@ Test(emitter, nested_slices_instants_counters)
         {.name = "s", .type = SBT_EXPORT_ARG_STR, .v.s = "text"},
     };
     uint64_t flow = sbt_export_flow_id(0, 1, 5);
-    struct sbt_export_event outer = {.name = "outer", .category = "c", .args = args,
-                                     .n_args = 5, .flow_out = &flow, .n_flow_out = 1,
+    struct sbt_export_event outer = {.name = "outer",
+                                     .category = "c",
+                                     .args = args,
+                                     .n_args = 5,
+                                     .flow_out = &flow,
+                                     .n_flow_out = 1,
                                      .correlation_id = 77};
     struct sbt_export_event inner = {.name = "inner", .flow_in = &flow, .n_flow_in = 1};
     cr_assert(eq(int, sbt_export_slice_begin(em, 11, 100, &outer), 0), "%s", sbt_errmsg());
@@ -1157,7 +1183,7 @@ Test(emitter, counter_add_reorders)
     cr_assert(eq(int, sbt_export_counter_add(em, 12, 100, 5), 0));
     cr_assert(eq(int, sbt_export_counter_add(em, 12, 200, 2), 0));
     cr_assert(eq(int, sbt_export_counter_add(em, 12, 200, 1), 0));
-    cr_assert(eq(int, sbt_export_advance(em, 250), 0)); /* writes 100 and 200 */
+    cr_assert(eq(int, sbt_export_advance(em, 250), 0));             /* writes 100 and 200 */
     cr_assert(eq(int, sbt_export_counter_add(em, 12, 150, 10), 0)); /* late: at 200 */
     cr_assert(eq(int, sbt_export_emitter_close(em), 0), "%s", sbt_errmsg());
     fclose(f);
@@ -1173,7 +1199,8 @@ Test(emitter, counter_add_reorders)
         Perfetto__Protos__TracePacket *pk =
             perfetto__protos__trace_packet__unpack(NULL, len, (uint8_t *)p + pos);
         pos += len;
-        if (pk->track_event && pk->track_event->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) {
+        if (pk->track_event &&
+            pk->track_event->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) {
             cr_assert(lt(sz, k, 4));
             cr_expect(eq(u64, pk->timestamp, want_ts[k]));
             cr_expect(eq(i64, pk->track_event->counter_value, want_v[k]));
@@ -1216,8 +1243,8 @@ Test(emitter, json_counters_and_flows)
     declare_basic(em);
     uint64_t flow = sbt_export_flow_id(3, 2, 9);
     struct sbt_export_arg a = {.name = "nan", .type = SBT_EXPORT_ARG_DOUBLE, .v.d = NAN};
-    struct sbt_export_event ev = {.name = "a", .flow_out = &flow, .n_flow_out = 1, .args = &a,
-                                  .n_args = 1};
+    struct sbt_export_event ev = {
+        .name = "a", .flow_out = &flow, .n_flow_out = 1, .args = &a, .n_args = 1};
     cr_assert(eq(int, sbt_export_slice_begin(em, 11, 1001, &ev), 0), "%s", sbt_errmsg());
     cr_assert(eq(int, sbt_export_slice_end(em, 11, 2002), 0), "%s", sbt_errmsg());
     cr_assert(eq(int, sbt_export_counter_add(em, 12, 5, 7), 0), "%s", sbt_errmsg());
@@ -1255,8 +1282,8 @@ Test(cli, export_command)
     snprintf(cmd, sizeof cmd, "%s export %s -f json -o - -q --ops 0:5 > /dev/null", bin,
              trace_path);
     cr_expect(eq(int, run(cmd), 0));
-    snprintf(cmd, sizeof cmd, "%s export %s -f dot -o - -q --ops 0:10 | grep -q '^digraph'",
-             bin, trace_path);
+    snprintf(cmd, sizeof cmd, "%s export %s -f dot -o - -q --ops 0:10 | grep -q '^digraph'", bin,
+             trace_path);
     cr_expect(eq(int, run(cmd), 0), "DOT of a range, from the scheduler");
     snprintf(cmd, sizeof cmd, "%s export %s -f svg 2>/dev/null", bin, trace_path);
     cr_expect(eq(int, run(cmd), 2), "unknown format: usage error");
