@@ -51,7 +51,7 @@ BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz bench install clean demo test format-check extra
+.PHONY: all check asan fuzz bench install clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -99,6 +99,27 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
 
 # ---- capture: Vulkan layer ---------------------------------------------------------------------
 # (capture section: the capture module owns these lines)
+# libVkLayer_reprise_capture.so: the capture/cap_vk_*.c objects plus the library, every symbol
+# hidden but the three loader entry points (capture/cap_vk.map). The manifest in $(BUILD) points
+# at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the build tree.
+CAP_VK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_vk_*.c))
+CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
+CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
+$(CAP_VK_OBJ): XCFLAGS += -fvisibility=hidden
+$(CAP_VK_SO): $(CAP_VK_OBJ) $(LIB) capture/cap_vk.map
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_vk.map -Wl,-z,defs \
+	  -Wl,-soname,libVkLayer_reprise_capture.so $(CAP_VK_OBJ) $(LIB) -o $@ \
+	  -lzstd -lxxhash -lpthread -ldl
+$(CAP_VK_JSON): capture/VK_LAYER_REPRISE_capture.json.in
+	@mkdir -p $(@D)
+	sed 's|@LIBRARY_PATH@|./libVkLayer_reprise_capture.so|' $< > $@
+EXTRA += $(CAP_VK_SO) $(CAP_VK_JSON)
+define INSTALL_CAP_VK
+install -m 755 $(CAP_VK_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so
+sed 's|@LIBRARY_PATH@|$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so|' capture/VK_LAYER_REPRISE_capture.json.in > $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json
+
+endef
+INSTALL_EXTRA += $(INSTALL_CAP_VK)
 
 # ---- capture: CUDA shim --------------------------------------------------------------------------
 # (cuda section)
@@ -108,11 +129,14 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
 
 extra: $(EXTRA)
 
+# Seed inputs per fuzz target, beside tests/fuzz/corpus/<name> (grown by `make fuzz`)
+CORPUS_sbt_reader := tests/data/format/good tests/data/format/bad
+corpus_of = $(CORPUS_$(1)) tests/fuzz/corpus/$(1)
+
 check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $(TEST_ENV) $$t --jobs 2; done
-	@set -e; for r in $(CORPUS_RUNNERS); do \
-	  n=$${r##*/replay_}; echo "== $$r tests/data/$$n"; \
-	  $$r $$(find tests/data -path "*$$n*" -type f 2>/dev/null) tests/fuzz/corpus/$$n; done
+	@set -e; $(foreach r,$(CORPUS_RUNNERS),echo "== $(r)"; \
+	  $(r) $(call corpus_of,$(patsubst replay_%,%,$(notdir $(r))));)
 
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -122,14 +146,19 @@ FUZZ_BUILD := build/fuzz
 fuzz:
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" \
 	  $(FUZZ_BUILD)/libreprise.a
-	@set -e; for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen -O1 -g -fsanitize=address,undefined,fuzzer $$f \
-	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/$$n $(LDLIBS); \
-	  mkdir -p tests/fuzz/corpus/$${n#fuzz_} $(FUZZ_BUILD)/corpus-$$n; \
-	  $(FUZZ_BUILD)/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-	    $(FUZZ_BUILD)/corpus-$$n tests/fuzz/corpus/$${n#fuzz_} $$(find tests/data -path "*$${n#fuzz_}*" -type d) ; done
+	@set -e; $(foreach f,$(FUZZ_SRC),n=$(patsubst fuzz_%,%,$(basename $(notdir $(f)))); \
+	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen -O1 -g -fsanitize=address,undefined,fuzzer $(f) \
+	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/$(basename $(notdir $(f))) $(LDLIBS); \
+	  mkdir -p tests/fuzz/corpus/$$n $(FUZZ_BUILD)/corpus-$$n; \
+	  $(FUZZ_BUILD)/$(basename $(notdir $(f))) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -timeout=10 $(FUZZ_BUILD)/corpus-$$n $(call corpus_of,$(patsubst fuzz_%,%,$(basename $(notdir $(f))))) ;)
 
 bench: $(BIN) $(BENCHES)
+
+# Golden files of tests/data/format (committed; rebuild only when the format version changes)
+golden: $(LIB)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) tests/data/format/mkgolden.c $(LIB) -o $(BUILD)/mkgolden $(LDLIBS)
+	$(BUILD)/mkgolden tests/data/format
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise \

@@ -53,7 +53,10 @@
     X(CreateFence) X(DestroyFence) X(ResetFences) X(GetFenceStatus) X(WaitForFences)            \
     X(CreateSemaphore) X(DestroySemaphore) X(SignalSemaphore) X(WaitSemaphores)                 \
     X(GetSemaphoreCounterValue) X(CreateEvent) X(DestroyEvent) X(SetEvent) X(ResetEvent)        \
-    X(CreateQueryPool) X(DestroyQueryPool) X(GetQueryPoolResults) X(GetCalibratedTimestampsEXT)
+    X(CreateQueryPool) X(DestroyQueryPool) X(GetQueryPoolResults) X(CmdDraw)                 \
+    X(CmdDrawIndexed) X(CmdBeginRenderPass) X(CmdCopyBufferToImage) X(CmdCopyImageToBuffer)     \
+    X(CmdCopyImage) X(CmdClearColorImage) X(CreateImage) X(BindImageMemory)                    \
+    X(CreateGraphicsPipelines) X(QueueBindSparse) X(GetBufferDeviceAddress)
 
 struct cap_dev_fns {
 #define CAP__FN(n) PFN_vk##n n;
@@ -83,15 +86,13 @@ struct cap_dev {
     struct cap_inst *inst;
     PFN_vkGetDeviceProcAddr gdpa;
     struct cap_dev_fns fn;
-    PFN_vkVoidFunction *unsup_fn; /* next-layer pointers of the counted unsupported calls */
-    uint64_t id;                  /* capture id */
+    uint64_t id; /* capture id */
     VkPhysicalDeviceMemoryProperties mem_props;
     VkQueueFamilyProperties qfam[16];
     uint32_t n_qfam;
     double ts_period_ns;
-    int has_calibrated;  /* VK_EXT_calibrated_timestamps enabled (by us or the program) */
-    int64_t ts_offset_ns; /* host ns - device ns, from calibration */
-    uint64_t nc_atom;     /* nonCoherentAtomSize */
+    uint64_t nc_atom; /* nonCoherentAtomSize */
+    VkCommandPool ts_pool[16]; /* --timing/--digests helpers, per queue family */
     int dead;
 };
 
@@ -99,6 +100,27 @@ struct cap_dev {
 /* Shadow objects                                                                             */
 /* ========================================================================================== */
 
+/* Tracked object types: one handle map each. */
+enum cap_type {
+    CAP_T_MEM,
+    CAP_T_BUF,
+    CAP_T_BVIEW,
+    CAP_T_MODULE,
+    CAP_T_DSL,
+    CAP_T_PLAYOUT,
+    CAP_T_PIPELINE,
+    CAP_T_DSET,
+    CAP_T_TEMPL,
+    CAP_T_FENCE,
+    CAP_T_SEM,
+    CAP_T_EVENT,
+    CAP_T_QUEUE,
+    CAP_T_CMDBUF,
+    CAP_T_QPOOL,
+    CAP_T__COUNT
+};
+
+/* Every tracked object starts with this; cap.objs maps (handle, type) to it. */
 struct cap_obj {
     uint64_t handle;
     uint32_t type; /* VkObjectType */
@@ -106,8 +128,8 @@ struct cap_obj {
     struct cap_dev *dev;
 };
 
-/* A byte interval of a memory allocation written by device work; queue/serial say which
- * submission, so completion of that submission can be matched. */
+/* A byte interval of a memory allocation written by device work of a submission not yet seen
+ * complete by the host: (queue, serial) names the submission. */
 struct cap_ivl {
     uint64_t off, len;
     uint64_t queue;  /* capture id of the queue */
@@ -118,32 +140,32 @@ struct cap_mem {
     struct cap_obj o;
     uint64_t size;
     uint32_t type_index, props;
-    uint8_t *map_base; /* host address of offset 0 of the allocation while mapped */
-    uint64_t map_off, map_len;
-    int mapped, layer_mapped; /* layer_mapped: mapped by us for --digests */
+    uint8_t *map_base;        /* host address of offset 0 of the allocation while mapped */
+    uint64_t map_off, map_len; /* the mapped range, bytes */
+    int mapped;
     uint64_t n_pages;
-    sbt_hash *page;     /* shadow: hash of each 4 KiB page as last seen */
-    uint8_t *known;     /* page[i] is valid */
-    struct cap_ivl *pend; /* device writes of unfinished submissions */
+    sbt_hash *page;       /* shadow: hash of each 4 KiB page as last seen (zero page at start) */
+    struct cap_ivl *pend; /* device writes of submissions not yet seen complete */
     uint32_t n_pend, cap_pend;
-    struct cap_ivl *done; /* finished device writes not yet read back (not mapped then) */
+    struct cap_ivl *done; /* finished device writes not yet read back (memory was unmapped) */
     uint32_t n_done, cap_done;
-    uint32_t slot; /* index in cap.mems */
 };
 
 struct cap_buf {
     struct cap_obj o;
     uint64_t size;
     uint32_t usage;
-    uint64_t mem_handle, mem_id, mem_off; /* 0 until bound */
+    struct cap_mem *mem; /* NULL until bound */
+    uint64_t mem_off;
 };
 
 struct cap_bview {
     struct cap_obj o;
-    uint64_t buf_handle, offset, range;
+    struct cap_buf *buf;
+    uint64_t offset, range;
 };
 
-/* A storage/uniform variable of a shader module, from the SPIR-V decorations. */
+/* A descriptor variable of a shader module, from the SPIR-V decorations. */
 struct cap_refl_binding {
     uint32_t set, binding, access, storage, array;
 };
@@ -158,7 +180,7 @@ struct cap_refl {
     uint32_t n_b;
     struct cap_refl_entry *e;
     uint32_t n_e;
-    /* WorkgroupSize builtin: constants (with spec ids) */
+    /* WorkgroupSize built-in: constants (with spec ids) */
     int has_wgsize;
     uint32_t wg[3], wg_spec[3];
 };
@@ -178,17 +200,18 @@ struct cap_dsl {
     uint32_t n_b, n_slots, flags;
 };
 
+#define CAP_MAX_SETS 32u
 struct cap_playout {
     struct cap_obj o;
     uint32_t n_sets;
-    uint64_t set_layout[32];
+    uint64_t set_layout[CAP_MAX_SETS]; /* handles */
 };
 
 struct cap_pipeline {
     struct cap_obj o;
     uint64_t layout_handle;
     uint32_t local[3];
-    struct cap_refl_binding *acc; /* copy of the module's reflection (may be NULL) */
+    struct cap_refl_binding *acc; /* copy of the module's reflection */
     uint32_t n_acc;
     int refl_ok;
 };
@@ -216,37 +239,38 @@ struct cap_templ {
     uint32_t type; /* VkDescriptorUpdateTemplateType */
 };
 
+/* Fences, semaphores, events. Signals remember which submission signals what value, so a
+ * host wait that returns tells which submissions finished. */
+#define CAP_SIG_RING 64u
+struct cap_sig {
+    uint64_t value, queue, serial;
+};
 struct cap_sync {
     struct cap_obj o;
     uint32_t kind; /* enum sbt_sync_kind */
+    struct cap_sig sig[CAP_SIG_RING];
+    uint32_t n_sig; /* total signals recorded (ring index = n % CAP_SIG_RING) */
 };
 
 struct cap_queue {
     struct cap_obj o;
     uint32_t family, index;
-    uint64_t serial; /* last submission serial */
+    uint64_t serial;      /* last submission serial */
 };
-
-struct cap_pool {
-    struct cap_obj o;
-    uint32_t family;
-};
-
-/* Timing: a query pool per command buffer, two timestamps per dispatch. */
-#define CAP_TS_QUERIES 1024u
 
 struct cap_cmdbuf {
     struct cap_obj o;
     uint64_t pool_handle;
     uint32_t level;
-    struct sbt_vk_enc raw; /* CMD_* records with raw handles, as recorded */
+    uint32_t usage;
+    struct sbt_vk_enc raw; /* CMD_* records with raw Vulkan handles, as recorded */
     uint32_t n_cmds;
-    int unsupported;       /* an unsupported command was recorded */
-    struct cap_blob *rec;  /* the recording with capture ids, built at vkEndCommandBuffer */
-    VkQueryPool ts_pool;   /* --timing */
-    uint32_t n_ts;         /* timestamps written in this recording */
-    uint32_t gen;          /* bumps on every begin/reset */
+    struct cap_blob *rec;  /* the recording with capture ids, built at its first submit */
+    int recording;         /* between begin and end */
 };
+
+/* The shadow of (handle, enum cap_type), or NULL. cap.mu held. */
+void *cap_obj_find(uint64_t handle, uint32_t t);
 
 /* ========================================================================================== */
 /* Events to the writer thread                                                                */
@@ -333,7 +357,7 @@ struct cap_global {
     atomic_uint_fast64_t n_calls;  /* Vulkan calls seen (for bytes per call) */
     atomic_uint_fast32_t gen;      /* command buffer generation (TLS cache) */
     pthread_mutex_t mu;            /* objects and memory shadow */
-    struct cap_map objs;           /* (handle, type) -> struct cap_obj * */
+    struct cap_map objs[CAP_T__COUNT]; /* per enum cap_type: handle -> struct cap_obj * */
     struct cap_mem **mems;         /* live allocations */
     uint32_t n_mems, cap_mems;
     int timing, digests;
@@ -358,45 +382,43 @@ void cap_emit(struct cap_ev *e);
 /* Wakes the writer now (after waits, so HOST_READ ops do not linger). */
 void cap_kick(void);
 
-/* ---- cap_vk_layer.c --------------------------------------------------------------------- */
-struct cap_obj *cap_obj_get(uint64_t handle, uint32_t type); /* cap.mu held */
-
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* All with cap.mu held. */
-void cap_mem_added(struct cap_mem *m);
-void cap_mem_removed(struct cap_mem *m);
-/* Host writes since the shadow, in [off, off+len) of m (clipped to the mapping): HOST_WRITE
- * ops appended to *tail. */
+struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
+                            uint32_t type_index);
+void cap_mem_free(struct cap_mem *m);
+/* Host writes since the shadow in [off, off+len) of m, clipped to the mapping: HOST_WRITE
+ * ops appended to the chain at *tail. */
 void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev ***tail,
                   uint64_t now);
-/* vkMapMemory: shadow pages become known, finished device writes become HOST_READ ops. */
-void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail);
-/* Submission of n batches on q, built from the v1 or v2 submit infos by the caller. */
+/* All mapped allocations of dev (NULL = every device). */
+void cap_mem_scan_all(struct cap_dev *dev, struct cap_ev ***tail, uint64_t now);
+/* vkMapMemory: finished device writes become HOST_READ ops. */
+void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now);
+/* Submission of n batches on q, from the v1 or v2 submit infos. */
 struct cap_submit_batch {
     uint32_t n_wait, n_cb, n_signal;
     const VkSemaphore *wait;
-    const uint64_t *wait_value;
+    const uint64_t *wait_value; /* NULL: binary */
     const uint64_t *wait_stage;
     const VkCommandBuffer *cb;
     const VkSemaphore *signal;
     const uint64_t *signal_value;
     const uint64_t *signal_stage;
 };
-struct cap_ev *cap_submit_build(struct cap_queue *q, const struct cap_submit_batch *b,
-                                uint32_t n, VkFence fence, int v2, uint64_t t0,
-                                struct cap_ev **ops_out[], uint32_t *n_ops_out);
-/* Completion seen by the host: submissions on queue (0 = all of dev) up to serial. Appends
+/* Builds the SUBMIT batch (host writes, SUBMIT, waits, command ops, signals, fence) and
+ * records the device writes as pending. NULL when recording failed. */
+struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
+                                const struct cap_submit_batch *b, uint32_t n, VkFence fence,
+                                int v2, uint64_t t0, uint64_t t1);
+/* The host saw submissions on queue (0 = every queue of dev) up to serial finish. Appends
  * HOST_READ ops to *tail. */
-void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail);
-/* Fence / timeline value -> (queue, serial) of the latest submission that signals it. */
-void cap_fence_signaled(struct cap_dev *dev, uint64_t fence_id, struct cap_ev ***tail);
-void cap_semaphore_reached(struct cap_dev *dev, uint64_t sem_id, uint64_t value,
-                           struct cap_ev ***tail);
-void cap_pending_forget(struct cap_dev *dev); /* device destroyed */
-/* --digests: after the submission finished (queue idle), digest each dispatch's outputs. */
-void cap_digest_ops(struct cap_dev *dev, struct cap_ev **ops, uint32_t n);
-/* --timing: read timestamps of finished submissions into their ops. */
-void cap_timing_collect(struct cap_dev *dev, int all);
+void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,
+                  uint64_t now);
+void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
+                      struct cap_ev ***tail, uint64_t now);
+/* --digests: after the queue went idle, the output digest of each dispatch in chain. */
+void cap_digest_ops(struct cap_ev *chain);
 
 /* ---- cap_vk_spirv.c --------------------------------------------------------------------- */
 /* Parses the decorations of a SPIR-V module. refl->ok = 0 if it could not (then accesses fall

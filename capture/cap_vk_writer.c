@@ -127,8 +127,15 @@ static uint64_t mix(uint64_t k)
     return k;
 }
 
+/* Keys 0 and 1 mark empty and deleted slots: real keys 0 and 1 are moved out of the way. */
+static uint64_t map_key(uint64_t key)
+{
+    return key < 2 ? key + 0x9e3779b97f4a7c15ull : key;
+}
+
 void *cap_map_get(const struct cap_map *m, uint64_t key)
 {
+    key = map_key(key);
     if (!m->cap)
         return NULL;
     for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
@@ -141,28 +148,30 @@ void *cap_map_get(const struct cap_map *m, uint64_t key)
 
 static int map_grow(struct cap_map *m)
 {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    struct cap_map_ent *e = calloc(cap, sizeof *e);
+    size_t nc = m->cap ? m->cap * 2 : 256;
+    struct cap_map_ent *e = calloc(nc, sizeof *e);
     if (!e)
         return -1;
+    size_t n = 0;
     for (size_t i = 0; i < m->cap; i++) {
         if (m->e[i].key < 2)
             continue;
-        size_t j = mix(m->e[i].key) & (cap - 1);
+        size_t j = mix(m->e[i].key) & (nc - 1);
         while (e[j].key)
-            j = (j + 1) & (cap - 1);
+            j = (j + 1) & (nc - 1);
         e[j] = m->e[i];
+        n++;
     }
     free(m->e);
     m->e = e;
-    m->cap = cap;
+    m->cap = nc;
+    m->n = n; /* tombstones are gone */
     return 0;
 }
 
 int cap_map_put(struct cap_map *m, uint64_t key, void *val)
 {
-    if (key < 2)
-        key += 0x9e3779b97f4a7c15ull; /* never store the reserved keys */
+    key = map_key(key);
     if ((m->n + 1) * 2 > m->cap && map_grow(m))
         return -1;
     size_t del = SIZE_MAX;
@@ -187,6 +196,7 @@ int cap_map_put(struct cap_map *m, uint64_t key, void *val)
 
 void *cap_map_del(struct cap_map *m, uint64_t key)
 {
+    key = map_key(key);
     if (!m->cap)
         return NULL;
     for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {

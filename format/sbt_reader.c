@@ -565,7 +565,8 @@ static int scan(sbt_reader *r)
         r->info.lost_offset = off;
         r->info.lost_bytes = size - off;
     }
-    qsort(r->blobs, r->n_blobs, sizeof *r->blobs, cmp_loc);
+    if (r->n_blobs)
+        qsort(r->blobs, r->n_blobs, sizeof *r->blobs, cmp_loc);
     return SBT_OK;
 }
 

@@ -89,7 +89,8 @@ int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_s
         goto fail;
     if (!s->n_ops)
         s->t_min = 0;
-    qsort(s->kernels, s->n_kernels, sizeof *s->kernels, cmp_total);
+    if (s->n_kernels)
+        qsort(s->kernels, s->n_kernels, sizeof *s->kernels, cmp_total);
     sbt_cursor_close(c);
     sbt__free(slot);
     *out = s;

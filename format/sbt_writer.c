@@ -379,7 +379,8 @@ static int write_end_and_index(sbt_writer *w)
     for (size_t i = 0; i < w->bt_cap; i++)
         if (bt_used(&w->bt[i]))
             w->bt[n++] = w->bt[i];
-    qsort(w->bt, n, sizeof *w->bt, cmp_blob);
+    if (n)
+        qsort(w->bt, n, sizeof *w->bt, cmp_blob);
     w->bt_cap = 0; /* the table is no longer a hash table */
     w->body.len = 0;
     st |= sbt__buf_varint(&w->body, n);

@@ -1,0 +1,71 @@
+/*
+ * tests/fuzz/fuzz_sbt_reader.c — the SBT reader on arbitrary bytes: open (footer and forced
+ * scan), every op, every blob, validate. Any outcome is fine but a crash, a leak, a hang or a
+ * failure without a message.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "format/sbt.h"
+#include "tests/fuzz/fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void need_message(int st)
+{
+    if (st < 0 && !strcmp(sbt_errmsg(), "no error"))
+        abort();
+}
+
+static void report(void *ctx, int sev, const char *msg)
+{
+    (void)ctx;
+    (void)sev;
+    if (!msg || !*msg)
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fuzz_path("sbt");
+    if (fuzz_write(path, data, size))
+        return 0;
+    for (int scan = 0; scan < 2; scan++) {
+        struct sbt_open_opts o = SBT_OPEN_OPTS(.force_scan = scan, .max_chunk_bytes = 1 << 24);
+        sbt_reader *r;
+        int st = sbt_reader_open(path, &o, &r);
+        need_message(st);
+        if (st < 0)
+            continue;
+        sbt_cursor *c;
+        const struct sbt_op *op;
+        if (sbt_cursor_open(r, NULL, &c) == 0) {
+            while ((st = sbt_cursor_next(c, &op)) == 1)
+                for (uint32_t i = 0; i < op->n_access; i++)
+                    if (op->access[i].mode == 0)
+                        abort();
+            need_message(st);
+            sbt_cursor_close(c);
+        }
+        const struct sbt_info *in = sbt_reader_info(r);
+        struct sbt_range rg = {.has_time = 1, .t_begin = in->t_min + (in->t_max - in->t_min) / 2,
+                               .t_end = in->t_max, .has_seq = 1, .seq_begin = 1, .seq_end = 100};
+        if (sbt_cursor_open(r, &rg, &c) == 0) {
+            while ((st = sbt_cursor_next(c, &op)) == 1)
+                ;
+            sbt_cursor_close(c);
+        }
+        uint32_t n;
+        const struct sbt_program *p = sbt_reader_programs(r, &n);
+        for (uint32_t i = 0; i < n; i++) {
+            void *b;
+            size_t len;
+            if (sbt_reader_blob(r, &p[i].blob, &b, &len) == 0)
+                free(b);
+        }
+        need_message(sbt_reader_validate(r, report, NULL));
+        sbt_reader_close(r);
+    }
+    unlink(path);
+    return 0;
+}
