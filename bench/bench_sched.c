@@ -29,6 +29,13 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static long rss_mb(void)
 {
     struct rusage ru;
@@ -36,10 +43,15 @@ static long rss_mb(void)
     return ru.ru_maxrss / 1024;
 }
 
+static double t_cpu;
+
+/* Wall time t; CPU time since t_cpu was set (the machine may be shared: CPU time is the steadier
+ * figure). */
 static void line(const char *what, double t, uint64_t n, const char *extra)
 {
-    printf("%-8s %8.3f s %8.2f Mops/s  peak RSS %5ld MiB  %s\n", what, t, (double)n / t / 1e6,
-           rss_mb(), extra);
+    double c = cpu() - t_cpu;
+    printf("%-8s %7.3f s wall %7.3f s cpu %6.2f Mops/s  peak RSS %5ld MiB  %s\n", what, t, c,
+           (double)n / c / 1e6, rss_mb(), extra);
     fflush(stdout);
 }
 
@@ -61,6 +73,7 @@ int main(int argc, char **argv)
     printf("trace %s: %" PRIu64 " ops\n", argv[1], n);
 
     double t = now();
+    t_cpu = cpu();
     sbt_cursor *c;
     const struct sbt_op *op;
     uint64_t k = 0;
@@ -73,6 +86,7 @@ int main(int argc, char **argv)
 
     struct sched_graph_stats gs;
     t = now();
+    t_cpu = cpu();
     if (sched_graph_run(r, SCHED_NONE, NULL, NULL, &gs) < 0)
         goto fail;
     snprintf(buf, sizeof buf,
@@ -84,6 +98,7 @@ int main(int argc, char **argv)
     for (int pass = 0; pass < 2; pass++) {
         sched_sim *sim;
         t = now();
+        t_cpu = cpu();
         if (sched_sim_create(r, NULL, &SCHED_SIM_OPTS(.analysis = pass, .critical_path = pass),
                              &sim) < 0)
             goto fail;
@@ -102,6 +117,7 @@ int main(int argc, char **argv)
     rg.t_end = rg.t_begin + w;
     struct sched_slice sl;
     t = now();
+    t_cpu = cpu();
     if (sched_slice_compute(r, &rg, NULL, &sl) < 0)
         goto fail;
     snprintf(buf, sizeof buf,

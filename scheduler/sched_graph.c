@@ -531,8 +531,7 @@ static int accesses_edges(sched_graph *g)
     const struct sbt_op *x = g->x;
     char nb[160];
     int st;
-    if ((st = sched__grow((void **)&g->acc_res, sizeof *g->acc_res, &g->cap_acc_res,
-                          x->n_access)))
+    if ((st = sched__grow((void **)&g->acc_res, sizeof *g->acc_res, &g->cap_acc_res, x->n_access)))
         return st;
     for (int pass = 0; pass < 2; pass++) { /* reads, then writes */
         for (uint32_t a = 0; a < x->n_access; a++) {

@@ -20,9 +20,18 @@ int sched__fail(int status, const char *fmt, ...) __attribute__((format(printf, 
 /* Copies sbt_errmsg() into the scheduler's buffer; returns status. */
 int sched__fail_sbt(int status);
 
-/* Grows *p (of elem bytes each) so that it holds at least need elements. 0 or SBT_ENOMEM. */
-int sched__grow(void **p, size_t elem, uint32_t *cap, uint64_t need);
-int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need);
+/* Grows *p (of elem bytes each) so that it holds at least need elements. 0 or SBT_ENOMEM.
+ * The check that there is room already is inline: these sit on the per-op path. */
+int sched__grow_slow(void **p, size_t elem, uint32_t *cap, uint64_t need);
+int sched__grow64_slow(void **p, size_t elem, uint64_t *cap, uint64_t need);
+static inline int sched__grow(void **p, size_t elem, uint32_t *cap, uint64_t need)
+{
+    return need <= *cap ? 0 : sched__grow_slow(p, elem, cap, need);
+}
+static inline int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need)
+{
+    return need <= *cap ? 0 : sched__grow64_slow(p, elem, cap, need);
+}
 
 /* ---- u64 -> u64 hash map. Key UINT64_MAX is stored as UINT64_MAX - 1 (bad input only). ---- */
 struct sched__map {
@@ -31,8 +40,33 @@ struct sched__map {
     uint64_t cap; /* power of two, or 0 */
     uint64_t n;
 };
+static inline uint64_t sched__map_hash(uint64_t k)
+{
+    /* splitmix64 finaliser: seqs and ids are dense, so mix them well */
+    k ^= k >> 30;
+    k *= 0xbf58476d1ce4e5b9ull;
+    k ^= k >> 27;
+    k *= 0x94d049bb133111ebull;
+    k ^= k >> 31;
+    return k;
+}
+static inline uint64_t sched__map_key(uint64_t key)
+{
+    return (key == UINT64_MAX ? UINT64_MAX - 1 : key) + 1;
+}
 /* Pointer to the value of key, or NULL. */
-uint64_t *sched__map_get(const struct sched__map *m, uint64_t key);
+static inline uint64_t *sched__map_get(const struct sched__map *m, uint64_t key)
+{
+    if (!m->n)
+        return NULL;
+    uint64_t k = sched__map_key(key), mask = m->cap - 1;
+    for (uint64_t i = sched__map_hash(k) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == k)
+            return &m->vals[i];
+        if (!m->keys[i])
+            return NULL;
+    }
+}
 /* Inserts key (value 0 if new) and returns a pointer to its value; *is_new says which. NULL on
  * allocation failure. The pointer is valid until the next put. */
 uint64_t *sched__map_put(struct sched__map *m, uint64_t key, int *is_new);

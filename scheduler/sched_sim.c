@@ -10,10 +10,11 @@
  * Analysis adds, still in the pass: the kernel table (a hash map by kernel), per-stream busy
  * time and idle gaps, and a sweep over the predicted intervals of device streams for the
  * concurrency and per-device busy time. Per stream the intervals come in time order, so the
- * sweep buffers them, and every SWEEP_BUF intervals it sorts and processes those that start
- * before the frontier (the earliest finish among streams active lately: nothing later can start
- * before it). O(n log SWEEP_BUF). An interval arriving behind the frontier (from a stream that
- * was idle a long while) is counted in late_intervals and clipped to it.
+ * sweep queues them per stream, and every SWEEP_BUF intervals it merges the queues (a heap of
+ * their heads) up to the frontier: the earliest finish among streams active lately, before
+ * which nothing later can start. O(n log s) for s streams. An interval arriving behind the
+ * frontier (from a stream that was idle a long while) is counted in late_intervals and
+ * clipped to it.
  *
  * Critical path: 4 bytes per op of the range (distance back to the predecessor that finished
  * last); at the end the chain is walked back from the op that finishes last, and one more pass
@@ -45,6 +46,8 @@ struct sstate {
     uint64_t prev_end; /* predicted end of the last timed op, NONE before it */
     uint64_t last_add; /* sweep: interval counter when it last added one */
     uint64_t last_finish;
+    struct ival *q; /* sweep: its intervals not yet swept, in time order */
+    uint64_t qh, qn, qcap;
 };
 
 struct dstate {
@@ -78,9 +81,9 @@ struct sched_sim {
     uint64_t end_seq, end_val;
 
     /* sweep */
-    struct ival *buf;
-    uint64_t n_buf, cap_buf, n_added;
-    struct ival *heap; /* active intervals, min-heap by e */
+    uint64_t n_buf, n_added; /* intervals queued, added */
+    uint32_t *slot_heap;     /* n_streams + 1 */
+    struct ival *heap;       /* active intervals, min-heap by e */
     uint64_t n_heap, cap_heap;
     uint64_t t_swept;
     uint32_t active;
@@ -234,20 +237,43 @@ static void dev_down(sched_sim *s, uint32_t dev, uint64_t t)
     }
 }
 
-static int cmp_ival(const void *a, const void *b)
+static uint64_t head_b(const sched_sim *s, uint32_t slot)
 {
-    const struct ival *x = a, *y = b;
-    return x->b < y->b ? -1 : x->b > y->b;
+    const struct sstate *q = &s->ss[slot];
+    return q->q[q->qh].b;
 }
 
-/* Processes buffered intervals that start before frontier. */
+static void slot_sift(sched_sim *s, uint32_t *h, uint32_t n, uint32_t i)
+{
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && head_b(s, h[c + 1]) < head_b(s, h[c]))
+            c++;
+        if (head_b(s, h[i]) <= head_b(s, h[c]))
+            break;
+        uint32_t t = h[i];
+        h[i] = h[c], h[c] = t;
+        i = c;
+    }
+}
+
+/* Processes, in time order, the queued intervals that start before frontier: a k-way merge of
+ * the per-stream queues (each already in time order) with a heap of their heads. */
 static void sweep(sched_sim *s, uint64_t frontier)
 {
-    if (s->n_buf)
-        qsort(s->buf, (size_t)s->n_buf, sizeof *s->buf, cmp_ival);
-    uint64_t i = 0;
-    while (i < s->n_buf && s->buf[i].b < frontier) {
-        struct ival v = s->buf[i];
+    uint32_t n = 0, *h = s->slot_heap;
+    for (uint32_t i = 1; i <= s->n_streams; i++)
+        if (s->ss[i].qh < s->ss[i].qn)
+            h[n++] = i;
+    for (uint32_t i = n / 2; i-- > 0;)
+        slot_sift(s, h, n, i);
+    while (n) {
+        struct sstate *q = &s->ss[h[0]];
+        struct ival v = q->q[q->qh];
+        if (v.b >= frontier)
+            break;
         while (s->n_heap && s->heap[0].e <= v.b) {
             struct ival e = heap_pop(s);
             dev_down(s, e.dev, e.e);
@@ -255,16 +281,24 @@ static void sweep(sched_sim *s, uint64_t frontier)
         s->t_swept = v.b;
         dev_up(s, v.dev, v.b);
         heap_push(s, v);
-        i++;
+        s->n_buf--;
+        if (++q->qh == q->qn)
+            h[0] = h[--n];
+        if (n)
+            slot_sift(s, h, n, 0);
     }
     if (frontier == NONE)
         while (s->n_heap) {
             struct ival e = heap_pop(s);
             dev_down(s, e.dev, e.e);
         }
-    if (i < s->n_buf)
-        memmove(s->buf, s->buf + i, (size_t)(s->n_buf - i) * sizeof *s->buf);
-    s->n_buf -= i;
+    for (uint32_t i = 1; i <= s->n_streams; i++) { /* compact the queues */
+        struct sstate *q = &s->ss[i];
+        if (q->qh && q->qh < q->qn)
+            memmove(q->q, q->q + q->qh, (size_t)(q->qn - q->qh) * sizeof *q->q);
+        q->qn -= q->qh;
+        q->qh = 0;
+    }
 }
 
 static int sweep_add(sched_sim *s, uint32_t slot, uint64_t b, uint64_t e)
@@ -272,28 +306,35 @@ static int sweep_add(sched_sim *s, uint32_t slot, uint64_t b, uint64_t e)
     uint32_t dev = s->stab[slot - 1].device;
     if (dev > s->n_devices)
         return 0;
+    struct sstate *q = &s->ss[slot];
+    if (q->qn > q->qh && b < q->q[q->qn - 1].b) /* keep the queue in order (broken edges) */
+        b = q->q[q->qn - 1].b;
     if (b < s->t_swept) { /* behind the frontier: clip */
         s->res.late_intervals++;
         b = s->t_swept;
-        if (e <= b)
-            return 0;
     }
+    if (e <= b)
+        return 0;
     int st;
-    if ((st = sched__grow64((void **)&s->buf, sizeof *s->buf, &s->cap_buf, s->n_buf + 1)) ||
+    if ((st = sched__grow64((void **)&q->q, sizeof *q->q, &q->qcap, q->qn + 1)) ||
         (st = sched__grow64((void **)&s->heap, sizeof *s->heap, &s->cap_heap,
                             s->n_heap + s->n_buf + 1)))
         return st;
-    s->buf[s->n_buf++] = (struct ival){b, e, dev};
-    s->ss[slot].last_add = ++s->n_added;
-    s->ss[slot].last_finish = e;
+    q->q[q->qn++] = (struct ival){b, e, dev};
+    s->n_buf++;
+    q->last_add = ++s->n_added;
+    q->last_finish = e;
     if (s->n_buf >= SWEEP_BUF) {
-        uint64_t f = NONE;
-        for (uint32_t i = 1; i <= s->n_streams; i++)
-            if (s->ss[i].last_add && s->ss[i].last_add + 4 * SWEEP_BUF > s->n_added &&
-                s->ss[i].last_finish < f)
-                f = s->ss[i].last_finish;
-        if (f == NONE || f <= s->t_swept) /* nothing can move: take half the buffer */
-            f = s->buf[s->n_buf / 2].b + 1;
+        uint64_t f = NONE, maxhead = 0;
+        for (uint32_t i = 1; i <= s->n_streams; i++) {
+            struct sstate *t = &s->ss[i];
+            if (t->last_add && t->last_add + 4 * SWEEP_BUF > s->n_added && t->last_finish < f)
+                f = t->last_finish;
+            if (t->qh < t->qn && t->q[t->qh].b > maxhead)
+                maxhead = t->q[t->qh].b;
+        }
+        if (f == NONE || f <= s->t_swept) /* nothing can move: force progress */
+            f = maxhead + 1;
         sweep(s, f);
     }
     return 0;
@@ -327,7 +368,8 @@ int sched_sim_create(sbt_reader *r, const struct sbt_range *range,
     s->ss = sched__calloc((size_t)s->n_streams + 1, sizeof *s->ss);
     s->drow = sched__calloc((size_t)s->n_devices + 1, sizeof *s->drow);
     s->ds = sched__calloc((size_t)s->n_devices + 1, sizeof *s->ds);
-    if (!s->srow || !s->ss || !s->drow || !s->ds)
+    s->slot_heap = sched__calloc((size_t)s->n_streams + 1, sizeof *s->slot_heap);
+    if (!s->srow || !s->ss || !s->drow || !s->ds || !s->slot_heap)
         goto oom;
     for (uint32_t i = 0; i <= s->n_streams; i++)
         s->ss[i].prev_end = NONE;
@@ -604,7 +646,10 @@ void sched_sim_destroy(sched_sim *s)
     sched__map_free(&s->kmap);
     sched__map_free(&s->far);
     sched__free(s->crit);
-    sched__free(s->buf);
+    sched__free(s->slot_heap);
+    if (s->ss)
+        for (uint32_t i = 0; i <= s->n_streams; i++)
+            sched__free(s->ss[i].q);
     sched__free(s->heap);
     sched__free(s->srow);
     sched__free(s->ss);

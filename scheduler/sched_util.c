@@ -71,10 +71,8 @@ int sched__fail_sbt(int status)
     return sched__fail(status, "%s", sbt_errmsg());
 }
 
-int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need)
+int sched__grow64_slow(void **p, size_t elem, uint64_t *cap, uint64_t need)
 {
-    if (need <= *cap)
-        return 0;
     uint64_t nc = *cap ? *cap : 8;
     while (nc < need)
         nc *= 2;
@@ -90,10 +88,8 @@ int sched__grow64(void **p, size_t elem, uint64_t *cap, uint64_t need)
     return 0;
 }
 
-int sched__grow(void **p, size_t elem, uint32_t *cap, uint64_t need)
+int sched__grow_slow(void **p, size_t elem, uint32_t *cap, uint64_t need)
 {
-    if (need <= *cap)
-        return 0;
     if (need > UINT32_MAX / 2)
         return sched__fail(SBT_ELIMIT, "array of %llu elements > limit %u",
                            (unsigned long long)need, UINT32_MAX / 2);
@@ -157,34 +153,8 @@ const char *sched_severity_name(uint32_t s)
 /* Hash map                                                                                   */
 /* ========================================================================================== */
 
-static inline uint64_t map_hash(uint64_t k)
-{
-    /* splitmix64 finaliser: seqs and ids are dense, so mix them well */
-    k ^= k >> 30;
-    k *= 0xbf58476d1ce4e5b9ull;
-    k ^= k >> 27;
-    k *= 0x94d049bb133111ebull;
-    k ^= k >> 31;
-    return k;
-}
-
-static inline uint64_t map_key(uint64_t key)
-{
-    return (key == UINT64_MAX ? UINT64_MAX - 1 : key) + 1;
-}
-
-uint64_t *sched__map_get(const struct sched__map *m, uint64_t key)
-{
-    if (!m->n)
-        return NULL;
-    uint64_t k = map_key(key), mask = m->cap - 1;
-    for (uint64_t i = map_hash(k) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == k)
-            return &m->vals[i];
-        if (!m->keys[i])
-            return NULL;
-    }
-}
+#define map_hash sched__map_hash
+#define map_key  sched__map_key
 
 static int map_resize(struct sched__map *m, uint64_t ncap)
 {
