@@ -190,7 +190,7 @@ enum sbt_op_kind {
     SBT_OP_COPY = 2,         /* subkind enum sbt_copy_dir; bytes; accesses */
     SBT_OP_FILL = 3,         /* bytes; value = fill pattern; accesses (write) */
     SBT_OP_HOST_WRITE = 4,   /* host wrote mapped memory: blob = the data; accesses (write) */
-    SBT_OP_ALLOC = 5,        /* resource, bytes = size, subkind enum sbt_res_kind */
+    SBT_OP_ALLOC = 5,        /* resource, bytes = size, subkind enum sbt_res_kind, obj = device */
     SBT_OP_FREE = 6,         /* resource */
     SBT_OP_EVENT_RECORD = 7, /* obj = event id: completes when earlier work on stream does */
     SBT_OP_EVENT_WAIT = 8,   /* obj = event id: stream waits for the latest record before it */
@@ -251,7 +251,8 @@ struct sbt_op {
     uint32_t subkind;    /* per kind, see enum sbt_op_kind */
     uint32_t flags;      /* enum sbt_op_flags */
     uint32_t stream;     /* stream id where it executes */
-    uint32_t thread;     /* host thread (small dense number), 0 if none */
+    uint32_t thread;     /* host thread that issued it (small dense number, 1..), 0 if none;
+                          * ops on a HOST_THREAD stream carry that stream's thread */
     uint32_t name;       /* string id, 0 for none */
     uint64_t host_begin; /* ns: the API call, on the host clock */
     uint64_t host_end;   /* ns, >= host_begin */

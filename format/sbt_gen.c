@@ -84,6 +84,7 @@ struct gen {
         uint32_t stream;
     } ev[EV_RING];
     uint32_t n_ev;
+    uint64_t emitted;   /* ops written so far */
     struct kprof k[N_KERNELS];
     sbt_hash uploads[N_UPLOADS];
     uint64_t upload_len[N_UPLOADS];
@@ -133,6 +134,7 @@ static uint64_t jitter(struct gen *g, uint64_t mean)
 
 static int emit(struct gen *g, struct sbt_op *op)
 {
+    g->emitted++;
     return sbt_writer_add_op(g->w, op, NULL);
 }
 
@@ -152,7 +154,8 @@ static void host_op(struct gen *g, struct sbt_op *op, uint32_t kind, uint32_t st
     g->now += rnd(g) % 8 ? rnd_in(g, 200, 1000) : rnd_in(g, 5000, 100000);
     op->kind = kind;
     op->stream = stream;
-    op->thread = 1 + (uint32_t)(rs(g) % g->o.n_threads);
+    op->thread = stream >= g->first_host ? stream - g->first_host + 1
+                                         : 1 + (uint32_t)(rs(g) % g->o.n_threads);
     op->host_begin = g->now;
     op->host_end = g->now + rnd_in(g, 1500, 3000);
     g->now = op->host_end;
@@ -168,9 +171,22 @@ static void dev_exec(struct gen *g, struct sbt_op *op, uint64_t after, uint64_t 
     g->free_at[op->stream] = op->dev_end;
 }
 
-static struct buf *pick_buf(struct gen *g, uint32_t dev)
+/* Buffers belong to streams (pool slot i to the stream i % streams_per_device of its device),
+ * as a program keeps each stream's data apart; data crosses streams after an event. */
+static struct buf *pick_buf(struct gen *g, uint32_t dev, uint32_t stream)
 {
-    return g->n_live[dev] ? &g->pool[dev][rs(g) % g->n_live[dev]] : NULL;
+    uint32_t spd = g->o.streams_per_device, n = g->n_live[dev];
+    uint32_t local = (stream - 1) % spd, mine = n / spd + (local < n % spd);
+    if (!n)
+        return NULL;
+    if (!mine)
+        return &g->pool[dev][rs(g) % n];
+    return &g->pool[dev][local + spd * (uint32_t)(rs(g) % mine)];
+}
+
+static uint32_t owner_stream(const struct gen *g, uint32_t dev, uint32_t slot)
+{
+    return 1 + dev * g->o.streams_per_device + slot % g->o.streams_per_device;
 }
 
 /* A sub-range of b: whole buffer half the time, else an aligned piece. */
@@ -211,6 +227,19 @@ static int gen_alloc(struct gen *g, uint32_t dev)
     op.resource = b->res;
     op.bytes = b->size;
     op.obj = dev + 1; /* the device the memory lives on */
+    int st = emit(g, &op);
+    if (st)
+        return st;
+    /* new memory is initialised on its stream before anyone reads it */
+    host_op(g, &op, SBT_OP_FILL, owner_stream(g, dev, g->n_live[dev] - 1));
+    struct sbt_access acc = {b->res, 0, b->size, SBT_ACCESS_WRITE};
+    op.name = g->s_fill;
+    op.flags |= SBT_OPF_BYTES | SBT_OPF_OBJ;
+    op.bytes = b->size;
+    op.n_access = 1;
+    op.access = &acc;
+    dev_exec(g, &op, 0, jitter(g, 1500 + b->size / 1500));
+    set_digest(g, &op);
     return emit(g, &op);
 }
 
@@ -243,10 +272,10 @@ static int gen_free(struct gen *g, uint32_t dev)
     return emit(g, &op);
 }
 
-static int gen_kernel(struct gen *g)
+/* A kernel on stream s of device dev; extra, if not NULL, is one more input (another stream's
+ * buffer, after an event). */
+static int gen_kernel_on(struct gen *g, uint32_t s, uint32_t dev, const struct buf *extra)
 {
-    uint32_t dev;
-    uint32_t s = pick_stream(g, &dev);
     struct sbt_op op;
     host_op(g, &op, SBT_OP_KERNEL, s);
     /* a few kernels are hot, as in real programs */
@@ -256,14 +285,14 @@ static int gen_kernel(struct gen *g)
     uint32_t n = 0;
     uint32_t n_in = 1 + (uint32_t)(rs(g) % 2);
     for (uint32_t i = 0; i < n_in; i++) {
-        struct buf *b = pick_buf(g, dev);
+        const struct buf *b = i == 0 && extra ? extra : pick_buf(g, dev, s);
         if (!b)
             break;
         acc[n] = (struct sbt_access){.resource = b->res, .mode = SBT_ACCESS_READ};
         pick_range(g, b, &acc[n].offset, &acc[n].len);
         n++;
     }
-    struct buf *out = pick_buf(g, dev);
+    struct buf *out = pick_buf(g, dev, s);
     if (out) {
         acc[n] = (struct sbt_access){.resource = out->res, .mode = SBT_ACCESS_WRITE};
         pick_range(g, out, &acc[n].offset, &acc[n].len);
@@ -286,13 +315,20 @@ static int gen_kernel(struct gen *g)
     return emit(g, &op);
 }
 
+static int gen_kernel(struct gen *g)
+{
+    uint32_t dev;
+    uint32_t s = pick_stream(g, &dev);
+    return gen_kernel_on(g, s, dev, NULL);
+}
+
 static int gen_copy(struct gen *g, uint32_t dir)
 {
     uint32_t dev;
     uint32_t s = pick_stream(g, &dev);
     struct sbt_op op;
     host_op(g, &op, SBT_OP_COPY, s);
-    struct buf *a = pick_buf(g, dev), *b = pick_buf(g, dev);
+    struct buf *a = pick_buf(g, dev, s), *b = pick_buf(g, dev, s);
     if (!a || !b)
         return 0;
     struct sbt_access acc[2];
@@ -340,7 +376,7 @@ static int gen_fill(struct gen *g)
     uint32_t s = pick_stream(g, &dev);
     struct sbt_op op;
     host_op(g, &op, SBT_OP_FILL, s);
-    struct buf *b = pick_buf(g, dev);
+    struct buf *b = pick_buf(g, dev, s);
     if (!b)
         return 0;
     struct sbt_access acc;
@@ -384,7 +420,10 @@ static int gen_event(struct gen *g)
     op.flags |= SBT_OPF_OBJ;
     op.obj = id;
     dev_exec(g, &op, g->ev[slot].done, 1);
-    return emit(g, &op);
+    if ((st = emit(g, &op)) || d1 != d2)
+        return st;
+    /* the consumer: reads what the producer stream wrote */
+    return gen_kernel_on(g, s2, d2, pick_buf(g, d1, s1));
 }
 
 static int gen_stream_sync(struct gen *g)
@@ -544,13 +583,12 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
     g.now = 1000000;
     uint64_t target = g.o.n_ops;
     for (uint32_t d = 0; d < g.o.n_devices && !st; d++)
-        for (int i = 0; i < 6 && !st; i++)
+        for (uint32_t i = 0; i < 2 * g.o.streams_per_device && !st && g.emitted + 2 <= target; i++)
             st = gen_alloc(&g, d);
-    uint64_t done = g.o.n_devices * 6;
     /* A step of 100..400 ops repeats with fresh timings; 1 op in 32 deviates from it. */
     uint64_t step_len = rnd_in(&g, 100, 400), in_step = step_len;
     g.step_seed = rnd(&g);
-    while (!st && done < target) {
+    while (!st && g.emitted < target) {
         if (in_step >= step_len) {
             in_step = 0;
             g.srng = g.step_seed;
@@ -558,34 +596,34 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
         g.deviate = rnd(&g) % 32 == 0;
         uint32_t r = (uint32_t)(rs(&g) % 1000);
         uint32_t dev = (uint32_t)(rs(&g) % g.o.n_devices);
-        uint64_t before = done;
+        uint64_t before = g.emitted, left = target - g.emitted;
         if (r < 620 || (r >= 890 && r < 930)) {
-            st = gen_kernel(&g), done++;
+            st = gen_kernel(&g);
         } else if (r < 700) {
-            st = gen_copy(&g, SBT_COPY_H2D), done++;
+            st = gen_copy(&g, SBT_COPY_H2D);
         } else if (r < 770) {
-            st = gen_copy(&g, SBT_COPY_D2H), done++;
+            st = gen_copy(&g, SBT_COPY_D2H);
         } else if (r < 810) {
-            st = gen_copy(&g, SBT_COPY_D2D), done++;
+            st = gen_copy(&g, SBT_COPY_D2D);
         } else if (r < 850) {
-            st = gen_fill(&g), done++;
+            st = gen_fill(&g);
         } else if (r < 880) {
-            if (target - done >= 2)
-                st = gen_event(&g), done += 2;
+            if (left >= 3)
+                st = gen_event(&g);
         } else if (r < 885) {
-            if (g.n_live[dev] < POOL)
-                st = gen_alloc(&g, dev), done++;
+            if (g.n_live[dev] < POOL && left >= 2)
+                st = gen_alloc(&g, dev);
         } else if (r < 890) {
-            if (g.n_live[dev] > 4 && target - done >= 2)
-                st = gen_free(&g, dev), done += 2;
+            if (g.n_live[dev] > 4 && left >= 2)
+                st = gen_free(&g, dev);
         } else if (r < 975) {
-            st = gen_stream_sync(&g), done++;
+            st = gen_stream_sync(&g);
         } else {
-            st = gen_marker(&g), done++;
+            st = gen_marker(&g);
         }
-        in_step += done - before;
-        if (progress && done / 1000000 != before / 1000000)
-            progress(done, target);
+        in_step += g.emitted - before;
+        if (progress && g.emitted / 1000000 != before / 1000000)
+            progress(g.emitted, target);
     }
 out:
     if (st)
