@@ -393,7 +393,8 @@ static void seg_coalesce(sched_graph *g, struct res *r, uint32_t i0, uint32_t i1
     while (i < i1 && i + 1 < r->n) {
         if (seg_same(&r->s[i], &r->s[i + 1])) {
             r->s[i].e = r->s[i + 1].e;
-            sched__free(r->s[i + 1].more);
+            if (r->s[i + 1].more)
+                sched__free(r->s[i + 1].more);
             memmove(&r->s[i + 1], &r->s[i + 2], (r->n - i - 2) * sizeof *r->s);
             r->n--;
             g->live_segs--;
@@ -414,6 +415,15 @@ static void res_drop_segs(sched_graph *g, struct res *r)
     r->n = r->cap = 0;
 }
 
+/* add_edge's first rejections, inline: most hazard candidates are on the op's own stream or
+ * repeat the previous candidate. */
+static inline int edge_worth(const sched_graph *g, const struct sref *p)
+{
+    if (p->seq == NONE || (p->stream == g->xs && p->seq < g->x->seq))
+        return 0;
+    return !g->n_eb || g->eb[g->n_eb - 1].from != p->seq;
+}
+
 /* Phase A for one access: hazard edges, ALLOC edge, uninitialised bytes (reads). */
 static int access_edges(sched_graph *g, struct res *r, uint64_t o, uint64_t end, int is_write,
                         uint64_t *uninit, uint64_t *uninit_lo, uint64_t *uninit_hi)
@@ -431,7 +441,8 @@ static int access_edges(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
         pos = hi;
         if (s->w.seq != NONE) {
             found = 1;
-            if ((st = add_edge(g, &s->w, is_write ? SCHED_DEP_WAW : SCHED_DEP_RAW, r->id, lo, hi,
+            if (edge_worth(g, &s->w) &&
+                (st = add_edge(g, &s->w, is_write ? SCHED_DEP_WAW : SCHED_DEP_RAW, r->id, lo, hi,
                                0)))
                 return st;
         } else if (!is_write && uninit) {
@@ -442,7 +453,8 @@ static int access_edges(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
         if (is_write) {
             for (uint32_t k = 0; k < s->n_rd; k++) {
                 found = 1;
-                if ((st = add_edge(g, rd_at(s, k), SCHED_DEP_WAR, r->id, lo, hi, 0)))
+                if (edge_worth(g, rd_at(s, k)) &&
+                    (st = add_edge(g, rd_at(s, k), SCHED_DEP_WAR, r->id, lo, hi, 0)))
                     return st;
             }
         }
@@ -513,7 +525,8 @@ static int apply_write(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
     struct seg s = {.b = o, .e = end, .w = *x};
     if (i < j) { /* reuse slot i, drop i+1..j-1 */
         for (uint32_t k = i; k < j; k++)
-            sched__free(r->s[k].more);
+            if (r->s[k].more)
+                sched__free(r->s[k].more);
         r->s[i] = s;
         memmove(&r->s[i + 1], &r->s[j], (r->n - j) * sizeof *r->s);
         r->n -= j - i - 1;
