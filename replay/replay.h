@@ -1,0 +1,175 @@
+/*
+ * replay/replay.h — full replay of a trace on a device: the engine that walks the scheduler's
+ * dependency graph and drives a backend (Vulkan, CUDA, or a test backend), measures per-op
+ * timings, digests what each op wrote, compares with what the capture recorded, and writes the
+ * result as an .sbt with the source's seq numbers.
+ *
+ * Dry runs are not here: the scheduler (scheduler/sched.h) is the one way to dry-run.
+ *
+ * What a run does (replay_run):
+ *   1. Opens the backend's device (--device N) and checks that it can replay the trace
+ *      (queue families, features, memory types): REPLAY_ENODEV when it cannot.
+ *   2. Prepares the tables (programs, kernels / pipelines) untimed.
+ *   3. Walks the graph (sched_graph_run) and hands each selected op to the backend in that
+ *      topological order. With a range, the ops executed are: the state ops before the range's
+ *      end (allocations, frees, object creation), the scheduler's backward slice of the range
+ *      (sched_slice_compute) executed untimed ("fast-forward"), then, after the device drained,
+ *      the range itself, timed and verified.
+ *   4. Verification (opts.verify): END digests what the program read back (HOST_READ ops);
+ *      SUBMIT also digests, per submission, the bytes its ops wrote; OP digests each device op's
+ *      written ranges right after it ran (each op's output read exactly once). A digest is the
+ *      XXH3-128 of the op's written (for HOST_READ: read) ranges in access order, as the capture
+ *      computes it, so the two compare; a difference is a mismatch at that op.
+ *   5. Errors are per op ("op 812: vkCmdDraw is not supported", "op 40: blob ...: hash
+ *      mismatch"): the op is skipped, the run goes on, the error is in the result.
+ *
+ * Conventions as format/sbt.h: 0 / counts on success, a negative status on failure with a
+ * one-line message in replay_errmsg() (thread-local). Statuses are the SBT_E* codes plus the
+ * REPLAY_E* codes below. One thread per run; separate runs are independent.
+ */
+#ifndef REPRISE_REPLAY_H
+#define REPRISE_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/sbt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Statuses beyond SBT_E* (which keep their meaning: SBT_ECORRUPT is bad input, ...). */
+#define REPLAY_STATUS_MAP(X)                                                       \
+    X(ENODEV, -32, "no device or driver can replay this trace")                    \
+    X(EUNSUPPORTED, -33, "the trace holds an op or object replay does not support") \
+    X(EDEVICE, -34, "the device failed (lost, out of memory, API error)")
+
+enum replay_status {
+#define REPLAY__ENUM(name, val, msg) REPLAY_##name = val,
+    REPLAY_STATUS_MAP(REPLAY__ENUM)
+#undef REPLAY__ENUM
+};
+
+/* Message of the last failure on this thread. Never NULL. */
+const char *replay_errmsg(void);
+/* Static description of a status, SBT_E* included. Never NULL. */
+const char *replay_strerror(int status);
+
+enum replay_verify {
+    REPLAY_VERIFY_NONE = 0,   /* no digests */
+    REPLAY_VERIFY_END = 1,    /* what the program read back (HOST_READ) */
+    REPLAY_VERIFY_SUBMIT = 2, /* + per submission: the bytes its ops wrote */
+    REPLAY_VERIFY_OP = 3,     /* + per device op: its written ranges, right after it ran */
+};
+/* "none", "end", "submit", "op" <-> enum; parse returns -1 for an unknown name. */
+const char *replay_verify_name(uint32_t v);
+int replay_verify_parse(const char *s);
+
+/* ========================================================================================== */
+/* Devices                                                                                    */
+/* ========================================================================================== */
+
+struct replay_device_info {
+    uint32_t api;       /* enum sbt_api */
+    uint32_t index;     /* what --device takes */
+    char name[256];
+    char driver[128];   /* driver name and version as the API reports them */
+    uint32_t vendor_id, device_id;
+    uint32_t api_version;
+    char type[32];      /* "integrated", "discrete", "cpu", ... */
+};
+
+/* Devices of one API visible here (api = SBT_API_VULKAN / SBT_API_CUDA). Fills up to max
+ * entries of out and returns how many there are (may exceed max), or REPLAY_ENODEV with a
+ * message saying why none can be seen ("no Vulkan loader", "libcuda.so.1 not found"). */
+int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max);
+
+/* ========================================================================================== */
+/* A replay                                                                                   */
+/* ========================================================================================== */
+
+/* What the engine reports per executed op (opts.on_op), in seq order after each run. */
+struct replay_op {
+    uint64_t seq;
+    uint32_t kind;       /* enum sbt_op_kind */
+    uint32_t run;        /* 0-based */
+    int untimed;         /* executed as fast-forward (outside the range) */
+    int has_dev_time;
+    uint64_t dev_begin, dev_end;   /* ns on the replay host's CLOCK_MONOTONIC */
+    uint64_t host_begin, host_end; /* ns, same clock: when the engine issued / completed it */
+    int has_digest;
+    sbt_hash digest;     /* replay digest of its outputs (HOST_READ: of what it read) */
+    int has_captured;
+    sbt_hash captured;   /* the capture's digest of the same op */
+    int mismatch;        /* has_digest && has_captured && they differ */
+    const char *error;   /* NULL, or the op's error message (valid during the callback) */
+};
+
+struct replay_backend; /* the backend interface: replay/replay_int.h */
+
+struct replay_opts {
+    size_t sz;                  /* = sizeof(struct replay_opts); set by REPLAY_OPTS() */
+    const char *backend;        /* "vulkan", "cuda"; NULL = from the trace's device API */
+    uint32_t device;            /* device index among the backend's devices */
+    uint32_t verify;            /* enum replay_verify; 0 = none */
+    uint32_t runs;              /* 0 = 1 */
+    const struct sbt_range *range; /* NULL = the whole trace */
+    const char *out_path;       /* result .sbt (run k > 1 of several: <stem>.<k>.sbt); NULL */
+    const char *dump_dir;       /* write read-back bytes (and at OP, outputs) here; NULL */
+    const char *source_path;    /* recorded as replay.of in the result; NULL = unknown */
+    /* Called per executed op after each run, in seq order. */
+    void (*on_op)(void *ctx, const struct replay_op *op);
+    void *ctx;
+    /* Tests: a backend to use instead of the built-in ones (replay/replay_int.h). */
+    const struct replay_backend *backend_impl;
+    /* Progress (ops done of total) now and then; NULL for none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+};
+#define REPLAY_OPTS(...) ((struct replay_opts){.sz = sizeof(struct replay_opts), __VA_ARGS__})
+
+/* Per run. Times in ns of wall clock. */
+struct replay_run_stats {
+    uint64_t wall_ns;     /* whole run: fast-forward + range (prepare excluded) */
+    uint64_t prepare_ns;  /* recreating programs and pipelines */
+    uint64_t ff_ns;       /* fast-forward (0 without a range) */
+    uint64_t range_ns;    /* the range (the whole trace without one) */
+    uint64_t device_ns;   /* sum of measured device time of the range's timed ops */
+};
+
+struct replay_result {
+    char backend[16];
+    char device[256];
+    uint32_t device_index;
+    uint32_t runs;
+    /* what was executed (per run) */
+    uint64_t range_ops, range_upload_bytes;   /* the range (whole trace without a range) */
+    uint64_t slice_ops, slice_upload_bytes;   /* fast-forward: state ops + backward slice */
+    uint64_t skipped_ops;                     /* ops neither in the range nor needed by it */
+    /* verification, over all runs */
+    uint64_t n_digests;   /* digests computed */
+    uint64_t n_compared;  /* ... with a captured digest to compare with */
+    uint64_t n_mismatch;
+    uint64_t first_mismatch; /* seq, or UINT64_MAX */
+    uint64_t n_run_mismatch; /* ops whose digests differ between runs (runs > 1) */
+    uint64_t first_run_mismatch;
+    /* errors, over all runs */
+    uint64_t n_errors;
+    uint64_t first_error;    /* seq, or UINT64_MAX */
+    char first_error_msg[512];
+    int first_error_status;  /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
+    uint64_t n_dumped;       /* files written to dump_dir */
+    struct replay_run_stats *run; /* [runs], malloc'd */
+};
+
+/* Replays r (borrowed) per opts. Returns 0 when the replay ran to its end (op errors and
+ * mismatches are in *out, not in the status), or < 0 when it could not start or the device
+ * failed (REPLAY_ENODEV, REPLAY_EDEVICE, SBT_E*). *out is filled either way (zeroed first);
+ * free it with replay_result_free. */
+int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_result *out);
+void replay_result_free(struct replay_result *res); /* NULL accepted */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPRISE_REPLAY_H */
