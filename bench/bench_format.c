@@ -2,7 +2,8 @@
  * bench/bench_format.c — throughput, size, seek latency and memory of the SBT format.
  *
  *   bench_format write SRC.sbt OUT.sbt N   write N ops (cycling SRC's ops, time-shifted):
- *                                          writer only, the ops are decoded beforehand
+ *                                          writer only, the ops are decoded beforehand;
+ *                                          BENCH_ZSTD_LEVEL=L sets the zstd level (-1: none)
  *   bench_format read TRACE                iterate every op with a cursor
  *   bench_format seek TRACE K              K random seeks by seq and K by time: open a cursor
  *                                          and fetch the first op; median and p99 latency
@@ -83,7 +84,9 @@ static int bench_write(const char *src, const char *out, uint64_t n)
     const struct sbt_info *in = sbt_reader_info(r);
     uint64_t span = in->t_max - in->t_min + 1000;
     sbt_writer *w;
-    if (sbt_writer_open(out, NULL, &w))
+    const char *lv = getenv("BENCH_ZSTD_LEVEL");
+    struct sbt_writer_opts wo = SBT_WRITER_OPTS(.zstd_level = lv ? atoi(lv) : 0);
+    if (sbt_writer_open(out, &wo, &w))
         return die(out);
     /* the same tables as the source, so names, streams and kernels resolve */
     uint32_t id, n_tab;

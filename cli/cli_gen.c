@@ -25,7 +25,7 @@ static const char gen_help[] =
     "  --digests            give every write an output digest\n"
     "  --zstd-level L       chunk compression level (default 3)\n"
     "  --no-compress        store chunks uncompressed\n"
-    "  --chunk-ops N        ops per chunk (default 16384)\n";
+    "  --chunk-ops N        ops per chunk (default 8192)\n";
 
 static void progress(uint64_t done, uint64_t total)
 {

@@ -282,7 +282,7 @@ typedef struct sbt_writer sbt_writer;
 
 struct sbt_writer_opts {
     size_t sz;             /* = sizeof(struct sbt_writer_opts); set by SBT_WRITER_OPTS() */
-    uint32_t chunk_ops;    /* ops per chunk before it is cut; 0 = 16384 */
+    uint32_t chunk_ops;    /* ops per chunk before it is cut; 0 = 8192 */
     uint32_t chunk_bytes;  /* raw bytes per chunk before it is cut; 0 = 1 MiB */
     int zstd_level;        /* 0 = default (3); < 0 = store chunks uncompressed */
     uint32_t sync_every;   /* fsync after this many chunks; 0 = only at close */

@@ -260,7 +260,7 @@ int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_wr
     sbt_writer *w = sbt__calloc(1, sizeof *w);
     if (!w)
         return sbt__fail(SBT_ENOMEM, "out of memory for a writer");
-    w->o.chunk_ops = OPT(opts, chunk_ops, 16384u);
+    w->o.chunk_ops = OPT(opts, chunk_ops, 8192u);
     w->o.chunk_bytes = OPT(opts, chunk_bytes, 1u << 20);
     w->o.zstd_level = OPT(opts, zstd_level, 3);
     w->o.sync_every = OPT(opts, sync_every, 0u);
