@@ -1067,7 +1067,7 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
     int bad = 0;
     const struct sbt_info *in = &r->info;
     if (!in->has_footer)
-        note(fn, ctx, 1, "no footer index: rebuilt by scanning %" PRIu64 " chunks", r->n_chunks);
+        note(fn, ctx, 0, "no footer index: rebuilt by scanning %" PRIu64 " chunks", r->n_chunks);
     if (in->lost_bytes) {
         note(fn, ctx, 1,
              "data lost: %" PRIu64 " bytes from offset %" PRIu64 " could not be read (torn or "
@@ -1076,10 +1076,10 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
         bad++;
     }
     if (!in->writer_finished)
-        note(fn, ctx, 1, "the writer did not finish (no completeness record): the capture was cut "
+        note(fn, ctx, 0, "the writer did not finish (no completeness record): the capture was cut "
                          "short");
     else if (!in->complete)
-        note(fn, ctx, 1, "the capture marked itself incomplete: %s",
+        note(fn, ctx, 0, "the capture marked itself incomplete: %s",
              sbt_reader_string(r, in->incomplete_reason));
     /* tables refer to defined things */
     for (uint32_t i = 0; i < r->n_streams; i++)

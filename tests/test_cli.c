@@ -1,0 +1,158 @@
+/*
+ * tests/test_cli.c — the `reprise` binary as users and CI scripts meet it: exit codes, messages
+ * that name the problem and the fix, --help on every command, and the format commands (info,
+ * view, validate, gen, import) end to end. The binary comes from REPRISE_BIN (set by
+ * `make check`), else build/default/reprise.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+static char out[1 << 16];
+
+static void make_tmp(void)
+{
+    strcpy(tmpdir, "/tmp/reprise-cli-XXXXXX");
+    cr_assert(mkdtemp(tmpdir) != NULL);
+}
+
+static void rm_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    cr_assert(system(cmd) == 0);
+}
+
+static const char *bin(void)
+{
+    const char *b = getenv("REPRISE_BIN");
+    return b && *b ? b : "build/default/reprise";
+}
+
+/* Runs `reprise ARGS` (a shell fragment) in the temp dir, stdout and stderr into out;
+ * returns the exit code. */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+    char args[1024], cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char cwd[512] = "";
+    if (bin()[0] != '/')
+        cr_assert(getcwd(cwd, sizeof cwd - 1) != NULL);
+    snprintf(cmd, sizeof cmd, "cd %s && { %s%s%s %s; } 2>&1", tmpdir, cwd, *cwd ? "/" : "", bin(),
+             args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p != NULL);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TestSuite(cli, .init = make_tmp, .fini = rm_tmp);
+
+Test(cli, help_everywhere)
+{
+    cr_assert(eq(int, run("--help"), 0));
+    cr_assert(strstr(out, "Exit codes") != NULL);
+    static const char *cmds[] = {"info", "view", "validate", "gen", "import", "replay", "analyze",
+                                 "export"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cr_assert(eq(int, run("%s --help", cmds[i]), 0), "%s --help: %s", cmds[i], out);
+        cr_assert(strstr(out, "usage: reprise") != NULL, "%s --help: %s", cmds[i], out);
+    }
+    cr_assert(eq(int, run("frobnicate"), 2));
+    cr_assert(strstr(out, "unknown command 'frobnicate'") != NULL);
+    cr_assert(eq(int, run(" "), 2));
+}
+
+Test(cli, gen_info_view_validate)
+{
+    cr_assert(eq(int, run("gen -o t.sbt --ops 5000 --seed 3"), 0), "%s", out);
+    cr_assert(eq(int, run("info t.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "ops        5000 (seq 0..4999)") != NULL, "%s", out);
+    cr_assert(strstr(out, "complete   yes") != NULL, "%s", out);
+    cr_assert(strstr(out, "footer index present") != NULL, "%s", out);
+    cr_assert(eq(int, run("view t.sbt --limit 3"), 0));
+    cr_assert(strstr(out, "more ops; --limit N") != NULL, "%s", out);
+    cr_assert(eq(int, run("view t.sbt --ops 10:12 --limit 0"), 0));
+    cr_assert(strstr(out, "        10 ") != NULL && strstr(out, "        11 ") != NULL, "%s", out);
+    cr_assert(strstr(out, "        12 ") == NULL, "%s", out);
+    cr_assert(eq(int, run("view --stats t.sbt"), 0));
+    cr_assert(strstr(out, "geometry (grid / block)") != NULL, "%s", out);
+    cr_assert(eq(int, run("validate t.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "0 problems") != NULL, "%s", out);
+    /* the same seed gives the same bytes */
+    cr_assert(eq(int, run("gen -o u.sbt --ops 5000 --seed 3 && cmp t.sbt u.sbt"), 0), "%s", out);
+}
+
+Test(cli, usage_errors_exit_2)
+{
+    cr_assert(eq(int, run("view"), 2));
+    cr_assert(eq(int, run("gen"), 2));
+    cr_assert(strstr(out, "-o TRACE is required") != NULL, "%s", out);
+    cr_assert(eq(int, run("gen -o x.sbt --ops -5"), 2));
+    cr_assert(eq(int, run("view t.sbt --time-range 5ms:1ms"), 2));
+    cr_assert(strstr(out, "--time-range '5ms:1ms'") != NULL, "%s", out);
+    cr_assert(eq(int, run("view t.sbt --ops abc"), 2));
+    cr_assert(eq(int, run("view t.sbt --time-range 1parsec:"), 2));
+    cr_assert(eq(int, run("info a.sbt b.sbt"), 2));
+}
+
+Test(cli, bad_input_exit_3_with_where)
+{
+    cr_assert(eq(int, run("info missing.sbt"), 3));
+    cr_assert(strstr(out, "cannot open missing.sbt") != NULL, "%s", out);
+    cr_assert(eq(int, run("gen -o t.sbt --ops 20000 --chunk-ops 1000"), 0));
+    /* flip a byte in the middle: validate names the chunk offset and fails */
+    /* flip a byte among the ops chunks at the end of the file (blobs come first) */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "f=%s/t.sbt; printf '\\377' | dd of=$f bs=1 seek=$(( $(stat -c %%s $f) - 60000 )) "
+             "conv=notrunc 2>/dev/null", tmpdir);
+    cr_assert(eq(int, system(cmd), 0));
+    cr_assert(eq(int, run("validate t.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "problem: chunk at offset") != NULL, "%s", out);
+    cr_assert(strstr(out, "CRC mismatch") != NULL, "%s", out);
+    cr_assert(eq(int, run("view t.sbt --limit 0 >/dev/null"), 3), "%s", out);
+    cr_assert(strstr(out, "chunk at offset") != NULL, "%s", out);
+}
+
+Test(cli, torn_trace_is_recovered)
+{
+    cr_assert(eq(int, run("gen -o t.sbt --ops 20000 --chunk-ops 1000"), 0));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "head -c 750000 %s/t.sbt > %s/cut.sbt", tmpdir, tmpdir);
+    cr_assert(eq(int, system(cmd), 0));
+    cr_assert(eq(int, run("info cut.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "no footer index") != NULL, "%s", out);
+    cr_assert(strstr(out, "the writer did not finish") != NULL, "%s", out);
+    cr_assert(eq(int, run("validate cut.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "recovered everything before offset") != NULL, "%s", out);
+}
+
+Test(cli, tracesmith_named_and_imported)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp tests/fuzz/corpus/tracesmith/example-2-events %s/body && "
+                              "(printf 'SBT\\0'; cat %s/body) > %s/ts.sbt", tmpdir, tmpdir, tmpdir);
+    cr_assert(eq(int, system(cmd), 0));
+    cr_assert(eq(int, run("info ts.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "TraceSmith SBT file") != NULL, "%s", out);
+    cr_assert(strstr(out, "reprise import ts.sbt -o converted.sbt") != NULL, "%s", out);
+    cr_assert(eq(int, run("import ts.sbt -o conv.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "imported 2 ops") != NULL, "%s", out);
+    cr_assert(eq(int, run("view conv.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "gemm grid 128x1x1 block 256x1x1") != NULL, "%s", out);
+    cr_assert(eq(int, run("import conv.sbt -o again.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "not a TraceSmith SBT file") != NULL, "%s", out);
+}
