@@ -78,14 +78,17 @@ static int bench_write(const char *src, const char *out, uint64_t n)
         return die(src);
     size_t n_src;
     struct sbt_access *acc;
-    struct sbt_op *ops = load(r, 1000000, &n_src, &acc);
+    const char *so = getenv("BENCH_SRC_OPS"); /* ops cycled through: small keeps them in cache */
+    struct sbt_op *ops = load(r, so ? strtoul(so, NULL, 10) : 1000000, &n_src, &acc);
     if (!ops || !n_src)
         return die("load");
     const struct sbt_info *in = sbt_reader_info(r);
     uint64_t span = in->t_max - in->t_min + 1000;
     sbt_writer *w;
     const char *lv = getenv("BENCH_ZSTD_LEVEL");
-    struct sbt_writer_opts wo = SBT_WRITER_OPTS(.zstd_level = lv ? atoi(lv) : 0);
+    const char *th = getenv("BENCH_THREADS");
+    struct sbt_writer_opts wo =
+        SBT_WRITER_OPTS(.zstd_level = lv ? atoi(lv) : 0, .threads = th ? (uint32_t)atoi(th) : 1);
     if (sbt_writer_open(out, &wo, &w))
         return die(out);
     /* the same tables as the source, so names, streams and kernels resolve */

@@ -43,7 +43,7 @@ int cli_gen(int argc, char **argv)
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     const char *out = NULL;
     struct sbt_gen_opts go = SBT_GEN_OPTS(.n_ops = 10000, .seed = 1);
-    struct sbt_writer_opts wo = SBT_WRITER_OPTS();
+    struct sbt_writer_opts wo = SBT_WRITER_OPTS(.threads = 1);
     uint64_t v;
     int c;
     optind = 1;

@@ -35,7 +35,8 @@ int cli_import(int argc, char **argv)
     if (optind != argc - 1 || !out)
         return cli_usage("import", "expected TRACESMITH.sbt and -o TRACE");
     uint64_t n;
-    int st = sbt_import_tracesmith(argv[optind], out, NULL, &n);
+    struct sbt_writer_opts wo = SBT_WRITER_OPTS(.threads = 1);
+    int st = sbt_import_tracesmith(argv[optind], out, &wo, &n);
     if (st < 0) {
         cli_err("import", "%s", sbt_errmsg());
         return st == SBT_EINVAL ? CLI_BADINPUT : cli_exit_for(st);

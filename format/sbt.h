@@ -286,6 +286,9 @@ struct sbt_writer_opts {
     uint32_t chunk_bytes;  /* raw bytes per chunk before it is cut; 0 = 1 MiB */
     int zstd_level;        /* 0 = default (3); < 0 = store chunks uncompressed */
     uint32_t sync_every;   /* fsync after this many chunks; 0 = only at close */
+    uint32_t threads;      /* 0: compress and write on the calling thread; 1: on a background
+                            * thread, the caller only encodes (an I/O failure then surfaces at
+                            * a later call or at close) */
 };
 #define SBT_WRITER_OPTS(...) \
     ((struct sbt_writer_opts){.sz = sizeof(struct sbt_writer_opts), __VA_ARGS__})

@@ -10,7 +10,9 @@
  * metadata) travel in the ops chunk that first needs them. close() adds the END chunk (the
  * completeness record), the INDEX chunk and the 16-byte trailer that points at it.
  */
+#include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,8 @@
 
 struct blob_ent {
     sbt_hash h;
-    uint64_t chunk_off; /* 0 while the blob is pending */
+    uint64_t chunk_off; /* 0 while pending; then the chunk's number + 1 until close, which
+                         * turns it into the chunk's file offset for the footer */
     uint64_t pos;       /* offset of the bytes inside the chunk's raw payload */
     uint64_t len;
 };
@@ -35,9 +38,27 @@ struct unsup {
     uint64_t count;
 };
 
+/* A chunk handed to the background thread (opts.threads = 1). */
+struct job {
+    struct sbt_buf raw;
+    uint32_t content, n_ops;
+    uint64_t seq_first, t_min, t_max;
+};
+
 struct sbt_writer {
     int fd;
     int failed; /* sticky: after an I/O failure every call returns it */
+    uint64_t n_chunks; /* chunks handed out so far (written or queued) */
+
+    /* background compression and writing: two job slots, head is the oldest */
+    int threaded;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job jobs[2];
+    int head, count, stop;
+    _Atomic int werr;   /* the worker's failure status, 0 if none */
+    char werrmsg[512];  /* and its message (sbt_errmsg is per thread) */
     struct sbt_writer_opts o;
     uint64_t off;      /* where the next chunk goes */
     uint64_t next_seq; /* seq of the next op */
@@ -121,32 +142,30 @@ static int write_all(sbt_writer *w, const struct iovec *iov, int n)
     return SBT_OK;
 }
 
-/* Writes w->raw as one chunk. */
-static int write_chunk(sbt_writer *w, uint32_t content, uint64_t seq_first, uint32_t n_ops,
-                       uint64_t t_min, uint64_t t_max)
+/* Compresses and writes one chunk, and records it in the index. Runs on the background thread
+ * when there is one (which then owns zc, zbuf, off and idx until close joins it). */
+static int write_job(sbt_writer *w, const struct job *j)
 {
-    if (w->raw.len > SBT_MAX_CHUNK_DEFAULT)
-        return sbt__fail(SBT_ELIMIT, "chunk of %zu bytes > max chunk size %u", w->raw.len,
-                         SBT_MAX_CHUNK_DEFAULT);
+    const struct sbt_buf *raw = &j->raw;
     struct sbt__chunk_hdr h = {.codec = SBT_CODEC_NONE,
-                               .content = content,
-                               .raw_len = (uint32_t)w->raw.len,
-                               .stored_len = (uint32_t)w->raw.len,
-                               .n_ops = n_ops,
-                               .seq_first = seq_first,
-                               .t_min = t_min,
-                               .t_max = t_max};
-    const uint8_t *stored = w->raw.p;
-    if (w->o.zstd_level >= 0 && w->raw.len >= 64) {
-        size_t bound = ZSTD_compressBound(w->raw.len);
+                               .content = j->content,
+                               .raw_len = (uint32_t)raw->len,
+                               .stored_len = (uint32_t)raw->len,
+                               .n_ops = j->n_ops,
+                               .seq_first = j->seq_first,
+                               .t_min = j->t_min,
+                               .t_max = j->t_max};
+    const uint8_t *stored = raw->p;
+    if (w->o.zstd_level >= 0 && raw->len >= 64) {
+        size_t bound = ZSTD_compressBound(raw->len);
         w->zbuf.len = 0;
         if (sbt__buf_reserve(&w->zbuf, bound))
             return SBT_ENOMEM;
-        size_t z = ZSTD_compressCCtx(w->zc, w->zbuf.p, bound, w->raw.p, w->raw.len,
+        size_t z = ZSTD_compressCCtx(w->zc, w->zbuf.p, bound, raw->p, raw->len,
                                      w->o.zstd_level ? w->o.zstd_level : 3);
         if (ZSTD_isError(z))
             return sbt__fail(SBT_ENOMEM, "zstd: %s", ZSTD_getErrorName(z));
-        if (z < w->raw.len - w->raw.len / 16) { /* store compressed only where it pays */
+        if (z < raw->len - raw->len / 16) { /* store compressed only where it pays */
             h.codec = SBT_CODEC_ZSTD;
             h.stored_len = (uint32_t)z;
             stored = w->zbuf.p;
@@ -161,14 +180,90 @@ static int write_chunk(sbt_writer *w, uint32_t content, uint64_t seq_first, uint
         return st;
     if (grow((void **)&w->idx, &w->cap_idx, w->n_idx + 1, sizeof *w->idx))
         return SBT_ENOMEM;
-    w->idx[w->n_idx++] = (struct sbt_chunk_info){w->off, h.stored_len, h.raw_len, h.codec, content,
-                                                 seq_first, n_ops, t_min, t_max};
+    w->idx[w->n_idx++] = (struct sbt_chunk_info){w->off,       h.stored_len, h.raw_len,
+                                                 h.codec,      j->content,   j->seq_first,
+                                                 j->n_ops,     j->t_min,     j->t_max};
     w->off += SBT_CHUNK_HEADER_LEN + h.stored_len;
     if (w->o.sync_every && ++w->chunks_since_sync >= w->o.sync_every) {
         fdatasync(w->fd);
         w->chunks_since_sync = 0;
     }
     return SBT_OK;
+}
+
+static void *worker(void *arg)
+{
+    sbt_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->count && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->count)
+            break;
+        struct job *j = &w->jobs[w->head];
+        pthread_mutex_unlock(&w->mu);
+        int st = w->werr ? 0 : write_job(w, j); /* after a failure, drain without writing */
+        if (st && !w->werr) {
+            snprintf(w->werrmsg, sizeof w->werrmsg, "%s", sbt_errmsg());
+            w->werr = st;
+        }
+        pthread_mutex_lock(&w->mu);
+        w->head ^= 1;
+        w->count--;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* The worker's failure, re-raised on the calling thread. */
+static int worker_failed(sbt_writer *w)
+{
+    int st = w->werr;
+    if (st) {
+        w->failed = st;
+        return sbt__fail(st, "%s", w->werrmsg);
+    }
+    return SBT_OK;
+}
+
+/* Waits until the background thread has written everything and stops it. */
+static int join_worker(sbt_writer *w)
+{
+    if (!w->threaded)
+        return SBT_OK;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    w->threaded = 0;
+    return worker_failed(w);
+}
+
+/* Writes w->raw as one chunk: now, or by handing it to the background thread (w->raw then
+ * comes back as an empty buffer to refill). Returns the chunk's number. */
+static int write_chunk(sbt_writer *w, uint32_t content, uint64_t seq_first, uint32_t n_ops,
+                       uint64_t t_min, uint64_t t_max)
+{
+    if (w->raw.len > SBT_MAX_CHUNK_DEFAULT)
+        return sbt__fail(SBT_ELIMIT, "chunk of %zu bytes > max chunk size %u", w->raw.len,
+                         SBT_MAX_CHUNK_DEFAULT);
+    struct job j = {w->raw, content, n_ops, seq_first, t_min, t_max};
+    w->n_chunks++;
+    if (!w->threaded)
+        return write_job(w, &j);
+    pthread_mutex_lock(&w->mu);
+    while (w->count == 2)
+        pthread_cond_wait(&w->cv, &w->mu);
+    struct job *slot = &w->jobs[(w->head + w->count) & 1];
+    w->raw = slot->raw; /* the slot's old buffer comes back for reuse */
+    w->raw.len = 0;
+    *slot = j;
+    w->count++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return worker_failed(w);
 }
 
 static int put_record(struct sbt_buf *b, uint32_t type, const void *body, size_t len)
@@ -203,7 +298,7 @@ static int flush_blobs(sbt_writer *w)
     if (st)
         return st;
     for (size_t i = 0; i < w->n_pending; i++)
-        bt_find(w, w->pending[i])->chunk_off = w->idx[w->n_idx - 1].offset;
+        bt_find(w, w->pending[i])->chunk_off = w->n_chunks; /* number + 1, see blob_ent */
     w->n_pending = 0;
     w->blobs.len = 0;
     return SBT_OK;
@@ -264,6 +359,7 @@ int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_wr
     w->o.chunk_bytes = OPT(opts, chunk_bytes, 1u << 20);
     w->o.zstd_level = OPT(opts, zstd_level, 3);
     w->o.sync_every = OPT(opts, sync_every, 0u);
+    w->o.threads = OPT(opts, threads, 0u);
     if (w->o.chunk_bytes > SBT_MAX_CHUNK_DEFAULT / 2)
         w->o.chunk_bytes = SBT_MAX_CHUNK_DEFAULT / 2;
     w->zc = ZSTD_createCCtx();
@@ -293,6 +389,14 @@ int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_wr
     }
     w->off = SBT_FILE_HEADER_LEN;
     w->enc.cur_gen = 1;
+    if (w->o.threads) {
+        if (pthread_mutex_init(&w->mu, NULL) || pthread_cond_init(&w->cv, NULL) ||
+            pthread_create(&w->th, NULL, worker, w)) {
+            sbt_writer_abandon(w);
+            return sbt__fail(SBT_ENOMEM, "cannot start the writer thread");
+        }
+        w->threaded = 1;
+    }
     *out = w;
     return SBT_OK;
 }
@@ -301,8 +405,11 @@ void sbt_writer_abandon(sbt_writer *w)
 {
     if (!w)
         return;
+    join_worker(w); /* what was handed to it is written: the file stays a readable prefix */
     if (w->fd >= 0)
         close(w->fd);
+    for (int i = 0; i < 2; i++)
+        sbt__buf_free(&w->jobs[i].raw);
     sbt__buf_free(&w->dict);
     sbt__colenc_free(&w->enc);
     sbt__buf_free(&w->blobs);
@@ -374,11 +481,15 @@ static int write_end_and_index(sbt_writer *w)
     }
     w->raw.len = 0;
     st |= put_record(&w->raw, SBT_REC_INDEX, w->body.p, w->body.len);
-    /* compact the hash table into a sorted array in place */
+    /* compact the hash table into a sorted array in place; chunk numbers become offsets */
     size_t n = 0;
     for (size_t i = 0; i < w->bt_cap; i++)
-        if (bt_used(&w->bt[i]))
-            w->bt[n++] = w->bt[i];
+        if (bt_used(&w->bt[i])) {
+            w->bt[n] = w->bt[i];
+            uint64_t k = w->bt[n].chunk_off - 1;
+            assert(w->bt[n].chunk_off && k < w->n_idx); /* every blob was flushed and written */
+            w->bt[n++].chunk_off = w->idx[k].offset;
+        }
     if (n)
         qsort(w->bt, n, sizeof *w->bt, cmp_blob);
     w->bt_cap = 0; /* the table is no longer a hash table */
@@ -413,6 +524,9 @@ int sbt_writer_close(sbt_writer *w)
     int st = w->failed;
     if (!st)
         st = flush_ops(w);
+    int jst = join_worker(w); /* from here on everything is written on this thread */
+    if (!st)
+        st = jst;
     if (!st)
         st = write_end_and_index(w);
     if (!st && fsync(w->fd) < 0 && errno != EINVAL)

@@ -272,10 +272,13 @@ static void check_op(const struct sbt_op *got, uint64_t i)
 }
 
 /* Writes n ops of the round-trip trace to path; chunk_ops small so there are many chunks. */
+static int threads; /* writer option for write_trace */
+
 static void write_trace(const char *path, uint64_t n, uint32_t chunk_ops, int zstd, int close_it)
 {
     sbt_writer *w;
-    struct sbt_writer_opts o = SBT_WRITER_OPTS(.chunk_ops = chunk_ops, .zstd_level = zstd);
+    struct sbt_writer_opts o =
+        SBT_WRITER_OPTS(.chunk_ops = chunk_ops, .zstd_level = zstd, .threads = (uint32_t)threads);
     cr_assert(eq(int, sbt_writer_open(path, &o, &w), SBT_OK), "%s", sbt_errmsg());
     uint32_t s_dev, s_host;
     static const uint8_t props[] = {1, 2, 3, 4};
@@ -330,9 +333,10 @@ TestSuite(roundtrip, .init = make_tmp, .fini = rm_tmp);
 
 Test(roundtrip, every_kind_and_field)
 {
-    for (int z = 0; z < 2; z++) {
-        const char *path = tpath(z ? "z.sbt" : "raw.sbt");
-        write_trace(path, 1000, 64, z ? 3 : -1, 1);
+    for (int z = 0; z < 4; z++) {
+        const char *path = tpath(z & 1 ? "z.sbt" : "raw.sbt");
+        threads = z >> 1; /* also with compression and writing on a background thread */
+        write_trace(path, 1000, 64, z & 1 ? 3 : -1, 1);
         sbt_reader *r;
         cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s", sbt_errmsg());
         const struct sbt_info *in = sbt_reader_info(r);
@@ -617,7 +621,9 @@ Test(recovery, truncation_at_every_byte)
 Test(recovery, abandoned_writer_is_readable)
 {
     const char *path = tpath("a.sbt");
+    threads = 1; /* what the background thread was handed is written before abandon returns */
     write_trace(path, 1000, 100, 3, 0);
+    threads = 0;
     sbt_reader *r;
     cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s", sbt_errmsg());
     const struct sbt_info *in = sbt_reader_info(r);
