@@ -198,8 +198,8 @@ static int bench_seek(const char *path, int k)
         }
         qsort(lat, (size_t)k, sizeof *lat, cmp_d);
         printf("seek by %s: %d seeks, median %.3f ms, p99 %.3f ms, max %.3f ms (open %.1f ms)\n",
-               kind ? "time" : "op", k, lat[k / 2] * 1e3, lat[k * 99 / 100] * 1e3,
-               lat[k - 1] * 1e3, t_open * 1e3);
+               kind ? "time" : "op", k, lat[k / 2] * 1e3, lat[k * 99 / 100] * 1e3, lat[k - 1] * 1e3,
+               t_open * 1e3);
     }
     printf("seek: peak RSS %ld MB\n", rss_mb());
     free(lat);

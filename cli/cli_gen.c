@@ -35,12 +35,12 @@ static void progress(uint64_t done, uint64_t total)
 int cli_gen(int argc, char **argv)
 {
     static const struct option lo[] = {
-        {"output", required_argument, 0, 'o'}, {"ops", required_argument, 0, 'n'},
-        {"seed", required_argument, 0, 's'},   {"devices", required_argument, 0, 'd'},
+        {"output", required_argument, 0, 'o'},  {"ops", required_argument, 0, 'n'},
+        {"seed", required_argument, 0, 's'},    {"devices", required_argument, 0, 'd'},
         {"streams", required_argument, 0, 'S'}, {"threads", required_argument, 0, 't'},
-        {"digests", no_argument, 0, 'D'},      {"zstd-level", required_argument, 0, 'z'},
-        {"no-compress", no_argument, 0, 'Z'},  {"chunk-ops", required_argument, 0, 'c'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"digests", no_argument, 0, 'D'},       {"zstd-level", required_argument, 0, 'z'},
+        {"no-compress", no_argument, 0, 'Z'},   {"chunk-ops", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *out = NULL;
     struct sbt_gen_opts go = SBT_GEN_OPTS(.n_ops = 10000, .seed = 1);
     struct sbt_writer_opts wo = SBT_WRITER_OPTS(.threads = 1);
@@ -65,10 +65,13 @@ int cli_gen(int argc, char **argv)
         case 't':
             if (cli_parse_u64(optarg, &v) || v == 0 || v > (c == 't' ? 256u : 64u))
                 return cli_usage("gen", "--%s '%s': expected 1..%u",
-                                 c == 'd' ? "devices" : c == 'S' ? "streams" : "threads", optarg,
-                                 c == 't' ? 256u : 64u);
-            *(c == 'd' ? &go.n_devices : c == 'S' ? &go.streams_per_device : &go.n_threads) =
-                (uint32_t)v;
+                                 c == 'd'   ? "devices"
+                                 : c == 'S' ? "streams"
+                                            : "threads",
+                                 optarg, c == 't' ? 256u : 64u);
+            *(c == 'd'   ? &go.n_devices
+              : c == 'S' ? &go.streams_per_device
+                         : &go.n_threads) = (uint32_t)v;
             break;
         case 'D':
             go.digests = 1;

@@ -18,9 +18,8 @@ static const char import_help[] =
 
 int cli_import(int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *out = NULL;
     int c;
     optind = 1;

@@ -16,8 +16,10 @@ static const char info_help[] =
 
 static const char *stream_kind(uint32_t k)
 {
-    return k == SBT_STREAM_QUEUE ? "queue" : k == SBT_STREAM_CUDA ? "cuda-stream"
-                                         : k == SBT_STREAM_HOST_THREAD ? "host-thread" : "?";
+    return k == SBT_STREAM_QUEUE         ? "queue"
+           : k == SBT_STREAM_CUDA        ? "cuda-stream"
+           : k == SBT_STREAM_HOST_THREAD ? "host-thread"
+                                         : "?";
 }
 
 int cli_info(int argc, char **argv)

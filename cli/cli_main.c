@@ -116,7 +116,8 @@ int cli_open_trace(const char *cmd, const char *path, sbt_reader **out)
                 "reprise: %s: note: %s has no footer index (the writer did not finish); "
                 "recovered %" PRIu64 " ops in %" PRIu64 " chunks by scanning%s\n",
                 cmd, path, in->n_ops, in->n_chunks,
-                in->lost_bytes ? "; a torn or corrupt tail was dropped (see reprise validate)" : "");
+                in->lost_bytes ? "; a torn or corrupt tail was dropped (see reprise validate)"
+                               : "");
     return CLI_OK;
 }
 
@@ -232,7 +233,7 @@ void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct s
         out->has_time = 1;
         out->t_begin = in->t_min + cr->t0;
         out->t_end = cr->t1 == UINT64_MAX || cr->t1 > UINT64_MAX - in->t_min ? UINT64_MAX
-                                                                            : in->t_min + cr->t1;
+                                                                             : in->t_min + cr->t1;
     }
     if (cr->has_ops) {
         out->has_seq = 1;

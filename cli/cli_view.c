@@ -31,8 +31,8 @@ static void print_op(const sbt_reader *r, const struct sbt_op *op, uint64_t t0)
            cli_fmt_ns((double)sbt_op_duration(op), b2, sizeof b2), sbt_op_kind_name(op->kind),
            op->stream, sbt_reader_string(r, op->name) ? sbt_reader_string(r, op->name) : "?");
     if (op->flags & SBT_OPF_GEOM)
-        printf(" grid %ux%ux%u block %ux%ux%u", op->grid[0], op->grid[1], op->grid[2],
-               op->block[0], op->block[1], op->block[2]);
+        printf(" grid %ux%ux%u block %ux%ux%u", op->grid[0], op->grid[1], op->grid[2], op->block[0],
+               op->block[1], op->block[2]);
     if (op->flags & SBT_OPF_BYTES)
         printf(" %s", cli_fmt_bytes((double)op->bytes, b1, sizeof b1));
     if (op->flags & SBT_OPF_RESOURCE)
@@ -41,7 +41,9 @@ static void print_op(const sbt_reader *r, const struct sbt_op *op, uint64_t t0)
         printf(" obj %" PRIu64 " value %" PRIu64, op->obj, op->value);
     for (uint32_t i = 0; i < op->n_access; i++)
         printf(" %s[r%" PRIu64 " +%" PRIu64 " %" PRIu64 "]",
-               op->access[i].mode == SBT_ACCESS_READ ? "R" : op->access[i].mode == SBT_ACCESS_WRITE ? "W" : "RW",
+               op->access[i].mode == SBT_ACCESS_READ    ? "R"
+               : op->access[i].mode == SBT_ACCESS_WRITE ? "W"
+                                                        : "RW",
                op->access[i].resource, op->access[i].offset, op->access[i].len);
     if (op->flags & SBT_OPF_DIGEST)
         printf(" digest %.16s", sbt_hash_hex(op->digest, hex));
@@ -61,7 +63,8 @@ static int print_stats(sbt_reader *r, const struct sbt_range *rg)
         return cli_exit_for(st);
     }
     char b[5][32];
-    printf("%" PRIu64 " ops over %s:", s->n_ops, cli_fmt_ns((double)(s->t_max - s->t_min), b[0], 32));
+    printf("%" PRIu64 " ops over %s:", s->n_ops,
+           cli_fmt_ns((double)(s->t_max - s->t_min), b[0], 32));
     for (uint32_t k = 1; k < SBT_OP__COUNT; k++)
         if (s->by_kind[k])
             printf(" %s=%" PRIu64, sbt_op_kind_name(k), s->by_kind[k]);
@@ -87,11 +90,13 @@ static int print_stats(sbt_reader *r, const struct sbt_range *rg)
 
 int cli_view(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"stats", no_argument, 0, 'S'},       {"time-range", required_argument, 0, 't'},
-        {"ops", required_argument, 0, 'o'},   {"stream", required_argument, 0, 's'},
-        {"limit", required_argument, 0, 'l'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"stats", no_argument, 0, 'S'},
+                                       {"time-range", required_argument, 0, 't'},
+                                       {"ops", required_argument, 0, 'o'},
+                                       {"stream", required_argument, 0, 's'},
+                                       {"limit", required_argument, 0, 'l'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     struct cli_range cr = {0};
     int stats = 0, c;
     uint64_t limit = 50;

@@ -35,15 +35,15 @@ extern "C" {
 /* Status codes                                                                               */
 /* ========================================================================================== */
 
-#define SBT_STATUS_MAP(X)                                                \
-    X(OK, 0, "success")                                                  \
-    X(EINVAL, -1, "invalid argument")                                    \
-    X(ECORRUPT, -2, "corrupt trace")                                     \
-    X(ENOMEM, -3, "out of memory")                                       \
-    X(EIO, -4, "I/O error")                                              \
-    X(EVERSION, -5, "unsupported format version or feature")             \
-    X(EFOREIGN, -6, "not a reprise trace (another tool's file)")         \
-    X(ENOTFOUND, -7, "not found")                                        \
+#define SBT_STATUS_MAP(X)                                        \
+    X(OK, 0, "success")                                          \
+    X(EINVAL, -1, "invalid argument")                            \
+    X(ECORRUPT, -2, "corrupt trace")                             \
+    X(ENOMEM, -3, "out of memory")                               \
+    X(EIO, -4, "I/O error")                                      \
+    X(EVERSION, -5, "unsupported format version or feature")     \
+    X(EFOREIGN, -6, "not a reprise trace (another tool's file)") \
+    X(ENOTFOUND, -7, "not found")                                \
     X(ELIMIT, -8, "a limit was exceeded")
 
 enum sbt_status {
@@ -131,17 +131,17 @@ struct sbt_ext {
 };
 
 struct sbt_device {
-    uint32_t id;             /* assigned by the writer */
-    uint32_t api;            /* enum sbt_api */
-    uint32_t name;           /* string id */
-    uint32_t vendor_id;      /* PCI vendor id, 0 if unknown */
-    uint32_t device_id;      /* PCI device id, 0 if unknown */
-    uint8_t uuid[16];        /* VkPhysicalDeviceIDProperties.deviceUUID / CUuuid */
-    uint32_t driver_version; /* as the API reports it */
-    uint32_t api_version;    /* Vulkan apiVersion, CUDA driver version */
+    uint32_t id;                  /* assigned by the writer */
+    uint32_t api;                 /* enum sbt_api */
+    uint32_t name;                /* string id */
+    uint32_t vendor_id;           /* PCI vendor id, 0 if unknown */
+    uint32_t device_id;           /* PCI device id, 0 if unknown */
+    uint8_t uuid[16];             /* VkPhysicalDeviceIDProperties.deviceUUID / CUuuid */
+    uint32_t driver_version;      /* as the API reports it */
+    uint32_t api_version;         /* Vulkan apiVersion, CUDA driver version */
     uint64_t timestamp_period_fs; /* femtoseconds per device timestamp tick, 0 if unknown */
-    uint32_t host;           /* string id: capture host name */
-    struct sbt_ext ext;      /* e.g. Vulkan memory types and queue families */
+    uint32_t host;                /* string id: capture host name */
+    struct sbt_ext ext;           /* e.g. Vulkan memory types and queue families */
 };
 
 enum sbt_stream_kind {
@@ -179,28 +179,28 @@ struct sbt_program {
 };
 
 struct sbt_kernel {
-    uint32_t id;      /* assigned by the writer */
-    uint32_t program; /* program id, 0 if unknown */
-    uint32_t name;    /* string id: entry point / mangled name */
+    uint32_t id;        /* assigned by the writer */
+    uint32_t program;   /* program id, 0 if unknown */
+    uint32_t name;      /* string id: entry point / mangled name */
     struct sbt_ext ext; /* parameter layout, pipeline layout, ... */
 };
 
 enum sbt_op_kind {
-    SBT_OP_KERNEL = 1,       /* kernel launch / dispatch: kernel, geometry, accesses */
-    SBT_OP_COPY = 2,         /* subkind enum sbt_copy_dir; bytes; accesses */
-    SBT_OP_FILL = 3,         /* bytes; value = fill pattern; accesses (write) */
-    SBT_OP_HOST_WRITE = 4,   /* host wrote mapped memory: blob = the data; accesses (write) */
-    SBT_OP_ALLOC = 5,        /* resource, bytes = size, subkind enum sbt_res_kind, obj = device */
-    SBT_OP_FREE = 6,         /* resource */
-    SBT_OP_EVENT_RECORD = 7, /* obj = event id: completes when earlier work on stream does */
-    SBT_OP_EVENT_WAIT = 8,   /* obj = event id: stream waits for the latest record before it */
-    SBT_OP_SIGNAL = 9,       /* obj = fence/semaphore id, value = timeline value; subkind sync */
-    SBT_OP_WAIT = 10,        /* obj = fence/semaphore id, value = timeline value; subkind sync */
-    SBT_OP_STREAM_SYNC = 11, /* stream (a host thread) blocks until stream obj drains */
-    SBT_OP_DEVICE_SYNC = 12, /* stream (a host thread) blocks until device obj drains */
-    SBT_OP_SUBMIT = 13,      /* a queue submission; value = number of ops it carries */
-    SBT_OP_MARKER = 14,      /* user annotation: name */
-    SBT_OP_HOST_READ = 15,   /* host read back results: accesses (read), digest of them */
+    SBT_OP_KERNEL = 1,         /* kernel launch / dispatch: kernel, geometry, accesses */
+    SBT_OP_COPY = 2,           /* subkind enum sbt_copy_dir; bytes; accesses */
+    SBT_OP_FILL = 3,           /* bytes; value = fill pattern; accesses (write) */
+    SBT_OP_HOST_WRITE = 4,     /* host wrote mapped memory: blob = the data; accesses (write) */
+    SBT_OP_ALLOC = 5,          /* resource, bytes = size, subkind enum sbt_res_kind, obj = device */
+    SBT_OP_FREE = 6,           /* resource */
+    SBT_OP_EVENT_RECORD = 7,   /* obj = event id: completes when earlier work on stream does */
+    SBT_OP_EVENT_WAIT = 8,     /* obj = event id: stream waits for the latest record before it */
+    SBT_OP_SIGNAL = 9,         /* obj = fence/semaphore id, value = timeline value; subkind sync */
+    SBT_OP_WAIT = 10,          /* obj = fence/semaphore id, value = timeline value; subkind sync */
+    SBT_OP_STREAM_SYNC = 11,   /* stream (a host thread) blocks until stream obj drains */
+    SBT_OP_DEVICE_SYNC = 12,   /* stream (a host thread) blocks until device obj drains */
+    SBT_OP_SUBMIT = 13,        /* a queue submission; value = number of ops it carries */
+    SBT_OP_MARKER = 14,        /* user annotation: name */
+    SBT_OP_HOST_READ = 15,     /* host read back results: accesses (read), digest of them */
     SBT_OP_STREAM_CREATE = 16, /* obj = stream id created */
     SBT_OP_STREAM_DESTROY = 17, /* obj = stream id destroyed */
     SBT_OP__COUNT
@@ -281,14 +281,14 @@ struct sbt_op {
 typedef struct sbt_writer sbt_writer;
 
 struct sbt_writer_opts {
-    size_t sz;             /* = sizeof(struct sbt_writer_opts); set by SBT_WRITER_OPTS() */
-    uint32_t chunk_ops;    /* ops per chunk before it is cut; 0 = 8192 */
-    uint32_t chunk_bytes;  /* raw bytes per chunk before it is cut; 0 = 1 MiB */
-    int zstd_level;        /* 0 = default (3); < 0 = store chunks uncompressed */
-    uint32_t sync_every;   /* fsync after this many chunks; 0 = only at close */
-    uint32_t threads;      /* 0: compress and write on the calling thread; 1: on a background
-                            * thread, the caller only encodes (an I/O failure then surfaces at
-                            * a later call or at close) */
+    size_t sz;            /* = sizeof(struct sbt_writer_opts); set by SBT_WRITER_OPTS() */
+    uint32_t chunk_ops;   /* ops per chunk before it is cut; 0 = 8192 */
+    uint32_t chunk_bytes; /* raw bytes per chunk before it is cut; 0 = 1 MiB */
+    int zstd_level;       /* 0 = default (3); < 0 = store chunks uncompressed */
+    uint32_t sync_every;  /* fsync after this many chunks; 0 = only at close */
+    uint32_t threads;     /* 0: compress and write on the calling thread; 1: on a background
+                           * thread, the caller only encodes (an I/O failure then surfaces at
+                           * a later call or at close) */
 };
 #define SBT_WRITER_OPTS(...) \
     ((struct sbt_writer_opts){.sz = sizeof(struct sbt_writer_opts), __VA_ARGS__})
@@ -331,9 +331,9 @@ void sbt_writer_abandon(sbt_writer *w);
 typedef struct sbt_reader sbt_reader;
 
 struct sbt_open_opts {
-    size_t sz;                 /* = sizeof(struct sbt_open_opts); set by SBT_OPEN_OPTS() */
-    uint32_t max_chunk_bytes;  /* largest chunk accepted (stored or raw); 0 = 1 GiB */
-    int force_scan;            /* ignore the footer and rebuild the index by scanning */
+    size_t sz;                /* = sizeof(struct sbt_open_opts); set by SBT_OPEN_OPTS() */
+    uint32_t max_chunk_bytes; /* largest chunk accepted (stored or raw); 0 = 1 GiB */
+    int force_scan;           /* ignore the footer and rebuild the index by scanning */
 };
 #define SBT_OPEN_OPTS(...) ((struct sbt_open_opts){.sz = sizeof(struct sbt_open_opts), __VA_ARGS__})
 
@@ -352,16 +352,16 @@ struct sbt_info {
     uint64_t file_bytes;
     uint64_t n_chunks;
     uint64_t n_ops;
-    uint64_t seq_first, seq_end; /* ops hold seq in [seq_first, seq_end) */
-    uint64_t t_min, t_max;       /* ns, over every time of every op; 0,0 if no ops */
+    uint64_t seq_first, seq_end;  /* ops hold seq in [seq_first, seq_end) */
+    uint64_t t_min, t_max;        /* ns, over every time of every op; 0,0 if no ops */
     uint64_t n_blobs, blob_bytes; /* distinct blobs and their raw bytes */
-    uint64_t raw_bytes;          /* chunk payload bytes before compression */
-    int has_footer;              /* 0: the index was rebuilt by scanning */
-    int writer_finished;         /* the writer closed the file (completeness record seen) */
-    int complete;                /* finished and not marked incomplete */
-    uint32_t incomplete_reason;  /* string id, 0 if none */
-    uint64_t lost_offset;        /* scanning stopped here (torn/corrupt tail); 0 if none */
-    uint64_t lost_bytes;         /* bytes after lost_offset that could not be read */
+    uint64_t raw_bytes;           /* chunk payload bytes before compression */
+    int has_footer;               /* 0: the index was rebuilt by scanning */
+    int writer_finished;          /* the writer closed the file (completeness record seen) */
+    int complete;                 /* finished and not marked incomplete */
+    uint32_t incomplete_reason;   /* string id, 0 if none */
+    uint64_t lost_offset;         /* scanning stopped here (torn/corrupt tail); 0 if none */
+    uint64_t lost_bytes;          /* bytes after lost_offset that could not be read */
 };
 
 /* Opens a trace for reading. Reads the footer index (or scans when there is none) and the
@@ -399,8 +399,8 @@ struct sbt_range {
     int has_seq;
     uint64_t seq_begin, seq_end; /* [begin, end) */
     int has_time;
-    uint64_t t_begin, t_end;     /* absolute ns, [begin, end): ops whose span overlaps */
-    uint32_t stream;             /* 0 = all streams */
+    uint64_t t_begin, t_end; /* absolute ns, [begin, end): ops whose span overlaps */
+    uint32_t stream;         /* 0 = all streams */
 };
 
 /* The span of an op used for time selection and chunk time ranges: from the earliest to the
@@ -418,11 +418,11 @@ void sbt_cursor_close(sbt_cursor *c);
 
 /* Index entry of one chunk, for validate and benchmarks. */
 struct sbt_chunk_info {
-    uint64_t offset;      /* file offset of the chunk header */
-    uint32_t stored_len;  /* payload bytes in the file */
-    uint32_t raw_len;     /* payload bytes decompressed */
-    uint32_t codec;       /* 0 none, 1 zstd */
-    uint32_t content;     /* SBT_CHUNK_* bits */
+    uint64_t offset;     /* file offset of the chunk header */
+    uint32_t stored_len; /* payload bytes in the file */
+    uint32_t raw_len;    /* payload bytes decompressed */
+    uint32_t codec;      /* 0 none, 1 zstd */
+    uint32_t content;    /* SBT_CHUNK_* bits */
     uint64_t seq_first;
     uint32_t n_ops;
     uint64_t t_min, t_max;
@@ -451,19 +451,19 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn report, void *ctx);
 uint64_t sbt_op_duration(const struct sbt_op *op);
 
 struct sbt_kstat {
-    uint32_t name;            /* string id (kernel launches grouped by name) */
+    uint32_t name; /* string id (kernel launches grouped by name) */
     uint64_t count;
     uint64_t total_ns, min_ns, max_ns;
     uint32_t grid[3], block[3]; /* of the first launch */
-    int geom_varies;          /* later launches used another geometry */
+    int geom_varies;            /* later launches used another geometry */
 };
 
 struct sbt_stats {
     uint64_t n_ops;
     uint64_t by_kind[SBT_OP__COUNT];
-    uint64_t copy_bytes[5];   /* by enum sbt_copy_dir */
+    uint64_t copy_bytes[5]; /* by enum sbt_copy_dir */
     uint64_t fill_bytes;
-    uint64_t t_min, t_max;    /* over the selected ops; 0,0 if none */
+    uint64_t t_min, t_max;     /* over the selected ops; 0,0 if none */
     struct sbt_kstat *kernels; /* sorted by total_ns, largest first */
     uint32_t n_kernels;
 };
@@ -494,7 +494,8 @@ struct sbt_gen_opts {
 /* Writes a synthetic trace to path. wopts may be NULL. progress (may be NULL) is called now and
  * then with ops written so far. */
 int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
-                  const struct sbt_writer_opts *wopts, void (*progress)(uint64_t done, uint64_t total));
+                  const struct sbt_writer_opts *wopts,
+                  void (*progress)(uint64_t done, uint64_t total));
 
 /* ========================================================================================== */
 /* Foreign files                                                                              */

@@ -106,14 +106,15 @@ int sbt__colenc_add(struct sbt__colenc *e, const struct sbt_op *op)
             e->gen[op->stream] = e->cur_gen;
             e->prev_dev[op->stream] = op->dev_end;
         }
-        st |= sbt__buf_varint(&c[SBT_COL_DBEGIN], sbt_zigzag_encode((int64_t)(op->dev_begin - base)));
+        st |=
+            sbt__buf_varint(&c[SBT_COL_DBEGIN], sbt_zigzag_encode((int64_t)(op->dev_begin - base)));
         st |= sbt__buf_varint(&c[SBT_COL_DDUR], op->dev_end - op->dev_begin);
     }
     if (flags & SBT_OPF_KERNEL)
         st |= sbt__buf_varint(&c[SBT_COL_KERNEL], op->kernel);
     if (flags & SBT_OPF_GEOM) {
-        uint32_t g[8] = {e->cur_gen, op->grid[0], op->grid[1], op->grid[2], op->block[0],
-                         op->block[1], op->block[2], op->shmem};
+        uint32_t g[8] = {e->cur_gen,   op->grid[0],  op->grid[1],  op->grid[2],
+                         op->block[0], op->block[1], op->block[2], op->shmem};
         uint32_t *slot = (flags & SBT_OPF_KERNEL) ? sbt__geom_slot(&e->geoms, op->kernel) : NULL;
         if (slot && !memcmp(slot, g, sizeof g)) {
             st |= sbt__buf_varint(&c[SBT_COL_GEOM], 0);
@@ -206,10 +207,13 @@ int sbt__colenc_emit(struct sbt__colenc *e, uint64_t seq_first, struct sbt_buf *
 
 /* Column cursors share the chunk offset and the name of the column for messages. */
 static const char *col_name[SBT_N_COLS] = {
-    "kind column",   "flags column",  "stream column", "thread column",   "name column",
-    "host begin column", "host duration column", "device begin column", "device duration column",
-    "kernel column", "geometry column", "bytes column", "resource column", "obj column",
-    "blob column",   "digest column", "error column",  "access column",   "payload column",
+    "kind column",          "flags column",        "stream column",
+    "thread column",        "name column",         "host begin column",
+    "host duration column", "device begin column", "device duration column",
+    "kernel column",        "geometry column",     "bytes column",
+    "resource column",      "obj column",          "blob column",
+    "digest column",        "error column",        "access column",
+    "payload column",
 };
 
 #define RD(col, dst)                                          \
@@ -233,11 +237,13 @@ int sbt__opdec_begin(struct sbt__opdec *d, struct sbt__rd *body)
         (st = sbt__rd_varint(body, &n_cols)))
         return st;
     if (d->n_ops > body->len) /* every op has at least its kind byte */
-        return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: OPS record claims %llu ops in %zu bytes",
-                         (unsigned long long)body->file_off, (unsigned long long)d->n_ops, body->len);
+        return sbt__fail(
+            SBT_ECORRUPT, "chunk at offset %llu: OPS record claims %llu ops in %zu bytes",
+            (unsigned long long)body->file_off, (unsigned long long)d->n_ops, body->len);
     if (n_cols < SBT_N_COLS || n_cols > 4096)
         return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: OPS record has %llu columns, need %d",
-                         (unsigned long long)body->file_off, (unsigned long long)n_cols, SBT_N_COLS);
+                         (unsigned long long)body->file_off, (unsigned long long)n_cols,
+                         SBT_N_COLS);
     uint64_t col_len[SBT_N_COLS], skip = 0;
     for (uint64_t i = 0; i < n_cols; i++) {
         uint64_t l;
@@ -304,7 +310,8 @@ int sbt__opdec_next(struct sbt__opdec *d, const struct sbt_op **out)
     RD32(SBT_COL_FLAGS, flags);
     if (flags & 0xf800u) {
         st = sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown field flags 0x%x",
-                       (unsigned long long)d->file_off, (unsigned long long)op->seq, flags & 0xf800u);
+                       (unsigned long long)d->file_off, (unsigned long long)op->seq,
+                       flags & 0xf800u);
         goto bad;
     }
     op->flags = flags & ~SBT_OPF__ACCESS;
@@ -346,7 +353,8 @@ int sbt__opdec_next(struct sbt__opdec *d, const struct sbt_op **out)
         RD32(SBT_COL_GEOM, tag);
         if (tag == 0) {
             if (!slot || slot[0] != d->cur_gen) {
-                st = sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu repeats a geometry its "
+                st = sbt__fail(SBT_ECORRUPT,
+                               "chunk at offset %llu: op %llu repeats a geometry its "
                                "kernel has not had in this chunk",
                                (unsigned long long)d->file_off, (unsigned long long)op->seq);
                 goto bad;

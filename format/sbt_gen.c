@@ -62,14 +62,14 @@ struct kprof {
 
 struct buf {
     uint64_t res, size;
-    uint64_t ready;   /* device time when its last writer completes */
+    uint64_t ready; /* device time when its last writer completes */
 };
 
 struct gen {
-    uint64_t rng;       /* timing and deviations */
-    uint64_t srng;      /* structure: reset at every step, so steps repeat */
+    uint64_t rng;  /* timing and deviations */
+    uint64_t srng; /* structure: reset at every step, so steps repeat */
     uint64_t step_seed;
-    int deviate;        /* this op draws its structure from rng: a one-off variation */
+    int deviate; /* this op draws its structure from rng: a one-off variation */
     struct sbt_gen_opts o;
     sbt_writer *w;
     uint64_t now;         /* host clock, ns */
@@ -84,7 +84,7 @@ struct gen {
         uint32_t stream;
     } ev[EV_RING];
     uint32_t n_ev;
-    uint64_t emitted;   /* ops written so far */
+    uint64_t emitted; /* ops written so far */
     struct kprof k[N_KERNELS];
     sbt_hash uploads[N_UPLOADS];
     uint64_t upload_len[N_UPLOADS];
@@ -459,8 +459,11 @@ static int setup(struct gen *g)
     if ((st = sbt_writer_intern(w, "synthetic-host", &host)))
         return st;
     for (uint32_t d = 0; d < g->o.n_devices; d++) {
-        struct sbt_device dev = {.api = SBT_API_SYNTH, .vendor_id = 0x10de, .device_id = 0x2330,
-                                 .timestamp_period_fs = 1000000, .host = host};
+        struct sbt_device dev = {.api = SBT_API_SYNTH,
+                                 .vendor_id = 0x10de,
+                                 .device_id = 0x2330,
+                                 .timestamp_period_fs = 1000000,
+                                 .host = host};
         snprintf(buf, sizeof buf, "Synthetic GPU %u", d);
         if ((st = sbt_writer_intern(w, buf, &dev.name)))
             return st;
@@ -471,7 +474,8 @@ static int setup(struct gen *g)
     }
     for (uint32_t d = 0; d < g->o.n_devices; d++)
         for (uint32_t s = 0; s < g->o.streams_per_device; s++) {
-            struct sbt_stream str = {.device = d + 1, .kind = SBT_STREAM_CUDA,
+            struct sbt_stream str = {.device = d + 1,
+                                     .kind = SBT_STREAM_CUDA,
                                      .handle = 0x7f0000001000ull + (d * 64 + s) * 0x100,
                                      .index = s};
             snprintf(buf, sizeof buf, "gpu%u/stream%u", d, s);
@@ -483,7 +487,8 @@ static int setup(struct gen *g)
     for (uint32_t t = 0; t < g->o.n_threads; t++) {
         struct sbt_stream str = {.device = 1, .kind = SBT_STREAM_HOST_THREAD, .handle = 1000 + t};
         snprintf(buf, sizeof buf, "host thread %u", t + 1);
-        if ((st = sbt_writer_intern(w, buf, &str.name)) || (st = sbt_writer_add_stream(w, &str, &id)))
+        if ((st = sbt_writer_intern(w, buf, &str.name)) ||
+            (st = sbt_writer_add_stream(w, &str, &id)))
             return st;
         if (t == 0)
             g->first_host = id;
@@ -514,7 +519,7 @@ static int setup(struct gen *g)
                                 "cuMemsetD32Async",  "cuMemAlloc",        "cuMemFree",
                                 "cuEventRecord",     "cuStreamWaitEvent", "cuStreamSynchronize",
                                 "cuCtxSynchronize"};
-    uint32_t *slots[] = {&g->s_h2d,  &g->s_d2h, &g->s_d2d, &g->s_fill,  &g->s_alloc,
+    uint32_t *slots[] = {&g->s_h2d,  &g->s_d2h, &g->s_d2d,  &g->s_fill,  &g->s_alloc,
                          &g->s_free, &g->s_rec, &g->s_wait, &g->s_ssync, &g->s_dsync};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if ((st = sbt_writer_intern(w, ops[i], slots[i])))

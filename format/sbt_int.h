@@ -16,21 +16,21 @@
 
 /* ---- layout (FORMAT.md) ------------------------------------------------------------------ */
 
-#define SBT_FILE_MAGIC          "\x89RPRSBT\n"
-#define SBT_FILE_MAGIC_LEN      8
-#define SBT_FILE_HEADER_LEN     32
-#define SBT_WRITER_VERSION      1
-#define SBT_MIN_READER_VERSION  1
-#define SBT_READER_VERSION      1
-#define SBT_REQUIRED_FEATURES   0u /* no required feature bits defined in v1 */
-#define SBT_CHUNK_MAGIC         0x43544253u /* "SBTC" little-endian */
-#define SBT_CHUNK_HEADER_LEN    56
-#define SBT_TRAILER_MAGIC       0x45544253u /* "SBTE" */
-#define SBT_TRAILER_LEN         16
-#define SBT_CODEC_NONE          0
-#define SBT_CODEC_ZSTD          1
-#define SBT_MAX_CHUNK_DEFAULT   (1u << 30)
-#define SBT_TRACESMITH_MAGIC    "SBT\0"
+#define SBT_FILE_MAGIC         "\x89RPRSBT\n"
+#define SBT_FILE_MAGIC_LEN     8
+#define SBT_FILE_HEADER_LEN    32
+#define SBT_WRITER_VERSION     1
+#define SBT_MIN_READER_VERSION 1
+#define SBT_READER_VERSION     1
+#define SBT_REQUIRED_FEATURES  0u          /* no required feature bits defined in v1 */
+#define SBT_CHUNK_MAGIC        0x43544253u /* "SBTC" little-endian */
+#define SBT_CHUNK_HEADER_LEN   56
+#define SBT_TRAILER_MAGIC      0x45544253u /* "SBTE" */
+#define SBT_TRAILER_LEN        16
+#define SBT_CODEC_NONE         0
+#define SBT_CODEC_ZSTD         1
+#define SBT_MAX_CHUNK_DEFAULT  (1u << 30)
+#define SBT_TRACESMITH_MAGIC   "SBT\0"
 
 /* Record types. Types >= SBT_REC_SKIPPABLE may be skipped by readers that do not know them;
  * an unknown type below it makes the file unreadable (EVERSION). */
@@ -52,27 +52,27 @@ enum sbt_rec {
 /* Op columns inside an OPS record, in this order. A reader ignores columns past the ones it
  * knows (a newer writer may append some). */
 enum sbt_col {
-    SBT_COL_KIND,    /* u8: kind | subkind << 5 */
-    SBT_COL_FLAGS,   /* varint: op flags | SBT_OPF__ACCESS if it has accesses */
-    SBT_COL_STREAM,  /* varint */
-    SBT_COL_THREAD,  /* varint */
-    SBT_COL_NAME,    /* varint */
-    SBT_COL_HBEGIN,  /* zigzag varint: host_begin - previous op's host_end (0 before) */
-    SBT_COL_HDUR,    /* varint: host_end - host_begin */
-    SBT_COL_DBEGIN,  /* DEV_TIME: zigzag: dev_begin - previous dev_end on the stream, or
-                        - host_begin for the stream's first op in the chunk */
-    SBT_COL_DDUR,    /* DEV_TIME: varint */
-    SBT_COL_KERNEL,  /* KERNEL: varint */
-    SBT_COL_GEOM,    /* GEOM: varint 0 = as the kernel's last launch in this chunk, or
-                        1 then 7 varints grid xyz, block xyz, shmem */
-    SBT_COL_BYTES,   /* BYTES: varint */
+    SBT_COL_KIND,     /* u8: kind | subkind << 5 */
+    SBT_COL_FLAGS,    /* varint: op flags | SBT_OPF__ACCESS if it has accesses */
+    SBT_COL_STREAM,   /* varint */
+    SBT_COL_THREAD,   /* varint */
+    SBT_COL_NAME,     /* varint */
+    SBT_COL_HBEGIN,   /* zigzag varint: host_begin - previous op's host_end (0 before) */
+    SBT_COL_HDUR,     /* varint: host_end - host_begin */
+    SBT_COL_DBEGIN,   /* DEV_TIME: zigzag: dev_begin - previous dev_end on the stream, or
+                         - host_begin for the stream's first op in the chunk */
+    SBT_COL_DDUR,     /* DEV_TIME: varint */
+    SBT_COL_KERNEL,   /* KERNEL: varint */
+    SBT_COL_GEOM,     /* GEOM: varint 0 = as the kernel's last launch in this chunk, or
+                         1 then 7 varints grid xyz, block xyz, shmem */
+    SBT_COL_BYTES,    /* BYTES: varint */
     SBT_COL_RESOURCE, /* RESOURCE: varint */
-    SBT_COL_OBJ,     /* OBJ: varint obj, varint value */
-    SBT_COL_BLOB,    /* BLOB: 16 bytes lo, hi little-endian */
-    SBT_COL_DIGEST,  /* DIGEST: 16 bytes */
-    SBT_COL_ERROR,   /* ERROR: varint */
-    SBT_COL_ACCESS,  /* accesses: varint n, then n x (varint resource<<2|mode, offset, len) */
-    SBT_COL_PAYLOAD, /* PAYLOAD: varint kind, varint len, bytes */
+    SBT_COL_OBJ,      /* OBJ: varint obj, varint value */
+    SBT_COL_BLOB,     /* BLOB: 16 bytes lo, hi little-endian */
+    SBT_COL_DIGEST,   /* DIGEST: 16 bytes */
+    SBT_COL_ERROR,    /* ERROR: varint */
+    SBT_COL_ACCESS,   /* accesses: varint n, then n x (varint resource<<2|mode, offset, len) */
+    SBT_COL_PAYLOAD,  /* PAYLOAD: varint kind, varint len, bytes */
     SBT_N_COLS
 };
 #define SBT_OPF__ACCESS (1u << 10) /* column-only flag: the op has accesses */
@@ -187,7 +187,8 @@ static inline __attribute__((always_inline)) int sbt__rd_varint(struct sbt__rd *
     }
     return sbt__rd_varint_slow(r, v);
 }
-static inline __attribute__((always_inline)) int sbt__rd_u32(struct sbt__rd *r, uint32_t *v) /* varint that fits 32 bits */
+static inline __attribute__((always_inline)) int
+sbt__rd_u32(struct sbt__rd *r, uint32_t *v) /* varint that fits 32 bits */
 {
     size_t i = r->pos;
     if (i < r->len && r->p[i] < 0x80) {
@@ -229,7 +230,7 @@ struct sbt__colenc {
     struct sbt_buf col[SBT_N_COLS];
     struct sbt__geoms geoms;
     uint64_t prev_host;
-    uint64_t *prev_dev;   /* per stream; valid where gen[s] == cur_gen */
+    uint64_t *prev_dev; /* per stream; valid where gen[s] == cur_gen */
     uint32_t *gen;
     uint32_t n_streams_cap, cur_gen;
     uint32_t n_ops;

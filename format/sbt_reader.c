@@ -103,7 +103,8 @@ static int pread_all(const sbt_reader *r, void *buf, size_t len, uint64_t off)
             return sbt__fail(SBT_EIO, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s",
                              r->path, len, off, strerror(errno));
         if (k == 0)
-            return sbt__fail(SBT_ECORRUPT, "%s: file ends at offset %" PRIu64
+            return sbt__fail(SBT_ECORRUPT,
+                             "%s: file ends at offset %" PRIu64
                              " inside a read of %zu bytes at offset %" PRIu64,
                              r->path, off + got, len, off);
         got += (size_t)k;
@@ -129,8 +130,8 @@ static int read_hdr(const sbt_reader *r, uint64_t off, struct sbt__chunk_hdr *h)
         return st;
     if (h->stored_len > r->max_chunk || h->raw_len > r->max_chunk)
         return sbt__fail(SBT_ELIMIT,
-                         "offset %" PRIu64 ": chunk of %u bytes (%u raw) > max_chunk_bytes %u",
-                         off, h->stored_len, h->raw_len, r->max_chunk);
+                         "offset %" PRIu64 ": chunk of %u bytes (%u raw) > max_chunk_bytes %u", off,
+                         h->stored_len, h->raw_len, r->max_chunk);
     if (off + SBT_CHUNK_HEADER_LEN + h->stored_len > r->info.file_bytes)
         return sbt__fail(SBT_ECORRUPT,
                          "offset %" PRIu64 ": chunk of %u bytes runs past end of file (%" PRIu64
@@ -458,9 +459,9 @@ static int parse_index(sbt_reader *r, const struct sbt_buf *raw, uint64_t off)
                 uint64_t delta, span;
                 if ((st = sbt__rd_varint(&b, &delta)) || (st = sbt__rd_u32(&b, &c->stored_len)) ||
                     (st = sbt__rd_u32(&b, &c->raw_len)) || (st = sbt__rd_u32(&b, &c->codec)) ||
-                    (st = sbt__rd_u32(&b, &c->content)) || (st = sbt__rd_varint(&b, &c->seq_first)) ||
-                    (st = sbt__rd_u32(&b, &c->n_ops)) || (st = sbt__rd_varint(&b, &c->t_min)) ||
-                    (st = sbt__rd_varint(&b, &span)))
+                    (st = sbt__rd_u32(&b, &c->content)) ||
+                    (st = sbt__rd_varint(&b, &c->seq_first)) || (st = sbt__rd_u32(&b, &c->n_ops)) ||
+                    (st = sbt__rd_varint(&b, &c->t_min)) || (st = sbt__rd_varint(&b, &span)))
                     return st;
                 c->offset = prev + delta;
                 c->t_max = c->t_min + span;
@@ -487,8 +488,8 @@ static int parse_index(sbt_reader *r, const struct sbt_buf *raw, uint64_t off)
                     (st = sbt__rd_varint(&b, &l->pos)) || (st = sbt__rd_varint(&b, &l->len)))
                     return st;
                 if (i && cmp_loc(&r->blobs[i - 1], l) >= 0)
-                    return sbt__fail(SBT_ECORRUPT, "footer blob index is not sorted at entry %" PRIu64,
-                                     i);
+                    return sbt__fail(SBT_ECORRUPT,
+                                     "footer blob index is not sorted at entry %" PRIu64, i);
                 r->info.blob_bytes += l->len;
             }
             r->n_blobs = n;
@@ -522,7 +523,8 @@ static int try_footer(sbt_reader *r)
     uint64_t off = sbt__le64(tr);
     struct sbt__chunk_hdr h;
     if (off < r->header_len || off > size - SBT_TRAILER_LEN - SBT_CHUNK_HEADER_LEN)
-        return sbt__fail(SBT_ECORRUPT, "trailer points at offset %" PRIu64 ", outside the file", off);
+        return sbt__fail(SBT_ECORRUPT, "trailer points at offset %" PRIu64 ", outside the file",
+                         off);
     if ((st = read_hdr(r, off, &h)))
         return st;
     if (!(h.content & SBT_CHUNK_INDEX) ||
@@ -557,8 +559,9 @@ static int scan(sbt_reader *r)
             return st;
         if (grow((void **)&r->chunks, &r->cap_chunks, r->n_chunks + 1, sizeof *r->chunks))
             return SBT_ENOMEM;
-        r->chunks[r->n_chunks++] = (struct sbt_chunk_info){
-            off, h.stored_len, h.raw_len, h.codec, h.content, h.seq_first, h.n_ops, h.t_min, h.t_max};
+        r->chunks[r->n_chunks++] =
+            (struct sbt_chunk_info){off,         h.stored_len, h.raw_len, h.codec, h.content,
+                                    h.seq_first, h.n_ops,      h.t_min,   h.t_max};
         off += SBT_CHUNK_HEADER_LEN + h.stored_len;
     }
     if (off < size) {
@@ -590,12 +593,14 @@ static int check_header(sbt_reader *r)
                          "%s: not an SBT trace: offset 0: bad magic (%" PRIu64 " bytes in file)",
                          r->path, size);
     if (n < SBT_FILE_HEADER_LEN)
-        return sbt__fail(SBT_ECORRUPT, "%s: file header truncated: %" PRIu64 " bytes < %d",
-                         r->path, size, SBT_FILE_HEADER_LEN);
+        return sbt__fail(SBT_ECORRUPT, "%s: file header truncated: %" PRIu64 " bytes < %d", r->path,
+                         size, SBT_FILE_HEADER_LEN);
     uint32_t crc = sbt_crc32c(0, hb, 28);
     if (crc != sbt__le32(hb + 28))
-        return sbt__fail(SBT_ECORRUPT, "%s: offset 28: file header CRC mismatch (stored %08x, "
-                         "computed %08x)", r->path, sbt__le32(hb + 28), crc);
+        return sbt__fail(SBT_ECORRUPT,
+                         "%s: offset 28: file header CRC mismatch (stored %08x, "
+                         "computed %08x)",
+                         r->path, sbt__le32(hb + 28), crc);
     r->info.writer_version = hb[8] | hb[9] << 8;
     r->info.min_reader_version = hb[10] | hb[11] << 8;
     uint32_t req = sbt__le32(hb + 12);
@@ -644,11 +649,13 @@ static int build_views(sbt_reader *r)
             in->t_min = c->t_min;
         if (c->t_max > in->t_max)
             in->t_max = c->t_max;
-        r->runmax_tmax[k] = k && r->runmax_tmax[k - 1] > c->t_max ? r->runmax_tmax[k - 1] : c->t_max;
+        r->runmax_tmax[k] =
+            k && r->runmax_tmax[k - 1] > c->t_max ? r->runmax_tmax[k - 1] : c->t_max;
     }
     for (uint64_t k = r->n_opc; k-- > 0;) {
         uint64_t t = r->chunks[r->opc[k]].t_min;
-        r->sufmin_tmin[k] = k + 1 < r->n_opc && r->sufmin_tmin[k + 1] < t ? r->sufmin_tmin[k + 1] : t;
+        r->sufmin_tmin[k] =
+            k + 1 < r->n_opc && r->sufmin_tmin[k + 1] < t ? r->sufmin_tmin[k + 1] : t;
     }
     if (!in->n_ops)
         in->t_min = 0;
@@ -772,11 +779,11 @@ uint32_t sbt_reader_n_strings(const sbt_reader *r)
     return r->n_strings;
 }
 
-#define TABLE(name, type, arr, count)                            \
+#define TABLE(name, type, arr, count)                                      \
     const struct type *sbt_reader_##name(const sbt_reader *r, uint32_t *n) \
-    {                                                            \
-        *n = r->count;                                           \
-        return r->arr;                                           \
+    {                                                                      \
+        *n = r->count;                                                     \
+        return r->arr;                                                     \
     }
 TABLE(devices, sbt_device, devices, n_devices)
 TABLE(streams, sbt_stream, streams, n_streams)
@@ -786,10 +793,10 @@ TABLE(meta, sbt_meta, meta, n_meta)
 TABLE(unsupported, sbt_unsupported, unsup, n_unsup)
 #undef TABLE
 
-#define BYID(name, type, arr, count)                                        \
+#define BYID(name, type, arr, count)                                       \
     const struct type *sbt_reader_##name(const sbt_reader *r, uint32_t id) \
-    {                                                                       \
-        return id >= 1 && id <= r->count ? &r->arr[id - 1] : NULL;          \
+    {                                                                      \
+        return id >= 1 && id <= r->count ? &r->arr[id - 1] : NULL;         \
     }
 BYID(device, sbt_device, devices, n_devices)
 BYID(stream, sbt_stream, streams, n_streams)
@@ -853,14 +860,15 @@ int sbt_reader_blob(sbt_reader *r, const sbt_hash *hash, void **data, size_t *le
     if (st)
         return st;
     if (l->pos > r->raw.len || l->len > r->raw.len - l->pos)
-        return sbt__fail(SBT_ECORRUPT, "blob %s: bytes %" PRIu64 "+%" PRIu64
+        return sbt__fail(SBT_ECORRUPT,
+                         "blob %s: bytes %" PRIu64 "+%" PRIu64
                          " lie outside chunk at offset %" PRIu64,
                          sbt_hash_hex(*hash, hex), l->pos, l->len, c->offset);
     const uint8_t *p = r->raw.p + l->pos;
     sbt_hash got = sbt_hash_bytes(p, (size_t)l->len);
     if (!sbt_hash_eq(got, *hash))
-        return sbt__fail(SBT_ECORRUPT, "blob %s in chunk at offset %" PRIu64
-                         ": content does not match its hash",
+        return sbt__fail(SBT_ECORRUPT,
+                         "blob %s in chunk at offset %" PRIu64 ": content does not match its hash",
                          sbt_hash_hex(*hash, hex), c->offset);
     void *copy = sbt__malloc((size_t)l->len);
     if (!copy)
@@ -880,7 +888,7 @@ struct sbt_cursor {
     struct sbt_range rg;
     uint64_t next_oc; /* next op chunk to load */
     struct sbt__opdec d;
-    int have;              /* d holds a record to read from */
+    int have; /* d holds a record to read from */
     struct sbt_buf stored, raw;
     ZSTD_DCtx *zd;
     int err;
@@ -1039,10 +1047,10 @@ static void note(sbt_report_fn fn, void *ctx, int sev, const char *fmt, ...)
 static int check_op_refs(sbt_reader *r, const struct sbt_op *o, sbt_report_fn fn, void *ctx)
 {
     int bad = 0;
-#define REF(cond, ...)                     \
-    if (cond) {                            \
-        note(fn, ctx, 1, __VA_ARGS__);     \
-        bad++;                             \
+#define REF(cond, ...)                 \
+    if (cond) {                        \
+        note(fn, ctx, 1, __VA_ARGS__); \
+        bad++;                         \
     }
     REF(o->name > r->n_strings, "op %" PRIu64 ": name string %u is not defined (%u strings)",
         o->seq, o->name, r->n_strings);
@@ -1076,8 +1084,9 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
         bad++;
     }
     if (!in->writer_finished)
-        note(fn, ctx, 0, "the writer did not finish (no completeness record): the capture was cut "
-                         "short");
+        note(fn, ctx, 0,
+             "the writer did not finish (no completeness record): the capture was cut "
+             "short");
     else if (!in->complete)
         note(fn, ctx, 0, "the capture marked itself incomplete: %s",
              sbt_reader_string(r, in->incomplete_reason));
@@ -1111,8 +1120,10 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
     uint64_t expect_seq = r->n_opc ? r->chunks[r->opc[0]].seq_first : 0;
     for (uint64_t i = 0; i < r->n_chunks; i++) {
         const struct sbt_chunk_info *ci = &r->chunks[i];
-        if (i && ci->offset < r->chunks[i - 1].offset + SBT_CHUNK_HEADER_LEN + r->chunks[i - 1].stored_len) {
-            note(fn, ctx, 1, "chunk at offset %" PRIu64 " overlaps the chunk before it", ci->offset);
+        if (i && ci->offset <
+                     r->chunks[i - 1].offset + SBT_CHUNK_HEADER_LEN + r->chunks[i - 1].stored_len) {
+            note(fn, ctx, 1, "chunk at offset %" PRIu64 " overlaps the chunk before it",
+                 ci->offset);
             bad++;
         }
         st = read_chunk_at(r, ci, &c->stored, &c->raw, c->zd);
@@ -1153,8 +1164,10 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
                         first = o->seq;
                     sbt_op_span(o, &b, &e);
                     if (b < ci->t_min || e > ci->t_max) {
-                        note(fn, ctx, 1, "op %" PRIu64 ": times %" PRIu64 "..%" PRIu64
-                             " fall outside its chunk's range", o->seq, b, e);
+                        note(fn, ctx, 1,
+                             "op %" PRIu64 ": times %" PRIu64 "..%" PRIu64
+                             " fall outside its chunk's range",
+                             o->seq, b, e);
                         bad++;
                     }
                     bad += check_op_refs(r, o, fn, ctx);

@@ -82,7 +82,8 @@ int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_s
             k->min_ns = d;
         if (d > k->max_ns)
             k->max_ns = d;
-        if (memcmp(k->grid, op->grid, sizeof k->grid) || memcmp(k->block, op->block, sizeof k->block))
+        if (memcmp(k->grid, op->grid, sizeof k->grid) ||
+            memcmp(k->block, op->block, sizeof k->block))
             k->geom_varies = 1;
     }
     if (st < 0)

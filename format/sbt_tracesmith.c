@@ -52,12 +52,12 @@ enum ts_type {
 struct ts_event {
     uint32_t type, flags;
     uint64_t ts, dur, device, stream, corr, name;
-    uint64_t k[8];      /* grid xyz, block xyz, shared mem, registers */
-    uint64_t m[3];      /* src, dst, size */
+    uint64_t k[8]; /* grid xyz, block xyz, shared mem, registers */
+    uint64_t m[3]; /* src, dst, size */
 };
 
-struct pending {        /* a launch waiting for its completion */
-    uint64_t corr;      /* 0 = empty slot; corr + 1 stored */
+struct pending {   /* a launch waiting for its completion */
+    uint64_t corr; /* 0 = empty slot; corr + 1 stored */
     struct ts_event ev;
 };
 
@@ -65,15 +65,15 @@ struct imp {
     const uint8_t *p;
     size_t len;
     sbt_writer *w;
-    uint32_t *str;      /* TraceSmith string index -> our string id */
+    uint32_t *str; /* TraceSmith string index -> our string id */
     uint64_t n_str;
-    uint64_t base;      /* first timestamp: becomes time 0 */
+    uint64_t base; /* first timestamp: becomes time 0 */
     struct {
         uint64_t dev, stream;
         uint32_t id;
-    } *streams;
+    } * streams;
     uint32_t n_streams, cap_streams;
-    uint64_t *devs;     /* TraceSmith device id by our index */
+    uint64_t *devs; /* TraceSmith device id by our index */
     uint32_t n_devs, cap_devs;
     uint32_t *dev_id;
     struct pending *pend;
@@ -216,7 +216,9 @@ static int emit(struct imp *m, const struct ts_event *e, const struct ts_event *
     case TS_D2H:
     case TS_D2D:
         op.kind = SBT_OP_COPY;
-        op.subkind = e->type == TS_H2D ? SBT_COPY_H2D : e->type == TS_D2H ? SBT_COPY_D2H : SBT_COPY_D2D;
+        op.subkind = e->type == TS_H2D   ? SBT_COPY_H2D
+                     : e->type == TS_D2H ? SBT_COPY_D2H
+                                         : SBT_COPY_D2D;
         op.flags |= SBT_OPF_BYTES | SBT_OPF_DEV_TIME;
         op.bytes = e->m[2];
         op.dev_begin = op.host_begin; /* CUPTI activity records are device times */

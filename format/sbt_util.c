@@ -199,8 +199,7 @@ static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc_hw_x86(uint32_t c, const uint8_t *p,
-                                                             size_t n)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw_x86(uint32_t c, const uint8_t *p, size_t n)
 {
     uint64_t c64 = c;
     while (n && ((uintptr_t)p & 7)) {
@@ -309,14 +308,22 @@ const char *sbt_api_name(uint32_t api)
 const char *sbt_op_kind_name(uint32_t kind)
 {
     static const char *names[SBT_OP__COUNT] = {
-        [SBT_OP_KERNEL] = "kernel",           [SBT_OP_COPY] = "copy",
-        [SBT_OP_FILL] = "fill",               [SBT_OP_HOST_WRITE] = "host_write",
-        [SBT_OP_ALLOC] = "alloc",             [SBT_OP_FREE] = "free",
-        [SBT_OP_EVENT_RECORD] = "event_record", [SBT_OP_EVENT_WAIT] = "event_wait",
-        [SBT_OP_SIGNAL] = "signal",           [SBT_OP_WAIT] = "wait",
-        [SBT_OP_STREAM_SYNC] = "stream_sync", [SBT_OP_DEVICE_SYNC] = "device_sync",
-        [SBT_OP_SUBMIT] = "submit",           [SBT_OP_MARKER] = "marker",
-        [SBT_OP_HOST_READ] = "host_read",     [SBT_OP_STREAM_CREATE] = "stream_create",
+        [SBT_OP_KERNEL] = "kernel",
+        [SBT_OP_COPY] = "copy",
+        [SBT_OP_FILL] = "fill",
+        [SBT_OP_HOST_WRITE] = "host_write",
+        [SBT_OP_ALLOC] = "alloc",
+        [SBT_OP_FREE] = "free",
+        [SBT_OP_EVENT_RECORD] = "event_record",
+        [SBT_OP_EVENT_WAIT] = "event_wait",
+        [SBT_OP_SIGNAL] = "signal",
+        [SBT_OP_WAIT] = "wait",
+        [SBT_OP_STREAM_SYNC] = "stream_sync",
+        [SBT_OP_DEVICE_SYNC] = "device_sync",
+        [SBT_OP_SUBMIT] = "submit",
+        [SBT_OP_MARKER] = "marker",
+        [SBT_OP_HOST_READ] = "host_read",
+        [SBT_OP_STREAM_CREATE] = "stream_create",
         [SBT_OP_STREAM_DESTROY] = "stream_destroy",
     };
     return kind < SBT_OP__COUNT && names[kind] ? names[kind] : "unknown";

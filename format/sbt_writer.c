@@ -12,8 +12,8 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,7 @@ struct job {
 
 struct sbt_writer {
     int fd;
-    int failed; /* sticky: after an I/O failure every call returns it */
+    int failed;        /* sticky: after an I/O failure every call returns it */
     uint64_t n_chunks; /* chunks handed out so far (written or queued) */
 
     /* background compression and writing: two job slots, head is the oldest */
@@ -57,8 +57,8 @@ struct sbt_writer {
     pthread_cond_t cv;
     struct job jobs[2];
     int head, count, stop;
-    _Atomic int werr;   /* the worker's failure status, 0 if none */
-    char werrmsg[512];  /* and its message (sbt_errmsg is per thread) */
+    _Atomic int werr;  /* the worker's failure status, 0 if none */
+    char werrmsg[512]; /* and its message (sbt_errmsg is per thread) */
     struct sbt_writer_opts o;
     uint64_t off;      /* where the next chunk goes */
     uint64_t next_seq; /* seq of the next op */
@@ -129,8 +129,8 @@ static int write_all(sbt_writer *w, const struct iovec *iov, int n)
             if (errno == EINTR)
                 continue;
             w->failed = SBT_EIO;
-            return sbt__fail(SBT_EIO, "write at offset %llu failed: %s",
-                             (unsigned long long)w->off, strerror(errno));
+            return sbt__fail(SBT_EIO, "write at offset %llu failed: %s", (unsigned long long)w->off,
+                             strerror(errno));
         }
         while (i < n && (size_t)k >= v[i].iov_len)
             k -= (ssize_t)v[i++].iov_len;
@@ -180,9 +180,9 @@ static int write_job(sbt_writer *w, const struct job *j)
         return st;
     if (grow((void **)&w->idx, &w->cap_idx, w->n_idx + 1, sizeof *w->idx))
         return SBT_ENOMEM;
-    w->idx[w->n_idx++] = (struct sbt_chunk_info){w->off,       h.stored_len, h.raw_len,
-                                                 h.codec,      j->content,   j->seq_first,
-                                                 j->n_ops,     j->t_min,     j->t_max};
+    w->idx[w->n_idx++] =
+        (struct sbt_chunk_info){w->off,       h.stored_len, h.raw_len, h.codec, j->content,
+                                j->seq_first, j->n_ops,     j->t_min,  j->t_max};
     w->off += SBT_CHUNK_HEADER_LEN + h.stored_len;
     if (w->o.sync_every && ++w->chunks_since_sync >= w->o.sync_every) {
         fdatasync(w->fd);
@@ -341,10 +341,9 @@ static int flush_ops(sbt_writer *w)
 /* Open and close                                                                             */
 /* ========================================================================================== */
 
-#define OPT(o, field, dflt)                                                                \
-    ((o) && (o)->sz >= offsetof(struct sbt_writer_opts, field) + sizeof((o)->field) && \
-             (o)->field                                                                  \
-         ? (o)->field                                                                    \
+#define OPT(o, field, dflt)                                                                       \
+    ((o) && (o)->sz >= offsetof(struct sbt_writer_opts, field) + sizeof((o)->field) && (o)->field \
+         ? (o)->field                                                                             \
          : (dflt))
 
 int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_writer **out)
@@ -457,8 +456,8 @@ static int write_end_and_index(sbt_writer *w)
     st |= put_record(&w->raw, SBT_REC_END, w->body.p, w->body.len);
     if (st)
         return sbt__fail(SBT_ENOMEM, "out of memory writing the END record");
-    if ((st = write_chunk(w, SBT_CHUNK_END | (w->dict.len ? SBT_CHUNK_DICT : 0), w->next_seq, 0,
-                          0, 0)))
+    if ((st = write_chunk(w, SBT_CHUNK_END | (w->dict.len ? SBT_CHUNK_DICT : 0), w->next_seq, 0, 0,
+                          0)))
         return st;
     w->dict.len = 0;
 
@@ -629,11 +628,11 @@ int sbt_writer_intern(sbt_writer *w, const char *s, uint32_t *id)
     return sbt_writer_intern_len(w, s, s ? strlen(s) : 0, id);
 }
 
-#define CHECK_STR(w, id, what)                                                            \
-    do {                                                                                  \
-        if ((id) > (w)->n_strings)                                                        \
+#define CHECK_STR(w, id, what)                                                               \
+    do {                                                                                     \
+        if ((id) > (w)->n_strings)                                                           \
             return sbt__fail(SBT_EINVAL, "%s: string id %u not interned (%u strings)", what, \
-                             (unsigned)(id), (w)->n_strings);                             \
+                             (unsigned)(id), (w)->n_strings);                                \
     } while (0)
 
 int sbt_writer_add_device(sbt_writer *w, const struct sbt_device *d, uint32_t *id)

@@ -64,8 +64,8 @@ Test(cli, help_everywhere)
 {
     cr_assert(eq(int, run("--help"), 0));
     cr_assert(strstr(out, "Exit codes") != NULL);
-    static const char *cmds[] = {"info", "view", "validate", "gen", "import", "replay", "analyze",
-                                 "export"};
+    static const char *cmds[] = {"info",   "view",   "validate", "gen",
+                                 "import", "replay", "analyze",  "export"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cr_assert(eq(int, run("%s --help", cmds[i]), 0), "%s --help: %s", cmds[i], out);
         cr_assert(strstr(out, "usage: reprise") != NULL, "%s --help: %s", cmds[i], out);
@@ -118,7 +118,8 @@ Test(cli, bad_input_exit_3_with_where)
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "f=%s/t.sbt; printf '\\377' | dd of=$f bs=1 seek=$(( $(stat -c %%s $f) - 60000 )) "
-             "conv=notrunc 2>/dev/null", tmpdir);
+             "conv=notrunc 2>/dev/null",
+             tmpdir);
     cr_assert(eq(int, system(cmd), 0));
     cr_assert(eq(int, run("validate t.sbt"), 3), "%s", out);
     cr_assert(strstr(out, "problem: chunk at offset") != NULL, "%s", out);
@@ -143,8 +144,10 @@ Test(cli, torn_trace_is_recovered)
 Test(cli, tracesmith_named_and_imported)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "cp tests/fuzz/corpus/tracesmith/example-2-events %s/body && "
-                              "(printf 'SBT\\0'; cat %s/body) > %s/ts.sbt", tmpdir, tmpdir, tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cp tests/fuzz/corpus/tracesmith/example-2-events %s/body && "
+             "(printf 'SBT\\0'; cat %s/body) > %s/ts.sbt",
+             tmpdir, tmpdir, tmpdir);
     cr_assert(eq(int, system(cmd), 0));
     cr_assert(eq(int, run("info ts.sbt"), 3), "%s", out);
     cr_assert(strstr(out, "TraceSmith SBT file") != NULL, "%s", out);

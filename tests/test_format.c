@@ -81,16 +81,28 @@ struct varint_case {
 ParameterizedTestParameters(varint, decode)
 {
     static struct varint_case cases[] = {
-        {{0x00}, 1, SBT_OK, 0, 1},                                                 // zero
-        {{0x7f}, 1, SBT_OK, 127, 1},                                               // one byte
-        {{0x80, 0x01}, 2, SBT_OK, 128, 2},                                         // two bytes
-        {{0xff, 0xff, 0x03}, 3, SBT_OK, 65535, 3},                                 // three bytes
-        {{0x80}, 1, SBT_ECORRUPT, 0, 0},                                           // truncated
-        {{0x80, 0x80}, 2, SBT_ECORRUPT, 0, 0},                                     // truncated long
-        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 10, SBT_OK, UINT64_MAX, 10}, // max
-        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, 10, SBT_ECORRUPT, 0, 0},   // overflow
-        {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, 11, SBT_ECORRUPT, 0, 0}, // 11 bytes
-        {{0}, 0, SBT_ECORRUPT, 0, 0},                                              // empty
+        {{0x00}, 1, SBT_OK, 0, 1},                 // zero
+        {{0x7f}, 1, SBT_OK, 127, 1},               // one byte
+        {{0x80, 0x01}, 2, SBT_OK, 128, 2},         // two bytes
+        {{0xff, 0xff, 0x03}, 3, SBT_OK, 65535, 3}, // three bytes
+        {{0x80}, 1, SBT_ECORRUPT, 0, 0},           // truncated
+        {{0x80, 0x80}, 2, SBT_ECORRUPT, 0, 0},     // truncated long
+        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+         10,
+         SBT_OK,
+         UINT64_MAX,
+         10}, // max
+        {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},
+         10,
+         SBT_ECORRUPT,
+         0,
+         0}, // overflow
+        {{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+         11,
+         SBT_ECORRUPT,
+         0,
+         0},                          // 11 bytes
+        {{0}, 0, SBT_ECORRUPT, 0, 0}, // empty
     };
     return cr_make_param_array(struct varint_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -111,8 +123,8 @@ ParameterizedTest(struct varint_case *c, varint, decode)
 
 Test(varint, roundtrip)
 {
-    uint64_t vals[] = {0, 1, 127, 128, 16383, 16384, 1ull << 35, (1ull << 63) - 1, 1ull << 63,
-                       UINT64_MAX};
+    uint64_t vals[] = {0,          1,         127, 128, 16383, 16384, 1ull << 35, (1ull << 63) - 1,
+                       1ull << 63, UINT64_MAX};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         uint8_t b[10];
         size_t n = sbt_varint_encode(vals[i], b), pos = 0;
@@ -143,7 +155,8 @@ Test(crc32c, rfc3720_vectors)
     uint8_t buf[300];
     for (int i = 0; i < 300; i++)
         buf[i] = (uint8_t)(i * 7 + 3);
-    cr_assert(eq(u32, sbt_crc32c(sbt_crc32c(0, buf, 100), buf + 100, 200), sbt_crc32c(0, buf, 300)));
+    cr_assert(
+        eq(u32, sbt_crc32c(sbt_crc32c(0, buf, 100), buf + 100, 200), sbt_crc32c(0, buf, 300)));
     for (size_t off = 0; off < 9; off++)
         for (size_t len = 0; len < 40; len++)
             cr_assert(eq(u32, sbt_crc32c(0, buf + off, len), sbt__crc32c_sw(0, buf + off, len)));
@@ -151,7 +164,8 @@ Test(crc32c, rfc3720_vectors)
 
 Test(hash, content_addressed)
 {
-    sbt_hash a = sbt_hash_bytes("abc", 3), b = sbt_hash_bytes("abc", 3), c = sbt_hash_bytes("abd", 3);
+    sbt_hash a = sbt_hash_bytes("abc", 3), b = sbt_hash_bytes("abc", 3),
+             c = sbt_hash_bytes("abd", 3);
     cr_assert(sbt_hash_eq(a, b));
     cr_assert(0 == sbt_hash_eq(a, c));
     sbt_hasher *h;
@@ -284,13 +298,19 @@ static void write_trace(const char *path, uint64_t n, uint32_t chunk_ops, int zs
     static const uint8_t props[] = {1, 2, 3, 4};
     cr_assert(eq(int, sbt_writer_intern(w, "Test GPU", &s_dev), SBT_OK));
     cr_assert(eq(int, sbt_writer_intern(w, "testhost", &s_host), SBT_OK));
-    struct sbt_device d = {.api = SBT_API_VULKAN, .name = s_dev, .vendor_id = 0x10005,
-                           .device_id = 7, .driver_version = 42, .api_version = 0x403000,
-                           .timestamp_period_fs = 1000000, .host = s_host,
+    struct sbt_device d = {.api = SBT_API_VULKAN,
+                           .name = s_dev,
+                           .vendor_id = 0x10005,
+                           .device_id = 7,
+                           .driver_version = 42,
+                           .api_version = 0x403000,
+                           .timestamp_period_fs = 1000000,
+                           .host = s_host,
                            .ext = {0x100, sizeof props, props}};
     d.uuid[3] = 9;
     cr_assert(eq(int, sbt_writer_add_device(w, &d, &fx.dev), SBT_OK));
-    struct sbt_stream s = {.device = fx.dev, .kind = SBT_STREAM_QUEUE, .handle = 0xabc, .family = 1};
+    struct sbt_stream s = {
+        .device = fx.dev, .kind = SBT_STREAM_QUEUE, .handle = 0xabc, .family = 1};
     cr_assert(eq(int, sbt_writer_add_stream(w, &s, &fx.stream), SBT_OK));
     s.index = 1;
     cr_assert(eq(int, sbt_writer_add_stream(w, &s, &fx.stream2), SBT_OK));
@@ -357,7 +377,8 @@ Test(roundtrip, every_kind_and_field)
         cr_assert(eq(u32, n, 3));
         cr_assert(eq(u32, sbt_reader_stream(r, fx.host)->kind, SBT_STREAM_HOST_THREAD));
         cr_assert(sbt_hash_eq(sbt_reader_program(r, fx.prog)->blob, fx.img));
-        cr_assert(eq(str, (char *)sbt_reader_string(r, sbt_reader_kernel(r, fx.kern)->name), "main"));
+        cr_assert(
+            eq(str, (char *)sbt_reader_string(r, sbt_reader_kernel(r, fx.kern)->name), "main"));
         cr_assert(eq(str, (char *)sbt_reader_meta_get(r, "program"), "/usr/bin/test \"quoted\""));
         cr_assert(sbt_reader_meta_get(r, "nope") == NULL);
         const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
@@ -471,7 +492,8 @@ Test(roundtrip, incomplete_mark)
     cr_assert(eq(int, sbt_reader_open(tpath("i.sbt"), NULL, &r), SBT_OK));
     const struct sbt_info *in = sbt_reader_info(r);
     cr_assert(in->writer_finished && !in->complete);
-    cr_assert(eq(str, (char *)sbt_reader_string(r, in->incomplete_reason), "out of memory in capture"));
+    cr_assert(
+        eq(str, (char *)sbt_reader_string(r, in->incomplete_reason), "out of memory in capture"));
     cr_assert(eq(u64, in->n_ops, 0));
     sbt_reader_close(r);
 }
@@ -685,7 +707,8 @@ Test(corrupt, every_byte_flip_is_detected)
         while ((st = sbt_cursor_next(c, &op)) == 1)
             ;
         if (st < 0)
-            cr_assert(strstr(sbt_errmsg(), "offset") != NULL, "flip at %zu: '%s'", at, sbt_errmsg());
+            cr_assert(strstr(sbt_errmsg(), "offset") != NULL, "flip at %zu: '%s'", at,
+                      sbt_errmsg());
         sbt_cursor_close(c);
         sbt_reader_close(r);
     }
@@ -739,9 +762,9 @@ static const uint8_t ts_file[] = {
     /* 0x48 metadata */
     0x01, 0x03, 'a', 'p', 'p', 0x03, 'r', 'u', 'n', 0xe8, 0x07, 0xa8, 0x46, 0x01, 'h', 0x07,
     /* 0x58 events */
-    0x04, 0xc0, 0x84, 0x3d,
-    0x01, 0x02, 0x00, 0x00, 0x01, 0x05, 0x00, 0x80, 0x01, 0x01, 0x01, 0x80, 0x02, 0x01, 0x01, 0x00, 0x20,
-    0x03, 0x05, 0xac, 0x02, 0xd0, 0x0f, 0x00, 0x01, 0x06, 0x01, 0x80, 0x20, 0x80, 0x40, 0x80, 0x20,
+    0x04, 0xc0, 0x84, 0x3d, 0x01, 0x02, 0x00, 0x00, 0x01, 0x05, 0x00, 0x80, 0x01, 0x01, 0x01, 0x80,
+    0x02, 0x01, 0x01, 0x00, 0x20, 0x03, 0x05, 0xac, 0x02, 0xd0, 0x0f, 0x00, 0x01, 0x06, 0x01, 0x80,
+    0x20, 0x80, 0x40, 0x80, 0x20,
     /* 0x7d strings */
     0x02, 0x02, 0x04, 'g', 'e', 'm', 'm', 0x16, 'c', 'u', 'd', 'a', 'M', 'e', 'm', 'c', 'p', 'y',
     'H', 'o', 's', 't', 'T', 'o', 'D', 'e', 'v', 'i', 'c', 'e', 0xff};
@@ -886,9 +909,10 @@ Test(gen, deterministic_and_consistent)
     struct sbt_stats *s;
     cr_assert(eq(int, sbt_stats_compute(r, NULL, &s), SBT_OK));
     /* the mix has every kind it promises */
-    uint32_t kinds[] = {SBT_OP_KERNEL, SBT_OP_COPY, SBT_OP_FILL, SBT_OP_ALLOC, SBT_OP_FREE,
-                        SBT_OP_EVENT_RECORD, SBT_OP_EVENT_WAIT, SBT_OP_STREAM_SYNC,
-                        SBT_OP_DEVICE_SYNC, SBT_OP_MARKER};
+    uint32_t kinds[] = {SBT_OP_KERNEL,     SBT_OP_COPY,        SBT_OP_FILL,
+                        SBT_OP_ALLOC,      SBT_OP_FREE,        SBT_OP_EVENT_RECORD,
+                        SBT_OP_EVENT_WAIT, SBT_OP_STREAM_SYNC, SBT_OP_DEVICE_SYNC,
+                        SBT_OP_MARKER};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         cr_assert(s->by_kind[kinds[i]] > 0, "no %s ops", sbt_op_kind_name(kinds[i]));
     cr_assert(s->copy_bytes[SBT_COPY_H2D] && s->copy_bytes[SBT_COPY_D2H] &&

@@ -48,8 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sbt_cursor_close(c);
         }
         const struct sbt_info *in = sbt_reader_info(r);
-        struct sbt_range rg = {.has_time = 1, .t_begin = in->t_min + (in->t_max - in->t_min) / 2,
-                               .t_end = in->t_max, .has_seq = 1, .seq_begin = 1, .seq_end = 100};
+        struct sbt_range rg = {.has_time = 1,
+                               .t_begin = in->t_min + (in->t_max - in->t_min) / 2,
+                               .t_end = in->t_max,
+                               .has_seq = 1,
+                               .seq_begin = 1,
+                               .seq_end = 100};
         if (sbt_cursor_open(r, &rg, &c) == 0) {
             while ((st = sbt_cursor_next(c, &op)) == 1)
                 ;

@@ -140,14 +140,14 @@ int main(int argc, char **argv)
     free(o);
     /* an OPS record that lies about its column lengths */
     static const uint8_t ops[] = {SBT_REC_OPS, 24, 1, 0, SBT_N_COLS, 100, 0, 0, 0, 0, 0, 0, 0,
-                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+                                  0,           0,  0, 0, 0,          0,   0, 0, 0, 0, 0, 1, 1};
     olen = replace_chunk(b, len, first_ops, ops, sizeof ops, &o);
     spit(bad, "column-length.sbt", o, olen, "length 100 > record");
     free(o);
 
     /* TraceSmith files are recognised and named */
-    static const uint8_t ts[] = {0x53, 0x42, 0x54, 0x00, 0x00, 0x00, 0x01, 0x00, 0x03, 0, 0, 0,
-                                 0x48, 0, 0, 0};
+    static const uint8_t ts[] = {0x53, 0x42, 0x54, 0x00, 0x00, 0x00, 0x01, 0x00,
+                                 0x03, 0,    0,    0,    0x48, 0,    0,    0};
     spit(bad, "tracesmith.sbt", ts, sizeof ts, "is a TraceSmith SBT file");
     free(b);
     remove(tmp);
