@@ -1,7 +1,7 @@
 /*
  * bench/bench_sched.c — time and memory of the scheduler's passes over one trace.
  *
- *   bench_sched TRACE [WINDOW_PCT]
+ *   bench_sched TRACE [WINDOW_PCT [slice]]   ("slice": only the slice pass)
  *
  * Runs, one after the other, each timed on its own (one core):
  *   read      a cursor over every op, nothing else (the format's share of every pass)
@@ -58,10 +58,11 @@ static void line(const char *what, double t, uint64_t n, const char *extra)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_sched TRACE [WINDOW_PCT]\n");
+        fprintf(stderr, "usage: bench_sched TRACE [WINDOW_PCT [slice]]\n");
         return 2;
     }
     double pct = argc > 2 ? atof(argv[2]) : 1.0;
+    int slice_only = argc > 3 && !strcmp(argv[3], "slice");
     sbt_reader *r;
     if (sbt_reader_open(argv[1], NULL, &r) < 0) {
         fprintf(stderr, "bench_sched: %s\n", sbt_errmsg());
@@ -72,7 +73,10 @@ int main(int argc, char **argv)
     char buf[256];
     printf("trace %s: %" PRIu64 " ops\n", argv[1], n);
 
-    double t = now();
+    double t;
+    if (slice_only)
+        goto slice;
+    t = now();
     t_cpu = cpu();
     sbt_cursor *c;
     const struct sbt_op *op;
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
         sched_sim_destroy(sim);
     }
 
+slice:;
     uint64_t span = in->t_max - in->t_min, w = (uint64_t)((double)span * pct / 100.0);
     struct sbt_range rg = {.has_time = 1, .t_begin = in->t_min + span / 2 - w / 2};
     rg.t_end = rg.t_begin + w;

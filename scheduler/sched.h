@@ -224,7 +224,7 @@ uint64_t sched_op_duration(const struct sbt_op *op);
 struct sched_sim_opts {
     size_t sz;         /* = sizeof(struct sched_sim_opts); SCHED_SIM_OPTS() */
     int analysis;      /* 1: also kernel table, utilisation, concurrency, idle gaps */
-    int critical_path; /* 1: keep 4 bytes per op of the range to rebuild the critical path */
+    int critical_path; /* 1: keep 2 bytes per op of the range to rebuild the critical path */
     uint32_t max_critical_ops; /* critical path ops listed in the result; 0 = 1000 */
 };
 #define SCHED_SIM_OPTS(...) \

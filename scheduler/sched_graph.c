@@ -32,6 +32,7 @@
 #define TL_MAX      4096       /* timeline signals kept per semaphore before folding */
 #define KNOWN_MAX   1024       /* streams + 1 up to which the known[][] matrix is kept */
 #define THREADS_MAX 65536      /* host thread ids tracked */
+#define FREED_MAX   (1u << 20) /* freed resource ids kept for use-after-free reports */
 #define EDGE_HELD   (1u << 31) /* internal: from_val must be looked up, the pred was held */
 
 /* A reference to a node from live state. */
@@ -120,9 +121,13 @@ struct sched_graph {
     struct sref *threads;
     uint32_t n_threads, cap_threads;
 
-    struct sched__map res_map; /* resource id -> index in res */
+    struct sched__map res_map; /* resource id -> index in res (live resources) */
     struct res *res;
     uint32_t n_res, cap_res;
+    uint32_t *res_free; /* slots of freed resources, for reuse */
+    uint32_t n_res_free, cap_res_free;
+    struct sched__map freed; /* resource id -> seq of the FREE; cleared past FREED_MAX */
+    struct res tomb;         /* what res_get returns for a freed resource */
     uint64_t live_segs;
 
     struct sched__map ev_map; /* event id -> index in ev */
@@ -271,21 +276,42 @@ static int add_edge(sched_graph *g, const struct sref *p, uint32_t reason, uint6
 /* Resources and byte intervals                                                               */
 /* ========================================================================================== */
 
+/* The live resource id; for a freed one g->tomb (freed_by set, no intervals), valid until the
+ * next call; else a new one if create, or NULL. */
 static struct res *res_get(sched_graph *g, uint64_t id, int create)
 {
     uint64_t *ix = sched__map_get(&g->res_map, id);
     if (ix)
         return &g->res[*ix];
+    uint64_t *fs = sched__map_get(&g->freed, id);
+    if (fs) {
+        memset(&g->tomb, 0, sizeof g->tomb);
+        g->tomb.id = id;
+        g->tomb.size = UINT64_MAX;
+        g->tomb.alloc = NOREF;
+        g->tomb.freed_by = *fs;
+        return &g->tomb;
+    }
     if (!create)
         return NULL;
-    if (sched__grow((void **)&g->res, sizeof *g->res, &g->cap_res, (uint64_t)g->n_res + 1))
-        return NULL;
+    uint32_t slot;
+    if (g->n_res_free) {
+        slot = g->res_free[g->n_res_free - 1];
+    } else {
+        if (sched__grow((void **)&g->res, sizeof *g->res, &g->cap_res, (uint64_t)g->n_res + 1))
+            return NULL;
+        slot = g->n_res;
+    }
     int is_new;
     ix = sched__map_put(&g->res_map, id, &is_new);
     if (!ix)
         return NULL;
-    *ix = g->n_res;
-    struct res *r = &g->res[g->n_res++];
+    *ix = slot;
+    if (g->n_res_free)
+        g->n_res_free--;
+    else
+        g->n_res++;
+    struct res *r = &g->res[slot];
     memset(r, 0, sizeof *r);
     r->id = id;
     r->size = UINT64_MAX;
@@ -553,12 +579,13 @@ static int accesses_edges(sched_graph *g)
             if (!(ac->mode & (is_write ? SBT_ACCESS_WRITE : SBT_ACCESS_READ)) || !ac->len)
                 continue;
             const char *verb = is_write ? "writes" : "reads";
-            struct res *r = pass && (ac->mode & SBT_ACCESS_READ) ? &g->res[g->acc_res[a]]
-                                                                 : res_get(g, ac->resource, 1);
+            struct res *r = pass && (ac->mode & SBT_ACCESS_READ) && g->acc_res[a] != UINT32_MAX
+                                ? &g->res[g->acc_res[a]]
+                                : res_get(g, ac->resource, 1);
             if (!r)
                 return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64,
                                    ac->resource);
-            g->acc_res[a] = (uint32_t)(r - g->res);
+            g->acc_res[a] = r == &g->tomb ? UINT32_MAX : (uint32_t)(r - g->res);
             if (r->freed_by != NONE) {
                 if (pass == 0 || !(ac->mode & SBT_ACCESS_READ))
                     if (want(g, SCHED_F_USE_AFTER_FREE))
@@ -616,9 +643,9 @@ static int accesses_apply(sched_graph *g, const struct sref *xr)
             int is_write = pass == 1;
             if (!(ac->mode & (is_write ? SBT_ACCESS_WRITE : SBT_ACCESS_READ)) || !ac->len)
                 continue;
+            if (g->acc_res[a] == UINT32_MAX)
+                continue; /* freed */
             struct res *r = &g->res[g->acc_res[a]];
-            if (r->freed_by != NONE)
-                continue;
             uint64_t end = sched__end(ac->offset, ac->len);
             st = is_write ? apply_write(g, r, ac->offset, end, xr)
                           : apply_read(g, r, ac->offset, end, xr);
@@ -1369,20 +1396,33 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         return st;
     switch (x->kind) {
     case SBT_OP_ALLOC: {
+        sched__map_del(&g->freed, x->resource);
         struct res *r = res_get(g, x->resource, 1);
         if (!r)
             return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64, x->resource);
         res_drop_segs(g, r);
+        r->reported_unalloc = 0;
         r->size = x->flags & SBT_OPF_BYTES ? x->bytes : UINT64_MAX;
         r->alloc = xr;
         r->freed_by = NONE;
         break;
     }
     case SBT_OP_FREE: {
-        struct res *r = res_get(g, x->resource, 0);
-        if (r && r->freed_by == NONE) {
-            res_drop_segs(g, r);
-            r->freed_by = x->seq;
+        uint64_t *ix = sched__map_get(&g->res_map, x->resource);
+        if (ix) { /* forget it, keeping only the id and the FREE for later uses */
+            uint32_t slot = (uint32_t)*ix;
+            res_drop_segs(g, &g->res[slot]);
+            sched__map_del(&g->res_map, x->resource);
+            if ((st = sched__grow((void **)&g->res_free, sizeof *g->res_free, &g->cap_res_free,
+                                  (uint64_t)g->n_res_free + 1)))
+                return st;
+            g->res_free[g->n_res_free++] = slot;
+            if (g->freed.n >= FREED_MAX)
+                sched__map_clear(&g->freed);
+            uint64_t *fs = sched__map_put(&g->freed, x->resource, NULL);
+            if (!fs)
+                return sched__fail(SBT_ENOMEM, "out of memory recording a free");
+            *fs = x->seq;
         }
         break;
     }
@@ -1467,6 +1507,8 @@ void sched_graph_destroy(sched_graph *g)
     sched__free(g->eb);
     sched__free(g->acc_res);
     sched__map_free(&g->res_map);
+    sched__map_free(&g->freed);
+    sched__free(g->res_free);
     sched__map_free(&g->ev_map);
     sched__map_free(&g->sync_map);
     sched__map_free(&g->held_map);

@@ -16,9 +16,9 @@
  * frontier (from a stream that was idle a long while) is counted in late_intervals and
  * clipped to it.
  *
- * Critical path: 4 bytes per op of the range (distance back to the predecessor that finished
- * last); at the end the chain is walked back from the op that finishes last, and one more pass
- * over the range reads the details of the ops on it.
+ * Critical path: 2 bytes per op of the range (distance back to the predecessor that finished
+ * last; farther ones go to a hash map); at the end the chain is walked back from the op that
+ * finishes last into a bitmap, and one more pass over the range reads the details of its ops.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 #define NONE      SCHED_NONE
 #define SWEEP_BUF (1u << 18)
 #define MAX_GEOMS 16
-#define FAR       UINT32_MAX
+#define FAR       UINT16_MAX
 
 struct krow {
     struct sched_kernel_row row;
@@ -76,7 +76,7 @@ struct sched_sim {
 
     /* critical path */
     uint64_t lo, hi; /* seq span of the range */
-    uint32_t *crit;  /* per seq - lo: seq - critical predecessor, 0 none, FAR: see far */
+    uint16_t *crit;  /* per seq - lo: seq - critical predecessor, 0 none, FAR: see far */
     struct sched__map far;
     uint64_t end_seq, end_val;
 
@@ -400,7 +400,7 @@ int sched_sim_node(void *ctx, struct sched_node *n)
     if (s->crit && op->seq >= s->lo && op->seq < s->hi && cp != NONE) {
         uint64_t d = op->seq > cp ? op->seq - cp : 0;
         if (d && d < FAR) {
-            s->crit[op->seq - s->lo] = (uint32_t)d;
+            s->crit[op->seq - s->lo] = (uint16_t)d;
         } else {
             uint64_t *f = sched__map_put(&s->far, op->seq, NULL);
             if (!f)
@@ -474,32 +474,39 @@ static int cmp_krow(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-struct pos {
-    uint64_t seq;
-    uint64_t ix; /* position on the path */
-};
-
-static int cmp_pos(const void *a, const void *b)
+static uint64_t row_key(const struct sbt_op *op)
 {
-    const struct pos *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    if (op->kind == SBT_OP_KERNEL)
+        return (op->flags & SBT_OPF_KERNEL) && op->kernel ? (1ull << 62) | op->kernel
+                                                          : (2ull << 62) | op->name;
+    return (3ull << 62) | ((uint64_t)op->kind << 32) | op->subkind;
 }
 
+/* Walks the chain back from the op that ends last, marking its ops in a bitmap over the range,
+ * then reads the marked ops once more (in seq order) for their details. Start times listed are
+ * cumulative in seq order, which is the path's order unless it takes a late (wait-before-signal)
+ * edge. */
 static int crit_finish(sched_sim *s)
 {
     struct sched_sim_result *res = &s->res;
     if (!s->crit || s->end_seq == NONE)
         return 0;
-    /* walk back */
-    uint64_t n = 0, cap = 0, *path = NULL;
-    int st = 0;
-    for (uint64_t cur = s->end_seq; cur != NONE;) {
-        if ((st = sched__grow64((void **)&path, sizeof *path, &cap, n + 1)))
-            return st;
-        path[n++] = cur;
-        if (n > s->hi - s->lo) /* a loop would be a bug; do not spin */
-            break;
-        uint32_t d = cur >= s->lo && cur < s->hi ? s->crit[cur - s->lo] : 0;
+    uint64_t span = s->hi - s->lo, n = 0, first = NONE, last = 0;
+    uint64_t *bits = sched__calloc((size_t)(span / 64 + 1), sizeof *bits);
+    if (!bits)
+        return sched__fail(SBT_ENOMEM, "out of memory for the critical path of %" PRIu64 " ops",
+                           span);
+    for (uint64_t cur = s->end_seq; cur != NONE && cur >= s->lo && cur < s->hi && n <= span;) {
+        uint64_t i = cur - s->lo;
+        if (bits[i / 64] & (1ull << (i % 64)))
+            break; /* a loop would be a bug; do not spin */
+        bits[i / 64] |= 1ull << (i % 64);
+        n++;
+        if (cur < first)
+            first = cur;
+        if (cur > last)
+            last = cur;
+        uint16_t d = s->crit[i];
         if (!d)
             cur = NONE;
         else if (d == FAR)
@@ -507,80 +514,51 @@ static int crit_finish(sched_sim *s)
         else
             cur -= d;
     }
-    for (uint64_t i = 0; i < n / 2; i++) { /* into path order */
-        uint64_t t = path[i];
-        path[i] = path[n - 1 - i];
-        path[n - 1 - i] = t;
-    }
-    struct pos *by_seq = sched__malloc(n * sizeof *by_seq);
-    uint64_t *dur = sched__calloc(n, sizeof *dur);
-    struct sched_crit_op *ops =
-        sched__calloc(n < s->o.max_critical_ops ? n : s->o.max_critical_ops, sizeof *ops);
-    uint32_t *row = sched__calloc(n, sizeof *row);
+    uint32_t max = s->o.max_critical_ops;
+    struct sched_crit_op *ops = sched__calloc(n < max ? n : max, sizeof *ops);
     sbt_cursor *c = NULL;
-    if (!by_seq || !dur || !ops || !row) {
+    int st = 0, rc = 0;
+    if (!ops) {
         st = sched__fail(SBT_ENOMEM, "out of memory for a critical path of %" PRIu64 " ops", n);
         goto out;
     }
-    for (uint64_t i = 0; i < n; i++)
-        by_seq[i] = (struct pos){path[i], i};
-    qsort(by_seq, n, sizeof *by_seq, cmp_pos);
-    struct sbt_range rg = {
-        .has_seq = 1, .seq_begin = by_seq[0].seq, .seq_end = by_seq[n - 1].seq + 1};
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = first, .seq_end = last + 1};
     if ((st = sbt_cursor_open(s->r, &rg, &c)) < 0) {
         st = sched__fail_sbt(st);
         goto out;
     }
     const struct sbt_op *op;
-    uint64_t j = 0;
-    int rc;
-    while (j < n && (rc = sbt_cursor_next(c, &op)) > 0) {
-        while (j < n && by_seq[j].seq < op->seq)
-            j++;
-        if (j >= n || by_seq[j].seq != op->seq)
+    uint64_t t = 0, k = 0;
+    while ((rc = sbt_cursor_next(c, &op)) > 0) {
+        uint64_t i = op->seq - s->lo;
+        if (op->seq < s->lo || op->seq >= s->hi || !(bits[i / 64] & (1ull << (i % 64))))
             continue;
-        uint64_t i = by_seq[j].ix;
         int in = !s->has_range || sched_range_contains(&s->range, op);
-        dur[i] = in ? sched_op_duration(op) : 0;
-        if (in && dur[i]) {
-            uint64_t key =
-                op->kind == SBT_OP_KERNEL
-                    ? ((op->flags & SBT_OPF_KERNEL) && op->kernel ? (1ull << 62) | op->kernel
-                                                                  : (2ull << 62) | op->name)
-                    : (3ull << 62) | ((uint64_t)op->kind << 32) | op->subkind;
-            uint64_t *kx = sched__map_get(&s->kmap, key);
-            row[i] = kx ? (uint32_t)*kx + 1 : 0;
-        }
-        if (i < s->o.max_critical_ops)
-            ops[i] = (struct sched_crit_op){op->seq,    op->kind, op->stream, op->name,
-                                            op->kernel, 0,        dur[i]};
-        j++;
+        uint64_t dur = in ? sched_op_duration(op) : 0;
+        if (k < max)
+            ops[k] =
+                (struct sched_crit_op){op->seq, op->kind, op->stream, op->name, op->kernel, t, dur};
+        k++;
+        t += dur;
+        res->crit_busy_ns += dur;
+        if (!dur)
+            continue;
+        res->crit_n_ops++;
+        uint64_t *kx = sched__map_get(&s->kmap, row_key(op));
+        if (kx)
+            s->k[*kx].row.crit_ns += dur;
     }
-    if (rc < 0 && j < n) {
+    if (rc < 0) {
         st = sched__fail_sbt(rc);
         goto out;
     }
-    uint64_t t = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        if (i < s->o.max_critical_ops)
-            ops[i].start_ns = t;
-        t += dur[i];
-        res->crit_busy_ns += dur[i];
-        if (dur[i])
-            res->crit_n_ops++;
-        if (row[i])
-            s->k[row[i] - 1].row.crit_ns += dur[i];
-    }
     res->crit = ops;
-    res->n_crit = (uint32_t)(n < s->o.max_critical_ops ? n : s->o.max_critical_ops);
+    res->n_crit = (uint32_t)(k < max ? k : max);
     ops = NULL;
 out:
     sbt_cursor_close(c);
-    sched__free(path);
-    sched__free(by_seq);
-    sched__free(dur);
+    sched__free(bits);
     sched__free(ops);
-    sched__free(row);
     return st;
 }
 
