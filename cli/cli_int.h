@@ -37,6 +37,13 @@ int cli_import(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_replay(int argc, char **argv);
 int cli_analyze(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+
+/* check and diff: writes the --json, --junit and --perfetto outputs (NULL = not asked). */
+struct chk_report;
+int cli_check_outputs(const char *cmd, const struct chk_report *rep, const char *json,
+                      const char *junit, const char *pf, sbt_reader *ref, sbt_reader *run);
 
 /* "reprise: <cmd>: message" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,269 @@
+/*
+ * checker/chk_roots.c — the first divergence: the reference trace walked in dependency order
+ * (the scheduler's topological delivery) with a set of tainted byte ranges per resource.
+ *
+ * Why ranges and not the scheduler's RAW edges: the graph leaves out hazards between ops of the
+ * same stream (stream order implies them), but a root cause is about data: "did any byte this op
+ * read come from a mismatched op?". The ranges answer that for every producer, same stream or
+ * not, and cost memory only for tainted bytes. Tainted ranges are exact (not page-rounded).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checker/chk_int.h"
+#include "scheduler/sched.h"
+
+struct ivset {
+    uint64_t resource;
+    uint64_t *lo, *hi; /* sorted, disjoint, non-adjacent [lo, hi) */
+    uint32_t n, cap;
+    int used;
+};
+
+struct seq_idx {
+    uint64_t seq;
+    uint32_t idx;
+};
+
+struct roots {
+    const struct chk_status *st;
+    struct chk_report *rep;
+    sbt_reader *r;
+    struct ivset *sets; /* open addressing by resource */
+    uint32_t n_sets, n_used;
+    struct seq_idx *by_seq; /* listed findings sorted by seq (EXTRA left out) */
+    uint32_t n_by_seq;
+    int err;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static struct ivset *set_get(struct roots *R, uint64_t res, int create)
+{
+    if (create && (R->n_used + 1) * 2 > R->n_sets) {
+        uint32_t ns = R->n_sets ? R->n_sets * 2 : 64;
+        struct ivset *s = chk__calloc(ns, sizeof *s);
+        if (!s) {
+            R->err = chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
+            return NULL;
+        }
+        for (uint32_t i = 0; i < R->n_sets; i++) {
+            if (!R->sets[i].used)
+                continue;
+            uint32_t h = (uint32_t)mix(R->sets[i].resource) & (ns - 1);
+            while (s[h].used)
+                h = (h + 1) & (ns - 1);
+            s[h] = R->sets[i];
+        }
+        free(R->sets);
+        R->sets = s;
+        R->n_sets = ns;
+    }
+    if (!R->n_sets)
+        return NULL;
+    uint32_t h = (uint32_t)mix(res) & (R->n_sets - 1);
+    while (R->sets[h].used) {
+        if (R->sets[h].resource == res)
+            return &R->sets[h];
+        h = (h + 1) & (R->n_sets - 1);
+    }
+    if (!create)
+        return NULL;
+    R->sets[h].used = 1;
+    R->sets[h].resource = res;
+    R->n_used++;
+    return &R->sets[h];
+}
+
+/* first interval with hi > lo */
+static uint32_t iv_find(const struct ivset *s, uint64_t lo)
+{
+    uint32_t a = 0, b = s->n;
+    while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        if (s->hi[m] > lo)
+            b = m;
+        else
+            a = m + 1;
+    }
+    return a;
+}
+
+static int iv_overlaps(const struct ivset *s, uint64_t lo, uint64_t hi)
+{
+    uint32_t i = iv_find(s, lo);
+    return i < s->n && s->lo[i] < hi;
+}
+
+static int iv_reserve(struct ivset *s, uint32_t need)
+{
+    if (need <= s->cap)
+        return 0;
+    uint32_t nc = s->cap ? s->cap * 2 : 8;
+    while (nc < need)
+        nc *= 2;
+    uint64_t *lo = chk__realloc(s->lo, nc * sizeof *lo);
+    if (!lo)
+        return chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
+    s->lo = lo;
+    uint64_t *hi = chk__realloc(s->hi, nc * sizeof *hi);
+    if (!hi)
+        return chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
+    s->hi = hi;
+    s->cap = nc;
+    return 0;
+}
+
+/* Replaces the intervals touching [lo, hi) by their union with it (add) or their parts outside
+ * it (remove). */
+static int iv_update(struct ivset *s, uint64_t lo, uint64_t hi, int add)
+{
+    /* [i, j): intervals that overlap or (for add) touch [lo, hi) */
+    uint32_t i = iv_find(s, add && lo ? lo - 1 : lo), j = i;
+    while (j < s->n && (s->lo[j] < hi || (add && s->lo[j] == hi)))
+        j++;
+    uint64_t keep[2][2];
+    uint32_t nk = 0;
+    if (add) {
+        uint64_t a = lo, b = hi;
+        if (j > i) {
+            a = s->lo[i] < a ? s->lo[i] : a;
+            b = s->hi[j - 1] > b ? s->hi[j - 1] : b;
+        }
+        keep[nk][0] = a, keep[nk][1] = b, nk++;
+    } else if (j > i) {
+        if (s->lo[i] < lo)
+            keep[nk][0] = s->lo[i], keep[nk][1] = lo, nk++;
+        if (s->hi[j - 1] > hi)
+            keep[nk][0] = hi, keep[nk][1] = s->hi[j - 1], nk++;
+    }
+    uint32_t removed = j - i;
+    if (nk > removed) {
+        int st = iv_reserve(s, s->n + nk - removed);
+        if (st)
+            return st;
+    }
+    memmove(s->lo + i + nk, s->lo + j, (s->n - j) * sizeof *s->lo);
+    memmove(s->hi + i + nk, s->hi + j, (s->n - j) * sizeof *s->hi);
+    for (uint32_t k = 0; k < nk; k++)
+        s->lo[i + k] = keep[k][0], s->hi[i + k] = keep[k][1];
+    s->n = s->n - removed + nk;
+    return 0;
+}
+
+/* index into by_seq of the first listed finding of seq, or n_by_seq */
+static uint32_t finding_of(struct roots *R, uint64_t seq)
+{
+    uint32_t a = 0, b = R->n_by_seq;
+    while (a < b) {
+        uint32_t m = a + (b - a) / 2;
+        if (R->by_seq[m].seq < seq)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < R->n_by_seq && R->by_seq[a].seq == seq ? a : R->n_by_seq;
+}
+
+static int node(void *ctx, struct sched_node *n)
+{
+    struct roots *R = ctx;
+    const struct sbt_op *op = n->op;
+    uint32_t st = chk__status_get(R->st, op->seq);
+    int in = 0;
+    for (uint32_t i = 0; i < op->n_access && !in; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & SBT_ACCESS_READ) || !a->len)
+            continue;
+        struct ivset *s = set_get(R, a->resource, 0);
+        in = s && iv_overlaps(s, a->offset, a->offset + a->len);
+    }
+    /* 3: known-flaky, varies as expected: taints what it writes, is no root */
+    int out = st == CHK_ST_MISMATCH || st == CHK_ST_FLAKY ? 1 : st == CHK_ST_MATCHED ? 0 : in;
+    if (st == CHK_ST_MISMATCH && !in) {
+        struct chk_report *rep = R->rep;
+        rep->n_roots++;
+        /* every listed finding of this op is a root */
+        uint32_t k0 = finding_of(R, op->seq);
+        struct chk_finding *f = NULL;
+        for (uint32_t k = k0; k < R->n_by_seq && R->by_seq[k].seq == op->seq; k++) {
+            struct chk_finding *g = &rep->findings[R->by_seq[k].idx];
+            if (g->cls == CHK_TIMING)
+                continue;
+            g->is_root = 1;
+            if (!f)
+                f = g;
+        }
+        if (!rep->has_first) {
+            rep->has_first = 1;
+            if (f) {
+                rep->first = *f;
+            } else {
+                memset(&rep->first, 0, sizeof rep->first);
+                rep->first.cls = CHK_DIVERGENT;
+                rep->first.seq = op->seq;
+                rep->first.seq_run = UINT64_MAX;
+                rep->first.op_kind = op->kind;
+                rep->first.stream = op->stream;
+                chk__op_name(R->r, op, rep->first.name, sizeof rep->first.name);
+                snprintf(rep->first.note, sizeof rep->first.note,
+                         "not in the listed findings (raise max_findings for details)");
+            }
+            rep->first.is_root = 1;
+        }
+    }
+    for (uint32_t i = 0; i < op->n_access; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & SBT_ACCESS_WRITE) || !a->len)
+            continue;
+        struct ivset *s = set_get(R, a->resource, out);
+        if (R->err)
+            return R->err;
+        if (!s)
+            continue;
+        int e = iv_update(s, a->offset, a->offset + a->len, out);
+        if (e)
+            return e;
+    }
+    return 0;
+}
+
+static int cmp_by_seq(const void *a, const void *b)
+{
+    const struct seq_idx *x = a, *y = b;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int chk__roots(sbt_reader *ref, const struct chk_status *st, struct chk_report *rep)
+{
+    if (!st->n_mismatch)
+        return 0;
+    struct roots R = {.st = st, .rep = rep, .r = ref};
+    R.by_seq = chk__calloc(rep->n_findings + 1, sizeof *R.by_seq);
+    if (!R.by_seq)
+        return chk__fail(SBT_ENOMEM, "out of memory for the first-divergence pass");
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        if (rep->findings[i].cls != CHK_EXTRA)
+            R.by_seq[R.n_by_seq++] = (struct seq_idx){rep->findings[i].seq, i};
+    qsort(R.by_seq, R.n_by_seq, sizeof *R.by_seq, cmp_by_seq);
+    struct sched_visitor v = {.node = node, .ctx = &R};
+    int rc = sched_graph_run(ref, st->last_mismatch + 1, NULL, &v, NULL);
+    if (rc < 0 && !R.err)
+        rc = chk__fail(rc, "first divergence: %s", sched_errmsg());
+    for (uint32_t i = 0; i < R.n_sets; i++) {
+        free(R.sets[i].lo);
+        free(R.sets[i].hi);
+    }
+    free(R.sets);
+    free(R.by_seq);
+    return rc < 0 ? rc : 0;
+}

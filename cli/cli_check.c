@@ -1,0 +1,305 @@
+/*
+ * cli/cli_check.c — `reprise check`: the determinism and regression gate. Compares a capture
+ * with replay results (checker/chk.h) and exits 0 (pass), 1 (fail) or 3 (bad input). The
+ * replays themselves come from --results (files a replay wrote, here or on another machine);
+ * running them from here waits for the replay engine's library entry point.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checker/chk.h"
+#include "cli/cli_int.h"
+
+static const char check_help[] =
+    "usage: reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
+    "Checks that replays of TRACE agree with each other and with the capture: every op's output\n"
+    "digest, and timings within statistical bounds. Exit 0 pass, 1 fail, 2 usage, 3 bad input.\n\n"
+    "  --results R...        replay result traces (reprise replay -o R.sbt); every argument up\n"
+    "                        to the next option. Aligned with TRACE by op seq.\n"
+    "  --runs N              replays to run here (default 3): needs the replay engine; until it\n"
+    "                        is built in, give --results\n"
+    "  --tolerance T         bitwise (default), ulp:K, abs:E or rel:E. A digest mismatch is\n"
+    "                        re-compared element by element when both sides' bytes exist\n"
+    "                        (HOST_READ blobs, or --dump-dirs); else it stays a mismatch\n"
+    "  --elem-type T         f32 (default), f16, bf16, f64, i32, u32, when the trace's metadata\n"
+    "                        (elem_type, elem_type.<kernel>) does not say\n"
+    "  --dump-dirs D...      replay --dump directories, one per result (files <seq>.bin)\n"
+    "  --timing-threshold P% relative slowdown that may fail the gate (default 10%); 'off' to\n"
+    "                        disable the timing gate\n"
+    "  --confidence C        of the significance tests (default 0.95)\n"
+    "  --baseline FILE       timing reference instead of the capture (aligned by seq)\n"
+    "  --time-range A:B      compare the ops overlapping [A, B) (relative to the trace start)\n"
+    "  --ops A:B             compare ops with seq in [A, B)\n"
+    "  --expect FILE         expected digests per device and op, labels ok|flaky|skip\n"
+    "  --update-expect       write FILE from these runs (ops whose digest varied: flaky)\n"
+    "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
+    "  --perfetto F          a diff trace of the capture vs the first result\n"
+    "  --max-findings N      findings kept in the reports (default 1000; all are counted)\n"
+    "  -q, --quiet           no summary\n\n"
+    "Classes: nondeterministic (results disagree), divergent (results agree, the capture or the\n"
+    "expectation differs), missing / extra op, replay-error, timing-regression. The first\n"
+    "divergence is the earliest op, in dependency order, whose outputs mismatch while no byte it\n"
+    "read came from a mismatched op: the root cause, not its downstream effects.\n"
+    "Timing: per kernel name, all launches of the capture vs all launches of the results; a\n"
+    "regression needs median slowdown > threshold AND a one-sided Mann-Whitney U test with\n"
+    "p < 1 - C. Per op: median over results, order-statistic CI of the median; a regression\n"
+    "needs median > capture x (1 + threshold) AND a one-sided exact sign test p < 1 - C (5 or\n"
+    "more results at C = 0.95).\n";
+
+static FILE *open_out(const char *path)
+{
+    return !strcmp(path, "-") ? stdout : fopen(path, "w");
+}
+
+static int close_out(FILE *f)
+{
+    if (f == stdout)
+        return fflush(f);
+    return fclose(f);
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+    cli_progress((const char *)ctx, done, total);
+}
+
+int cli_check_outputs(const char *cmd, const struct chk_report *rep, const char *json,
+                      const char *junit, const char *pf, sbt_reader *ref, sbt_reader *run)
+{
+    const char *paths[3] = {json, junit, pf};
+    for (int k = 0; k < 3; k++) {
+        if (!paths[k])
+            continue;
+        FILE *f = k == 2 ? fopen(paths[k], "wb") : open_out(paths[k]);
+        if (!f) {
+            cli_err(cmd, "cannot write %s", paths[k]);
+            return CLI_BADINPUT;
+        }
+        int st = k == 0   ? chk_report_json(rep, f)
+                 : k == 1 ? chk_report_junit(rep, f)
+                          : chk_perfetto_write(rep, ref, run, f, NULL);
+        if (close_out(f) && !st)
+            st = SBT_EIO;
+        if (st < 0) {
+            cli_err(cmd, "%s: %s", paths[k], chk_errmsg());
+            return st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
+        }
+        if (k == 2)
+            fprintf(stderr, "reprise: %s: Perfetto diff written to %s (open it in "
+                            "https://ui.perfetto.dev)\n",
+                    cmd, paths[k]);
+    }
+    return CLI_OK;
+}
+
+#define MAX_RESULTS 256
+
+int cli_check(int argc, char **argv)
+{
+    static const struct option lo[] = {{"results", required_argument, 0, 'R'},
+                                       {"runs", required_argument, 0, 'n'},
+                                       {"tolerance", required_argument, 0, 't'},
+                                       {"elem-type", required_argument, 0, 'e'},
+                                       {"dump-dirs", required_argument, 0, 'D'},
+                                       {"timing-threshold", required_argument, 0, 'P'},
+                                       {"confidence", required_argument, 0, 'C'},
+                                       {"baseline", required_argument, 0, 'B'},
+                                       {"time-range", required_argument, 0, 'T'},
+                                       {"ops", required_argument, 0, 'O'},
+                                       {"expect", required_argument, 0, 'E'},
+                                       {"update-expect", no_argument, 0, 'U'},
+                                       {"json", required_argument, 0, 'j'},
+                                       {"junit", required_argument, 0, 'J'},
+                                       {"perfetto", required_argument, 0, 'p'},
+                                       {"max-findings", required_argument, 0, 'M'},
+                                       {"quiet", no_argument, 0, 'q'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    const char *results[MAX_RESULTS], *dumps[MAX_RESULTS];
+    uint32_t n_results = 0, n_dumps = 0;
+    const char *baseline_path = NULL, *expect_path = NULL, *json = NULL, *junit = NULL,
+               *pf = NULL;
+    int update = 0, quiet = 0, c, runs_given = 0;
+    uint64_t runs = 3, max_f = 0;
+    struct cli_range cr = {0};
+    struct chk_opts o = CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check");
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
+        switch (c) {
+        case 'R':
+        case 'D': {
+            /* every following non-option argument belongs to the list */
+            const char **list = c == 'R' ? results : dumps;
+            uint32_t *n = c == 'R' ? &n_results : &n_dumps;
+            list[(*n)++] = optarg;
+            while (optind < argc && argv[optind][0] != '-' && *n < MAX_RESULTS)
+                list[(*n)++] = argv[optind++];
+            break;
+        }
+        case 'n':
+            if (cli_parse_u64(optarg, &runs) || runs < 1 || runs > MAX_RESULTS)
+                return cli_usage("check", "--runs '%s': expected 1..%d", optarg, MAX_RESULTS);
+            runs_given = 1;
+            break;
+        case 't':
+            if (chk_tolerance_parse(optarg, &o.tol))
+                return cli_usage("check", "%s", chk_errmsg());
+            break;
+        case 'e':
+            if (chk_elem_parse(optarg, &o.elem_type))
+                return cli_usage("check", "%s", chk_errmsg());
+            break;
+        case 'P': {
+            if (!strcmp(optarg, "off")) {
+                o.timing_threshold = -1;
+                break;
+            }
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || (*end && strcmp(end, "%")) || !(v >= 0) || v > 1e6)
+                return cli_usage("check", "--timing-threshold '%s': expected a percentage like "
+                                          "10%% or 'off'",
+                                 optarg);
+            o.timing_threshold = v > 0 ? v / 100 : 1e-12;
+            break;
+        }
+        case 'C': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(v > 0 && v < 1))
+                return cli_usage("check", "--confidence '%s': expected a value in (0, 1) like "
+                                          "0.95",
+                                 optarg);
+            o.confidence = v;
+            break;
+        }
+        case 'B':
+            baseline_path = optarg;
+            break;
+        case 'T':
+            if (cli_range_time("check", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'O':
+            if (cli_range_ops("check", optarg, &cr))
+                return CLI_USAGE;
+            break;
+        case 'E':
+            expect_path = optarg;
+            break;
+        case 'U':
+            update = 1;
+            break;
+        case 'j':
+            json = optarg;
+            break;
+        case 'J':
+            junit = optarg;
+            break;
+        case 'p':
+            pf = optarg;
+            break;
+        case 'M':
+            if (cli_parse_u64(optarg, &max_f) || max_f > 10000000)
+                return cli_usage("check", "--max-findings '%s': expected 0..10M", optarg);
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            fputs(check_help, stdout);
+            return CLI_OK;
+        default:
+            return cli_usage("check", "unknown option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage("check", "expected one TRACE (the capture)");
+    if (update && !expect_path)
+        return cli_usage("check", "--update-expect needs --expect FILE");
+    if (n_dumps && n_dumps != n_results)
+        return cli_usage("check", "--dump-dirs: %u directories for %u results", n_dumps,
+                         n_results);
+    if (!n_results) {
+        cli_err("check", "running %" PRIu64 " replays needs the replay engine's library entry "
+                         "point, which this build does not have yet; replay elsewhere and pass "
+                         "the result files: reprise check %s --results R1.sbt R2.sbt ...",
+                runs, argv[optind]);
+        return CLI_ENV;
+    }
+    (void)runs_given;
+    const char *path = argv[optind];
+    sbt_reader *cap = NULL, *base = NULL, *rs[MAX_RESULTS] = {0};
+    chk_expect *exp = NULL, *upd = NULL;
+    struct chk_report *rep = NULL;
+    int rc = cli_open_trace("check", path, &cap);
+    for (uint32_t i = 0; rc == CLI_OK && i < n_results; i++)
+        rc = cli_open_trace("check", results[i], &rs[i]);
+    if (rc == CLI_OK && baseline_path)
+        rc = cli_open_trace("check", baseline_path, &base);
+    if (rc != CLI_OK)
+        goto done;
+    if (expect_path) {
+        FILE *probe = fopen(expect_path, "r");
+        int st = probe || !update ? chk_expect_load(expect_path, &exp) : chk_expect_create(&exp);
+        if (probe)
+            fclose(probe);
+        if (st < 0) {
+            cli_err("check", "%s", chk_errmsg());
+            rc = CLI_BADINPUT;
+            goto done;
+        }
+        if (update && chk_expect_create(&upd) < 0) {
+            rc = CLI_INTERNAL;
+            goto done;
+        }
+    }
+    struct sbt_range range;
+    cli_range_resolve(&cr, cap, &range);
+    o.range = cr.has_time || cr.has_ops || cr.stream ? &range : NULL;
+    o.ref_name = path;
+    o.run_names = results;
+    o.run_dumps = n_dumps ? dumps : NULL;
+    o.expect = exp;
+    o.expect_update = upd;
+    o.max_findings = (uint32_t)max_f;
+    o.collect_events = pf != NULL;
+    int st = chk_check(cap, rs, n_results, base, &o, &rep);
+    cli_progress_end();
+    if (st < 0) {
+        cli_err("check", "%s", chk_errmsg());
+        rc = st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
+        goto done;
+    }
+    if (!quiet)
+        chk_report_text(rep, stdout, 10);
+    if ((rc = cli_check_outputs("check", rep, json, junit, pf, cap, rs[0])) != CLI_OK)
+        goto done;
+    if (upd) {
+        /* this device's section is replaced; other devices' sections are kept */
+        st = exp ? chk_expect_replace(exp, upd, rep->device) : 0;
+        if (st == 0)
+            st = chk_expect_save(exp ? exp : upd, expect_path);
+        if (st < 0) {
+            cli_err("check", "%s", chk_errmsg());
+            rc = CLI_BADINPUT;
+            goto done;
+        }
+        if (!quiet)
+            printf("  expectations: %" PRIu64 " ops of device '%s' written to %s\n",
+                   chk_expect_count(exp ? exp : upd, rep->device), rep->device, expect_path);
+    }
+    rc = rep->failed && !update ? CLI_FAIL : CLI_OK;
+done:
+    chk_report_free(rep);
+    chk_expect_free(exp);
+    chk_expect_free(upd);
+    sbt_reader_close(cap);
+    sbt_reader_close(base);
+    for (uint32_t i = 0; i < n_results; i++)
+        sbt_reader_close(rs[i]);
+    return rc;
+}
