@@ -100,14 +100,16 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
 # ---- capture: Vulkan layer ---------------------------------------------------------------------
 # (capture section: the capture module owns these lines)
 # libVkLayer_reprise_capture.so: the capture/cap_vk_*.c objects plus the library, every symbol
-# hidden but the three loader entry points (capture/cap_vk.map). The manifest in $(BUILD) points
-# at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the build tree.
+# hidden but the three loader entry points (capture/cap_vk.map); -Bsymbolic so that our own
+# references to vkGetInstanceProcAddr are not bound to the loader's symbol of that name. The
+# manifest in $(BUILD) points at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the
+# build tree.
 CAP_VK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_vk_*.c))
 CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
 $(CAP_VK_OBJ): XCFLAGS += -fvisibility=hidden
 $(CAP_VK_SO): $(CAP_VK_OBJ) $(LIB) capture/cap_vk.map
-	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_vk.map -Wl,-z,defs \
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_vk.map -Wl,-z,defs -Wl,-Bsymbolic \
 	  -Wl,-soname,libVkLayer_reprise_capture.so $(CAP_VK_OBJ) $(LIB) -o $@ \
 	  -lzstd -lxxhash -lpthread -ldl
 $(CAP_VK_JSON): capture/VK_LAYER_REPRISE_capture.json.in
@@ -126,6 +128,18 @@ INSTALL_EXTRA += $(INSTALL_CAP_VK)
 
 # ---- test programs and shaders ---------------------------------------------------------------------
 # (tests section)
+# tests/vk: headless Vulkan compute programs for the capture tests, each linked with the shared
+# helper vkt.c; their shaders tests/vk/*.comp compile to $(BUILD)/tests/vk/*.spv beside them.
+VKT_PROGS := $(patsubst tests/vk/%.c,$(BUILD)/tests/vk/%,$(filter-out tests/vk/vkt.c,$(wildcard tests/vk/*.c)))
+VKT_SPV   := $(patsubst tests/vk/%.comp,$(BUILD)/tests/vk/%.spv,$(wildcard tests/vk/*.comp))
+$(BUILD)/tests/vk/%: tests/vk/%.c $(BUILD)/tests/vk/vkt.o
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(BUILD)/tests/vk/vkt.o -o $@ $(LDFLAGS) \
+	  -lvulkan -lpthread
+$(BUILD)/tests/vk/%.spv: tests/vk/%.comp
+	@mkdir -p $(@D)
+	glslangValidator -V --quiet $< -o $@
+EXTRA += $(VKT_PROGS) $(VKT_SPV)
 
 extra: $(EXTRA)
 

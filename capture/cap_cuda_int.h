@@ -1,0 +1,131 @@
+/*
+ * capture/cap_cuda_int.h — what the files of the CUDA shim (libreprise_cuda.so) share: the
+ * symbol table of the real driver, the pass-through trampolines, and the recorder that the
+ * wrappers call. Only capture/cap_cuda_*.c include this.
+ *
+ *   cap_cuda_tramp.c  one exported trampoline per stub symbol (weak; a wrapper overrides it),
+ *                     the "next" pointer per symbol, call counters of unwrapped symbols
+ *   cap_cuda_shim.c   loading the real driver, cuGetProcAddress dispatch, the wrappers
+ *   cap_cuda_rec.c    the trace: devices, streams, events, modules, kernels, allocations
+ *                     (interval map), launches with pointer detection, copies, syncs, timing
+ *
+ * Threads: every recorder entry point takes one mutex (cap_cuda_lock); wrappers of calls that
+ * only enqueue work hold it across the real call so that the trace's order is the order the
+ * driver saw, and never hold it across a call that can block on other threads' work.
+ */
+#ifndef REPRISE_CAP_CUDA_INT_H
+#define REPRISE_CAP_CUDA_INT_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdint.h>
+
+#include "format/sbt.h"
+#include "format/sbt_cuda.h"
+
+/* ========================================================================================== */
+/* Symbols (cap_cuda_tramp.c)                                                                 */
+/* ========================================================================================== */
+
+enum cap_cuda_sym {
+#define X(n) CAP_SYM_##n,
+#include "capture/cap_cuda_exports.h"
+#undef X
+    CAP_SYM__COUNT
+};
+
+/* Where each exported symbol goes next: the real driver's function, or a stub that returns
+ * CUDA_ERROR_NO_DEVICE (no driver) / CUDA_ERROR_NOT_SUPPORTED (symbol missing). */
+extern void *cap_cuda_next[CAP_SYM__COUNT];
+/* The real driver's address of each symbol (NULL if it lacks it): cuGetProcAddress dispatch. */
+extern void *cap_cuda_real[CAP_SYM__COUNT];
+/* The shim's own exported function of each symbol (its wrapper or its trampoline), looked
+ * up in the shim itself at load time. */
+extern void *cap_cuda_self[CAP_SYM__COUNT];
+extern const char *const cap_cuda_names[CAP_SYM__COUNT];
+/* Calls that went through a trampoline (unwrapped symbols), per symbol. x86-64 only. */
+extern uint64_t cap_cuda_calls[CAP_SYM__COUNT];
+
+/* The next function of a wrapped symbol, typed as the symbol. */
+#define CAP_NEXT(name) ((__typeof__(&name))cap_cuda_next[CAP_SYM_##name])
+
+/* Index of an exported name, or -1. */
+int cap_cuda_sym_find(const char *name);
+/* cuGetProcAddress: the shim's function for the variant whose real address is real, or real
+ * itself when it is not one of the driver's exported symbols (counted, see cap_cuda_rec). */
+void *cap_cuda_dispatch(const char *symbol, void *real);
+/* 1 when the real driver was loaded. */
+int cap_cuda_have_driver(void);
+const char *cap_cuda_driver_path(void);
+
+/* ========================================================================================== */
+/* Recorder (cap_cuda_rec.c)                                                                  */
+/* ========================================================================================== */
+
+/* Thread-local nesting guard: returns 1 if this call should be recorded (recording is on and
+ * this thread is not already inside a wrapper: a driver that calls its own exported entry
+ * points must not be recorded twice or deadlock). Pair with cap_cuda_leave(). */
+int cap_cuda_enter(void);
+void cap_cuda_leave(void);
+void cap_cuda_lock(void);
+void cap_cuda_unlock(void);
+uint64_t cap_cuda_now(void);
+
+/* Opens the trace if needed (first cuInit). */
+void cap_cuda_rec_start(void);
+/* Logs once on stderr, marks the trace incomplete, stops recording. */
+void cap_cuda_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Counts an unrecorded event of one kind in the completeness record. */
+void cap_cuda_unsupported(const char *what);
+/* A cuGetProcAddress answer the shim could not identify. */
+void cap_cuda_unidentified(const char *symbol);
+
+/* Calls below are made with the lock held, after a successful real call, unless said. */
+struct cap_cuda_call {
+    uint32_t api; /* enum sbt_cuda_api */
+    int pt;       /* the _ptsz/_ptds variant */
+    CUstream stream;
+    uint64_t t0, t1; /* host ns around the real call */
+};
+
+void cap_cuda_rec_device(CUdevice dev);
+void cap_cuda_rec_module(CUmodule mod, const void *image, const char *file, uint32_t api);
+void cap_cuda_rec_library(CUlibrary lib, const void *image, const char *file, uint32_t api);
+void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod);
+void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name);
+void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name);
+void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k);
+void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, const char *name);
+void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size);
+void cap_cuda_rec_free(const struct cap_cuda_call *c, CUdeviceptr p);
+/* dst_host / src_host: the host side of H2D / D2H (NULL for device addresses). */
+void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdeviceptr src,
+                       const void *src_host, void *dst_host, size_t n, int is_async);
+void cap_cuda_rec_fill(const struct cap_cuda_call *c, CUdeviceptr dst, uint32_t elem,
+                       uint32_t value, size_t n);
+void cap_cuda_rec_stream_create(const struct cap_cuda_call *c, CUstream s, unsigned flags,
+                                int priority);
+void cap_cuda_rec_stream_destroy(const struct cap_cuda_call *c, CUstream s);
+void cap_cuda_rec_event_create(const struct cap_cuda_call *c, CUevent e, unsigned flags);
+void cap_cuda_rec_event_destroy(const struct cap_cuda_call *c, CUevent e);
+void cap_cuda_rec_event_record(const struct cap_cuda_call *c, CUevent e, unsigned flags);
+void cap_cuda_rec_stream_wait(const struct cap_cuda_call *c, CUevent e, unsigned flags);
+/* Host-side completion: stream sync (e = NULL, c->stream), event sync (e), context sync
+ * (e = NULL, is_ctx). Called without the lock, after the real call returned success. */
+void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx);
+
+/* A launch: captured before the real call (parameters may change after), finished after. */
+struct cap_cuda_launch {
+    CUfunction f;
+    unsigned grid[3], block[3], shmem;
+    void **params, **extra;
+    const CUlaunchAttribute *attrs;
+    unsigned n_attrs;
+    int cooperative;
+};
+/* Records a launch and issues it through issue(ctx) (the real call), with timing events
+ * around it when timing is on. Returns issue's result. */
+CUresult cap_cuda_rec_launch(const struct cap_cuda_call *c, const struct cap_cuda_launch *l,
+                             CUresult (*issue)(void *ctx), void *ctx);
+
+#endif /* REPRISE_CAP_CUDA_INT_H */

@@ -1,0 +1,1510 @@
+/*
+ * capture/cap_cuda_rec.c — the CUDA shim's recorder: turns wrapped Driver API calls into the
+ * SBT model (format/sbt.h) with the CUDA payloads of format/sbt_cuda.h.
+ *
+ *   devices      one row per CUdevice a context was made on (name, UUID, capability)
+ *   streams      the legacy NULL stream of a device, each thread's per-thread default stream,
+ *                every created CUstream; host-side waits run on a HOST_THREAD stream per thread
+ *   programs     every module / library image, stored as a blob (cuModuleLoad* and
+ *                cuLibraryLoad*); kernels by (program, name) with their parameter layout from
+ *                cuFuncGetParamInfo / cuKernelGetParamInfo
+ *   resources    device allocations and module globals, kept in a sorted interval map; every
+ *                8-byte-aligned word of a launch's parameters that falls in a live allocation is
+ *                recorded as (offset, resource, offset in resource) so replay can relocate it
+ *   ops          launches (geometry, packed parameters, RW access to each referenced
+ *                allocation), copies (H2D bytes as blobs), fills, allocations, event
+ *                record/wait, stream/device syncs, and HOST_READ ops carrying the digest of what
+ *                a device-to-host copy delivered (sync copies at once, async ones when a sync
+ *                or successful query shows them complete)
+ *   timing       with REPRISE_TIMING=1, a pair of CUDA events around each launch; ops wait in
+ *                a queue, in order, until their events complete, then get device times mapped
+ *                onto the host clock through a reference event synchronised once per device
+ *
+ * One mutex guards everything here and the writer (the capture is "a mutex-protected writer":
+ * simple and correct with several threads; chunk compression happens under it when a chunk
+ * fills). Any internal failure (no memory, I/O) logs once, marks the trace incomplete and turns
+ * recording off; wrappers keep passing calls through.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/cap.h"
+#include "capture/cap_cuda_int.h"
+
+/* ========================================================================================== */
+/* A small map from handles to pointers (open addressing, keys != 0)                          */
+/* ========================================================================================== */
+
+struct hmap {
+    uint64_t *keys; /* 0 empty, UINT64_MAX tombstone */
+    void **vals;
+    size_t cap, n;
+};
+
+static size_t hslot(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+static void *hget(const struct hmap *m, uint64_t k)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = hslot(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == k)
+            return m->vals[i];
+        if (!m->keys[i])
+            return NULL;
+    }
+}
+
+static int hput(struct hmap *m, uint64_t k, void *v);
+
+static int hgrow(struct hmap *m)
+{
+    struct hmap n = {calloc(m->cap ? m->cap * 2 : 64, 8), calloc(m->cap ? m->cap * 2 : 64, 8),
+                     m->cap ? m->cap * 2 : 64, 0};
+    if (!n.keys || !n.vals) {
+        free(n.keys);
+        free(n.vals);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] && m->keys[i] != UINT64_MAX)
+            hput(&n, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    *m = n;
+    return 0;
+}
+
+static int hput(struct hmap *m, uint64_t k, void *v)
+{
+    if ((m->n + 1) * 2 > m->cap && hgrow(m))
+        return -1;
+    size_t i = hslot(k, m->cap);
+    while (m->keys[i] && m->keys[i] != UINT64_MAX && m->keys[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] != k)
+        m->n++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    return 0;
+}
+
+static void hdel(struct hmap *m, uint64_t k)
+{
+    if (!m->cap)
+        return;
+    for (size_t i = hslot(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == k) {
+            m->keys[i] = UINT64_MAX;
+            m->vals[i] = NULL;
+            return;
+        }
+        if (!m->keys[i])
+            return;
+    }
+}
+
+static void hfree(struct hmap *m, int free_vals)
+{
+    for (size_t i = 0; free_vals && i < m->cap; i++)
+        if (m->keys[i] && m->keys[i] != UINT64_MAX)
+            free(m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================================================== */
+/* State                                                                                      */
+/* ========================================================================================== */
+
+#define MAX_DEV 64
+
+struct stream {
+    uint32_t id; /* sbt stream id */
+    uint32_t dev; /* ordinal */
+};
+
+struct event {
+    uint32_t id;
+    uint32_t rec_stream; /* sbt stream of its latest record, 0 = never recorded */
+    uint64_t rec_ord;    /* emit ordinal of that record */
+};
+
+struct kern {
+    uint32_t id; /* sbt kernel id */
+    uint32_t name;
+    int known; /* layout known */
+    uint32_t n_params;
+    uint32_t *off, *size; /* bytes */
+    uint64_t param_bytes;
+};
+
+struct alloc {
+    uint64_t base, size, res;
+};
+
+struct pending_read {
+    uint32_t stream;
+    void *host;
+    uint64_t len, res, off, ord;
+};
+
+struct qop { /* an op waiting for its device times (timing on) */
+    struct qop *next;
+    struct sbt_op op;
+    struct sbt_access *acc;
+    uint8_t *payload;
+    CUevent ev0, ev1;
+    uint32_t dev;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    int started, on, closed;
+    int timing, digests;
+    sbt_writer *w;
+    char path[4096];
+    uint64_t epoch;
+    uint32_t n_threads;
+    struct {
+        uint32_t id, legacy;
+        CUevent ref;      /* timing reference event */
+        uint64_t ref_host; /* host ns when ref completed */
+    } dev[MAX_DEV];
+    struct hmap streams, pt_streams, host_streams, events, modules, libs, funcs;
+    struct kern **kerns; /* every kern, for freeing (funcs may alias one) */
+    size_t n_kerns, cap_kerns;
+    struct alloc *allocs; /* live, sorted by base */
+    size_t n_allocs, cap_allocs;
+    uint64_t next_res, next_event, ord, n_ops, n_calls;
+    struct pending_read *reads;
+    size_t n_reads, cap_reads;
+    struct qop *qhead, **qtail;
+    struct sbt_vk_enc enc;
+    struct {
+        char what[96];
+        uint64_t count;
+    } unsup[64];
+    uint32_t n_unsup;
+    char fail_reason[256];
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local uint32_t my_tid;
+static _Thread_local int depth;
+
+uint64_t cap_cuda_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return t > g.epoch ? t - g.epoch : 0;
+}
+
+int cap_cuda_enter(void)
+{
+    if (depth++ > 0 || !__atomic_load_n(&g.on, __ATOMIC_ACQUIRE)) {
+        depth--;
+        return 0;
+    }
+    return 1;
+}
+
+void cap_cuda_leave(void)
+{
+    depth--;
+}
+
+void cap_cuda_lock(void)
+{
+    pthread_mutex_lock(&g.mu);
+}
+
+void cap_cuda_unlock(void)
+{
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* ========================================================================================== */
+/* Failure and completeness                                                                   */
+/* ========================================================================================== */
+
+void cap_cuda_fail(const char *fmt, ...)
+{
+    if (!g.on)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g.fail_reason, sizeof g.fail_reason, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "reprise: CUDA capture: %s; recording stopped, the program continues\n",
+            g.fail_reason);
+    __atomic_store_n(&g.on, 0, __ATOMIC_RELEASE);
+}
+
+static void unsup_add(const char *what, uint64_t n)
+{
+    for (uint32_t i = 0; i < g.n_unsup; i++)
+        if (!strcmp(g.unsup[i].what, what)) {
+            g.unsup[i].count += n;
+            return;
+        }
+    if (g.n_unsup < sizeof g.unsup / sizeof g.unsup[0]) {
+        snprintf(g.unsup[g.n_unsup].what, sizeof g.unsup[0].what, "%s", what);
+        g.unsup[g.n_unsup++].count = n;
+    }
+}
+
+void cap_cuda_unsupported(const char *what)
+{
+    unsup_add(what, 1);
+}
+
+void cap_cuda_unidentified(const char *symbol)
+{
+    char what[96];
+    snprintf(what, sizeof what, "cuGetProcAddress(%.40s): not an exported variant", symbol);
+    cap_cuda_lock();
+    unsup_add(what, 1);
+    cap_cuda_unlock();
+}
+
+/* Entry points that may pass through unrecorded without losing anything replay needs:
+ * queries, context bookkeeping, host memory, unloading. */
+static int harmless(const char *n)
+{
+    static const char *const prefixes[] = {
+        "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxDestroy",
+        "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxReset",
+        "cuModuleUnload", "cuLibraryUnload", "cuMemAllocHost", "cuMemHostAlloc", "cuMemFreeHost",
+        "cuMemHostRegister", "cuMemHostUnregister", "cuOccupancy", "cuProfiler", "cuInit",
+        "cuDriverGetVersion", "cuGetErrorString", "cuGetErrorName", "cuGetExportTable",
+        "cuDeviceCanAccessPeer", "cuEventElapsedTime", "cuStreamIsCapturing"};
+    if (strstr(n, "Get") || strstr(n, "Query"))
+        return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(n, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    return 0;
+}
+
+/* Unrecorded calls that change device memory or execution: the trace cannot replay faithfully. */
+static int changes_device(const char *n)
+{
+    static const char *const prefixes[] = {
+        "cuMemcpy", "cuMemset", "cuLaunch", "cuGraphLaunch", "cuMemAlloc", "cuMemFree", "cuMemMap",
+        "cuMemCreate", "cuStreamBeginCapture", "cuStreamWriteValue", "cuStreamBatchMemOp",
+        "cuModuleLoad", "cuLibraryLoad", "cuLink", "cuMemPrefetch", "cuFuncSetAttribute",
+        "cuKernelSetAttribute", "cuCtxSetLimit"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(n, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    return 0;
+}
+
+/* ========================================================================================== */
+/* Ops: emitted in order, through a queue while device times are pending                      */
+/* ========================================================================================== */
+
+static void writer_check(int st, const char *what)
+{
+    if (st < 0)
+        cap_cuda_fail("%s: %s", what, sbt_errmsg());
+}
+
+static uint32_t intern(const char *s)
+{
+    uint32_t id = 0;
+    if (g.on && s)
+        writer_check(sbt_writer_intern(g.w, s, &id), "interning a string");
+    return id;
+}
+
+static uint32_t tid(void)
+{
+    if (!my_tid)
+        my_tid = ++g.n_threads;
+    return my_tid;
+}
+
+static void append(const struct sbt_op *op)
+{
+    if (!g.on)
+        return;
+    writer_check(sbt_writer_add_op(g.w, op, NULL), "writing an op");
+    g.n_ops++;
+}
+
+static void qop_free(struct qop *q)
+{
+    free(q->acc);
+    free(q->payload);
+    free(q);
+}
+
+/* Maps a timed op's events to device times. 0 when not complete yet (and !force). */
+static int resolve_times(struct qop *q, int force)
+{
+    if (!force && CAP_NEXT(cuEventQuery)(q->ev1) != CUDA_SUCCESS)
+        return 0;
+    if (force)
+        CAP_NEXT(cuEventSynchronize)(q->ev1);
+    float a = 0, b = 0;
+    CUevent ref = g.dev[q->dev].ref;
+    if (CAP_NEXT(cuEventElapsedTime)(&a, ref, q->ev0) == CUDA_SUCCESS &&
+        CAP_NEXT(cuEventElapsedTime)(&b, q->ev0, q->ev1) == CUDA_SUCCESS && a >= 0 && b >= 0) {
+        q->op.dev_begin = g.dev[q->dev].ref_host + (uint64_t)((double)a * 1e6);
+        q->op.dev_end = q->op.dev_begin + (uint64_t)((double)b * 1e6);
+        q->op.flags |= SBT_OPF_DEV_TIME;
+    }
+    CAP_NEXT(cuEventDestroy_v2)(q->ev0);
+    CAP_NEXT(cuEventDestroy_v2)(q->ev1);
+    q->ev0 = q->ev1 = NULL;
+    return 1;
+}
+
+static void drain(int force)
+{
+    while (g.qhead) {
+        struct qop *q = g.qhead;
+        if (q->ev1 && !resolve_times(q, force))
+            return;
+        q->op.access = q->acc;
+        q->op.payload.data = q->payload;
+        append(&q->op);
+        g.qhead = q->next;
+        if (!g.qhead)
+            g.qtail = &g.qhead;
+        qop_free(q);
+    }
+}
+
+/* Emits op with accesses acc and the payload being built in g.enc. ev0/ev1: timing events
+ * (NULL for none); the op then waits in the queue with every later op behind it. */
+static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc, CUevent ev0,
+                 CUevent ev1, uint32_t dev)
+{
+    g.ord++;
+    if (!g.on)
+        return;
+    if (sbt_vk_enc_status(&g.enc) < 0) {
+        cap_cuda_fail("out of memory encoding a payload");
+        return;
+    }
+    op->thread = tid();
+    op->n_access = n_acc;
+    op->access = acc;
+    if (g.enc.len) {
+        op->flags |= SBT_OPF_PAYLOAD;
+        op->payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)g.enc.len, g.enc.buf};
+    }
+    if (!g.qhead && !ev1) {
+        append(op);
+        return;
+    }
+    struct qop *q = calloc(1, sizeof *q);
+    if (!q || (n_acc && !(q->acc = malloc(n_acc * sizeof *acc))) ||
+        (g.enc.len && !(q->payload = malloc(g.enc.len)))) {
+        if (q)
+            qop_free(q);
+        cap_cuda_fail("out of memory queueing an op");
+        return;
+    }
+    q->op = *op;
+    if (n_acc)
+        memcpy(q->acc, acc, n_acc * sizeof *acc);
+    if (g.enc.len)
+        memcpy(q->payload, g.enc.buf, g.enc.len);
+    q->ev0 = ev0, q->ev1 = ev1, q->dev = dev;
+    *g.qtail = q;
+    g.qtail = &q->next;
+}
+
+static void enc_call(const struct cap_cuda_call *c, CUresult r)
+{
+    sbt_vk_enc_reset(&g.enc);
+    uint64_t a[4] = {c->api, (uint64_t)c->pt, (uint64_t)(uintptr_t)c->stream, (uint64_t)r};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_CALL, a, 4, NULL, 0);
+}
+
+static void op_init(struct sbt_op *op, uint32_t kind, const struct cap_cuda_call *c)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->host_begin = c->t0;
+    op->host_end = c->t1 >= c->t0 ? c->t1 : c->t0;
+    op->name = intern(sbt_cuda_api_name(c->api));
+}
+
+/* ========================================================================================== */
+/* Devices and streams                                                                        */
+/* ========================================================================================== */
+
+void cap_cuda_rec_device(CUdevice d)
+{
+    if (!g.on || d < 0 || d >= MAX_DEV || g.dev[d].id)
+        return;
+    char name[256] = "CUDA device";
+    CUuuid uuid;
+    memset(&uuid, 0, sizeof uuid);
+    int drv = 0, major = 0, minor = 0, sms = 0;
+    size_t mem = 0;
+    CAP_NEXT(cuDeviceGetName)(name, (int)sizeof name, d);
+    name[sizeof name - 1] = 0;
+    if (CAP_NEXT(cuDeviceGetUuid_v2)(&uuid, d) != CUDA_SUCCESS)
+        CAP_NEXT(cuDeviceGetUuid)(&uuid, d);
+    CAP_NEXT(cuDriverGetVersion)(&drv);
+    CAP_NEXT(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+    CAP_NEXT(cuDeviceGetAttribute)(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+    CAP_NEXT(cuDeviceGetAttribute)(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
+    CAP_NEXT(cuDeviceTotalMem_v2)(&mem, d);
+    struct sbt_vk_enc e = {0};
+    uint64_t a[6] = {(uint64_t)d, (uint64_t)major, (uint64_t)minor, (uint64_t)sms, mem,
+                     (uint64_t)drv};
+    sbt_vk_enc_rec(&e, SBT_CUDA_DEVICE, a, 6, name, strlen(name));
+    struct sbt_device dv = {0};
+    dv.api = SBT_API_CUDA;
+    dv.name = intern(name);
+    dv.vendor_id = 0x10de;
+    memcpy(dv.uuid, uuid.bytes, 16);
+    dv.driver_version = (uint32_t)drv;
+    dv.api_version = (uint32_t)drv;
+    char host[256];
+    if (gethostname(host, sizeof host) == 0) {
+        host[sizeof host - 1] = 0;
+        dv.host = intern(host);
+    }
+    dv.ext = (struct sbt_ext){SBT_CUDA_EXT_DEVICE, (uint32_t)e.len, e.buf};
+    if (sbt_vk_enc_status(&e) < 0)
+        cap_cuda_fail("out of memory describing a device");
+    else if (g.on)
+        writer_check(sbt_writer_add_device(g.w, &dv, &g.dev[d].id), "adding a device");
+    sbt_vk_enc_free(&e);
+}
+
+/* The ordinal of the calling thread's current device (0 when it cannot be asked). */
+static uint32_t cur_dev(void)
+{
+    CUdevice d = 0;
+    if (CAP_NEXT(cuCtxGetDevice)(&d) != CUDA_SUCCESS || d < 0 || d >= MAX_DEV)
+        d = 0;
+    cap_cuda_rec_device(d);
+    return (uint32_t)d;
+}
+
+static uint32_t add_stream(uint32_t dev, uint32_t kind, const char *name, uint64_t handle,
+                           uint32_t origin, unsigned flags, int prio)
+{
+    struct sbt_vk_enc e = {0};
+    uint64_t a[5] = {origin, flags, sbt_zigzag_encode(prio), handle, tid()};
+    if (kind == SBT_STREAM_CUDA)
+        sbt_vk_enc_rec(&e, SBT_CUDA_STREAM, a, 5, NULL, 0);
+    struct sbt_stream s = {0};
+    s.device = g.dev[dev].id;
+    s.kind = kind;
+    s.name = intern(name);
+    s.handle = handle;
+    s.family = flags;
+    s.index = (uint32_t)sbt_zigzag_encode(prio);
+    if (e.len)
+        s.ext = (struct sbt_ext){SBT_CUDA_EXT_STREAM, (uint32_t)e.len, e.buf};
+    uint32_t id = 0;
+    if (sbt_vk_enc_status(&e) < 0)
+        cap_cuda_fail("out of memory describing a stream");
+    else if (g.on)
+        writer_check(sbt_writer_add_stream(g.w, &s, &id), "adding a stream");
+    sbt_vk_enc_free(&e);
+    return id;
+}
+
+static uint32_t host_stream(void)
+{
+    uint32_t t = tid();
+    uintptr_t id = (uintptr_t)hget(&g.host_streams, t);
+    if (id)
+        return (uint32_t)id;
+    char name[32];
+    snprintf(name, sizeof name, "host thread %u", t);
+    id = add_stream(cur_dev(), SBT_STREAM_HOST_THREAD, name, t, 0, 0, 0);
+    if (id && hput(&g.host_streams, t, (void *)id))
+        cap_cuda_fail("out of memory");
+    return (uint32_t)id;
+}
+
+/* The sbt stream of a call's CUstream, by the rules of the variant: NULL is the legacy stream,
+ * or this thread's per-thread stream for _ptsz/_ptds; 0x1 and 0x2 name those two explicitly. */
+static uint32_t stream_of(const struct cap_cuda_call *c, uint32_t *dev_out)
+{
+    uintptr_t h = (uintptr_t)c->stream;
+    uint32_t dev;
+    if (h > 2) {
+        struct stream *s = hget(&g.streams, h);
+        if (!s) { /* created outside the wrappers: give it a row now */
+            s = calloc(1, sizeof *s);
+            if (!s || hput(&g.streams, h, s)) {
+                free(s);
+                cap_cuda_fail("out of memory");
+                return 0;
+            }
+            s->dev = cur_dev();
+            s->id = add_stream(s->dev, SBT_STREAM_CUDA, "stream", h, SBT_CUDA_STREAM_CREATED, 0,
+                               0);
+        }
+        if (dev_out)
+            *dev_out = s->dev;
+        return s->id;
+    }
+    dev = cur_dev();
+    if (dev_out)
+        *dev_out = dev;
+    if (h == 1 || (h == 0 && !c->pt)) {
+        if (!g.dev[dev].legacy)
+            g.dev[dev].legacy =
+                add_stream(dev, SBT_STREAM_CUDA, "legacy stream", 0, SBT_CUDA_STREAM_LEGACY, 0, 0);
+        return g.dev[dev].legacy;
+    }
+    uint64_t key = (uint64_t)tid() << 8 | dev;
+    uintptr_t id = (uintptr_t)hget(&g.pt_streams, key);
+    if (!id) {
+        char name[48];
+        snprintf(name, sizeof name, "per-thread stream %u", tid());
+        id = add_stream(dev, SBT_STREAM_CUDA, name, 2, SBT_CUDA_STREAM_PER_THREAD, 0, 0);
+        if (id && hput(&g.pt_streams, key, (void *)id))
+            cap_cuda_fail("out of memory");
+    }
+    return (uint32_t)id;
+}
+
+void cap_cuda_rec_stream_create(const struct cap_cuda_call *c, CUstream h, unsigned flags,
+                                int priority)
+{
+    if (!g.on)
+        return;
+    struct stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        cap_cuda_fail("out of memory");
+        return;
+    }
+    s->dev = cur_dev();
+    s->id = add_stream(s->dev, SBT_STREAM_CUDA, "stream", (uintptr_t)h, SBT_CUDA_STREAM_CREATED,
+                       flags, priority);
+    free(hget(&g.streams, (uintptr_t)h));
+    if (hput(&g.streams, (uintptr_t)h, s)) {
+        free(s);
+        cap_cuda_fail("out of memory");
+        return;
+    }
+    struct sbt_op op;
+    op_init(&op, SBT_OP_STREAM_CREATE, c);
+    op.stream = host_stream();
+    op.flags = SBT_OPF_OBJ;
+    op.obj = s->id;
+    enc_call(c, CUDA_SUCCESS);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_stream_destroy(const struct cap_cuda_call *c, CUstream h)
+{
+    struct stream *s = hget(&g.streams, (uintptr_t)h);
+    if (!g.on || !s)
+        return;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_STREAM_DESTROY, c);
+    op.stream = host_stream();
+    op.flags = SBT_OPF_OBJ;
+    op.obj = s->id;
+    enc_call(c, CUDA_SUCCESS);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+    hdel(&g.streams, (uintptr_t)h);
+    free(s);
+}
+
+/* ========================================================================================== */
+/* Events                                                                                     */
+/* ========================================================================================== */
+
+static struct event *event_of(CUevent e)
+{
+    struct event *ev = hget(&g.events, (uintptr_t)e);
+    if (ev)
+        return ev;
+    if (!(ev = calloc(1, sizeof *ev)) || hput(&g.events, (uintptr_t)e, ev)) {
+        free(ev);
+        cap_cuda_fail("out of memory");
+        return NULL;
+    }
+    ev->id = (uint32_t)++g.next_event;
+    return ev;
+}
+
+static void event_marker(const struct cap_cuda_call *c, struct event *ev, unsigned flags)
+{
+    struct sbt_op op;
+    op_init(&op, SBT_OP_MARKER, c);
+    op.stream = host_stream();
+    op.flags = SBT_OPF_OBJ;
+    op.obj = ev->id;
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t a[3] = {ev->id, flags, 0};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_EVENT, a, 3, NULL, 0);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_event_create(const struct cap_cuda_call *c, CUevent e, unsigned flags)
+{
+    if (!g.on)
+        return;
+    free(hget(&g.events, (uintptr_t)e));
+    hdel(&g.events, (uintptr_t)e);
+    struct event *ev = event_of(e);
+    if (ev)
+        event_marker(c, ev, flags);
+}
+
+void cap_cuda_rec_event_destroy(const struct cap_cuda_call *c, CUevent e)
+{
+    struct event *ev = hget(&g.events, (uintptr_t)e);
+    if (!g.on || !ev)
+        return;
+    event_marker(c, ev, 0);
+    hdel(&g.events, (uintptr_t)e);
+    free(ev);
+}
+
+static void event_op(const struct cap_cuda_call *c, uint32_t kind, CUevent e, unsigned flags)
+{
+    struct event *ev = event_of(e);
+    if (!g.on || !ev)
+        return;
+    struct sbt_op op;
+    op_init(&op, kind, c);
+    op.stream = stream_of(c, NULL);
+    op.flags = SBT_OPF_OBJ;
+    op.obj = ev->id;
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t a[3] = {ev->id, 0, flags};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_EVENT, a, 3, NULL, 0);
+    if (kind == SBT_OP_EVENT_RECORD) {
+        ev->rec_stream = op.stream;
+        ev->rec_ord = g.ord + 1;
+    }
+    emit(&op, NULL, 0, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_event_record(const struct cap_cuda_call *c, CUevent e, unsigned flags)
+{
+    event_op(c, SBT_OP_EVENT_RECORD, e, flags);
+}
+
+void cap_cuda_rec_stream_wait(const struct cap_cuda_call *c, CUevent e, unsigned flags)
+{
+    event_op(c, SBT_OP_EVENT_WAIT, e, flags);
+}
+
+/* ========================================================================================== */
+/* Memory: the interval map                                                                   */
+/* ========================================================================================== */
+
+/* Index of the allocation holding address p, or -1. */
+static long alloc_find(uint64_t p)
+{
+    size_t lo = 0, hi = g.n_allocs;
+    while (lo < hi) { /* first allocation with base > p */
+        size_t mid = (lo + hi) / 2;
+        if (g.allocs[mid].base <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const struct alloc *a = &g.allocs[lo - 1];
+    return p - a->base < a->size ? (long)(lo - 1) : -1;
+}
+
+/* (resource, offset) of [p, p+n) when it lies inside one allocation. */
+static int resolve(uint64_t p, uint64_t n, uint64_t *res, uint64_t *off)
+{
+    long i = alloc_find(p);
+    if (i < 0 || p - g.allocs[i].base + n > g.allocs[i].size)
+        return 0;
+    *res = g.allocs[i].res;
+    *off = p - g.allocs[i].base;
+    return 1;
+}
+
+static uint64_t alloc_insert(uint64_t base, uint64_t size)
+{
+    if (g.n_allocs == g.cap_allocs) {
+        size_t cap = g.cap_allocs ? g.cap_allocs * 2 : 256;
+        struct alloc *a = realloc(g.allocs, cap * sizeof *a);
+        if (!a) {
+            cap_cuda_fail("out of memory");
+            return 0;
+        }
+        g.allocs = a, g.cap_allocs = cap;
+    }
+    size_t i = g.n_allocs;
+    while (i > 0 && g.allocs[i - 1].base > base)
+        i--;
+    /* a stale entry overlapping the new range was freed behind our back: drop it */
+    if (i > 0 && g.allocs[i - 1].base + g.allocs[i - 1].size > base) {
+        i--;
+        memmove(&g.allocs[i], &g.allocs[i + 1], (g.n_allocs - i - 1) * sizeof *g.allocs);
+        g.n_allocs--;
+    }
+    memmove(&g.allocs[i + 1], &g.allocs[i], (g.n_allocs - i) * sizeof *g.allocs);
+    g.allocs[i] = (struct alloc){base, size ? size : 1, ++g.next_res};
+    g.n_allocs++;
+    return g.next_res;
+}
+
+static void alloc_op(const struct cap_cuda_call *c, uint64_t res, uint64_t base, uint64_t size,
+                     uint32_t origin, uint32_t program, const char *name, int on_stream)
+{
+    uint32_t dev = 0;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_ALLOC, c);
+    op.stream = on_stream ? stream_of(c, &dev) : host_stream();
+    if (!on_stream)
+        dev = cur_dev();
+    op.subkind = SBT_RES_DEVICE;
+    op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES | SBT_OPF_OBJ;
+    op.resource = res;
+    op.bytes = size;
+    op.obj = g.dev[dev].id;
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t a[4] = {origin, base, size, program};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_ALLOC, a, 4, name, name ? strlen(name) : 0);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size)
+{
+    if (!g.on)
+        return;
+    uint64_t res = alloc_insert(p, size);
+    if (res)
+        alloc_op(c, res, p, size, SBT_CUDA_ALLOC_MEM, 0, NULL,
+                 c->api == SBT_CUDA_API_cuMemAllocAsync);
+}
+
+void cap_cuda_rec_free(const struct cap_cuda_call *c, CUdeviceptr p)
+{
+    long i = alloc_find(p);
+    if (!g.on)
+        return;
+    if (i < 0 || g.allocs[i].base != p) {
+        if (p)
+            cap_cuda_unsupported("cuMemFree of an address the capture never saw allocated");
+        return;
+    }
+    struct alloc a = g.allocs[i];
+    memmove(&g.allocs[i], &g.allocs[i + 1], (g.n_allocs - (size_t)i - 1) * sizeof *g.allocs);
+    g.n_allocs--;
+    uint32_t dev = 0;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_FREE, c);
+    op.stream = c->api == SBT_CUDA_API_cuMemFreeAsync ? stream_of(c, &dev) : host_stream();
+    op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES;
+    op.resource = a.res;
+    op.bytes = a.size;
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t args[4] = {SBT_CUDA_ALLOC_MEM, a.base, a.size, 0};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_ALLOC, args, 4, NULL, 0);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, const char *name)
+{
+    long i = alloc_find(p);
+    if (!g.on || (i >= 0 && g.allocs[i].base == p))
+        return;
+    uint32_t prog = (uint32_t)(uintptr_t)hget(&g.modules, (uintptr_t)mod);
+    uint64_t res = alloc_insert(p, size);
+    struct cap_cuda_call c = {SBT_CUDA_API_cuModuleGetGlobal_v2, 0, NULL, cap_cuda_now(), 0};
+    c.t1 = c.t0;
+    if (res)
+        alloc_op(&c, res, p, size, SBT_CUDA_ALLOC_GLOBAL, prog, name, 0);
+}
+
+/* ========================================================================================== */
+/* Copies, fills, host reads                                                                  */
+/* ========================================================================================== */
+
+static void host_read(uint64_t res, uint64_t off, const void *host, uint64_t len)
+{
+    struct sbt_op op;
+    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0};
+    c.t1 = c.t0;
+    op_init(&op, SBT_OP_HOST_READ, &c);
+    op.name = intern("host read");
+    op.stream = host_stream();
+    op.flags = SBT_OPF_BYTES | SBT_OPF_DIGEST;
+    op.bytes = len;
+    op.digest = sbt_hash_bytes(host, len);
+    struct sbt_access a = {res, off, len, SBT_ACCESS_READ};
+    sbt_vk_enc_reset(&g.enc);
+    emit(&op, &a, 1, NULL, NULL, 0);
+}
+
+void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdeviceptr src,
+                       const void *src_host, void *dst_host, size_t n, int is_async)
+{
+    if (!g.on)
+        return;
+    uint64_t dres = 0, doff = 0, sres = 0, soff = 0;
+    int dknown = !dst_host && resolve(dst, n, &dres, &doff);
+    int sknown = !src_host && resolve(src, n, &sres, &soff);
+    if (c->api == SBT_CUDA_API_cuMemcpy || c->api == SBT_CUDA_API_cuMemcpyAsync) {
+        /* unified addressing: a side the map does not know is host memory */
+        if (dknown && !sknown)
+            src_host = (const void *)(uintptr_t)src;
+        else if (sknown && !dknown)
+            dst_host = (void *)(uintptr_t)dst;
+    }
+    uint32_t dir = src_host ? SBT_COPY_H2D : dst_host ? SBT_COPY_D2H : SBT_COPY_D2D;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_COPY, c);
+    op.subkind = dir;
+    op.stream = stream_of(c, NULL);
+    op.flags = SBT_OPF_BYTES;
+    op.bytes = n;
+    struct sbt_access acc[2];
+    uint32_t n_acc = 0;
+    int ok = (dir == SBT_COPY_H2D && dknown) || (dir == SBT_COPY_D2H && sknown) ||
+             (dir == SBT_COPY_D2D && dknown && sknown);
+    if (!ok) {
+        op.flags |= SBT_OPF_UNSUPPORTED;
+        cap_cuda_unsupported("copy touching device memory the capture never saw allocated");
+    } else {
+        if (dir != SBT_COPY_H2D)
+            acc[n_acc++] = (struct sbt_access){sres, soff, n, SBT_ACCESS_READ};
+        if (dir != SBT_COPY_D2H)
+            acc[n_acc++] = (struct sbt_access){dres, doff, n, SBT_ACCESS_WRITE};
+        if (dir == SBT_COPY_H2D) {
+            op.flags |= SBT_OPF_BLOB;
+            writer_check(sbt_writer_blob(g.w, src_host, n, &op.blob), "storing copy data");
+        }
+    }
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t args[3] = {dst_host ? 0 : dst, src_host ? 0 : src, n};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_COPY, args, 3, NULL, 0);
+    emit(&op, acc, n_acc, NULL, NULL, 0);
+    if (dir != SBT_COPY_D2H || !ok || !n)
+        return;
+    if (!is_async) {
+        host_read(sres, soff, dst_host, n);
+        return;
+    }
+    if (g.n_reads == g.cap_reads) {
+        size_t cap = g.cap_reads ? g.cap_reads * 2 : 64;
+        struct pending_read *r = realloc(g.reads, cap * sizeof *r);
+        if (!r) {
+            cap_cuda_fail("out of memory");
+            return;
+        }
+        g.reads = r, g.cap_reads = cap;
+    }
+    g.reads[g.n_reads++] = (struct pending_read){op.stream, dst_host, n, sres, soff, g.ord};
+}
+
+void cap_cuda_rec_fill(const struct cap_cuda_call *c, CUdeviceptr dst, uint32_t elem,
+                       uint32_t value, size_t n)
+{
+    if (!g.on)
+        return;
+    uint64_t res = 0, off = 0, bytes = (uint64_t)n * elem;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_FILL, c);
+    op.stream = stream_of(c, NULL);
+    op.flags = SBT_OPF_BYTES | SBT_OPF_OBJ;
+    op.bytes = bytes;
+    op.value = value;
+    struct sbt_access a;
+    uint32_t n_acc = 0;
+    if (resolve(dst, bytes, &res, &off))
+        a = (struct sbt_access){res, off, bytes, SBT_ACCESS_WRITE}, n_acc = 1;
+    else {
+        op.flags |= SBT_OPF_UNSUPPORTED;
+        cap_cuda_unsupported("memset of device memory the capture never saw allocated");
+    }
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t args[4] = {dst, elem, value, n};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_FILL, args, 4, NULL, 0);
+    emit(&op, &a, n_acc, NULL, NULL, 0);
+}
+
+/* Emits HOST_READ ops for the async D2H copies a completed wait covers: those on stream (0 =
+ * every stream) issued before ordinal before. */
+static void resolve_reads(uint32_t stream, uint64_t before)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < g.n_reads; i++) {
+        struct pending_read *r = &g.reads[i];
+        if ((!stream || r->stream == stream) && r->ord < before)
+            host_read(r->res, r->off, r->host, r->len);
+        else
+            g.reads[o++] = *r;
+    }
+    g.n_reads = o;
+}
+
+void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx)
+{
+    cap_cuda_lock();
+    if (!g.on) {
+        cap_cuda_unlock();
+        return;
+    }
+    uint32_t dev = cur_dev();
+    struct sbt_op op;
+    int is_query = c->api == SBT_CUDA_API_cuStreamQuery || c->api == SBT_CUDA_API_cuEventQuery;
+    op_init(&op, is_ctx ? SBT_OP_DEVICE_SYNC : e ? SBT_OP_EVENT_WAIT : SBT_OP_STREAM_SYNC, c);
+    op.stream = host_stream();
+    op.flags = SBT_OPF_OBJ;
+    uint32_t covered = 0;
+    uint64_t before = g.ord + 1;
+    if (is_ctx) {
+        op.obj = g.dev[dev].id;
+    } else if (e) {
+        struct event *ev = event_of(e);
+        op.obj = ev ? ev->id : 0;
+        covered = ev ? ev->rec_stream : 0;
+        before = ev ? ev->rec_ord : 0;
+    } else {
+        op.obj = covered = stream_of(c, NULL);
+    }
+    enc_call(c, CUDA_SUCCESS);
+    if (!is_query || g.on)
+        emit(&op, NULL, 0, NULL, NULL, 0);
+    if (is_ctx || covered)
+        resolve_reads(is_ctx ? 0 : covered, before);
+    drain(is_ctx);
+    cap_cuda_unlock();
+}
+
+/* ========================================================================================== */
+/* Modules, libraries, kernels                                                                */
+/* ========================================================================================== */
+
+static uint32_t add_program(const void *image, const char *file, uint32_t api)
+{
+    void *fbuf = NULL;
+    size_t len = 0;
+    uint32_t kind = 0;
+    if (file) {
+        FILE *f = fopen(file, "rb");
+        if (f) {
+            if (fseek(f, 0, SEEK_END) == 0) {
+                long sz = ftell(f);
+                if (sz > 0 && (fbuf = malloc((size_t)sz)) && fseek(f, 0, SEEK_SET) == 0 &&
+                    fread(fbuf, 1, (size_t)sz, f) == (size_t)sz)
+                    len = (size_t)sz;
+            }
+            fclose(f);
+        }
+        image = fbuf;
+        const void *p = image;
+        if (len) {
+            uint32_t k;
+            sbt_cuda_image_size(&p, &k);
+            kind = k;
+        }
+    } else {
+        len = sbt_cuda_image_size(&image, &kind);
+    }
+    struct sbt_program p = {0};
+    p.kind = kind ? kind : SBT_PROGRAM_CUBIN;
+    char name[64];
+    snprintf(name, sizeof name, "module %u", (unsigned)(g.n_ops + 1));
+    p.name = intern(file ? file : name);
+    if (len)
+        writer_check(sbt_writer_blob(g.w, image, len, &p.blob), "storing a module image");
+    else
+        cap_cuda_unsupported("module image of unknown size (not stored)");
+    struct sbt_vk_enc e = {0};
+    uint64_t a[3] = {api, len, p.kind};
+    sbt_vk_enc_rec(&e, SBT_CUDA_MODULE, a, 3, file, file ? strlen(file) : 0);
+    p.ext = (struct sbt_ext){SBT_CUDA_EXT_MODULE, (uint32_t)e.len, e.buf};
+    uint32_t id = 0;
+    if (g.on)
+        writer_check(sbt_writer_add_program(g.w, &p, &id), "adding a program");
+    sbt_vk_enc_free(&e);
+    free(fbuf);
+    return id;
+}
+
+void cap_cuda_rec_module(CUmodule mod, const void *image, const char *file, uint32_t api)
+{
+    if (!g.on)
+        return;
+    uint32_t id = add_program(image, file, api);
+    if (id && hput(&g.modules, (uintptr_t)mod, (void *)(uintptr_t)id))
+        cap_cuda_fail("out of memory");
+}
+
+void cap_cuda_rec_library(CUlibrary lib, const void *image, const char *file, uint32_t api)
+{
+    if (!g.on)
+        return;
+    uint32_t id = add_program(image, file, api);
+    if (id && hput(&g.libs, (uintptr_t)lib, (void *)(uintptr_t)id))
+        cap_cuda_fail("out of memory");
+}
+
+void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod)
+{
+    void *id = hget(&g.libs, (uintptr_t)lib);
+    if (g.on && id && hput(&g.modules, (uintptr_t)mod, id))
+        cap_cuda_fail("out of memory");
+}
+
+/* A kernel row with the layout the driver reports (is_kernel: h is a CUkernel). */
+static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_kernel)
+{
+    if (!g.on || hget(&g.funcs, h))
+        return;
+    struct kern *k = calloc(1, sizeof *k);
+    if (!k) {
+        cap_cuda_fail("out of memory");
+        return;
+    }
+    size_t cap = 0;
+    for (size_t i = 0; i < 4096; i++) {
+        size_t off = 0, size = 0;
+        CUresult r = is_kernel ? CAP_NEXT(cuKernelGetParamInfo)((CUkernel)(uintptr_t)h, i, &off,
+                                                                &size)
+                               : CAP_NEXT(cuFuncGetParamInfo)((CUfunction)(uintptr_t)h, i, &off,
+                                                              &size);
+        if (r != CUDA_SUCCESS) {
+            k->known = i > 0 || r == CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        if (k->n_params == cap) {
+            cap = cap ? cap * 2 : 8;
+            uint32_t *o = realloc(k->off, cap * 4), *s = o ? realloc(k->size, cap * 4) : NULL;
+            if (o)
+                k->off = o;
+            if (!o || !s) {
+                cap_cuda_fail("out of memory");
+                break;
+            }
+            k->size = s;
+        }
+        k->off[k->n_params] = (uint32_t)off;
+        k->size[k->n_params++] = (uint32_t)size;
+        if (off + size > k->param_bytes)
+            k->param_bytes = off + size;
+    }
+    struct sbt_vk_enc e = {0};
+    sbt_vk_enc_begin(&e, SBT_CUDA_KERNEL);
+    sbt_vk_enc_arg(&e, (uint64_t)is_kernel);
+    sbt_vk_enc_arg(&e, (uint64_t)k->known);
+    sbt_vk_enc_arg(&e, k->n_params);
+    for (uint32_t i = 0; i < k->n_params; i++) {
+        sbt_vk_enc_arg(&e, k->off[i]);
+        sbt_vk_enc_arg(&e, k->size[i]);
+    }
+    sbt_vk_enc_end(&e, NULL, 0);
+    struct sbt_kernel row = {0};
+    row.program = program;
+    row.name = k->name = intern(name);
+    row.ext = (struct sbt_ext){SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf};
+    if (g.n_kerns == g.cap_kerns) {
+        size_t c2 = g.cap_kerns ? g.cap_kerns * 2 : 64;
+        struct kern **kk = realloc(g.kerns, c2 * sizeof *kk);
+        if (kk)
+            g.kerns = kk, g.cap_kerns = c2;
+    }
+    if (g.n_kerns == g.cap_kerns || sbt_vk_enc_status(&e) < 0 || hput(&g.funcs, h, k)) {
+        free(k->off);
+        free(k->size);
+        free(k);
+        cap_cuda_fail("out of memory");
+    } else {
+        g.kerns[g.n_kerns++] = k;
+        if (!k->known)
+            cap_cuda_unsupported("kernel without a parameter layout (cuFuncGetParamInfo failed)");
+        if (g.on)
+            writer_check(sbt_writer_add_kernel(g.w, &row, &k->id), "adding a kernel");
+    }
+    sbt_vk_enc_free(&e);
+}
+
+void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name)
+{
+    add_kernel((uintptr_t)f, (uint32_t)(uintptr_t)hget(&g.modules, (uintptr_t)mod), name, 0);
+}
+
+void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name)
+{
+    add_kernel((uintptr_t)k, (uint32_t)(uintptr_t)hget(&g.libs, (uintptr_t)lib), name, 1);
+}
+
+void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k)
+{
+    struct kern *kk = hget(&g.funcs, (uintptr_t)k);
+    if (g.on && kk && !hget(&g.funcs, (uintptr_t)f) && hput(&g.funcs, (uintptr_t)f, kk))
+        cap_cuda_fail("out of memory");
+}
+
+/* ========================================================================================== */
+/* Launches                                                                                   */
+/* ========================================================================================== */
+
+/* Packs the parameters into buf (malloc'd): kernelParams at the layout's offsets, or the
+ * extra buffer as given. 0 ok, -1 when the bytes cannot be known. */
+static int pack_params(const struct kern *k, const struct cap_cuda_launch *l, uint8_t **buf,
+                       uint64_t *len, uint32_t *form)
+{
+    *buf = NULL, *len = 0, *form = 0;
+    if (l->extra) {
+        const void *p = NULL;
+        size_t n = 0;
+        for (size_t i = 0; l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+            if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                p = l->extra[i + 1];
+            else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
+                n = *(const size_t *)l->extra[i + 1];
+        }
+        if (!p && n)
+            return -1;
+        *form = 1;
+        if (n && !(*buf = malloc(n)))
+            return -1;
+        if (n)
+            memcpy(*buf, p, n);
+        *len = n;
+        return 0;
+    }
+    if (!k || !k->known)
+        return -1;
+    if (k->param_bytes && !(*buf = calloc(1, k->param_bytes)))
+        return -1;
+    for (uint32_t i = 0; i < k->n_params; i++)
+        if (l->params && l->params[i])
+            memcpy(*buf + k->off[i], l->params[i], k->size[i]);
+    *len = k->param_bytes;
+    return 0;
+}
+
+/* Starts timing for a launch on stream s: two events, the first recorded now. */
+static void timing_begin(const struct cap_cuda_call *c, uint32_t dev, CUevent *ev0, CUevent *ev1)
+{
+    *ev0 = *ev1 = NULL;
+    __typeof__(&cuEventRecord) record =
+        c->pt ? CAP_NEXT(cuEventRecord_ptsz) : CAP_NEXT(cuEventRecord);
+    if (!g.dev[dev].ref) {
+        CUevent ref;
+        if (CAP_NEXT(cuEventCreate)(&ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+            return;
+        if (record(ref, c->stream) != CUDA_SUCCESS ||
+            CAP_NEXT(cuEventSynchronize)(ref) != CUDA_SUCCESS) {
+            CAP_NEXT(cuEventDestroy_v2)(ref);
+            return;
+        }
+        g.dev[dev].ref = ref;
+        g.dev[dev].ref_host = cap_cuda_now();
+    }
+    if (CAP_NEXT(cuEventCreate)(ev0, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        *ev0 = NULL;
+    else if (CAP_NEXT(cuEventCreate)(ev1, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+             record(*ev0, c->stream) != CUDA_SUCCESS) {
+        CAP_NEXT(cuEventDestroy_v2)(*ev0);
+        if (*ev1)
+            CAP_NEXT(cuEventDestroy_v2)(*ev1);
+        *ev0 = *ev1 = NULL;
+    }
+}
+
+CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cuda_launch *l,
+                             CUresult (*issue)(void *ctx), void *ctx)
+{
+    cap_cuda_lock();
+    if (!g.on) {
+        cap_cuda_unlock();
+        return issue(ctx);
+    }
+    struct cap_cuda_call c = *cc;
+    const struct kern *k = hget(&g.funcs, (uintptr_t)l->f);
+    uint8_t *buf;
+    uint64_t len;
+    uint32_t form, dev = 0;
+    int packed = pack_params(k, l, &buf, &len, &form) == 0;
+    uint32_t stream = stream_of(&c, &dev);
+    CUevent ev0 = NULL, ev1 = NULL;
+    if (g.timing)
+        timing_begin(&c, dev, &ev0, &ev1);
+    c.t0 = cap_cuda_now();
+    CUresult r = issue(ctx);
+    c.t1 = cap_cuda_now();
+    if (ev1) {
+        __typeof__(&cuEventRecord) record =
+            c.pt ? CAP_NEXT(cuEventRecord_ptsz) : CAP_NEXT(cuEventRecord);
+        if (r != CUDA_SUCCESS || record(ev1, c.stream) != CUDA_SUCCESS) {
+            CAP_NEXT(cuEventDestroy_v2)(ev0);
+            CAP_NEXT(cuEventDestroy_v2)(ev1);
+            ev0 = ev1 = NULL;
+        }
+    }
+    if (r != CUDA_SUCCESS) {
+        free(buf);
+        cap_cuda_unlock();
+        return r;
+    }
+    struct sbt_op op;
+    op_init(&op, SBT_OP_KERNEL, &c);
+    op.stream = stream;
+    op.flags = SBT_OPF_GEOM;
+    if (k) {
+        op.flags |= SBT_OPF_KERNEL;
+        op.kernel = k->id;
+        op.name = k->name;
+    }
+    for (int i = 0; i < 3; i++)
+        op.grid[i] = l->grid[i], op.block[i] = l->block[i];
+    op.shmem = l->shmem;
+    enc_call(&c, r);
+    uint64_t la[2] = {form, len};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_LAUNCH, la, 2, buf, packed ? len : 0);
+    for (unsigned i = 0; i < l->n_attrs && l->attrs; i++) {
+        uint64_t id = (uint64_t)l->attrs[i].id;
+        sbt_vk_enc_rec(&g.enc, SBT_CUDA_LAUNCH_ATTR, &id, 1, &l->attrs[i].value,
+                       sizeof l->attrs[i].value);
+    }
+    if (l->cooperative) {
+        uint64_t id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        CUlaunchAttributeValue v;
+        memset(&v, 0, sizeof v);
+        v.cooperative = 1;
+        sbt_vk_enc_rec(&g.enc, SBT_CUDA_LAUNCH_ATTR, &id, 1, &v, sizeof v);
+    }
+    /* Device addresses among the parameters: every aligned 8-byte word that falls inside a
+     * live allocation (small values and words whose low half is small are packed scalars). */
+    struct sbt_access acc[64];
+    uint32_t n_acc = 0;
+    for (uint64_t o = 0; packed && o + 8 <= len; o += 8) {
+        uint64_t v;
+        memcpy(&v, buf + o, 8);
+        if (v < 0x10000 || (v & 0xffffffffu) < 0x10000)
+            continue;
+        long i = alloc_find(v);
+        if (i < 0)
+            continue;
+        const struct alloc *a = &g.allocs[i];
+        uint64_t pa[4] = {o, a->res, v - a->base, v};
+        sbt_vk_enc_rec(&g.enc, SBT_CUDA_PTR, pa, 4, NULL, 0);
+        uint32_t j = 0;
+        while (j < n_acc && acc[j].resource != a->res)
+            j++;
+        if (j == n_acc && n_acc < sizeof acc / sizeof acc[0])
+            acc[n_acc++] = (struct sbt_access){a->res, 0, a->size, SBT_ACCESS_RW};
+        else if (j == n_acc)
+            op.flags |= SBT_OPF_UNSUPPORTED;
+    }
+    if (!packed || !k) {
+        op.flags |= SBT_OPF_UNSUPPORTED;
+        cap_cuda_unsupported(!k ? "launch of a function loaded outside the wrapped loaders"
+                                : "launch whose parameter bytes are unknown");
+    }
+    emit(&op, acc, n_acc, ev0, ev1, dev);
+    if (g.qhead)
+        drain(0);
+    free(buf);
+    cap_cuda_unlock();
+    return r;
+}
+
+/* ========================================================================================== */
+/* Start and end                                                                              */
+/* ========================================================================================== */
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static void meta(const char *k, const char *v)
+{
+    if (g.on)
+        writer_check(sbt_writer_meta(g.w, k, v), "writing metadata");
+}
+
+static void rec_stop(void);
+
+void cap_cuda_rec_start(void)
+{
+    cap_cuda_lock();
+    if (g.started) {
+        cap_cuda_unlock();
+        return;
+    }
+    g.started = 1;
+    g.qtail = &g.qhead;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g.epoch = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    g.timing = env_flag(CAP_ENV_TIMING);
+    g.digests = env_flag(CAP_ENV_DIGESTS);
+    const char *t = getenv(CAP_ENV_TRACE);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    if (!t || !*t) {
+        snprintf(g.path, sizeof g.path, "reprise-%s.sbt", pid);
+        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, g.path);
+    } else {
+        size_t o = 0;
+        for (const char *p = t; *p && o + 24 < sizeof g.path; p++) {
+            if (p[0] == '%' && p[1] == 'p') {
+                o += (size_t)snprintf(g.path + o, sizeof g.path - o, "%s", pid);
+                p++;
+            } else {
+                g.path[o++] = *p;
+            }
+        }
+        g.path[o] = 0;
+    }
+    struct sbt_writer_opts o = SBT_WRITER_OPTS();
+    const char *z = getenv(CAP_ENV_ZSTD);
+    if (z && *z)
+        o.zstd_level = atoi(z) > 0 ? atoi(z) : -1;
+    if (sbt_writer_open(g.path, &o, &g.w) < 0) {
+        fprintf(stderr, "reprise: CUDA capture: cannot open trace %s: %s; not recording\n",
+                g.path, sbt_errmsg());
+        cap_cuda_unlock();
+        return;
+    }
+    __atomic_store_n(&g.on, 1, __ATOMIC_RELEASE);
+    char buf[4096];
+    meta("capture.api", "cuda");
+    meta("capture.tool", "reprise libreprise_cuda.so 0.1.0");
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = 0;
+        meta("program", buf);
+    }
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (f) {
+        size_t m = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i + 1 < m; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[m] = 0;
+        meta("argv", buf);
+    }
+    if (gethostname(buf, sizeof buf) == 0) {
+        buf[sizeof buf - 1] = 0;
+        meta("host", buf);
+    }
+    meta("clock.domain", "CLOCK_MONOTONIC");
+    snprintf(buf, sizeof buf, "%" PRIu64, g.epoch);
+    meta("clock.epoch_monotonic_ns", buf);
+    meta("capture.timing", g.timing ? "1" : "0");
+    meta("capture.digests", "0");
+    meta("cuda.driver", cap_cuda_driver_path());
+    meta("cuda.deployment", "libcuda.so.1 replacement directory on LD_LIBRARY_PATH");
+    meta("cuda.resources", "device allocations and module globals; parameter words inside one "
+                           "are recorded as (offset, resource, offset in resource)");
+    if (g.digests)
+        unsup_add("REPRISE_DIGESTS (per-launch digests are not implemented for CUDA)", 1);
+    atexit(rec_stop);
+    cap_cuda_unlock();
+}
+
+static void write_stats(uint64_t n_unsup_calls)
+{
+    if (env_flag(CAP_ENV_SUMMARY))
+        fprintf(stderr,
+                "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
+                g.path, g.n_ops, n_unsup_calls, g.fail_reason[0] ? "; incomplete: " : "",
+                g.fail_reason);
+    const char *p = getenv(CAP_ENV_STATS);
+    FILE *f = p && *p ? fopen(p, "w") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "trace=%s\nops=%" PRIu64 "\nunsupported=%" PRIu64 "\n", g.path, g.n_ops,
+            n_unsup_calls);
+    for (uint32_t i = 0; i < g.n_unsup; i++)
+        fprintf(f, "unsupported.%s=%" PRIu64 "\n", g.unsup[i].what, g.unsup[i].count);
+    fprintf(f, "incomplete=%s\n", g.fail_reason);
+    fclose(f);
+}
+
+/* atexit (registered after the real cuInit, so it runs before the driver's own teardown). */
+static void rec_stop(void)
+{
+    cap_cuda_lock();
+    if (g.closed || !g.w) {
+        cap_cuda_unlock();
+        return;
+    }
+    g.closed = 1;
+    if (g.on && g.qhead) {
+        CAP_NEXT(cuCtxSynchronize)();
+        drain(1);
+    }
+    if (g.n_reads)
+        unsup_add("async device-to-host copies never synchronised (no digest)", g.n_reads);
+    char incomplete[160] = "";
+    for (int i = 0; i < CAP_SYM__COUNT; i++) {
+        uint64_t n = __atomic_load_n(&cap_cuda_calls[i], __ATOMIC_RELAXED);
+        if (!n || harmless(cap_cuda_names[i]))
+            continue;
+        unsup_add(cap_cuda_names[i], n);
+        if (changes_device(cap_cuda_names[i]) && !incomplete[0])
+            snprintf(incomplete, sizeof incomplete,
+                     "unrecorded call that changes device state: %s", cap_cuda_names[i]);
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < g.n_unsup; i++) {
+        total += g.unsup[i].count;
+        sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count);
+    }
+    if (g.fail_reason[0])
+        sbt_writer_mark_incomplete(g.w, g.fail_reason);
+    else if (incomplete[0])
+        sbt_writer_mark_incomplete(g.w, incomplete);
+    if (sbt_writer_close(g.w) < 0)
+        fprintf(stderr, "reprise capture: closing %s: %s\n", g.path, sbt_errmsg());
+    g.w = NULL;
+    __atomic_store_n(&g.on, 0, __ATOMIC_RELEASE);
+    write_stats(total);
+    while (g.qhead) {
+        struct qop *q = g.qhead;
+        g.qhead = q->next;
+        qop_free(q);
+    }
+    hfree(&g.streams, 1);
+    hfree(&g.events, 1);
+    hfree(&g.pt_streams, 0);
+    hfree(&g.host_streams, 0);
+    hfree(&g.modules, 0);
+    hfree(&g.libs, 0);
+    hfree(&g.funcs, 0);
+    for (size_t i = 0; i < g.n_kerns; i++) {
+        free(g.kerns[i]->off);
+        free(g.kerns[i]->size);
+        free(g.kerns[i]);
+    }
+    free(g.kerns);
+    free(g.allocs);
+    free(g.reads);
+    sbt_vk_enc_free(&g.enc);
+    cap_cuda_unlock();
+}

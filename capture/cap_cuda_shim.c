@@ -1,0 +1,666 @@
+/*
+ * capture/cap_cuda_shim.c — the CUDA Driver API shim: it stands in for libcuda.so.1, loads the
+ * real driver by path, answers cuGetProcAddress with its own function for exactly the variant
+ * the driver returned, and wraps the entry points that reprise records (research/cuda.md
+ * section 6, "minimum viable capture").
+ *
+ * Deployment (research/cuda.md 1.4, option A): the shim is installed as a file named
+ * libcuda.so.1 in a directory of its own (build/default/cuda/, <prefix>/lib/reprise/cuda/) that
+ * `reprise capture --api cuda` puts first on LD_LIBRARY_PATH. Programs linked with -lcuda
+ * (DT_NEEDED libcuda.so.1), libcudart's dlopen("libcuda.so.1") + dlsym("cuGetProcAddress_v2"),
+ * and libraries that dlsym driver symbols on that handle all reach the shim with no dlsym
+ * games. The real driver is dlopen'ed RTLD_LOCAL by absolute path: $REPRISE_CUDA_DRIVER, else
+ * the usual distribution paths. We chose this over LD_PRELOAD + dlsym interposition (option B)
+ * because an LD_PRELOAD shim sees none of cudart's 440 cuGetProcAddress requests unless it also
+ * overrides dlsym (two glibc symbol versions, recursion), and a replacement directory catches
+ * every caller the same way. Limits: a program that dlopens the driver by absolute path, or has
+ * a DT_RPATH naming the driver's directory, bypasses the shim.
+ *
+ * cuGetProcAddress dispatch (research/cuda.md 1.5): forward the request unchanged, identify the
+ * returned pointer among the driver's exported variants {sym, sym_v2..v9} x {"", _ptds, _ptsz}
+ * by address, and return the shim's export of that same variant (its wrapper, or its counting
+ * trampoline). An answer that matches no export is returned as is and named in the trace.
+ * cuGetExportTable is a trampoline: the private tables pass through untouched (1.6).
+ *
+ * Wrappers call the real function through cap_cuda_next[], and the recorder (cap_cuda_rec.c)
+ * only after the real call succeeded. A failure inside reprise never changes what the program
+ * sees: the recorder logs once and stops, the calls keep going through.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "capture/cap_cuda_int.h"
+
+/* ========================================================================================== */
+/* Loading the real driver                                                                    */
+/* ========================================================================================== */
+
+static void *real_handle;
+static char real_path[4096];
+static int sorted[CAP_SYM__COUNT]; /* symbol indices by name, for cap_cuda_sym_find */
+
+static CUresult stub_no_driver(void)
+{
+    return CUDA_ERROR_NO_DEVICE;
+}
+
+static CUresult stub_missing(void)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+    return strcmp(cap_cuda_names[*(const int *)a], cap_cuda_names[*(const int *)b]);
+}
+
+int cap_cuda_sym_find(const char *name)
+{
+    size_t lo = 0, hi = CAP_SYM__COUNT;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(cap_cuda_names[sorted[mid]], name);
+        if (!c)
+            return sorted[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+int cap_cuda_have_driver(void)
+{
+    return real_handle != NULL;
+}
+
+const char *cap_cuda_driver_path(void)
+{
+    return real_path;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+static void *open_driver(const char *self)
+{
+    static const char *const paths[] = {
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",               "/usr/lib/libcuda.so.1",
+        "/usr/local/nvidia/lib64/libcuda.so.1",  "/usr/lib/wsl/lib/libcuda.so.1",
+    };
+    const char *env = getenv("REPRISE_CUDA_DRIVER");
+    if (env && *env) {
+        if (self && same_file(env, self)) {
+            fprintf(stderr, "reprise: CUDA capture: REPRISE_CUDA_DRIVER=%s is the shim itself\n",
+                    env);
+            return NULL;
+        }
+        void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            fprintf(stderr, "reprise: CUDA capture: cannot load REPRISE_CUDA_DRIVER=%s: %s\n", env,
+                    dlerror());
+        else
+            snprintf(real_path, sizeof real_path, "%s", env);
+        return h;
+    }
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0 || (self && same_file(paths[i], self)))
+            continue;
+        void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            snprintf(real_path, sizeof real_path, "%s", paths[i]);
+            return h;
+        }
+    }
+    return NULL;
+}
+
+__attribute__((constructor)) static void cap_cuda_load(void)
+{
+    for (int i = 0; i < CAP_SYM__COUNT; i++)
+        sorted[i] = i;
+    qsort(sorted, CAP_SYM__COUNT, sizeof sorted[0], cmp_sym);
+
+    Dl_info self;
+    const char *self_path = NULL;
+    void *self_handle = NULL;
+    if (dladdr((void *)cap_cuda_load, &self) && self.dli_fname) {
+        self_path = self.dli_fname;
+        self_handle = dlopen(self_path, RTLD_NOW | RTLD_NOLOAD);
+    }
+    real_handle = open_driver(self_path);
+    for (int i = 0; i < CAP_SYM__COUNT; i++) {
+        void *p = real_handle ? dlsym(real_handle, cap_cuda_names[i]) : NULL;
+        cap_cuda_real[i] = p;
+        cap_cuda_next[i] = p ? p : real_handle ? (void *)stub_missing : (void *)stub_no_driver;
+        cap_cuda_self[i] = self_handle ? dlsym(self_handle, cap_cuda_names[i]) : NULL;
+    }
+    if (self_handle)
+        dlclose(self_handle); /* drops the reference NOLOAD took; the shim stays loaded */
+}
+
+/* ========================================================================================== */
+/* cuGetProcAddress                                                                           */
+/* ========================================================================================== */
+
+void *cap_cuda_dispatch(const char *symbol, void *real)
+{
+    static const char *const ver[] = {"", "_v2", "_v3", "_v4", "_v5", "_v6", "_v7", "_v8", "_v9"};
+    static const char *const pt[] = {"", "_ptds", "_ptsz"};
+    char name[256];
+    if (!symbol || strlen(symbol) > sizeof name - 16)
+        return real;
+    for (size_t v = 0; v < sizeof ver / sizeof ver[0]; v++)
+        for (size_t p = 0; p < sizeof pt / sizeof pt[0]; p++) {
+            snprintf(name, sizeof name, "%s%s%s", symbol, ver[v], pt[p]);
+            int i = cap_cuda_sym_find(name);
+            if (i >= 0 && cap_cuda_real[i] == real && cap_cuda_self[i])
+                return cap_cuda_self[i];
+        }
+    cap_cuda_unidentified(symbol);
+    return real;
+}
+
+/* Every wrapper from here on is exported (the objects are built with -fvisibility=hidden; the
+ * version script capture/cap_cuda.map keeps only cu* names). */
+#pragma GCC visibility push(default)
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
+{
+    CUresult r = CAP_NEXT(cuGetProcAddress_v2)(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = cap_cuda_dispatch(symbol, *pfn);
+    return r;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    CUresult r = CAP_NEXT(cuGetProcAddress)(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = cap_cuda_dispatch(symbol, *pfn);
+    return r;
+}
+
+/* ========================================================================================== */
+/* Initialisation, devices, contexts                                                          */
+/* ========================================================================================== */
+
+CUresult cuInit(unsigned int Flags)
+{
+    CUresult r = CAP_NEXT(cuInit)(Flags);
+    if (r == CUDA_SUCCESS)
+        cap_cuda_rec_start();
+    return r;
+}
+
+#define REC_DEVICE(dev)                  \
+    do {                                 \
+        if (r == CUDA_SUCCESS && rec) {  \
+            cap_cuda_lock();             \
+            cap_cuda_rec_device(dev);    \
+            cap_cuda_unlock();           \
+        }                                \
+        if (rec)                         \
+            cap_cuda_leave();            \
+    } while (0)
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    int rec = cap_cuda_enter();
+    CUresult r = CAP_NEXT(cuDevicePrimaryCtxRetain)(pctx, dev);
+    REC_DEVICE(dev);
+    return r;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    int rec = cap_cuda_enter();
+    CUresult r = CAP_NEXT(cuCtxCreate_v2)(pctx, flags, dev);
+    REC_DEVICE(dev);
+    return r;
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev)
+{
+    int rec = cap_cuda_enter();
+    CUresult r = CAP_NEXT(cuCtxCreate_v4)(pctx, ctxCreateParams, flags, dev);
+    REC_DEVICE(dev);
+    return r;
+}
+
+/* ========================================================================================== */
+/* Synchronisation                                                                            */
+/* ========================================================================================== */
+
+/* Host-side waits: never under the lock (they block on device work). */
+#define SYNC_WRAP(API, PT, STREAM, EV, IS_CTX, CALL)                                    \
+    int rec = cap_cuda_enter();                                                          \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0};       \
+    CUresult r = CALL;                                                                   \
+    if (rec) {                                                                           \
+        c.t1 = cap_cuda_now();                                                           \
+        if (r == CUDA_SUCCESS)                                                           \
+            cap_cuda_rec_sync(&c, EV, IS_CTX);                                           \
+        cap_cuda_leave();                                                                \
+    }                                                                                    \
+    return r;
+
+CUresult cuCtxSynchronize(void)
+{
+    SYNC_WRAP(cuCtxSynchronize, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize)())
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    SYNC_WRAP(cuCtxSynchronize_v2, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize_v2)(ctx))
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    SYNC_WRAP(cuStreamSynchronize, 0, hStream, NULL, 0, CAP_NEXT(cuStreamSynchronize)(hStream))
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    SYNC_WRAP(cuStreamSynchronize, 1, hStream, NULL, 0,
+              CAP_NEXT(cuStreamSynchronize_ptsz)(hStream))
+}
+
+/* A query that returns CUDA_SUCCESS told the host the work is done: the same as a sync. */
+CUresult cuStreamQuery(CUstream hStream)
+{
+    SYNC_WRAP(cuStreamQuery, 0, hStream, NULL, 0, CAP_NEXT(cuStreamQuery)(hStream))
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+    SYNC_WRAP(cuStreamQuery, 1, hStream, NULL, 0, CAP_NEXT(cuStreamQuery_ptsz)(hStream))
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    SYNC_WRAP(cuEventSynchronize, 0, NULL, hEvent, 0, CAP_NEXT(cuEventSynchronize)(hEvent))
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+    SYNC_WRAP(cuEventQuery, 0, NULL, hEvent, 0, CAP_NEXT(cuEventQuery)(hEvent))
+}
+
+/* ========================================================================================== */
+/* Enqueueing calls: the lock is held across the real call, so trace order = driver order     */
+/* ========================================================================================== */
+
+#define ENQ_BEGIN(API, PT, STREAM)                                                     \
+    int rec = cap_cuda_enter();                                                         \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0};      \
+    (void)c;                                                                            \
+    if (rec)                                                                            \
+        cap_cuda_lock();
+#define ENQ_END(RECORD)               \
+    if (rec) {                        \
+        c.t1 = cap_cuda_now();        \
+        if (r == CUDA_SUCCESS)        \
+            RECORD;                   \
+        cap_cuda_unlock();            \
+        cap_cuda_leave();             \
+    }                                 \
+    return r;
+
+/* ---- modules and libraries ------------------------------------------------------------------ */
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    ENQ_BEGIN(cuModuleLoad, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleLoad)(module, fname);
+    ENQ_END(cap_cuda_rec_module(*module, NULL, fname, c.api))
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    ENQ_BEGIN(cuModuleLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleLoadData)(module, image);
+    ENQ_END(cap_cuda_rec_module(*module, image, NULL, c.api))
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues)
+{
+    ENQ_BEGIN(cuModuleLoadDataEx, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleLoadDataEx)(module, image, numOptions, options, optionValues);
+    ENQ_END(cap_cuda_rec_module(*module, image, NULL, c.api))
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    ENQ_BEGIN(cuModuleLoadFatBinary, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleLoadFatBinary)(module, fatCubin);
+    ENQ_END(cap_cuda_rec_module(*module, fatCubin, NULL, c.api))
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues,
+                                             numJitOptions, libraryOptions, libraryOptionValues,
+                                             numLibraryOptions);
+    ENQ_END(cap_cuda_rec_library(*library, code, NULL, c.api))
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                               unsigned int numLibraryOptions)
+{
+    ENQ_BEGIN(cuLibraryLoadFromFile, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryLoadFromFile)(library, fileName, jitOptions, jitOptionsValues,
+                                                 numJitOptions, libraryOptions,
+                                                 libraryOptionValues, numLibraryOptions);
+    ENQ_END(cap_cuda_rec_library(*library, NULL, fileName, c.api))
+}
+
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryGetModule)(pMod, library);
+    ENQ_END(cap_cuda_rec_library_module(library, *pMod))
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    ENQ_BEGIN(cuModuleLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleGetFunction)(hfunc, hmod, name);
+    ENQ_END(cap_cuda_rec_function(*hfunc, hmod, name))
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryGetKernel)(pKernel, library, name);
+    ENQ_END(cap_cuda_rec_kernel(*pKernel, library, name))
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuKernelGetFunction)(pFunc, kernel);
+    ENQ_END(cap_cuda_rec_kernel_function(*pFunc, kernel))
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    size_t size = 0;
+    CUdeviceptr p = 0;
+    ENQ_BEGIN(cuModuleGetGlobal_v2, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleGetGlobal_v2)(&p, &size, hmod, name);
+    if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = p;
+        if (bytes)
+            *bytes = size;
+    }
+    ENQ_END(cap_cuda_rec_global(p, size, hmod, name))
+}
+
+/* ---- memory ----------------------------------------------------------------------------------- */
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    ENQ_BEGIN(cuMemAlloc_v2, 0, NULL)
+    CUresult r = CAP_NEXT(cuMemAlloc_v2)(dptr, bytesize);
+    ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    ENQ_BEGIN(cuMemFree_v2, 0, NULL)
+    CUresult r = CAP_NEXT(cuMemFree_v2)(dptr);
+    ENQ_END(cap_cuda_rec_free(&c, dptr))
+}
+
+#define ALLOC_ASYNC(NAME, PT)                                             \
+    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)   \
+    {                                                                     \
+        ENQ_BEGIN(cuMemAllocAsync, PT, hStream)                           \
+        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, hStream);             \
+        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))                  \
+    }
+ALLOC_ASYNC(cuMemAllocAsync, 0)
+ALLOC_ASYNC(cuMemAllocAsync_ptsz, 1)
+
+#define FREE_ASYNC(NAME, PT)                                  \
+    CUresult NAME(CUdeviceptr dptr, CUstream hStream)         \
+    {                                                         \
+        ENQ_BEGIN(cuMemFreeAsync, PT, hStream)                \
+        CUresult r = CAP_NEXT(NAME)(dptr, hStream);           \
+        ENQ_END(cap_cuda_rec_free(&c, dptr))                  \
+    }
+FREE_ASYNC(cuMemFreeAsync, 0)
+FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
+
+/* ---- copies and fills: a legacy and a per-thread variant of each ------------------------------ */
+
+#define COPY_WRAPPERS(SFX, ASFX, PT)                                                               \
+    CUresult cuMemcpy##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                             \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpy, PT, NULL)                                                              \
+        CUresult r = CAP_NEXT(cuMemcpy##SFX)(dst, src, n);                                         \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                                 \
+    }                                                                                              \
+    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr dst, const void *src, size_t n)                      \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyHtoD_v2, PT, NULL)                                                       \
+        CUresult r = CAP_NEXT(cuMemcpyHtoD_v2##SFX)(dst, src, n);                                  \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 0))                                    \
+    }                                                                                              \
+    CUresult cuMemcpyDtoH_v2##SFX(void *dst, CUdeviceptr src, size_t n)                            \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyDtoH_v2, PT, NULL)                                                       \
+        CUresult r = CAP_NEXT(cuMemcpyDtoH_v2##SFX)(dst, src, n);                                  \
+        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 0))                                    \
+    }                                                                                              \
+    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                      \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyDtoD_v2, PT, NULL)                                                       \
+        CUresult r = CAP_NEXT(cuMemcpyDtoD_v2##SFX)(dst, src, n);                                  \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                                 \
+    }                                                                                              \
+    CUresult cuMemcpyAsync##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)           \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyAsync, PT, s)                                                            \
+        CUresult r = CAP_NEXT(cuMemcpyAsync##ASFX)(dst, src, n, s);                                \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                                 \
+    }                                                                                              \
+    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr dst, const void *src, size_t n, CUstream s)    \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyHtoDAsync_v2, PT, s)                                                     \
+        CUresult r = CAP_NEXT(cuMemcpyHtoDAsync_v2##ASFX)(dst, src, n, s);                         \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 1))                                    \
+    }                                                                                              \
+    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *dst, CUdeviceptr src, size_t n, CUstream s)          \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyDtoHAsync_v2, PT, s)                                                     \
+        CUresult r = CAP_NEXT(cuMemcpyDtoHAsync_v2##ASFX)(dst, src, n, s);                         \
+        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 1))                                    \
+    }                                                                                              \
+    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)    \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemcpyDtoDAsync_v2, PT, s)                                                     \
+        CUresult r = CAP_NEXT(cuMemcpyDtoDAsync_v2##ASFX)(dst, src, n, s);                         \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                                 \
+    }
+COPY_WRAPPERS(, , 0)
+COPY_WRAPPERS(_ptds, _ptsz, 1)
+
+#define FILL_WRAPPERS(BITS, T, SFX, ASFX, PT)                                                      \
+    CUresult cuMemsetD##BITS##_v2##SFX(CUdeviceptr dst, T v, size_t n)                             \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemsetD##BITS##_v2, PT, NULL)                                                  \
+        CUresult r = CAP_NEXT(cuMemsetD##BITS##_v2##SFX)(dst, v, n);                               \
+        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                                        \
+    }                                                                                              \
+    CUresult cuMemsetD##BITS##Async##ASFX(CUdeviceptr dst, T v, size_t n, CUstream s)              \
+    {                                                                                              \
+        ENQ_BEGIN(cuMemsetD##BITS##Async, PT, s)                                                   \
+        CUresult r = CAP_NEXT(cuMemsetD##BITS##Async##ASFX)(dst, v, n, s);                         \
+        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                                        \
+    }
+FILL_WRAPPERS(8, unsigned char, , , 0)
+FILL_WRAPPERS(8, unsigned char, _ptds, _ptsz, 1)
+FILL_WRAPPERS(16, unsigned short, , , 0)
+FILL_WRAPPERS(16, unsigned short, _ptds, _ptsz, 1)
+FILL_WRAPPERS(32, unsigned int, , , 0)
+FILL_WRAPPERS(32, unsigned int, _ptds, _ptsz, 1)
+
+/* ---- streams and events ---------------------------------------------------------------------- */
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    ENQ_BEGIN(cuStreamCreate, 0, NULL)
+    CUresult r = CAP_NEXT(cuStreamCreate)(phStream, Flags);
+    ENQ_END(cap_cuda_rec_stream_create(&c, *phStream, Flags, 0))
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    ENQ_BEGIN(cuStreamCreateWithPriority, 0, NULL)
+    CUresult r = CAP_NEXT(cuStreamCreateWithPriority)(phStream, flags, priority);
+    ENQ_END(cap_cuda_rec_stream_create(&c, *phStream, flags, priority))
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    ENQ_BEGIN(cuStreamDestroy_v2, 0, hStream)
+    CUresult r = CAP_NEXT(cuStreamDestroy_v2)(hStream);
+    ENQ_END(cap_cuda_rec_stream_destroy(&c, hStream))
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    ENQ_BEGIN(cuEventCreate, 0, NULL)
+    CUresult r = CAP_NEXT(cuEventCreate)(phEvent, Flags);
+    ENQ_END(cap_cuda_rec_event_create(&c, *phEvent, Flags))
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    ENQ_BEGIN(cuEventDestroy_v2, 0, NULL)
+    CUresult r = CAP_NEXT(cuEventDestroy_v2)(hEvent);
+    ENQ_END(cap_cuda_rec_event_destroy(&c, hEvent))
+}
+
+#define EVENT_WRAPPERS(SFX, PT)                                                                  \
+    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                                           \
+    {                                                                                            \
+        ENQ_BEGIN(cuEventRecord, PT, s)                                                          \
+        CUresult r = CAP_NEXT(cuEventRecord##SFX)(e, s);                                         \
+        ENQ_END(cap_cuda_rec_event_record(&c, e, 0))                                             \
+    }                                                                                            \
+    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags)              \
+    {                                                                                            \
+        ENQ_BEGIN(cuEventRecordWithFlags, PT, s)                                                 \
+        CUresult r = CAP_NEXT(cuEventRecordWithFlags##SFX)(e, s, flags);                         \
+        ENQ_END(cap_cuda_rec_event_record(&c, e, flags))                                         \
+    }                                                                                            \
+    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)                   \
+    {                                                                                            \
+        ENQ_BEGIN(cuStreamWaitEvent, PT, s)                                                      \
+        CUresult r = CAP_NEXT(cuStreamWaitEvent##SFX)(s, e, flags);                              \
+        ENQ_END(cap_cuda_rec_stream_wait(&c, e, flags))                                          \
+    }
+EVENT_WRAPPERS(, 0)
+EVENT_WRAPPERS(_ptsz, 1)
+
+/* ---- launches --------------------------------------------------------------------------------- */
+
+struct launch_args {
+    void *next;
+    int kind; /* 0 cuLaunchKernel, 1 cuLaunchKernelEx, 2 cuLaunchCooperativeKernel */
+    const struct cap_cuda_launch *l;
+    const CUlaunchConfig *config;
+    CUstream s;
+};
+
+static CUresult issue_launch(void *ctx)
+{
+    const struct launch_args *a = ctx;
+    const struct cap_cuda_launch *l = a->l;
+    if (a->kind == 1)
+        return ((__typeof__(&cuLaunchKernelEx))a->next)(a->config, l->f, l->params, l->extra);
+    if (a->kind == 2)
+        return ((__typeof__(&cuLaunchCooperativeKernel))a->next)(
+            l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+            l->shmem, a->s, l->params);
+    return ((__typeof__(&cuLaunchKernel))a->next)(l->f, l->grid[0], l->grid[1], l->grid[2],
+                                                  l->block[0], l->block[1], l->block[2], l->shmem,
+                                                  a->s, l->params, l->extra);
+}
+
+static CUresult launch(uint32_t api, int pt, void *next, int kind, const CUlaunchConfig *config,
+                       struct cap_cuda_launch *l, CUstream s)
+{
+    struct launch_args a = {next, kind, l, config, s};
+    if (!cap_cuda_enter())
+        return issue_launch(&a);
+    struct cap_cuda_call c = {api, pt, s, 0, 0};
+    CUresult r = cap_cuda_rec_launch(&c, l, issue_launch, &a);
+    cap_cuda_leave();
+    return r;
+}
+
+#define LAUNCH_WRAPPERS(SFX, PT)                                                                  \
+    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
+                                 unsigned int bx, unsigned int by, unsigned int bz,              \
+                                 unsigned int shmem, CUstream s, void **params, void **extra)    \
+    {                                                                                             \
+        struct cap_cuda_launch l = {f, {gx, gy, gz}, {bx, by, bz}, shmem, params, extra,          \
+                                    NULL, 0, 0};                                                  \
+        return launch(SBT_CUDA_API_cuLaunchKernel, PT, cap_cuda_next[CAP_SYM_cuLaunchKernel##SFX], \
+                      0, NULL, &l, s);                                                            \
+    }                                                                                             \
+    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *cfg, CUfunction f, void **params,       \
+                                   void **extra)                                                  \
+    {                                                                                             \
+        if (!cfg)                                                                                 \
+            return CAP_NEXT(cuLaunchKernelEx##SFX)(cfg, f, params, extra);                        \
+        struct cap_cuda_launch l = {f,                                                            \
+                                    {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                \
+                                    {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},             \
+                                    cfg->sharedMemBytes,                                          \
+                                    params,                                                       \
+                                    extra,                                                        \
+                                    cfg->attrs,                                                   \
+                                    cfg->numAttrs,                                                \
+                                    0};                                                           \
+        return launch(SBT_CUDA_API_cuLaunchKernelEx, PT,                                          \
+                      cap_cuda_next[CAP_SYM_cuLaunchKernelEx##SFX], 1, cfg, &l, cfg->hStream);    \
+    }                                                                                             \
+    CUresult cuLaunchCooperativeKernel##SFX(                                                      \
+        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
+    {                                                                                             \
+        struct cap_cuda_launch l = {f, {gx, gy, gz}, {bx, by, bz}, shmem, params, NULL,           \
+                                    NULL, 0, 1};                                                  \
+        return launch(SBT_CUDA_API_cuLaunchCooperativeKernel, PT,                                 \
+                      cap_cuda_next[CAP_SYM_cuLaunchCooperativeKernel##SFX], 2, NULL, &l, s);     \
+    }
+LAUNCH_WRAPPERS(, 0)
+LAUNCH_WRAPPERS(_ptsz, 1)
+
+#pragma GCC visibility pop

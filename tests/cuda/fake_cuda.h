@@ -1,0 +1,35 @@
+/*
+ * tests/cuda/fake_cuda.h — what the test programs and the fake driver (fake_cuda.c) agree on.
+ * Test only: nothing here is installed.
+ *
+ * A fake module image is NUL-terminated text: the line "FAKECUDA 1", then one kernel name per
+ * line. cuModuleLoadData / cuLibraryLoadData accept it; cuModuleGetFunction / cuLibraryGetKernel
+ * find a name listed in the image that the fake also implements (a host function, below).
+ *
+ * Environment of the fake driver:
+ *   FAKE_CUDA_BASE   device heap base address (hex, default 0x7e0000000000): replay runs with
+ *                    another base so that every device address must be relocated
+ *   FAKE_CUDA_HEAP   heap bytes (default 64 MiB)
+ * Device memory is host memory at that base. Kernels and copies check that every device range
+ * lies in the heap and fail with CUDA_ERROR_ILLEGAL_ADDRESS otherwise (a missed relocation is a
+ * clean error, not a crash). Streams execute each op when it is enqueued, in order.
+ */
+#ifndef REPRISE_TESTS_FAKE_CUDA_H
+#define REPRISE_TESTS_FAKE_CUDA_H
+
+/* Kernels (parameters in order, with their sizes and offsets in the packed buffer):
+ *   saxpy        float a @0, const float *x @8, float *y @16, unsigned n @24: y = a*x + y
+ *   iota         unsigned *out @0, unsigned n @8, unsigned start @12: out[i] = start + i
+ *   scale_struct struct fake_span {float *p; unsigned n; float s;} @0 (16 bytes): p[i] *= s
+ *   racy_sum     const float *x @0, float *out @8, unsigned n @16: four host threads add x
+ *                into *out without any ordering or atomicity: the result varies run to run
+ * Elements handled: min(n, grid.x * block.x). */
+#define FAKE_IMAGE "FAKECUDA 1\nsaxpy\niota\nscale_struct\nracy_sum\n"
+
+struct fake_span {
+    float *p;
+    unsigned n;
+    float s;
+};
+
+#endif
