@@ -1,0 +1,193 @@
+/*
+ * tests/vk/vkt.c — see vkt.h.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/vk/vkt.h"
+
+void vkt_die(const char *file, int line, const char *what, VkResult r)
+{
+    fprintf(stderr, "%s:%d: %s failed: VkResult %d\n", file, line, what, (int)r);
+    exit(r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED ? 4 : 1);
+}
+
+void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues)
+{
+    memset(v, 0, sizeof *v);
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", argv0);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    v->spv_dir = dir;
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "reprise-test",
+                             .apiVersion = VK_API_VERSION_1_3};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                .pApplicationInfo = &app};
+    VKT_CHECK(vkCreateInstance(&ici, NULL, &v->inst));
+    uint32_t n = 8;
+    VkPhysicalDevice phys[8];
+    VKT_CHECK(vkEnumeratePhysicalDevices(v->inst, &n, phys));
+    for (uint32_t i = 0; i < n && !v->phys; i++) {
+        uint32_t nq = 16;
+        VkQueueFamilyProperties qf[16];
+        vkGetPhysicalDeviceQueueFamilyProperties(phys[i], &nq, qf);
+        for (uint32_t f = 0; f < nq; f++)
+            if (qf[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+                v->phys = phys[i];
+                v->family = f;
+                v->n_queues = qf[f].queueCount < max_queues ? qf[f].queueCount : max_queues;
+                break;
+            }
+    }
+    if (!v->phys) {
+        fprintf(stderr, "no Vulkan device with a compute queue\n");
+        exit(4);
+    }
+    if (v->n_queues > 4)
+        v->n_queues = 4;
+    vkGetPhysicalDeviceMemoryProperties(v->phys, &v->mem);
+    float prio[4] = {1, 1, 1, 1};
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                   .queueFamilyIndex = v->family,
+                                   .queueCount = v->n_queues,
+                                   .pQueuePriorities = prio};
+    VkPhysicalDeviceVulkan13Features f13 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, .synchronization2 = 1};
+    VkPhysicalDeviceVulkan12Features f12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .pNext = &f13,
+        .timelineSemaphore = 1};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .pNext = &f12,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci};
+    VKT_CHECK(vkCreateDevice(v->phys, &dci, NULL, &v->dev));
+    for (uint32_t i = 0; i < v->n_queues; i++)
+        vkGetDeviceQueue(v->dev, v->family, i, &v->queue[i]);
+}
+
+void vkt_done(struct vkt *v)
+{
+    vkDestroyDevice(v->dev, NULL);
+    vkDestroyInstance(v->inst, NULL);
+}
+
+static uint32_t mem_type(struct vkt *v, uint32_t bits, VkMemoryPropertyFlags want)
+{
+    for (uint32_t i = 0; i < v->mem.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (v->mem.memoryTypes[i].propertyFlags & want) == want)
+            return i;
+    fprintf(stderr, "no memory type with flags 0x%x\n", want);
+    exit(4);
+}
+
+void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_buf *out)
+{
+    memset(out, 0, sizeof *out);
+    out->size = size;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = size,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                       VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT};
+    VKT_CHECK(vkCreateBuffer(v->dev, &bci, NULL, &out->buf));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(v->dev, out->buf, &req);
+    VkMemoryPropertyFlags want = host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                                              : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size,
+                                .memoryTypeIndex = mem_type(v, req.memoryTypeBits, want)};
+    VKT_CHECK(vkAllocateMemory(v->dev, &mai, NULL, &out->mem));
+    VKT_CHECK(vkBindBufferMemory(v->dev, out->buf, out->mem, 0));
+    if (host_visible)
+        VKT_CHECK(vkMapMemory(v->dev, out->mem, 0, VK_WHOLE_SIZE, 0, &out->map));
+}
+
+void vkt_buffer_free(struct vkt *v, struct vkt_buf *b)
+{
+    if (b->map)
+        vkUnmapMemory(v->dev, b->mem);
+    vkDestroyBuffer(v->dev, b->buf, NULL);
+    vkFreeMemory(v->dev, b->mem, NULL);
+}
+
+void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
+                  uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s.spv", v->spv_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        exit(1);
+    }
+    static uint32_t code[1 << 16];
+    size_t len = fread(code, 1, sizeof code, f);
+    fclose(f);
+    VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                     .codeSize = len,
+                                     .pCode = code};
+    VKT_CHECK(vkCreateShaderModule(v->dev, &smci, NULL, &out->mod));
+    VkDescriptorSetLayoutBinding b[8];
+    for (uint32_t i = 0; i < n; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+                                              .descriptorType = types[i],
+                                              .descriptorCount = 1,
+                                              .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+                                              /* left as garbage on purpose: the spec says
+                                                 it is ignored for buffer descriptors */
+                                              .pImmutableSamplers = (const VkSampler *)16};
+    VkDescriptorSetLayoutCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = n,
+        .pBindings = b};
+    VKT_CHECK(vkCreateDescriptorSetLayout(v->dev, &dci, NULL, &out->dsl));
+    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_bytes};
+    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                       .setLayoutCount = 1,
+                                       .pSetLayouts = &out->dsl,
+                                       .pushConstantRangeCount = pc_bytes ? 1 : 0,
+                                       .pPushConstantRanges = &pcr};
+    VKT_CHECK(vkCreatePipelineLayout(v->dev, &plci, NULL, &out->layout));
+    VkSpecializationMapEntry me = {0, 0, 4};
+    VkSpecializationInfo si = {1, &me, 4, spec};
+    VkComputePipelineCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = out->mod,
+                  .pName = "main",
+                  .pSpecializationInfo = spec ? &si : NULL},
+        .layout = out->layout};
+    VKT_CHECK(vkCreateComputePipelines(v->dev, VK_NULL_HANDLE, 1, &cpci, NULL, &out->pipe));
+}
+
+void vkt_pipeline_free(struct vkt *v, struct vkt_pipe *p)
+{
+    vkDestroyPipeline(v->dev, p->pipe, NULL);
+    vkDestroyPipelineLayout(v->dev, p->layout, NULL);
+    vkDestroyDescriptorSetLayout(v->dev, p->dsl, NULL);
+    vkDestroyShaderModule(v->dev, p->mod, NULL);
+}
+
+uint64_t vkt_sum(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    if (!h)
+        h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}

@@ -1,0 +1,62 @@
+/*
+ * tests/vk/vkt.h — boilerplate shared by the Vulkan test programs of the capture tests:
+ * a headless instance and device (the first with a compute queue; lavapipe in CI), buffers in
+ * host-visible or device-local memory, compute pipelines from the .spv files built beside the
+ * programs, and a checksum that every program prints so runs with and without capture compare.
+ * Errors print one line and exit 4 (no device) or 1 (a Vulkan call failed).
+ */
+#ifndef REPRISE_TESTS_VKT_H
+#define REPRISE_TESTS_VKT_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#define VKT_CHECK(call)                                                                        \
+    do {                                                                                       \
+        VkResult vkt_r_ = (call);                                                              \
+        if (vkt_r_ != VK_SUCCESS)                                                              \
+            vkt_die(__FILE__, __LINE__, #call, vkt_r_);                                        \
+    } while (0)
+
+struct vkt {
+    VkInstance inst;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    uint32_t family;
+    uint32_t n_queues;
+    VkQueue queue[4];
+    VkPhysicalDeviceMemoryProperties mem;
+    const char *spv_dir; /* directory of the .spv files: the program's own */
+};
+
+struct vkt_buf {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize size;
+    void *map; /* host-visible buffers stay mapped */
+};
+
+void vkt_die(const char *file, int line, const char *what, VkResult r);
+/* Instance (API 1.3) and device with up to max_queues queues of one compute family and the
+ * timeline semaphore and synchronization2 features. argv0 locates the .spv files. */
+void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues);
+void vkt_done(struct vkt *v);
+/* A storage buffer (with transfer src/dst and indirect usage) in its own allocation. */
+void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_buf *out);
+void vkt_buffer_free(struct vkt *v, struct vkt_buf *b);
+/* Compute pipeline from <spv_dir>/<name>.spv with n storage/uniform bindings in set 0
+ * (types[i]) and push constants of pc_bytes; spec = one uint32 specialization constant 0
+ * (NULL for none). */
+struct vkt_pipe {
+    VkDescriptorSetLayout dsl;
+    VkPipelineLayout layout;
+    VkPipeline pipe;
+    VkShaderModule mod;
+};
+void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
+                  uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out);
+void vkt_pipeline_free(struct vkt *v, struct vkt_pipe *p);
+/* FNV-1a over bytes, chained through h (start with 0). */
+uint64_t vkt_sum(uint64_t h, const void *p, size_t n);
+
+#endif
