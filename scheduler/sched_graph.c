@@ -859,6 +859,7 @@ static int hold(sched_graph *g, uint32_t n_pending)
         sched__free(h->acc);
         sched__free(h->payload);
         sched__free(h->in);
+        memset(h, 0, sizeof *h);
         if (ix)
             sched__map_del(&g->held_map, x->seq);
         g->free_slots[g->n_free++] = slot;

@@ -977,3 +977,81 @@ Test(dot, edges_labelled_and_limit)
     free(buf);
     sbt_reader_close(r);
 }
+
+/* ========================================================================================== */
+/* Resources freed and allocated again; allocation failures                                   */
+/* ========================================================================================== */
+
+Test(validate, reallocated_resource_is_not_a_use_after_free)
+{
+    struct opspec ops[] = {ALLOC(4, 1, 64), FREE(4, 1),
+                           ALLOC(4, 1, 64), KERN(1, 10, ACC(1, 0, 64, W)),
+                           FREE(4, 1),      KERN(2, 10, ACC(1, 0, 8, R))};
+    sbt_reader *r = build(ops, 6);
+    struct got g;
+    struct sched_graph_stats st = run_graph(r, &g);
+    cr_assert(eq(u64, st.findings[SCHED_F_USE_AFTER_FREE], 1));
+    cr_assert(eq(u64, g.fseq[0], 5));
+    cr_assert(eq(str, g.fmsg[0], "op 5 (kernel) reads resource 1 freed by op 4"));
+    cr_assert(eq(u64, st.n_errors, 1));
+    const struct sched_edge *e = find_edge(&g, 3, 2);
+    cr_assert(e != NULL && e->reason == SCHED_DEP_ALLOC, "the write depends on the new ALLOC");
+    sbt_reader_close(r);
+}
+
+static int fail_at, n_alloc;
+static void *fail_malloc(size_t n)
+{
+    return ++n_alloc == fail_at ? NULL : malloc(n);
+}
+static void *fail_realloc(void *p, size_t n)
+{
+    return ++n_alloc == fail_at ? NULL : realloc(p, n);
+}
+
+/* Fails the N-th allocation of the scheduler, for each N until a run needs no failure: every
+ * run returns 0 or SBT_ENOMEM with a message, and (under ASan) leaks nothing. */
+Test(alloc, every_failure_is_reported)
+{
+    struct opspec ops[] = {ALLOC(4, 1, 256),
+                           KERN(1, 10, ACC(1, 0, 128, W)),
+                           WAIT(3, TL, 9, 2),
+                           KERN(3, 5, ACC(1, 0, 256, R)),
+                           REC(1, 4),
+                           EWAIT(2, 4),
+                           KERN(2, 7, ACC(1, 64, 64, RW)),
+                           SIG(1, TL, 9, 2),
+                           FREE(4, 1),
+                           KERN(1, 3, ACC(1, 0, 8, R))};
+    sbt_reader *r = build(ops, 10);
+    struct sbt_alloc_hooks h = {fail_malloc, fail_realloc, free};
+    int done = 0;
+    for (fail_at = 1; fail_at < 2000 && !done; fail_at++) {
+        n_alloc = 0;
+        sched_set_alloc_hooks(&h);
+        sched_sim *s = NULL;
+        int st = sched_sim_create(r, NULL, &SCHED_SIM_OPTS(.analysis = 1, .critical_path = 1), &s);
+        if (st == 0) {
+            struct sched_visitor v = {.node = sched_sim_node, .ctx = s};
+            st = sched_graph_run(r, SCHED_NONE, NULL, &v, NULL);
+            if (st == 0)
+                st = sched_sim_finish(s);
+        }
+        struct sched_slice sl;
+        struct sbt_range rg = {.has_seq = 1, .seq_begin = 6, .seq_end = 8};
+        if (st == 0)
+            st = sched_slice_compute(r, &rg, &SCHED_SLICE_OPTS(.collect = 1), &sl);
+        if (st == 0)
+            sched_slice_free(&sl);
+        sched_sim_destroy(s);
+        sched_set_alloc_hooks(NULL);
+        cr_assert(st == 0 || st == SBT_ENOMEM, "allocation %d: status %d: %s", fail_at, st,
+                  sched_errmsg());
+        if (st)
+            cr_assert(strstr(sched_errmsg(), "memory") != NULL, "allocation %d: %s", fail_at,
+                      sched_errmsg());
+        done = n_alloc < fail_at; /* nothing failed: every allocation was tried */
+    }
+    cr_assert(done);
+    sbt_reader_close(r);
+}
