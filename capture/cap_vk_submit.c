@@ -9,7 +9,8 @@
  * accesses from buffers that alias one allocation overlap exactly where the bytes do.
  *
  * Host writes. Every allocation keeps one hash per 4 KiB page of what the layer last saw
- * there (initially "all zero": replay must zero-fill new allocations). At submit, flush,
+ * there; the first vkMapMemory takes the contents as they are as the baseline (new memory is
+ * undefined in Vulkan: bytes the program never wrote are not stored). At submit, flush,
  * unmap, free, vkSignalSemaphore and vkSetEvent every mapped page is compared; a page that
  * changed and is not being written by unfinished device work is host-written: runs of such
  * pages become one HOST_WRITE op whose blob is the bytes (deduplicated by the writer).
@@ -338,6 +339,21 @@ static uint32_t read_back(struct cap_mem *m, struct cap_ivl *v, uint32_t n, stru
 void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now)
 {
     m->n_done = read_back(m, m->done, m->n_done, tail, now);
+    /* Pages seen for the first time: what is there now is the baseline, not a host write.
+     * Drivers need not zero new allocations (lavapipe does not); bytes the program never
+     * wrote are undefined in the capture as in any replay, so storing them would only cost. */
+    for (uint64_t p = m->map_off / CAP_PAGE; p * CAP_PAGE < m->map_off + m->map_len &&
+                                             p < m->n_pages; p++) {
+        if (!sbt_hash_is_zero(m->page[p]))
+            continue;
+        uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
+        uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
+                                                                 : m->map_off + m->map_len;
+        if (b > m->size)
+            b = m->size;
+        if (a < b && !page_pending(m, a, b))
+            m->page[p] = sbt_hash_bytes(m->map_base + a, b - a);
+    }
 }
 
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,
@@ -963,7 +979,7 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     }
     sub->dev_id = dev->id;
     sub->queue_id = q->o.id;
-    sub->name = v2 ? "vkQueueSubmit2" : "vkQueueSubmit";
+    sub->name = v2 == 2 ? "vkQueueSubmit2" : "vkQueueSubmit";
     sub->op.kind = SBT_OP_SUBMIT;
     sub->op.host_begin = t0;
     sub->op.host_end = t1;
