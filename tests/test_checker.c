@@ -1,0 +1,956 @@
+/*
+ * tests/test_checker.c — the checker (checker/chk.h) on hand-built traces whose answers are
+ * known: classification of each finding, the first divergence named at the root of a chain (not
+ * downstream), alignment of diff with inserted and removed ops, statistics against values
+ * computed by hand, expectations round trip, JSON and JUnit parsed back, the Perfetto diff
+ * decoded packet by packet (protobuf-c) against the import rules, and the CLI's exit codes.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "checker/chk.h"
+#include "format/perfetto_trace.pb-c.h"
+#include "format/sbt.h"
+
+/* ========================================================================================== */
+/* Hand-built traces                                                                          */
+/* ========================================================================================== */
+
+/* One op: a kernel (kernel >= 1: index into the kernel names) or a HOST_READ; reads and writes
+ * name resources 1..; digest 0 = none. */
+struct top {
+    uint32_t kind, stream, kernel;
+    uint64_t db, dur; /* device time, ns; dur 0 = none */
+    uint32_t rd, wr;  /* resource read / written, 0 = none */
+    uint64_t digest;
+    const char *error;
+    uint32_t geom; /* grid x */
+};
+
+static const char *const knames[] = {"", "produce", "consume", "finish", "other", "k<&>\"'\x01"};
+
+static void write_trace(const char *path, const struct top *ops, size_t n)
+{
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, dev, s[3], k[6];
+    cr_assert(eq(int, sbt_writer_intern(w, "lavapipe", &id), 0));
+    struct sbt_device d = {.api = SBT_API_VULKAN, .name = id};
+    sbt_writer_add_device(w, &d, &dev);
+    for (int i = 0; i < 3; i++) {
+        struct sbt_stream st = {.device = dev, .kind = SBT_STREAM_QUEUE};
+        sbt_writer_add_stream(w, &st, &s[i]);
+    }
+    for (int i = 1; i < 6; i++) {
+        sbt_writer_intern(w, knames[i], &id);
+        struct sbt_kernel kk = {.name = id};
+        sbt_writer_add_kernel(w, &kk, &k[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct top *t = &ops[i];
+        struct sbt_access acc[2];
+        uint32_t na = 0;
+        if (t->rd)
+            acc[na++] = (struct sbt_access){t->rd, 0, 256, SBT_ACCESS_READ};
+        if (t->wr)
+            acc[na++] = (struct sbt_access){t->wr, 0, 256, SBT_ACCESS_WRITE};
+        struct sbt_op op = {.kind = t->kind ? t->kind : SBT_OP_KERNEL,
+                            .stream = s[t->stream],
+                            .host_begin = 1000 + i * 10,
+                            .host_end = 1005 + i * 10,
+                            .n_access = na,
+                            .access = acc};
+        if (op.kind == SBT_OP_KERNEL) {
+            op.flags |= SBT_OPF_KERNEL | SBT_OPF_GEOM;
+            op.kernel = k[t->kernel ? t->kernel : 1];
+            op.grid[0] = t->geom ? t->geom : 1, op.grid[1] = op.grid[2] = 1;
+            op.block[0] = 64, op.block[1] = op.block[2] = 1;
+        }
+        if (t->dur) {
+            op.flags |= SBT_OPF_DEV_TIME;
+            op.dev_begin = t->db ? t->db : 2000 + i * 1000;
+            op.dev_end = op.dev_begin + t->dur;
+        }
+        if (t->digest) {
+            op.flags |= SBT_OPF_DIGEST;
+            op.digest = (sbt_hash){t->digest, 0x1234};
+        }
+        if (t->error) {
+            op.flags |= SBT_OPF_ERROR;
+            sbt_writer_intern(w, t->error, &op.error);
+        }
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    }
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+}
+
+static char dir[64];
+
+static void mkdir_tmp(void)
+{
+    strcpy(dir, "/tmp/test_checker_XXXXXX");
+    cr_assert(mkdtemp(dir) != NULL);
+}
+
+static void rm_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert(system(cmd) == 0);
+}
+
+static const char *pathf(const char *name)
+{
+    static char buf[8][128];
+    static int i;
+    char *p = buf[i++ % 8];
+    snprintf(p, 128, "%s/%s", dir, name);
+    return p;
+}
+
+static sbt_reader *open_r(const char *path)
+{
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    return r;
+}
+
+/* capture + results, checked */
+static struct chk_report *check_n(const struct top *cap, size_t ncap, const struct top *const *runs,
+                                  const size_t *nrun, uint32_t n, const struct chk_opts *o)
+{
+    write_trace(pathf("cap.sbt"), cap, ncap);
+    sbt_reader *rc = open_r(pathf("cap.sbt")), *rr[8];
+    for (uint32_t i = 0; i < n; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "run%u.sbt", i);
+        write_trace(pathf(nm), runs[i], nrun[i]);
+        rr[i] = open_r(pathf(nm));
+    }
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_check(rc, rr, n, NULL, o, &rep), 0), "%s", chk_errmsg());
+    for (uint32_t i = 0; i < n; i++)
+        sbt_reader_close(rr[i]);
+    sbt_reader_close(rc);
+    return rep;
+}
+
+/* A chain produce(r1) -> consume(r1 -> r2) -> finish(r2 -> r3) on stream 0, and an independent
+ * "other" (r4) on stream 1. Digests: 10, 20, 30, 40. */
+#define CHAIN(d0, d1, d2, d3)                                                 \
+    {                                                                         \
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, d0, NULL, 0},                     \
+            {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, d1, NULL, 0},                 \
+            {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 4, d3, NULL, 0},                 \
+            {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, d2, NULL, 0},                 \
+    }
+
+/* ========================================================================================== */
+/* Classification and first divergence                                                        */
+/* ========================================================================================== */
+
+TestSuite(classify, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(classify, all_match_passes)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top *runs[] = {cap, cap, cap};
+    const size_t n[] = {4, 4, 4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 3, NULL);
+    cr_expect(eq(int, rep->failed, 0));
+    cr_expect(eq(u64, rep->n_matched, 4));
+    cr_expect(eq(int, rep->has_first, 0));
+    chk_report_free(rep);
+}
+
+Test(classify, divergent_root_not_downstream)
+{
+    /* the runs agree among themselves; produce differs from the capture, and so (downstream)
+     * do consume and finish; other is fine */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top run[] = CHAIN(11, 21, 31, 40);
+    const struct top *runs[] = {run, run};
+    const size_t n[] = {4, 4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 2, NULL);
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 3));
+    cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC], 0));
+    cr_expect(eq(u64, rep->n_roots, 1));
+    cr_assert(eq(int, rep->has_first, 1));
+    cr_expect(eq(u64, rep->first.seq, 0));
+    cr_expect(eq(str, rep->first.name, "produce"));
+    cr_expect(eq(u32, rep->first.cls, CHK_DIVERGENT));
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        cr_expect(eq(int, rep->findings[i].is_root, rep->findings[i].seq == 0));
+    chk_report_free(rep);
+}
+
+Test(classify, nondeterministic_in_the_middle)
+{
+    /* run 2 differs from run 1 at consume (and so at finish): consume is the root */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top r2[] = CHAIN(10, 22, 32, 40);
+    const struct top *runs[] = {cap, r2, cap};
+    const size_t n[] = {4, 4, 4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 3, NULL);
+    cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC], 2));
+    cr_assert(eq(int, rep->has_first, 1));
+    cr_expect(eq(str, rep->first.name, "consume"));
+    cr_expect(eq(u32, rep->first.cls, CHK_NONDETERMINISTIC));
+    cr_expect(eq(u32, rep->first.run, 2));
+    cr_expect(eq(u64, rep->n_roots, 1));
+    chk_report_free(rep);
+}
+
+Test(classify, match_stops_the_taint)
+{
+    /* produce differs, but consume's output still matches: finish's mismatch is its own root */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top run[] = CHAIN(11, 20, 31, 40);
+    const struct top *runs[] = {run};
+    const size_t n[] = {4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
+    cr_expect(eq(u64, rep->n_roots, 2));
+    cr_expect(eq(u64, rep->first.seq, 0));
+    chk_report_free(rep);
+}
+
+Test(classify, unverified_op_passes_the_taint_on)
+{
+    /* consume has no digest anywhere: finish is downstream of produce through it */
+    const struct top cap[] = CHAIN(10, 0, 30, 40);
+    const struct top run[] = CHAIN(11, 0, 31, 40);
+    const struct top *runs[] = {run};
+    const size_t n[] = {4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
+    cr_expect(eq(u64, rep->n_roots, 1));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    chk_report_free(rep);
+}
+
+Test(classify, missing_extra_error)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    /* run 1: the last op is missing; run 2: one more op beyond the capture, and an error */
+    const struct top r1[] = CHAIN(10, 20, 30, 40);
+    struct top r2[5] = CHAIN(10, 20, 30, 40);
+    r2[4] = (struct top){SBT_OP_KERNEL, 2, 4, 0, 100, 0, 5, 50, NULL, 0};
+    r2[2].error = "VK_ERROR_DEVICE_LOST";
+    const struct top *runs[] = {r1, r2};
+    const size_t n[] = {3, 5};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 2, NULL);
+    cr_expect(eq(u64, rep->count[CHK_MISSING], 1));
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
+    cr_expect(eq(u64, rep->count[CHK_REPLAY_ERROR], 1));
+    int seen_err = 0;
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        if (rep->findings[i].cls == CHK_REPLAY_ERROR) {
+            cr_expect(eq(u64, rep->findings[i].seq, 2));
+            cr_expect(strstr(rep->findings[i].note, "DEVICE_LOST") != NULL);
+            seen_err = 1;
+        }
+    cr_expect(seen_err);
+    chk_report_free(rep);
+}
+
+/* ========================================================================================== */
+/* diff alignment                                                                             */
+/* ========================================================================================== */
+
+TestSuite(align, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(align, inserted_and_removed_ops)
+{
+    /* stream 0: A = k1 k2 k3 k1(g2) k2(g3); B = k1 k2 other k3 k2(g3): "other" inserted, k1(g2)
+     * removed (geometry is part of the key). Stream 1 identical. */
+    const struct top a[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1}, {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1}, {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1},
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 4, NULL, 2}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
+    };
+    const struct top b[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 0, 7, 7, NULL, 1}, {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
+        {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
+    };
+    write_trace(pathf("a.sbt"), a, 6);
+    write_trace(pathf("b.sbt"), b, 6);
+    sbt_reader *ra = open_r(pathf("a.sbt")), *rb = open_r(pathf("b.sbt"));
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_diff(ra, rb, &CHK_OPTS(.window = 4, .collect_events = 1), &rep), 0),
+              "%s", chk_errmsg());
+    cr_expect(eq(u64, rep->count[CHK_MISSING], 1));
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(u64, rep->n_matched, 5));
+    for (uint32_t i = 0; i < rep->n_findings; i++) {
+        if (rep->findings[i].cls == CHK_MISSING)
+            cr_expect(eq(u64, rep->findings[i].seq, 4)); /* k1 with grid 2 */
+        if (rep->findings[i].cls == CHK_EXTRA)
+            cr_expect(eq(str, rep->findings[i].name, "other"));
+    }
+    chk_report_free(rep);
+    /* a trace against itself: nothing */
+    cr_assert(eq(int, chk_diff(ra, ra, NULL, &rep), 0), "%s", chk_errmsg());
+    cr_expect(eq(int, rep->failed, 0));
+    cr_expect(eq(u64, rep->n_matched, 6));
+    chk_report_free(rep);
+    sbt_reader_close(ra);
+    sbt_reader_close(rb);
+}
+
+/* ========================================================================================== */
+/* Statistics with known answers                                                              */
+/* ========================================================================================== */
+
+Test(stats, summary_by_hand)
+{
+    double x[] = {9, 1, 8, 2, 7, 3, 6, 4, 5};
+    struct chk_summary s;
+    cr_assert(eq(int, chk_summarize(x, 9, 0.95, &s), 0));
+    cr_expect(eq(dbl, s.median, 5));
+    cr_expect(eq(dbl, s.q1, 3));
+    cr_expect(eq(dbl, s.q3, 7));
+    cr_expect(eq(dbl, s.iqr, 4));
+    cr_expect(eq(dbl, s.mad, 2));
+    /* n = 9: P(B <= 1) = 10/512, 2x = 0.039 <= 0.05; P(B <= 2) = 46/512 too large: k = 2 */
+    cr_expect(eq(dbl, s.ci_lo, 2));
+    cr_expect(eq(dbl, s.ci_hi, 8));
+    cr_expect(fabs(s.ci_level - (1 - 20.0 / 512)) < 1e-12);
+    /* three runs: the widest CI is (min, max) and covers 75% only */
+    double y[] = {3, 1, 2};
+    cr_assert(eq(int, chk_summarize(y, 3, 0.95, &s), 0));
+    cr_expect(eq(dbl, s.ci_lo, 1));
+    cr_expect(eq(dbl, s.ci_hi, 3));
+    cr_expect(fabs(s.ci_level - 0.75) < 1e-12);
+    cr_expect(eq(int, chk_summarize(y, 3, 1.5, &s), SBT_EINVAL));
+}
+
+Test(stats, mann_whitney_and_sign_test)
+{
+    double x[] = {6, 7, 8, 9, 10}, y[] = {1, 2, 3, 4, 5};
+    double u;
+    /* complete separation: U = 25, exact p = 1 / C(10, 5) */
+    cr_expect(fabs(chk_mann_whitney(x, 5, y, 5, &u) - 1.0 / 252) < 1e-12);
+    cr_expect(eq(dbl, u, 25));
+    cr_expect(fabs(chk_mann_whitney(y, 5, x, 5, &u) - 1.0) < 1e-12);
+    /* x = {2, 4}, y = {1, 3}: U = 3; P(U >= 3) = 2/6 (U over 6 arrangements: 0,1,2,2,3,4) */
+    double a[] = {2, 4}, b[] = {1, 3};
+    cr_expect(fabs(chk_mann_whitney(a, 2, b, 2, &u) - 2.0 / 6) < 1e-12);
+    cr_expect(eq(dbl, u, 3));
+    /* ties take the normal approximation: identical samples are not significant */
+    double t[] = {5, 5, 5, 5};
+    cr_expect(chk_mann_whitney(t, 4, t, 4, NULL) > 0.4);
+    cr_expect(fabs(chk_sign_test(5, 5) - 1.0 / 32) < 1e-12);
+    cr_expect(fabs(chk_sign_test(3, 3) - 1.0 / 8) < 1e-12);
+    cr_expect(eq(dbl, chk_sign_test(0, 3), 1));
+}
+
+Test(stats, tolerance_parse_and_compare)
+{
+    struct chk_tolerance t;
+    cr_expect(eq(int, chk_tolerance_parse("ulp:4", &t), 0));
+    cr_expect(eq(u32, t.kind, CHK_TOL_ULP));
+    cr_expect(eq(int, chk_tolerance_parse("abs:1e-3", &t), 0));
+    cr_expect(eq(int, chk_tolerance_parse("ulp:1.5", &t), SBT_EINVAL));
+    cr_expect(eq(int, chk_tolerance_parse("foo:1", &t), SBT_EINVAL));
+    cr_expect(strstr(chk_errmsg(), "foo:1") != NULL);
+    float a[] = {1.0f, 2.0f}, b[] = {1.0f, 2.0f};
+    uint32_t bits;
+    memcpy(&bits, &b[1], 4);
+    bits += 3; /* 3 ULPs */
+    memcpy(&b[1], &bits, 4);
+    int within;
+    double md;
+    chk_tolerance_parse("ulp:4", &t);
+    chk_compare_bytes(a, b, 8, 8, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 1));
+    cr_expect(eq(dbl, md, 3));
+    chk_tolerance_parse("ulp:2", &t);
+    chk_compare_bytes(a, b, 8, 8, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 0));
+    chk_tolerance_parse("rel:1e-6", &t);
+    chk_compare_bytes(a, b, 8, 8, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 1));
+    /* f16 1.0 = 0x3c00; 0x3c02 is 2 ULPs away; bf16 likewise */
+    uint16_t h1 = 0x3c00, h2 = 0x3c02;
+    chk_tolerance_parse("ulp:1", &t);
+    chk_compare_bytes(&h1, &h2, 2, 2, CHK_ELEM_F16, &t, &within, &md);
+    cr_expect(eq(int, within, 0));
+    cr_expect(eq(dbl, md, 2));
+    chk_tolerance_parse("abs:0.01", &t);
+    chk_compare_bytes(&h1, &h2, 2, 2, CHK_ELEM_F16, &t, &within, &md);
+    cr_expect(eq(int, within, 1)); /* 2^-9 apart */
+    int32_t i1 = 10, i2 = 13;
+    chk_tolerance_parse("abs:3", &t);
+    chk_compare_bytes(&i1, &i2, 4, 4, CHK_ELEM_I32, &t, &within, &md);
+    cr_expect(eq(int, within, 1));
+    chk_compare_bytes(&i1, &i2, 4, 3, CHK_ELEM_I32, &t, &within, &md);
+    cr_expect(eq(int, within, 0));
+}
+
+TestSuite(timing, .init = mkdir_tmp, .fini = rm_tmp);
+
+/* 24 launches of one kernel: the capture at 1000 ns +/- a little, runs at factor x */
+static struct chk_report *timing_case(double factor, uint32_t n_runs, double thr)
+{
+    struct top cap[24], run[24];
+    for (int i = 0; i < 24; i++) {
+        uint64_t d = 1000 + (uint64_t)(i % 5) * 3;
+        cap[i] = (struct top){SBT_OP_KERNEL, 0, 1, 0, d, 0, 1, 0, NULL, 0};
+        run[i] = cap[i];
+        run[i].dur = (uint64_t)llround((double)d * factor) + (uint64_t)(i % 3);
+    }
+    const struct top *runs[8];
+    size_t n[8];
+    for (uint32_t i = 0; i < n_runs; i++)
+        runs[i] = run, n[i] = 24;
+    return check_n(cap, 24, runs, n, n_runs, &CHK_OPTS(.timing_threshold = thr));
+}
+
+Test(timing, regression_needs_threshold_and_significance)
+{
+    struct chk_report *rep = timing_case(1.30, 3, 0.10);
+    cr_assert(eq(u32, rep->n_kernels, 1));
+    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_REGRESSION));
+    cr_expect(rep->kernels[0].rel_diff > 0.29 && rep->kernels[0].rel_diff < 0.31);
+    cr_expect(rep->kernels[0].p_value < 1e-6);
+    cr_expect(eq(int, rep->failed, 1));
+    /* per op: 3 runs cannot make a sign test significant at 0.95 */
+    cr_expect(eq(u32, rep->n_ops, 0));
+    chk_report_free(rep);
+    /* 5% slower: below the threshold however significant */
+    rep = timing_case(1.05, 3, 0.10);
+    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_SAME));
+    cr_expect(eq(int, rep->failed, 0));
+    chk_report_free(rep);
+    /* 5 runs, 30% slower: per-op sign tests reach p = 1/32 */
+    rep = timing_case(1.30, 5, 0.10);
+    cr_expect(eq(u32, rep->n_ops, 20));
+    cr_expect(fabs(rep->ops[0].p_value - 1.0 / 32) < 1e-12);
+    chk_report_free(rep);
+    /* faster: an improvement, not a failure */
+    rep = timing_case(0.5, 3, 0.10);
+    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_IMPROVEMENT));
+    cr_expect(eq(int, rep->failed, 0));
+    chk_report_free(rep);
+    /* timing gate off */
+    rep = timing_case(3, 3, -1);
+    cr_expect(eq(int, rep->failed, 0));
+    chk_report_free(rep);
+}
+
+/* ========================================================================================== */
+/* Expectations                                                                               */
+/* ========================================================================================== */
+
+TestSuite(expect, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(expect, round_trip_and_update_by_repetition)
+{
+    chk_expect *e;
+    cr_assert(eq(int, chk_expect_create(&e), 0));
+    sbt_hash d = {0x1111, 0x2222};
+    cr_assert(eq(int, chk_expect_set(e, "lavapipe", 3, CHK_LABEL_OK, &d, "gemm"), 0));
+    cr_assert(eq(int, chk_expect_set(e, "lavapipe", 1, CHK_LABEL_SKIP, NULL, NULL), 0));
+    cr_assert(eq(int, chk_expect_set(e, "other gpu", 3, CHK_LABEL_FLAKY, NULL, "x y"), 0));
+    cr_assert(eq(int, chk_expect_save(e, pathf("e.txt")), 0), "%s", chk_errmsg());
+    chk_expect_free(e);
+    cr_assert(eq(int, chk_expect_load(pathf("e.txt"), &e), 0), "%s", chk_errmsg());
+    uint32_t label;
+    sbt_hash got;
+    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 3, &label, &got), 1));
+    cr_expect(eq(u32, label, CHK_LABEL_OK));
+    cr_expect(sbt_hash_eq(got, d));
+    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 1, &label, &got), 1));
+    cr_expect(eq(u32, label, CHK_LABEL_SKIP));
+    cr_expect(eq(int, chk_expect_get(e, "other gpu", 3, &label, &got), 1));
+    cr_expect(eq(u32, label, CHK_LABEL_FLAKY));
+    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 2, &label, &got), 0));
+    chk_expect_free(e);
+
+    /* bad files name the line */
+    FILE *f = fopen(pathf("bad.txt"), "w");
+    fputs("reprise-expect 1\ndevice x\nop 1 zz ok\n", f);
+    fclose(f);
+    cr_expect(eq(int, chk_expect_load(pathf("bad.txt"), &e), SBT_ECORRUPT));
+    cr_expect(strstr(chk_errmsg(), ":3:") != NULL, "%s", chk_errmsg());
+    cr_expect(eq(int, chk_expect_load(pathf("none.txt"), &e), SBT_EIO));
+
+    /* update by repetition: consume varies across the runs -> flaky; the rest ok */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top r2[] = CHAIN(10, 22, 30, 40);
+    const struct top *runs[] = {cap, r2, cap};
+    const size_t n[] = {4, 4, 4};
+    chk_expect *upd;
+    cr_assert(eq(int, chk_expect_create(&upd), 0));
+    struct chk_report *rep = check_n(cap, 4, runs, n, 3, &CHK_OPTS(.expect_update = upd));
+    cr_expect(eq(str, rep->device, "lavapipe"));
+    cr_expect(eq(int, chk_expect_get(upd, "lavapipe", 1, &label, &got), 1));
+    cr_expect(eq(u32, label, CHK_LABEL_FLAKY));
+    cr_expect(eq(int, chk_expect_get(upd, "lavapipe", 0, &label, &got), 1));
+    cr_expect(eq(u32, label, CHK_LABEL_OK));
+    chk_report_free(rep);
+    /* checked against it: the known-flaky op may vary, so the gate passes */
+    rep = check_n(cap, 4, runs, n, 3, &CHK_OPTS(.expect = upd));
+    cr_expect(eq(int, rep->failed, 0));
+    cr_expect(eq(u64, rep->n_flaky, 1));
+    chk_report_free(rep);
+    chk_expect_free(upd);
+}
+
+/* ========================================================================================== */
+/* Reports parsed back                                                                        */
+/* ========================================================================================== */
+
+/* A strict JSON validator (RFC 8259 grammar, no extensions). */
+struct js {
+    const char *p, *end;
+};
+static int js_value(struct js *j);
+static void js_ws(struct js *j)
+{
+    while (j->p < j->end && strchr(" \t\r\n", *j->p))
+        j->p++;
+}
+static int js_string(struct js *j)
+{
+    if (j->p >= j->end || *j->p != '"')
+        return -1;
+    for (j->p++; j->p < j->end; j->p++) {
+        unsigned char c = (unsigned char)*j->p;
+        if (c == '"') {
+            j->p++;
+            return 0;
+        }
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            j->p++;
+            if (j->p >= j->end || !strchr("\"\\/bfnrtu", *j->p))
+                return -1;
+            if (*j->p == 'u')
+                for (int i = 0; i < 4; i++)
+                    if (++j->p >= j->end || !strchr("0123456789abcdefABCDEF", *j->p))
+                        return -1;
+        }
+    }
+    return -1;
+}
+static int js_value(struct js *j)
+{
+    js_ws(j);
+    if (j->p >= j->end)
+        return -1;
+    char c = *j->p;
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        j->p++;
+        js_ws(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            return 0;
+        }
+        for (;;) {
+            if (c == '{') {
+                js_ws(j);
+                if (js_string(j))
+                    return -1;
+                js_ws(j);
+                if (j->p >= j->end || *j->p++ != ':')
+                    return -1;
+            }
+            if (js_value(j))
+                return -1;
+            js_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->end && *j->p == close) {
+                j->p++;
+                return 0;
+            }
+            return -1;
+        }
+    }
+    if (c == '"')
+        return js_string(j);
+    for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1)
+        if ((size_t)(j->end - j->p) >= strlen(lit) && !strncmp(j->p, lit, strlen(lit))) {
+            j->p += strlen(lit);
+            return 0;
+        }
+    char *e;
+    if (c != '-' && (c < '0' || c > '9'))
+        return -1;
+    strtod(j->p, &e);
+    if (e == j->p)
+        return -1;
+    j->p = e;
+    return 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    cr_assert(fread(b, 1, (size_t)n, f) == (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* Well-formed XML for what JUnit writers produce: elements balance, attribute values are
+ * quoted, text has no raw '<', every '&' starts one of the five entities. */
+static int xml_ok(const char *s, int *n_testcase, int *n_failure)
+{
+    const char *stack[32];
+    size_t lens[32];
+    int depth = 0;
+    *n_testcase = *n_failure = 0;
+    if (strncmp(s, "<?xml", 5))
+        return -1;
+    s = strstr(s, "?>") + 2;
+    while (*s) {
+        if (*s == '&') {
+            if (strncmp(s, "&lt;", 4) && strncmp(s, "&gt;", 4) && strncmp(s, "&amp;", 5) &&
+                strncmp(s, "&quot;", 6) && strncmp(s, "&apos;", 6))
+                return -2;
+            s++;
+            continue;
+        }
+        if (*s != '<') {
+            if ((unsigned char)*s < 0x20 && !strchr("\n\t\r", *s))
+                return -3;
+            s++;
+            continue;
+        }
+        s++;
+        int closing = *s == '/';
+        if (closing)
+            s++;
+        const char *name = s;
+        while (*s && !strchr(" />", *s))
+            s++;
+        size_t nlen = (size_t)(s - name);
+        if (!closing) {
+            if (nlen == 8 && !strncmp(name, "testcase", 8))
+                (*n_testcase)++;
+            if (nlen == 7 && !strncmp(name, "failure", 7))
+                (*n_failure)++;
+        }
+        while (*s == ' ') { /* attributes */
+            s++;
+            while (*s && *s != '=' && *s != '>' && *s != '/')
+                s++;
+            if (*s != '=')
+                break;
+            if (*++s != '"')
+                return -4;
+            for (s++; *s && *s != '"'; s++)
+                if (*s == '<' || (*s == '&' && strncmp(s, "&lt;", 4) && strncmp(s, "&gt;", 4) &&
+                                  strncmp(s, "&amp;", 5) && strncmp(s, "&quot;", 6) &&
+                                  strncmp(s, "&apos;", 6)))
+                    return -5;
+            if (*s++ != '"')
+                return -6;
+        }
+        int empty = *s == '/';
+        if (empty)
+            s++;
+        if (*s++ != '>')
+            return -7;
+        if (closing) {
+            if (!depth || lens[depth - 1] != nlen || strncmp(stack[depth - 1], name, nlen))
+                return -8;
+            depth--;
+        } else if (!empty) {
+            if (depth == 32)
+                return -9;
+            stack[depth] = name, lens[depth++] = nlen;
+        }
+    }
+    return depth == 0 ? 0 : -10;
+}
+
+TestSuite(reports, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(reports, json_and_junit_parse)
+{
+    /* a kernel name that needs escaping in both formats, and every class present */
+    struct top cap[] = CHAIN(10, 20, 30, 40);
+    cap[1].kernel = 5;
+    struct top r1[] = CHAIN(11, 21, 30, 40);
+    r1[1].kernel = 5;
+    struct top r2[5] = CHAIN(11, 22, 30, 40);
+    r2[1].kernel = 5;
+    r2[2].error = "bad <thing> & \"more\"";
+    r2[4] = (struct top){SBT_OP_KERNEL, 2, 4, 0, 100, 0, 5, 50, NULL, 0};
+    const struct top *runs[] = {r1, r2};
+    const size_t n[] = {3, 5};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 2, &CHK_OPTS(.ref_name = "cap <1>.sbt"));
+    FILE *f = fopen(pathf("r.json"), "w");
+    cr_assert(eq(int, chk_report_json(rep, f), 0));
+    fclose(f);
+    f = fopen(pathf("r.xml"), "w");
+    cr_assert(eq(int, chk_report_junit(rep, f), 0));
+    fclose(f);
+    f = fopen(pathf("r.txt"), "w");
+    cr_assert(eq(int, chk_report_text(rep, f, 10), 0));
+    fclose(f);
+    size_t len;
+    char *b = slurp(pathf("r.json"), &len);
+    struct js j = {b, b + len};
+    cr_expect(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    js_ws(&j);
+    cr_expect(j.p == j.end);
+    cr_expect(strstr(b, "\"first_divergence\":{") != NULL);
+    free(b);
+    b = slurp(pathf("r.xml"), &len);
+    int n_tc, n_fail;
+    cr_expect(eq(int, xml_ok(b, &n_tc, &n_fail), 0), "%s", b);
+    /* reference + 2 runs + one per class */
+    cr_expect(eq(int, n_tc, 3 + CHK__NCLASS));
+    cr_expect(n_fail >= 4);
+    cr_expect(strstr(b, "k&lt;&amp;&gt;&quot;&apos;?") != NULL);
+    free(b);
+    b = slurp(pathf("r.txt"), &len);
+    cr_expect(strstr(b, "FAIL") != NULL);
+    cr_expect(strstr(b, "first divergence: op 0") != NULL, "%s", b);
+    free(b);
+    chk_report_free(rep);
+}
+
+/* ========================================================================================== */
+/* The Perfetto diff                                                                          */
+/* ========================================================================================== */
+
+struct pf_track {
+    uint64_t uuid;
+    int counter;
+};
+
+/* Decodes every packet and checks the import rules that matter for a file built from several
+ * writers: sequence ids on events, incremental state cleared before use, tracks (and parents)
+ * declared before events, counters only on counter tracks, no unknown fields, and flows that
+ * start once and end once. Returns the number of problems; fills what it saw. */
+struct pf_seen {
+    uint32_t packets, tracks, slices, instants, counters, flows_out, flows_in;
+    int diff_process, first_div, verdict_slower, verdict_mismatch;
+};
+
+static int pf_check(const uint8_t *buf, size_t len, struct pf_seen *seen)
+{
+    int errors = 0;
+    size_t pos = 0, nt = 0, cap = 1024;
+    struct pf_track *t = calloc(cap, sizeof *t);
+    uint8_t valid[65536] = {0};
+    uint64_t def_track[65536] = {0};
+    memset(seen, 0, sizeof *seen);
+    while (pos < len) {
+        uint64_t n;
+        if (buf[pos++] != 0x0a || sbt_varint_decode(buf, len, &pos, &n) < 0 || n > len - pos) {
+            cr_log_error("offset %zu: not a packet", pos);
+            errors++;
+            break;
+        }
+        Perfetto__Protos__TracePacket *p =
+            perfetto__protos__trace_packet__unpack(NULL, (size_t)n, buf + pos);
+        pos += n;
+        seen->packets++;
+        if (!p) {
+            errors++;
+            continue;
+        }
+        errors += p->base.n_unknown_fields != 0;
+        uint32_t sid = p->has_trusted_packet_sequence_id ? p->trusted_packet_sequence_id : 0;
+        if (sid >= 65536) {
+            errors++;
+            sid = 0;
+        }
+        uint32_t flags = p->has_sequence_flags ? p->sequence_flags : 0;
+        if (flags & 1)
+            valid[sid] = 1;
+        if ((flags & 2) && !valid[sid]) {
+            cr_log_error("packet %u: needs incremental state before it was cleared", seen->packets);
+            errors++;
+        }
+        if (p->trace_packet_defaults && p->trace_packet_defaults->track_event_defaults)
+            def_track[sid] = p->trace_packet_defaults->track_event_defaults->track_uuid;
+        if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR) {
+            Perfetto__Protos__TrackDescriptor *d = p->track_descriptor;
+            int parent_ok = !d->has_parent_uuid;
+            for (size_t i = 0; i < nt; i++) {
+                if (t[i].uuid == d->uuid) {
+                    cr_log_error("track %" PRIu64 " declared twice", d->uuid);
+                    errors++;
+                }
+                parent_ok |= t[i].uuid == d->parent_uuid;
+            }
+            if (!parent_ok) {
+                cr_log_error("track %s: parent declared later", d->name ? d->name : "");
+                errors++;
+            }
+            if (nt == cap)
+                t = realloc(t, (cap *= 2) * sizeof *t);
+            t[nt++] = (struct pf_track){d->uuid, d->counter != NULL};
+            seen->tracks++;
+            if (d->process && d->process->process_name &&
+                !strncmp(d->process->process_name, "diff:", 5))
+                seen->diff_process = 1;
+        }
+        if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT) {
+            Perfetto__Protos__TrackEvent *te = p->track_event;
+            if (!sid || !p->has_timestamp) {
+                errors++;
+                cr_log_error("packet %u: event without sequence id or timestamp", seen->packets);
+            }
+            uint64_t uuid = te->has_track_uuid ? te->track_uuid : def_track[sid];
+            struct pf_track *tr = NULL;
+            for (size_t i = 0; i < nt; i++)
+                if (t[i].uuid == uuid)
+                    tr = &t[i];
+            if (!tr) {
+                cr_log_error("packet %u: event on an undeclared track", seen->packets);
+                errors++;
+            } else if ((te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) !=
+                       tr->counter) {
+                cr_log_error("packet %u: counter/slice on the wrong kind of track", seen->packets);
+                errors++;
+            }
+            seen->slices += te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+            seen->instants += te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+            seen->counters += te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+            seen->flows_out += (uint32_t)te->n_flow_ids;
+            seen->flows_in += (uint32_t)te->n_terminating_flow_ids;
+            if (te->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME && te->name) {
+                if (!strncmp(te->name, "first divergence", 16))
+                    seen->first_div = 1;
+            }
+            for (size_t i = 0; i < te->n_categories; i++)
+                if (!strcmp(te->categories[i], "diff"))
+                    seen->verdict_mismatch++;
+        }
+        if (p->interned_data) { /* names and categories are interned by the emitter */
+            Perfetto__Protos__InternedData *d = p->interned_data;
+            for (size_t i = 0; i < d->n_event_names; i++)
+                if (d->event_names[i]->name &&
+                    !strncmp(d->event_names[i]->name, "first divergence", 16))
+                    seen->first_div = 1;
+            for (size_t i = 0; i < d->n_event_categories; i++)
+                if (d->event_categories[i]->name && !strcmp(d->event_categories[i]->name, "diff"))
+                    seen->verdict_mismatch++;
+        }
+        perfetto__protos__trace_packet__free_unpacked(p, NULL);
+    }
+    free(t);
+    return errors;
+}
+
+TestSuite(perfetto, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(perfetto, diff_decodes_and_follows_import_rules)
+{
+    /* run: produce diverges (downstream too), "other" is 50% slower */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    struct top run[] = CHAIN(11, 21, 31, 40);
+    run[2].dur = 150;
+    const struct top *runs[] = {run};
+    const size_t n[] = {4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 1, &CHK_OPTS(.collect_events = 1));
+    sbt_reader *rc = open_r(pathf("cap.sbt")), *rr = open_r(pathf("run0.sbt"));
+    FILE *f = fopen(pathf("d.pftrace"), "wb");
+    cr_assert(eq(int, chk_perfetto_write(rep, rc, rr, f, NULL), 0), "%s", chk_errmsg());
+    fclose(f);
+    size_t len;
+    uint8_t *b = (uint8_t *)slurp(pathf("d.pftrace"), &len);
+    struct pf_seen s;
+    cr_expect(eq(int, pf_check(b, len, &s), 0));
+    cr_expect(s.diff_process);
+    cr_expect(s.first_div);
+    cr_expect(s.counters > 0);
+    cr_expect(eq(u32, s.flows_out, s.flows_in));
+    cr_expect(s.verdict_mismatch >= 1); /* the "diff" category of the verdicts */
+    cr_expect(s.flows_out >= 4);        /* 3 mismatches + 1 slower, each linked */
+    free(b);
+    /* the shared checker, when this machine has it */
+    if (access("/work/shared/perfetto/check_pftrace.sh", X_OK) == 0) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd,
+                 "/work/shared/perfetto/check_pftrace.sh --strict %s >/dev/null 2>&1",
+                 pathf("d.pftrace"));
+        cr_expect(eq(int, system(cmd), 0), "check_pftrace.sh --strict failed on %s", cmd);
+    }
+    chk_report_free(rep);
+    sbt_reader_close(rc);
+    sbt_reader_close(rr);
+}
+
+/* ========================================================================================== */
+/* CLI                                                                                        */
+/* ========================================================================================== */
+
+static int run_cli(const char *args)
+{
+    const char *bin = getenv("REPRISE_BIN");
+    if (!bin)
+        bin = "build/default/reprise";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", bin, args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TestSuite(cli, .init = mkdir_tmp, .fini = rm_tmp);
+
+Test(cli, exit_codes)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const struct top bad[] = CHAIN(10, 21, 31, 40);
+    write_trace(pathf("c.sbt"), cap, 4);
+    write_trace(pathf("b.sbt"), bad, 4);
+    char a[512];
+    snprintf(a, sizeof a, "check %s --results %s %s --junit %s --json %s", pathf("c.sbt"),
+             pathf("c.sbt"), pathf("c.sbt"), pathf("j.xml"), pathf("j.json"));
+    cr_expect(eq(int, run_cli(a), 0));
+    snprintf(a, sizeof a, "check %s --results %s %s --perfetto %s", pathf("c.sbt"),
+             pathf("b.sbt"), pathf("b.sbt"), pathf("p.pftrace"));
+    cr_expect(eq(int, run_cli(a), 1));
+    snprintf(a, sizeof a, "diff %s %s", pathf("c.sbt"), pathf("b.sbt"));
+    cr_expect(eq(int, run_cli(a), 1));
+    snprintf(a, sizeof a, "diff %s %s", pathf("c.sbt"), pathf("c.sbt"));
+    cr_expect(eq(int, run_cli(a), 0));
+    FILE *f = fopen(pathf("junk.sbt"), "w");
+    fputs("not a trace", f);
+    fclose(f);
+    snprintf(a, sizeof a, "check %s --results %s", pathf("junk.sbt"), pathf("c.sbt"));
+    cr_expect(eq(int, run_cli(a), 3));
+    snprintf(a, sizeof a, "check %s --results %s --tolerance ulp:x", pathf("c.sbt"),
+             pathf("c.sbt"));
+    cr_expect(eq(int, run_cli(a), 2));
+    /* --update-expect then --expect: the varying op becomes flaky and the gate passes */
+    const struct top r2[] = CHAIN(10, 22, 30, 40);
+    write_trace(pathf("r2.sbt"), r2, 4);
+    snprintf(a, sizeof a, "check %s --results %s %s --expect %s --update-expect", pathf("c.sbt"),
+             pathf("c.sbt"), pathf("r2.sbt"), pathf("e.txt"));
+    cr_expect(eq(int, run_cli(a), 0));
+    snprintf(a, sizeof a, "check %s --results %s %s --expect %s", pathf("c.sbt"), pathf("c.sbt"),
+             pathf("r2.sbt"), pathf("e.txt"));
+    cr_expect(eq(int, run_cli(a), 0));
+    snprintf(a, sizeof a, "check %s --results %s %s", pathf("c.sbt"), pathf("c.sbt"),
+             pathf("r2.sbt"));
+    cr_expect(eq(int, run_cli(a), 1));
+}
