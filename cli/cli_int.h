@@ -29,6 +29,7 @@ struct cli_cmd {
 };
 
 /* Command entry points (cli_<name>.c). */
+int cli_capture(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_view(int argc, char **argv);
 int cli_validate(int argc, char **argv);

@@ -17,6 +17,7 @@
 
 /* One line per command; keep in the order `reprise --help` shows them. */
 static const struct cli_cmd cmds[] = {
+    {"capture", cli_capture, "run a program and capture its GPU command stream (Vulkan layer)"},
     {"info", cli_info, "summary: devices, streams, counts, size, completeness"},
     {"view", cli_view, "list ops, or a kernel table with --stats"},
     {"analyze", cli_analyze, "kernel table, critical path, utilisation, concurrency"},
