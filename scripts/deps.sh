@@ -6,7 +6,7 @@ set -eu
 PKGS="gcc make pkg-config libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c-compiler
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
-    PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev"
+    PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools"
 fi
 missing=""
 for p in $PKGS; do

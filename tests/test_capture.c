@@ -1,0 +1,166 @@
+/*
+ * tests/test_capture.c — the Vulkan capture layer end to end on whatever Vulkan device is
+ * here (lavapipe in CI): each tests/vk program runs without and with `reprise capture`, with
+ * the Khronos validation layer loaded next to ours when it is installed; the program's output
+ * must not change, validation must report nothing, and the trace must hold the ops, bytes and
+ * read-back digests the program is known to issue.
+ * Needs REPRISE_BIN and REPRISE_BUILD (set by `make check`).
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format/sbt.h"
+
+static const char *bin, *build;
+
+static void setup(void)
+{
+    bin = getenv("REPRISE_BIN");
+    build = getenv("REPRISE_BUILD");
+    if (!bin || !build)
+        cr_skip_test("REPRISE_BIN / REPRISE_BUILD not set (run through make check)");
+}
+
+TestSuite(capture, .init = setup);
+
+/* Runs cmd through the shell; stdout into out, stderr into err; returns the exit status. */
+static int run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err)
+{
+    char full[8192], ef[] = "/tmp/reprise-test-err-XXXXXX";
+    int fd = mkstemp(ef);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    snprintf(full, sizeof full, "%s 2>%s", cmd, ef);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t k = fread(out, 1, n_out - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    FILE *f = fopen(ef, "r");
+    k = f ? fread(err, 1, n_err - 1, f) : 0;
+    err[k] = 0;
+    if (f)
+        fclose(f);
+    unlink(ef);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int have_device(void)
+{
+    char out[4096], err[4096], cmd[4200];
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_compute", build);
+    return run(cmd, out, sizeof out, err, sizeof err) != 4;
+}
+
+static int have_validation(void)
+{
+    return access("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json", R_OK) ==
+           0;
+}
+
+struct expect {
+    const char *prog;
+    uint64_t kernels, submits, min_host_reads, min_host_writes;
+    uint64_t d2d_bytes, h2d_bytes, fill_bytes;
+};
+
+static void capture_and_check(const struct expect *x)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char plain[8192], pe[8192], cap[8192], ce[8192], cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/%s", build, x->prog);
+    cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s failed: %s", x->prog, pe);
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt";
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    int val = have_validation();
+    if (!val)
+        fprintf(stderr, "test_capture: VK_LAYER_KHRONOS_validation is not installed "
+                        "(apt-get install vulkan-validationlayers): running without it\n");
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/%s",
+             val ? "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" : "", bin, trace, build,
+             x->prog);
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture of %s failed: %s",
+                 x->prog, ce);
+    cr_assert_str_eq(cap, plain, "output changed under capture");
+    cr_assert_null(strstr(ce, "Validation Error"), "validation errors under capture: %s", ce);
+    cr_assert_null(strstr(ce, "recording stopped"), "the layer failed: %s", ce);
+    cr_assert_not_null(strstr(ce, "ops captured"), "no capture summary: %s", ce);
+
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    const struct sbt_info *info = sbt_reader_info(r);
+    cr_assert(info->complete, "trace incomplete");
+    cr_assert_eq(sbt_reader_validate(r, NULL, NULL), 0, "validate found problems");
+    struct sbt_stats *st = NULL;
+    cr_assert_eq(sbt_stats_compute(r, NULL, &st), 0, "%s", sbt_errmsg());
+    cr_assert_eq(st->by_kind[SBT_OP_KERNEL], x->kernels);
+    cr_assert_eq(st->by_kind[SBT_OP_SUBMIT], x->submits);
+    cr_assert_geq(st->by_kind[SBT_OP_HOST_READ], x->min_host_reads);
+    cr_assert_geq(st->by_kind[SBT_OP_HOST_WRITE], x->min_host_writes);
+    cr_assert_eq(st->copy_bytes[SBT_COPY_D2D], x->d2d_bytes);
+    cr_assert_eq(st->copy_bytes[SBT_COPY_H2D], x->h2d_bytes);
+    cr_assert_eq(st->fill_bytes, x->fill_bytes);
+    sbt_stats_free(st);
+    /* every host read carries the digest of what was read, and its bytes are not stored */
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
+    uint64_t reads = 0, kernels_with_access = 0;
+    while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_HOST_READ) {
+            cr_assert(op->flags & SBT_OPF_DIGEST);
+            cr_assert(!(op->flags & SBT_OPF_BLOB));
+            cr_assert_eq(op->n_access, 1);
+            cr_assert_eq(op->access[0].mode, SBT_ACCESS_READ);
+            reads++;
+        }
+        if (op->kind == SBT_OP_KERNEL && op->n_access && (op->flags & SBT_OPF_PAYLOAD))
+            kernels_with_access++;
+    }
+    sbt_cursor_close(c);
+    cr_assert_geq(reads, 1);
+    cr_assert_eq(kernels_with_access, x->kernels);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
+Test(capture, vk_compute)
+{
+    /* 2 direct + 3 indirect dispatches; copies 16 KiB in and 16 KiB out; one 256-byte
+     * vkCmdUpdateBuffer; a 16 KiB fill; four submissions */
+    struct expect x = {"vk_compute", 5, 4, 3, 1, 32768, 256, 16384};
+    capture_and_check(&x);
+}
+
+Test(capture, vk_threads)
+{
+    /* 3 threads x 4 rounds, one dispatch and one submission each, each read back */
+    struct expect x = {"vk_threads", 12, 12, 12, 12, 0, 0, 0};
+    capture_and_check(&x);
+}
+
+Test(capture, cuda_not_built)
+{
+    char out[4096], err[4096], cmd[4200];
+    snprintf(cmd, sizeof cmd, "%s capture --api cuda -- true", bin);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 4);
+    cr_assert_not_null(strstr(err, "CUDA capture: not built yet"));
+}
+
+Test(capture, exit_status_is_the_programs)
+{
+    char out[4096], err[4096], cmd[4200];
+    snprintf(cmd, sizeof cmd, "%s capture -o /tmp/reprise-test-false.sbt -- sh -c 'exit 7'", bin);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 7);
+    unlink("/tmp/reprise-test-false.sbt");
+}
