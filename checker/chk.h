@@ -95,12 +95,12 @@ extern "C" {
 const char *chk_errmsg(void);
 
 /* X(name, short name, description) */
-#define CHK_CLASS_MAP(X)                                                                 \
-    X(NONDETERMINISTIC, "nondeterministic", "runs disagree among themselves")            \
+#define CHK_CLASS_MAP(X)                                                                    \
+    X(NONDETERMINISTIC, "nondeterministic", "runs disagree among themselves")               \
     X(DIVERGENT, "divergent", "runs agree, the reference (capture or expectation) differs") \
-    X(MISSING, "missing", "op of the reference absent from a run")                       \
-    X(EXTRA, "extra", "op of a run absent from the reference")                           \
-    X(REPLAY_ERROR, "replay-error", "a run reported an error at the op")                  \
+    X(MISSING, "missing", "op of the reference absent from a run")                          \
+    X(EXTRA, "extra", "op of a run absent from the reference")                              \
+    X(REPLAY_ERROR, "replay-error", "a run reported an error at the op")                    \
     X(TIMING, "timing-regression", "slower than the reference beyond the threshold, significantly")
 
 enum chk_class {
@@ -211,19 +211,19 @@ struct chk_opts {
 #define CHK_OPTS(...) ((struct chk_opts){.sz = sizeof(struct chk_opts), __VA_ARGS__})
 
 struct chk_finding {
-    uint32_t cls;      /* enum chk_class */
-    uint64_t seq;      /* reference seq; for EXTRA the run's seq */
-    uint64_t seq_run;  /* the run's seq (diff: the aligned op) or UINT64_MAX */
-    uint32_t run;      /* 1-based run it was seen in (NONDETERMINISTIC: the first that differs) */
-    uint32_t op_kind;  /* enum sbt_op_kind */
-    uint32_t stream;   /* stream id in the reference */
-    char name[80];     /* kernel or op name */
-    int has_ref;       /* ref_digest holds the reference's (or expected) digest */
+    uint32_t cls;     /* enum chk_class */
+    uint64_t seq;     /* reference seq; for EXTRA the run's seq */
+    uint64_t seq_run; /* the run's seq (diff: the aligned op) or UINT64_MAX */
+    uint32_t run;     /* 1-based run it was seen in (NONDETERMINISTIC: the first that differs) */
+    uint32_t op_kind; /* enum sbt_op_kind */
+    uint32_t stream;  /* stream id in the reference */
+    char name[80];    /* kernel or op name */
+    int has_ref;      /* ref_digest holds the reference's (or expected) digest */
     sbt_hash ref_digest, got_digest;
-    int is_root;       /* inputs untainted, outputs mismatched: a root cause */
+    int is_root;        /* inputs untainted, outputs mismatched: a root cause */
     int bytes_compared; /* the bytes were compared under the tolerance */
-    double max_diff;   /* largest element difference found (bytes_compared) */
-    char note[120];    /* error message, "bytes unavailable", ... */
+    double max_diff;    /* largest element difference found (bytes_compared) */
+    char note[120];     /* error message, "bytes unavailable", ... */
 };
 
 enum chk_time_verdict {
@@ -238,13 +238,13 @@ const char *chk_time_verdict_name(uint32_t v);
 
 struct chk_timing_row {
     char name[96];
-    uint64_t n_ref, n_run;     /* samples (after the reservoir cap) */
-    double ref_median;         /* ns */
-    struct chk_summary run;    /* ns, over all launches of all runs */
-    double rel_diff;           /* run median / ref median - 1 */
-    double p_value;            /* Mann-Whitney, one-sided (slower); 1 if not computed */
-    double p_faster;           /* the other side */
-    uint32_t verdict;          /* enum chk_time_verdict */
+    uint64_t n_ref, n_run;  /* samples (after the reservoir cap) */
+    double ref_median;      /* ns */
+    struct chk_summary run; /* ns, over all launches of all runs */
+    double rel_diff;        /* run median / ref median - 1 */
+    double p_value;         /* Mann-Whitney, one-sided (slower); 1 if not computed */
+    double p_faster;        /* the other side */
+    uint32_t verdict;       /* enum chk_time_verdict */
 };
 
 struct chk_op_timing {
@@ -272,24 +272,24 @@ struct chk_report {
     uint64_t n_unverified; /* ops with a digest on one side only */
     uint64_t n_tolerated;  /* digest mismatches within the tolerance */
     uint64_t n_bytes_unavailable;
-    uint64_t n_flaky;      /* known-flaky ops that varied */
-    uint64_t n_skipped;    /* ops labelled skip */
-    uint64_t n_timed;      /* ops with timings on both sides */
+    uint64_t n_flaky;   /* known-flaky ops that varied */
+    uint64_t n_skipped; /* ops labelled skip */
+    uint64_t n_timed;   /* ops with timings on both sides */
     uint64_t count[CHK__NCLASS];
-    double max_diff;       /* largest element difference over tolerated ops */
+    double max_diff; /* largest element difference over tolerated ops */
     /* findings, in reference seq order (EXTRA by run seq); at most max_findings */
     struct chk_finding *findings;
     uint32_t n_findings;
-    uint64_t n_roots;              /* root causes (all of them) */
-    int has_first;                 /* first divergence found */
-    struct chk_finding first;      /* the first root in dependency order */
+    uint64_t n_roots;         /* root causes (all of them) */
+    int has_first;            /* first divergence found */
+    struct chk_finding first; /* the first root in dependency order */
     /* timing */
     struct chk_timing_row *kernels; /* by name; regressions first, then by |rel_diff| */
     uint32_t n_kernels;
-    struct chk_op_timing *ops;     /* per-op regressions, largest first (at most 20) */
+    struct chk_op_timing *ops; /* per-op regressions, largest first (at most 20) */
     uint32_t n_ops;
-    int failed;                    /* the gate's verdict */
-    struct chk_priv *priv;         /* internal: collected events */
+    int failed;            /* the gate's verdict */
+    struct chk_priv *priv; /* internal: collected events */
 };
 
 /* Compares reference ops (capture) with n_runs result traces, aligned by seq. baseline (may be

@@ -11,8 +11,6 @@
 #include "checker/chk_int.h"
 #include "scheduler/sched.h"
 
-
-
 struct runcur {
     sbt_cursor *c;
     const struct sbt_op *op; /* current op, NULL at the end */
@@ -325,9 +323,9 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                 int tol = -1;
                 if (rep->tol.kind != CHK_TOL_BITWISE) {
                     elem = elem_of(cap, op, def_elem), elem_known = 1;
-                    tol = tolerate(runs[first], a, run_dumps ? run_dumps[first] : NULL,
-                                   runs[varied], b, run_dumps ? run_dumps[varied] : NULL, elem,
-                                   &rep->tol, &md);
+                    tol =
+                        tolerate(runs[first], a, run_dumps ? run_dumps[first] : NULL, runs[varied],
+                                 b, run_dumps ? run_dumps[varied] : NULL, elem, &rep->tol, &md);
                 }
                 if (tol == 1) {
                     rep->n_tolerated++;
@@ -373,8 +371,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                         if (!elem_known)
                             elem = elem_of(cap, op, def_elem);
                         tol = tolerate(cap, op, ref_dump, runs[first], a,
-                                       run_dumps ? run_dumps[first] : NULL, elem, &rep->tol,
-                                       &md);
+                                       run_dumps ? run_dumps[first] : NULL, elem, &rep->tol, &md);
                     }
                     if (tol == 1) {
                         rep->n_tolerated++;
@@ -425,8 +422,8 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                 int flaky = varied >= 0 || opst == CHK_ST_FLAKY;
                 sbt_hash d = first >= 0 ? rop[first]->digest : op->digest;
                 if ((st = chk_expect_set(upd, rep->device, op->seq,
-                                         flaky ? CHK_LABEL_FLAKY : CHK_LABEL_OK,
-                                         flaky ? NULL : &d, NAME())) < 0)
+                                         flaky ? CHK_LABEL_FLAKY : CHK_LABEL_OK, flaky ? NULL : &d,
+                                         NAME())) < 0)
                     goto done;
             }
         }
@@ -520,8 +517,10 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                          ci->seq_end ? ci->seq_end - 1 : 0);
             }
             if (collect && i == 0) {
-                struct chk_event e = {.seq = UINT64_MAX, .seq_run = rc[i].op->seq,
-                                      .verdict = CHK_V_EXTRA, .ref_ts = UINT64_MAX,
+                struct chk_event e = {.seq = UINT64_MAX,
+                                      .seq_run = rc[i].op->seq,
+                                      .verdict = CHK_V_EXTRA,
+                                      .ref_ts = UINT64_MAX,
                                       .stream = rc[i].op->stream};
                 op_interval(rc[i].op, rep->priv->run_t0, &e.ts, &e.dur);
                 char nb[160];

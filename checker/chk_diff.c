@@ -133,8 +133,12 @@ static int emit_missing(struct diff *D, const struct sbt_op *a)
     chk__status_set(&D->status, a->seq, CHK_ST_MISMATCH);
     if (!D->collect)
         return 0;
-    struct chk_event e = {.seq = a->seq, .seq_run = UINT64_MAX, .verdict = CHK_V_MISSING,
-                          .stream = a->stream, .ref_ts = UINT64_MAX, .d_ref = a->digest};
+    struct chk_event e = {.seq = a->seq,
+                          .seq_run = UINT64_MAX,
+                          .verdict = CHK_V_MISSING,
+                          .stream = a->stream,
+                          .ref_ts = UINT64_MAX,
+                          .d_ref = a->digest};
     interval(a, D->s[0].t0, &e.ts, &e.dur);
     return chk__event_add(D->rep, &e, nb);
 }
@@ -153,8 +157,12 @@ static int emit_extra(struct diff *D, const struct sbt_op *b)
     }
     if (!D->collect)
         return 0;
-    struct chk_event e = {.seq = UINT64_MAX, .seq_run = b->seq, .verdict = CHK_V_EXTRA,
-                          .stream = b->stream, .ref_ts = UINT64_MAX, .d_run = b->digest};
+    struct chk_event e = {.seq = UINT64_MAX,
+                          .seq_run = b->seq,
+                          .verdict = CHK_V_EXTRA,
+                          .stream = b->stream,
+                          .ref_ts = UINT64_MAX,
+                          .d_run = b->digest};
     interval(b, D->s[1].t0, &e.ts, &e.dur);
     return chk__event_add(D->rep, &e, nb);
 }
@@ -196,7 +204,9 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
         rep->n_unverified++;
     }
     chk__status_set(&D->status, a->seq,
-                    mism ? CHK_ST_MISMATCH : da && db ? CHK_ST_MATCHED : CHK_ST_UNKNOWN);
+                    mism       ? CHK_ST_MISMATCH
+                    : da && db ? CHK_ST_MATCHED
+                               : CHK_ST_UNKNOWN);
     uint64_t ta = 0, tb = 0;
     int ha = chk__op_dur(a, &ta), hb = chk__op_dur(b, &tb);
     const char *g = chk__group_name(D->s[0].r, a, gb, sizeof gb);
@@ -211,8 +221,11 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
     rep->n_timed += ha && hb;
     if (!D->collect)
         return 0;
-    struct chk_event e = {.seq = a->seq, .seq_run = b->seq, .stream = b->stream,
-                          .d_ref = a->digest, .d_run = b->digest};
+    struct chk_event e = {.seq = a->seq,
+                          .seq_run = b->seq,
+                          .stream = b->stream,
+                          .d_ref = a->digest,
+                          .d_run = b->digest};
     interval(a, D->s[0].t0, &e.ref_ts, &e.ref_dur);
     interval(b, D->s[1].t0, &e.ts, &e.dur);
     if (mism)

@@ -215,9 +215,10 @@ int chk_expect_load(const char *path, chk_expect **out)
             continue;
         if (!seen_header) {
             if (strcmp(s, "reprise-expect 1")) {
-                st = chk__fail(SBT_ECORRUPT,
-                               "%s:%" PRIu64 ": expected the header 'reprise-expect 1', got '%.40s'",
-                               path, ln, s);
+                st =
+                    chk__fail(SBT_ECORRUPT,
+                              "%s:%" PRIu64 ": expected the header 'reprise-expect 1', got '%.40s'",
+                              path, ln, s);
                 goto fail;
             }
             seen_header = 1;
@@ -231,8 +232,9 @@ int chk_expect_load(const char *path, chk_expect **out)
             continue;
         }
         if (strncmp(s, "op ", 3)) {
-            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": expected 'device NAME' or 'op SEQ "
-                                         "DIGEST|- ok|flaky|skip [NAME]', got '%.40s'",
+            st = chk__fail(SBT_ECORRUPT,
+                           "%s:%" PRIu64 ": expected 'device NAME' or 'op SEQ "
+                           "DIGEST|- ok|flaky|skip [NAME]', got '%.40s'",
                            path, ln, s);
             goto fail;
         }
@@ -255,8 +257,9 @@ int chk_expect_load(const char *path, chk_expect **out)
         }
         sbt_hash h = {0, 0};
         if (strcmp(dig, "-") && parse_hex(dig, &h)) {
-            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": digest '%.40s': expected 32 hex digits or -",
-                           path, ln, dig);
+            st = chk__fail(SBT_ECORRUPT,
+                           "%s:%" PRIu64 ": digest '%.40s': expected 32 hex digits or -", path, ln,
+                           dig);
             goto fail;
         }
         if (label == CHK_LABEL_OK && !strcmp(dig, "-")) {

@@ -77,11 +77,11 @@ enum chk_verdict {
     CHK_V_EXTRA = 5,
 };
 struct chk_event {
-    uint64_t ts, dur;     /* rebased ns on the run (candidate); MISSING: the reference's */
+    uint64_t ts, dur;         /* rebased ns on the run (candidate); MISSING: the reference's */
     uint64_t ref_ts, ref_dur; /* rebased ns on the reference; UINT64_MAX if none */
     uint64_t seq, seq_run;
     uint32_t verdict, stream;
-    uint32_t name;        /* index into priv->names */
+    uint32_t name; /* index into priv->names */
     sbt_hash d_ref, d_run;
 };
 struct chk_priv {
@@ -95,9 +95,9 @@ struct chk_priv {
 int chk__event_add(struct chk_report *rep, const struct chk_event *e, const char *name);
 
 /* Options read with their size check (libbpf's OPTS_GET). */
-#define CHK_OPT(o, field, def)                                                              \
+#define CHK_OPT(o, field, def)                                                             \
     ((o) && (o)->sz >= offsetof(struct chk_opts, field) + sizeof((o)->field) && (o)->field \
-         ? (o)->field                                                                       \
+         ? (o)->field                                                                      \
          : (def))
 
 void *chk__malloc(size_t n);

@@ -22,8 +22,8 @@
 
 enum { TK_PROC = 1000, TK_VERDICT = 1001, TK_REF = 1010, TK_DIV = 1011, TK_DELTA = 1012 };
 
-static const char *const verdict_track[] = {"same", "slower", "faster", "output mismatch",
-                                            "missing in candidate", "extra in candidate"};
+static const char *const verdict_track[] = {
+    "same", "slower", "faster", "output mismatch", "missing in candidate", "extra in candidate"};
 
 struct lanes {
     uint64_t end[MAX_LANES];
@@ -74,8 +74,8 @@ static int cmp_ref_ts(const void *a, const void *b)
 
 static int linked(const struct chk_event *e)
 {
-    return e->ref_ts != UINT64_MAX &&
-           (e->verdict == CHK_V_SLOWER || e->verdict == CHK_V_FASTER || e->verdict == CHK_V_MISMATCH);
+    return e->ref_ts != UINT64_MAX && (e->verdict == CHK_V_SLOWER || e->verdict == CHK_V_FASTER ||
+                                       e->verdict == CHK_V_MISMATCH);
 }
 
 static uint64_t flow_of(const struct chk_event *e)
@@ -117,18 +117,33 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
     snprintf(pname, sizeof pname, "diff: %s vs %s", cand, rep->ref_name);
     const struct sbt_export_track fixed[] = {
         {.uuid = proc, .kind = SBT_EXPORT_TRACK_PROCESS, .name = pname, .pid = DIFF_PID},
-        {.uuid = u_div, .parent = proc, .kind = SBT_EXPORT_TRACK_SLICES, .name = "divergences",
-         .description = "the first divergence: earliest op whose inputs matched and outputs did not",
+        {.uuid = u_div,
+         .parent = proc,
+         .kind = SBT_EXPORT_TRACK_SLICES,
+         .name = "divergences",
+         .description =
+             "the first divergence: earliest op whose inputs matched and outputs did not",
          .rank = 1},
-        {.uuid = u_delta, .parent = proc, .kind = SBT_EXPORT_TRACK_COUNTER,
-         .name = "delta duration", .description = "candidate - baseline duration of each matched op",
-         .rank = 20, .unit = SBT_EXPORT_UNIT_NS},
-        {.uuid = u_drift, .parent = proc, .kind = SBT_EXPORT_TRACK_COUNTER,
+        {.uuid = u_delta,
+         .parent = proc,
+         .kind = SBT_EXPORT_TRACK_COUNTER,
+         .name = "delta duration",
+         .description = "candidate - baseline duration of each matched op",
+         .rank = 20,
+         .unit = SBT_EXPORT_UNIT_NS},
+        {.uuid = u_drift,
+         .parent = proc,
+         .kind = SBT_EXPORT_TRACK_COUNTER,
          .name = "cumulative drift",
          .description = "candidate start - baseline start of each matched op, from the run starts",
-         .rank = 21, .unit = SBT_EXPORT_UNIT_NS},
-        {.uuid = u_mism, .parent = proc, .kind = SBT_EXPORT_TRACK_COUNTER,
-         .name = "output mismatches so far", .rank = 22, .unit = SBT_EXPORT_UNIT_COUNT},
+         .rank = 21,
+         .unit = SBT_EXPORT_UNIT_NS},
+        {.uuid = u_mism,
+         .parent = proc,
+         .kind = SBT_EXPORT_TRACK_COUNTER,
+         .name = "output mismatches so far",
+         .rank = 22,
+         .unit = SBT_EXPORT_UNIT_COUNT},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if ((st = sbt_export_track(em, &fixed[i])) < 0) {
@@ -167,9 +182,13 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
             dropped++;
             continue;
         }
-        struct sbt_export_arg args[] = {{.name = "seq", .type = SBT_EXPORT_ARG_UINT, .v.u = e->seq}};
-        struct sbt_export_event ev = {.name = P->names[e->name], .category = "diff.baseline",
-                                      .args = args, .n_args = 1, .correlation_id = id};
+        struct sbt_export_arg args[] = {
+            {.name = "seq", .type = SBT_EXPORT_ARG_UINT, .v.u = e->seq}};
+        struct sbt_export_event ev = {.name = P->names[e->name],
+                                      .category = "diff.baseline",
+                                      .args = args,
+                                      .n_args = 1,
+                                      .correlation_id = id};
         /* the earlier end of the pair starts the arrow (ties: this one, written first) */
         if (e->ref_ts <= e->ts)
             ev.flow_out = &id, ev.n_flow_out = 1;
@@ -208,9 +227,8 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
             goto done;
         }
         uint64_t track;
-        int ok = lane_track(em, &lv[e->verdict], TK_VERDICT, e->verdict,
-                            verdict_track[e->verdict], NULL, 1 + (int32_t)e->verdict, ts, e->dur,
-                            &track);
+        int ok = lane_track(em, &lv[e->verdict], TK_VERDICT, e->verdict, verdict_track[e->verdict],
+                            NULL, 1 + (int32_t)e->verdict, ts, e->dur, &track);
         if (ok < 0) {
             st = ok;
             goto done;
@@ -223,17 +241,18 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
         struct sbt_export_arg args[8];
         uint32_t n = 0;
         if (e->seq != UINT64_MAX)
-            args[n++] = (struct sbt_export_arg){.name = "seq", .type = SBT_EXPORT_ARG_UINT,
-                                                .v.u = e->seq};
+            args[n++] =
+                (struct sbt_export_arg){.name = "seq", .type = SBT_EXPORT_ARG_UINT, .v.u = e->seq};
         if (e->seq_run != UINT64_MAX)
-            args[n++] = (struct sbt_export_arg){.name = "seq_candidate",
-                                                .type = SBT_EXPORT_ARG_UINT, .v.u = e->seq_run};
+            args[n++] = (struct sbt_export_arg){
+                .name = "seq_candidate", .type = SBT_EXPORT_ARG_UINT, .v.u = e->seq_run};
         if (e->ref_ts != UINT64_MAX) {
-            args[n++] = (struct sbt_export_arg){.name = "dur_baseline_ns",
-                                                .type = SBT_EXPORT_ARG_UINT, .v.u = e->ref_dur};
-            args[n++] = (struct sbt_export_arg){.name = "dur_candidate_ns",
-                                                .type = SBT_EXPORT_ARG_UINT, .v.u = e->dur};
-            args[n++] = (struct sbt_export_arg){.name = "delta_ns", .type = SBT_EXPORT_ARG_INT,
+            args[n++] = (struct sbt_export_arg){
+                .name = "dur_baseline_ns", .type = SBT_EXPORT_ARG_UINT, .v.u = e->ref_dur};
+            args[n++] = (struct sbt_export_arg){
+                .name = "dur_candidate_ns", .type = SBT_EXPORT_ARG_UINT, .v.u = e->dur};
+            args[n++] = (struct sbt_export_arg){.name = "delta_ns",
+                                                .type = SBT_EXPORT_ARG_INT,
                                                 .v.i = (int64_t)e->dur - (int64_t)e->ref_dur};
         }
         if (e->verdict == CHK_V_MISMATCH) {
@@ -244,8 +263,8 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
                                                 .type = SBT_EXPORT_ARG_STR,
                                                 .v.s = sbt_hash_hex(e->d_run, h2)};
         }
-        struct sbt_export_event ev = {.name = P->names[e->name], .category = "diff",
-                                      .args = args, .n_args = n};
+        struct sbt_export_event ev = {
+            .name = P->names[e->name], .category = "diff", .args = args, .n_args = n};
         uint64_t id = flow_of(e);
         if (linked(e)) {
             ev.correlation_id = id;
@@ -283,16 +302,18 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
             {.name = "kind", .type = SBT_EXPORT_ARG_STR, .v.s = sbt_op_kind_name(x->op_kind)},
             {.name = "stream", .type = SBT_EXPORT_ARG_UINT, .v.u = x->stream},
             {.name = "detail", .type = SBT_EXPORT_ARG_STR, .v.s = x->note},
-            {.name = "digest_expected", .type = SBT_EXPORT_ARG_STR,
+            {.name = "digest_expected",
+             .type = SBT_EXPORT_ARG_STR,
              .v.s = x->has_ref ? sbt_hash_hex(x->ref_digest, h1) : ""},
-            {.name = "digest_got", .type = SBT_EXPORT_ARG_STR,
+            {.name = "digest_got",
+             .type = SBT_EXPORT_ARG_STR,
              .v.s = x->has_ref ? sbt_hash_hex(x->got_digest, h2) : ""},
             {.name = "root_causes", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_roots},
         };
         char name[160];
         snprintf(name, sizeof name, "first divergence: op %" PRIu64 " %s", x->seq, x->name);
-        struct sbt_export_event ev = {.name = name, .category = "diff",
-                                      .args = args, .n_args = sizeof args / sizeof args[0]};
+        struct sbt_export_event ev = {
+            .name = name, .category = "diff", .args = args, .n_args = sizeof args / sizeof args[0]};
         if ((st = sbt_export_instant(em, u_div, ts, &ev)) < 0) {
             st = chk__fail_sbt(st);
             goto done;

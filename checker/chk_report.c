@@ -65,9 +65,7 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
             fprintf(f, " %s", rep->run_names[i]);
         fprintf(f, "%s\n", rep->n_runs ? "" : " none (capture digests only)");
     }
-    fprintf(f,
-            "  outputs (%s): %" PRIu64 " verified, %" PRIu64 " matched, %" PRIu64
-            " unverified",
+    fprintf(f, "  outputs (%s): %" PRIu64 " verified, %" PRIu64 " matched, %" PRIu64 " unverified",
             tol_str(&rep->tol, tb, sizeof tb), rep->n_verified, rep->n_matched, rep->n_unverified);
     if (rep->n_tolerated)
         fprintf(f, ", %" PRIu64 " within tolerance (largest difference %g)", rep->n_tolerated,
@@ -82,8 +80,9 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
         fprintf(f, " %s %" PRIu64 "%s", chk_class_name(c), rep->count[c],
                 c + 1 < CHK__NCLASS ? "," : "\n");
     if (rep->n_bytes_unavailable)
-        fprintf(f, "  note: %" PRIu64 " mismatches could not be compared under the tolerance: "
-                   "their bytes were unavailable (replay --dump DIR, then --dump-dirs)\n",
+        fprintf(f,
+                "  note: %" PRIu64 " mismatches could not be compared under the tolerance: "
+                "their bytes were unavailable (replay --dump DIR, then --dump-dirs)\n",
                 rep->n_bytes_unavailable);
     if (rep->has_first) {
         const struct chk_finding *x = &rep->first;
@@ -251,9 +250,9 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         const struct chk_timing_row *k = &rep->kernels[i];
         fputs(i ? ",{\"name\":" : "{\"name\":", f);
         jstr(f, k->name);
-        fprintf(f, ",\"verdict\":\"%s\",\"n_ref\":%" PRIu64 ",\"n_run\":%" PRIu64
-                   ",\"ref_median_ns\":",
-                chk_time_verdict_name(k->verdict), k->n_ref, k->n_run);
+        fprintf(
+            f, ",\"verdict\":\"%s\",\"n_ref\":%" PRIu64 ",\"n_run\":%" PRIu64 ",\"ref_median_ns\":",
+            chk_time_verdict_name(k->verdict), k->n_ref, k->n_run);
         jnum(f, k->ref_median);
         fputs(",\"run_ns\":", f);
         jsummary(f, &k->run);
@@ -359,8 +358,9 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
         for (uint32_t k = 0; k < rep->n_findings; k++)
             bad += rep->findings[k].run == i + 1 && rep->findings[k].cls != CHK_NONDETERMINISTIC;
         if (bad) {
-            fprintf(f, "\">\n      <failure message=\"%" PRIu64 " listed findings in this run\"/>\n"
-                       "    </testcase>\n",
+            fprintf(f,
+                    "\">\n      <failure message=\"%" PRIu64 " listed findings in this run\"/>\n"
+                    "    </testcase>\n",
                     bad);
         } else {
             fputs("\"/>\n", f);

@@ -67,8 +67,7 @@ int chk__grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
         return chk__fail(SBT_ELIMIT, "array of %u elements is too large", need);
     void *p = chk__realloc(*arr, (size_t)nc * sz);
     if (!p)
-        return chk__fail(SBT_ENOMEM, "out of memory growing an array to %" PRIu64 " elements",
-                         nc);
+        return chk__fail(SBT_ENOMEM, "out of memory growing an array to %" PRIu64 " elements", nc);
     *arr = p;
     *cap = (uint32_t)nc;
     return 0;
@@ -97,8 +96,8 @@ const char *chk_class_desc(uint32_t cls)
 
 const char *chk_time_verdict_name(uint32_t v)
 {
-    static const char *const n[] = {"same", "slower", "faster", "regression", "improvement",
-                                    "no-data"};
+    static const char *const n[] = {"same",       "slower",      "faster",
+                                    "regression", "improvement", "no-data"};
     return v < 6 ? n[v] : "?";
 }
 
@@ -329,8 +328,8 @@ int chk__kmap_report(struct chk_kmap *m, struct chk_report *rep)
             row->verdict = CHK_TIME_NO_DATA;
             continue;
         }
-        row->rel_diff = rs.median > 0 ? row->run.median / rs.median - 1
-                                      : (row->run.median > 0 ? INFINITY : 0);
+        row->rel_diff =
+            rs.median > 0 ? row->run.median / rs.median - 1 : (row->run.median > 0 ? INFINITY : 0);
         row->p_value = chk_mann_whitney(k->run.v, k->run.n, k->ref.v, k->ref.n, NULL);
         row->p_faster = chk_mann_whitney(k->ref.v, k->ref.n, k->run.v, k->run.n, NULL);
         if (thr < 0)
@@ -355,9 +354,8 @@ int chk__kmap_report(struct chk_kmap *m, struct chk_report *rep)
 struct chk_finding *chk__finding_add(struct chk_report *rep, uint32_t max, uint32_t cls)
 {
     rep->count[cls]++;
-    if (rep->n_findings >= max ||
-        chk__grow((void **)&rep->findings, &rep->priv->cap_findings, rep->n_findings + 1,
-                  sizeof *rep->findings))
+    if (rep->n_findings >= max || chk__grow((void **)&rep->findings, &rep->priv->cap_findings,
+                                            rep->n_findings + 1, sizeof *rep->findings))
         return NULL; /* counted, not listed */
     struct chk_finding *f = &rep->findings[rep->n_findings++];
     memset(f, 0, sizeof *f);

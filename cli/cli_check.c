@@ -95,8 +95,9 @@ int cli_check_outputs(const char *cmd, const struct chk_report *rep, const char 
             return st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
         }
         if (k == 2)
-            fprintf(stderr, "reprise: %s: Perfetto diff written to %s (open it in "
-                            "https://ui.perfetto.dev)\n",
+            fprintf(stderr,
+                    "reprise: %s: Perfetto diff written to %s (open it in "
+                    "https://ui.perfetto.dev)\n",
                     cmd, paths[k]);
     }
     return CLI_OK;
@@ -127,8 +128,7 @@ int cli_check(int argc, char **argv)
                                        {0, 0, 0, 0}};
     const char *results[MAX_RESULTS], *dumps[MAX_RESULTS];
     uint32_t n_results = 0, n_dumps = 0;
-    const char *baseline_path = NULL, *expect_path = NULL, *json = NULL, *junit = NULL,
-               *pf = NULL;
+    const char *baseline_path = NULL, *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
     int update = 0, quiet = 0, c, runs_given = 0;
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
@@ -167,8 +167,9 @@ int cli_check(int argc, char **argv)
             char *end;
             double v = strtod(optarg, &end);
             if (end == optarg || (*end && strcmp(end, "%")) || !(v >= 0) || v > 1e6)
-                return cli_usage("check", "--timing-threshold '%s': expected a percentage like "
-                                          "10%% or 'off'",
+                return cli_usage("check",
+                                 "--timing-threshold '%s': expected a percentage like "
+                                 "10%% or 'off'",
                                  optarg);
             o.timing_threshold = v > 0 ? v / 100 : 1e-12;
             break;
@@ -177,8 +178,9 @@ int cli_check(int argc, char **argv)
             char *end;
             double v = strtod(optarg, &end);
             if (end == optarg || *end || !(v > 0 && v < 1))
-                return cli_usage("check", "--confidence '%s': expected a value in (0, 1) like "
-                                          "0.95",
+                return cli_usage("check",
+                                 "--confidence '%s': expected a value in (0, 1) like "
+                                 "0.95",
                                  optarg);
             o.confidence = v;
             break;
@@ -228,12 +230,12 @@ int cli_check(int argc, char **argv)
     if (update && !expect_path)
         return cli_usage("check", "--update-expect needs --expect FILE");
     if (n_dumps && n_dumps != n_results)
-        return cli_usage("check", "--dump-dirs: %u directories for %u results", n_dumps,
-                         n_results);
+        return cli_usage("check", "--dump-dirs: %u directories for %u results", n_dumps, n_results);
     if (!n_results && !replay_run) {
-        cli_err("check", "running %" PRIu64 " replays needs the replay engine, which this build "
-                         "does not have yet; replay elsewhere and pass the result files: "
-                         "reprise check %s --results R1.sbt R2.sbt ...",
+        cli_err("check",
+                "running %" PRIu64 " replays needs the replay engine, which this build "
+                "does not have yet; replay elsewhere and pass the result files: "
+                "reprise check %s --results R1.sbt R2.sbt ...",
                 runs, argv[optind]);
         return CLI_ENV;
     }
@@ -258,13 +260,12 @@ int cli_check(int argc, char **argv)
         for (uint64_t i = 0; i < runs; i++) {
             snprintf(run_paths[i], sizeof run_paths[i], "%s/run%" PRIu64 ".sbt", tmpl, i + 1);
             struct replay_result res;
-            int st = replay_run(cap,
-                                &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1,
-                                             .range = cr.has_time || cr.has_ops || cr.stream
-                                                          ? &rrange
-                                                          : NULL,
-                                             .out_path = run_paths[i], .source_path = path),
-                                &res);
+            int st = replay_run(
+                cap,
+                &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1,
+                             .range = cr.has_time || cr.has_ops || cr.stream ? &rrange : NULL,
+                             .out_path = run_paths[i], .source_path = path),
+                &res);
             if (replay_result_free)
                 replay_result_free(&res);
             if (st < 0) {

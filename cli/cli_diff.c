@@ -78,8 +78,9 @@ int cli_diff(int argc, char **argv)
             char *end;
             double d = strtod(optarg, &end);
             if (end == optarg || (*end && strcmp(end, "%")) || !(d >= 0) || d > 1e6)
-                return cli_usage("diff", "--timing-threshold '%s': expected a percentage like "
-                                         "10%% or 'off'",
+                return cli_usage("diff",
+                                 "--timing-threshold '%s': expected a percentage like "
+                                 "10%% or 'off'",
                                  optarg);
             o.timing_threshold = d > 0 ? d / 100 : 1e-12;
             break;

@@ -144,12 +144,12 @@ static struct chk_report *check_n(const struct top *cap, size_t ncap, const stru
 
 /* A chain produce(r1) -> consume(r1 -> r2) -> finish(r2 -> r3) on stream 0, and an independent
  * "other" (r4) on stream 1. Digests: 10, 20, 30, 40. */
-#define CHAIN(d0, d1, d2, d3)                                                 \
-    {                                                                         \
-        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, d0, NULL, 0},                     \
-            {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, d1, NULL, 0},                 \
-            {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 4, d3, NULL, 0},                 \
-            {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, d2, NULL, 0},                 \
+#define CHAIN(d0, d1, d2, d3)                                 \
+    {                                                         \
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, d0, NULL, 0},     \
+            {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, d1, NULL, 0}, \
+            {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 4, d3, NULL, 0}, \
+            {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, d2, NULL, 0}, \
     }
 
 /* ========================================================================================== */
@@ -271,21 +271,27 @@ Test(align, inserted_and_removed_ops)
     /* stream 0: A = k1 k2 k3 k1(g2) k2(g3); B = k1 k2 other k3 k2(g3): "other" inserted, k1(g2)
      * removed (geometry is part of the key). Stream 1 identical. */
     const struct top a[] = {
-        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1}, {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
-        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1}, {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1},
-        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 4, NULL, 2}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1},
+        {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1},
+        {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1},
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 4, NULL, 2},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
     };
     const struct top b[] = {
-        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1},
-        {SBT_OP_KERNEL, 0, 4, 0, 100, 0, 7, 7, NULL, 1}, {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
-        {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1}, {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 1},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 2, NULL, 1},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 0, 7, 7, NULL, 1},
+        {SBT_OP_KERNEL, 1, 4, 0, 100, 0, 9, 9, NULL, 1},
+        {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
     };
     write_trace(pathf("a.sbt"), a, 6);
     write_trace(pathf("b.sbt"), b, 6);
     sbt_reader *ra = open_r(pathf("a.sbt")), *rb = open_r(pathf("b.sbt"));
     struct chk_report *rep;
-    cr_assert(eq(int, chk_diff(ra, rb, &CHK_OPTS(.window = 4, .collect_events = 1), &rep), 0),
-              "%s", chk_errmsg());
+    cr_assert(eq(int, chk_diff(ra, rb, &CHK_OPTS(.window = 4, .collect_events = 1), &rep), 0), "%s",
+              chk_errmsg());
     cr_expect(eq(u64, rep->count[CHK_MISSING], 1));
     cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
     cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
@@ -661,9 +667,9 @@ static int xml_ok(const char *s, int *n_testcase, int *n_failure)
             if (*++s != '"')
                 return -4;
             for (s++; *s && *s != '"'; s++)
-                if (*s == '<' || (*s == '&' && strncmp(s, "&lt;", 4) && strncmp(s, "&gt;", 4) &&
-                                  strncmp(s, "&amp;", 5) && strncmp(s, "&quot;", 6) &&
-                                  strncmp(s, "&apos;", 6)))
+                if (*s == '<' ||
+                    (*s == '&' && strncmp(s, "&lt;", 4) && strncmp(s, "&gt;", 4) &&
+                     strncmp(s, "&amp;", 5) && strncmp(s, "&quot;", 6) && strncmp(s, "&apos;", 6)))
                     return -5;
             if (*s++ != '"')
                 return -6;
@@ -926,8 +932,8 @@ Test(cli, exit_codes)
     snprintf(a, sizeof a, "check %s --results %s %s --junit %s --json %s", pathf("c.sbt"),
              pathf("c.sbt"), pathf("c.sbt"), pathf("j.xml"), pathf("j.json"));
     cr_expect(eq(int, run_cli(a), 0));
-    snprintf(a, sizeof a, "check %s --results %s %s --perfetto %s", pathf("c.sbt"),
-             pathf("b.sbt"), pathf("b.sbt"), pathf("p.pftrace"));
+    snprintf(a, sizeof a, "check %s --results %s %s --perfetto %s", pathf("c.sbt"), pathf("b.sbt"),
+             pathf("b.sbt"), pathf("p.pftrace"));
     cr_expect(eq(int, run_cli(a), 1));
     snprintf(a, sizeof a, "diff %s %s", pathf("c.sbt"), pathf("b.sbt"));
     cr_expect(eq(int, run_cli(a), 1));
