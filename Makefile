@@ -125,6 +125,55 @@ INSTALL_EXTRA += $(INSTALL_CAP_VK)
 
 # ---- capture: CUDA shim --------------------------------------------------------------------------
 # (cuda section)
+# Where cuda.h comes from: Debian 12 main has no CUDA headers (nvidia-cuda-dev is non-free and
+# 11.x), so the build uses $(CUDA_HOME)/include when a toolkit is installed there, and otherwise
+# the minimal declaration header compat/cuda/cuda.h (only what reprise uses). Nothing links
+# against a CUDA library: the shim and the replay backend dlopen the driver at run time.
+CUDA_HOME ?= /usr/local/cuda
+CUDA_INC  := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(CUDA_HOME)/include,compat/cuda)
+CUDA_STUB := $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so)
+# libreprise_cuda.so: capture/cap_cuda_*.c plus the library; exports every symbol of the driver
+# stub (capture/cap_cuda_exports.h) and nothing else. $(BUILD)/cuda/libcuda.so.1 links to it:
+# that directory goes first on LD_LIBRARY_PATH ("reprise capture --api cuda" does this).
+CAP_CUDA_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_cuda_*.c))
+CAP_CUDA_SO  := $(BUILD)/libreprise_cuda.so
+CAP_CUDA_DIR := $(BUILD)/cuda/libcuda.so.1
+$(CAP_CUDA_OBJ): XCFLAGS += -fvisibility=hidden
+$(CAP_CUDA_OBJ) $(BUILD)/replay/replay_cuda.o: CPPFLAGS += -I$(CUDA_INC)
+$(CAP_CUDA_SO): $(CAP_CUDA_OBJ) $(LIB) capture/cap_cuda.map
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_cuda.map -Wl,-z,defs \
+	  -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 $(CAP_CUDA_OBJ) $(LIB) -o $@ \
+	  -lzstd -lxxhash -lpthread -ldl
+$(CAP_CUDA_DIR): $(CAP_CUDA_SO)
+	@mkdir -p $(@D)
+	ln -sf ../libreprise_cuda.so $@
+EXTRA += $(CAP_CUDA_SO) $(CAP_CUDA_DIR)
+define INSTALL_CAP_CUDA
+install -d $(DESTDIR)$(PREFIX)/lib/reprise/cuda
+install -m 755 $(CAP_CUDA_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libreprise_cuda.so
+ln -sf ../libreprise_cuda.so $(DESTDIR)$(PREFIX)/lib/reprise/cuda/libcuda.so.1
+
+endef
+INSTALL_EXTRA += $(INSTALL_CAP_CUDA)
+# tests/cuda (test only, never installed): the fake driver $(BUILD)/tests/cuda/fake/libcuda.so.1
+# (fake_cuda.c, plus weak stubs for every other stub symbol) and Driver-API programs
+# tests/cuda/prog_*.c linked against it (any libcuda.so.1 first on LD_LIBRARY_PATH serves them).
+FAKE_CUDA := $(BUILD)/tests/cuda/fake/libcuda.so.1
+CUDA_PROGS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/cuda/%,$(wildcard tests/cuda/prog_*.c))
+$(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cuda.h capture/cap_cuda_exports.h
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
+	  tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c -o $@ -lpthread -ldl
+$(BUILD)/tests/cuda/prog_%: tests/cuda/prog_%.c tests/cuda/fake_cuda.h $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) $< -o $@ $(LDFLAGS) \
+	  -L$(dir $(FAKE_CUDA)) -l:libcuda.so.1 -lpthread
+EXTRA += $(FAKE_CUDA) $(CUDA_PROGS)
+$(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
+# The engine names replay__cuda_backend weakly, which does not pull replay_cuda.o out of the
+# archive: ask the linker for it wherever the CUDA backend must be present.
+$(BIN) $(BUILD)/tests/test_cuda: LDFLAGS += -Wl,--undefined=replay__cuda_backend
+TEST_ENV += REPRISE_CUDA_STUB=$(CUDA_STUB)
 
 # ---- test programs and shaders ---------------------------------------------------------------------
 # (tests section)

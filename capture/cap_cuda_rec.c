@@ -1294,13 +1294,14 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
         sbt_vk_enc_rec(&g.enc, SBT_CUDA_LAUNCH_ATTR, &id, 1, &v, sizeof v);
     }
     /* Device addresses among the parameters: every aligned 8-byte word that falls inside a
-     * live allocation (small values and words whose low half is small are packed scalars). */
+     * live allocation. HRR also skips words whose low half is below 0x10000 (packed scalars),
+     * but allocations at 4 GiB-aligned addresses are common, so only the interval map decides. */
     struct sbt_access acc[64];
     uint32_t n_acc = 0;
     for (uint64_t o = 0; packed && o + 8 <= len; o += 8) {
         uint64_t v;
         memcpy(&v, buf + o, 8);
-        if (v < 0x10000 || (v & 0xffffffffu) < 0x10000)
+        if (v < 0x10000)
             continue;
         long i = alloc_find(v);
         if (i < 0)
