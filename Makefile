@@ -130,6 +130,7 @@ INSTALL_EXTRA += $(INSTALL_CAP_VK)
 # the minimal declaration header compat/cuda/cuda.h (only what reprise uses). Nothing links
 # against a CUDA library: the shim and the replay backend dlopen the driver at run time.
 CUDA_HOME ?= /usr/local/cuda
+CUDA_COMMA := ,
 CUDA_INC  := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(CUDA_HOME)/include,compat/cuda)
 CUDA_STUB := $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so)
 # libreprise_cuda.so: capture/cap_cuda_*.c plus the library; exports every symbol of the driver
@@ -171,8 +172,10 @@ $(BUILD)/tests/cuda/prog_%: tests/cuda/prog_%.c tests/cuda/fake_cuda.h $(FAKE_CU
 EXTRA += $(FAKE_CUDA) $(CUDA_PROGS)
 $(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
 # The engine names replay__cuda_backend weakly, which does not pull replay_cuda.o out of the
-# archive: ask the linker for it wherever the CUDA backend must be present.
-$(BIN) $(BUILD)/tests/test_cuda: LDFLAGS += -Wl,--undefined=replay__cuda_backend
+# archive: ask the linker for it wherever the CUDA backend must be present (once the engine and
+# its Vulkan backend exist; until then test_cuda skips its replay tests).
+CUDA_BACKEND_LD := $(if $(and $(wildcard replay/replay_engine.c),$(wildcard replay/replay_vk.c)),-Wl$(CUDA_COMMA)--undefined=replay__cuda_backend)
+$(BIN) $(BUILD)/tests/test_cuda: LDFLAGS += $(CUDA_BACKEND_LD)
 TEST_ENV += REPRISE_CUDA_STUB=$(CUDA_STUB)
 
 # ---- test programs and shaders ---------------------------------------------------------------------

@@ -220,6 +220,7 @@ int cap_cuda_enter(void)
         depth--;
         return 0;
     }
+    __atomic_fetch_add(&g.n_calls, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -1439,8 +1440,8 @@ static void write_stats(uint64_t n_unsup_calls)
     FILE *f = p && *p ? fopen(p, "w") : NULL;
     if (!f)
         return;
-    fprintf(f, "trace=%s\nops=%" PRIu64 "\nunsupported=%" PRIu64 "\n", g.path, g.n_ops,
-            n_unsup_calls);
+    fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n", g.path,
+            g.n_ops, g.n_calls, n_unsup_calls);
     for (uint32_t i = 0; i < g.n_unsup; i++)
         fprintf(f, "unsupported.%s=%" PRIu64 "\n", g.unsup[i].what, g.unsup[i].count);
     fprintf(f, "incomplete=%s\n", g.fail_reason);

@@ -11,7 +11,7 @@
  *
  * Exit status: the child's own (so `reprise capture -- prog` can stand in for `prog` in a
  * script); 128 + signal number if it was killed; 4 if the layer is not found, the program
- * cannot be started, or --api cuda is asked for (not built yet); 2 on usage errors. The
+ * cannot be started, or the CUDA shim or driver is missing (--api cuda); 2 on usage errors. The
  * capture summary goes to stderr, so the program's stdout is unchanged.
  */
 #define _GNU_SOURCE
@@ -35,7 +35,7 @@ static const char capture_help[] =
     "Runs PROGRAM with the capture layer and writes its GPU command stream to TRACE.\n"
     "The program's output and exit status are its own; a summary goes to stderr.\n\n"
     "  -o, --output TRACE  trace to write (default: PROGRAM's name + .sbt)\n"
-    "  --api API           vulkan (default), cuda (not built yet), auto (= vulkan)\n"
+    "  --api API           vulkan (default), cuda (shim in front of libcuda.so.1), auto (= vulkan)\n"
     "  --timing            timestamp queries around dispatches (device durations)\n"
     "  --digests           digest each dispatch's outputs (waits after every submission:\n"
     "                      perturbs timing)\n\n"
@@ -114,7 +114,7 @@ static void report(const char *stats, const char *trace)
             snprintf(incomplete, sizeof incomplete, "%.390s", line + 11);
     }
     fclose(f);
-    fprintf(stderr, "reprise capture: %s: %s ops captured from %s Vulkan calls, %s unsupported%s%s\n",
+    fprintf(stderr, "reprise capture: %s: %s ops captured from %s API calls, %s unsupported%s%s\n",
             trace, ops, calls, unsup, incomplete[0] ? "; INCOMPLETE: " : "", incomplete);
 }
 
@@ -152,10 +152,7 @@ int cli_capture(int argc, char **argv)
     }
     if (strcmp(api, "vulkan") && strcmp(api, "cuda") && strcmp(api, "auto"))
         return cli_usage("capture", "--api '%s': expected vulkan, cuda or auto", api);
-    if (!strcmp(api, "cuda")) {
-        fprintf(stderr, "CUDA capture: not built yet\n");
-        return CLI_ENV;
-    }
+    int cuda = !strcmp(api, "cuda"); /* the CUDA shim: cli_capture_cuda.c */
     if (optind >= argc)
         return cli_usage("capture", "no program given (reprise capture [OPTIONS] -- PROGRAM)");
     char **prog = argv + optind;
@@ -166,7 +163,11 @@ int cli_capture(int argc, char **argv)
         out = def_out;
     }
     char dir[PATH_MAX];
-    if (find_layer_dir(dir, sizeof dir)) {
+    if (cuda) {
+        int rc = cli_capture_cuda_env("capture", NULL, 0);
+        if (rc != CLI_OK)
+            return rc;
+    } else if (find_layer_dir(dir, sizeof dir)) {
         cli_err("capture",
                 "layer manifest %s not found beside the reprise binary nor in "
                 "../share/vulkan/explicit_layer.d (run 'make' or 'make install')",
@@ -195,9 +196,11 @@ int cli_capture(int argc, char **argv)
         return CLI_ENV;
     }
     if (pid == 0) {
-        prepend_env("VK_ADD_LAYER_PATH", dir, ':');
-        prepend_env("VK_INSTANCE_LAYERS", CAP_VK_LAYER_NAME, ':');
-        prepend_env("VK_LOADER_LAYERS_ENABLE", CAP_VK_LAYER_NAME, ',');
+        if (!cuda) {
+            prepend_env("VK_ADD_LAYER_PATH", dir, ':');
+            prepend_env("VK_INSTANCE_LAYERS", CAP_VK_LAYER_NAME, ':');
+            prepend_env("VK_LOADER_LAYERS_ENABLE", CAP_VK_LAYER_NAME, ',');
+        }
         setenv(CAP_ENV_TRACE, abs_out, 1);
         setenv(CAP_ENV_STATS, stats, 1);
         setenv(CAP_ENV_TIMING, timing ? "1" : "0", 1);

@@ -46,6 +46,12 @@ struct chk_report;
 int cli_check_outputs(const char *cmd, const struct chk_report *rep, const char *json,
                       const char *junit, const char *pf, sbt_reader *ref, sbt_reader *run);
 
+/* cli_capture_cuda.c: sets this process's environment so that a program started from it runs
+ * with the CUDA shim in front of libcuda.so.1 (LD_LIBRARY_PATH, REPRISE_CUDA_DRIVER) and, when
+ * given, REPRISE_TRACE / REPRISE_TIMING. CLI_OK, or CLI_ENV after a message (no shim, no
+ * driver). */
+int cli_capture_cuda_env(const char *cmd, const char *trace, int timing);
+
 /* "reprise: <cmd>: message" on stderr. */
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints a usage error plus "try 'reprise CMD --help'"; returns CLI_USAGE. */
