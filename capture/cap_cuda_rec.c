@@ -134,7 +134,7 @@ static void hfree(struct hmap *m, int free_vals)
 #define MAX_DEV 64
 
 struct stream {
-    uint32_t id; /* sbt stream id */
+    uint32_t id;  /* sbt stream id */
     uint32_t dev; /* ordinal */
 };
 
@@ -182,7 +182,7 @@ static struct {
     uint32_t n_threads;
     struct {
         uint32_t id, legacy;
-        CUevent ref;      /* timing reference event */
+        CUevent ref;       /* timing reference event */
         uint64_t ref_host; /* host ns when ref completed */
     } dev[MAX_DEV];
     struct hmap streams, pt_streams, host_streams, events, modules, libs, funcs;
@@ -287,13 +287,30 @@ void cap_cuda_unidentified(const char *symbol)
  * queries, context bookkeeping, host memory, unloading. */
 static int harmless(const char *n)
 {
-    static const char *const prefixes[] = {
-        "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxDestroy",
-        "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxReset",
-        "cuModuleUnload", "cuLibraryUnload", "cuMemAllocHost", "cuMemHostAlloc", "cuMemFreeHost",
-        "cuMemHostRegister", "cuMemHostUnregister", "cuOccupancy", "cuProfiler", "cuInit",
-        "cuDriverGetVersion", "cuGetErrorString", "cuGetErrorName", "cuGetExportTable",
-        "cuDeviceCanAccessPeer", "cuEventElapsedTime", "cuStreamIsCapturing"};
+    static const char *const prefixes[] = {"cuCtxSetCurrent",
+                                           "cuCtxPushCurrent",
+                                           "cuCtxPopCurrent",
+                                           "cuCtxDestroy",
+                                           "cuDevicePrimaryCtxRelease",
+                                           "cuDevicePrimaryCtxSetFlags",
+                                           "cuDevicePrimaryCtxReset",
+                                           "cuModuleUnload",
+                                           "cuLibraryUnload",
+                                           "cuMemAllocHost",
+                                           "cuMemHostAlloc",
+                                           "cuMemFreeHost",
+                                           "cuMemHostRegister",
+                                           "cuMemHostUnregister",
+                                           "cuOccupancy",
+                                           "cuProfiler",
+                                           "cuInit",
+                                           "cuDriverGetVersion",
+                                           "cuGetErrorString",
+                                           "cuGetErrorName",
+                                           "cuGetExportTable",
+                                           "cuDeviceCanAccessPeer",
+                                           "cuEventElapsedTime",
+                                           "cuStreamIsCapturing"};
     if (strstr(n, "Get") || strstr(n, "Query"))
         return 1;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
@@ -305,11 +322,24 @@ static int harmless(const char *n)
 /* Unrecorded calls that change device memory or execution: the trace cannot replay faithfully. */
 static int changes_device(const char *n)
 {
-    static const char *const prefixes[] = {
-        "cuMemcpy", "cuMemset", "cuLaunch", "cuGraphLaunch", "cuMemAlloc", "cuMemFree", "cuMemMap",
-        "cuMemCreate", "cuStreamBeginCapture", "cuStreamWriteValue", "cuStreamBatchMemOp",
-        "cuModuleLoad", "cuLibraryLoad", "cuLink", "cuMemPrefetch", "cuFuncSetAttribute",
-        "cuKernelSetAttribute", "cuCtxSetLimit"};
+    static const char *const prefixes[] = {"cuMemcpy",
+                                           "cuMemset",
+                                           "cuLaunch",
+                                           "cuGraphLaunch",
+                                           "cuMemAlloc",
+                                           "cuMemFree",
+                                           "cuMemMap",
+                                           "cuMemCreate",
+                                           "cuStreamBeginCapture",
+                                           "cuStreamWriteValue",
+                                           "cuStreamBatchMemOp",
+                                           "cuModuleLoad",
+                                           "cuLibraryLoad",
+                                           "cuLink",
+                                           "cuMemPrefetch",
+                                           "cuFuncSetAttribute",
+                                           "cuKernelSetAttribute",
+                                           "cuCtxSetLimit"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (!strncmp(n, prefixes[i], strlen(prefixes[i])))
             return 1;
@@ -473,8 +503,8 @@ void cap_cuda_rec_device(CUdevice d)
     CAP_NEXT(cuDeviceGetAttribute)(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
     CAP_NEXT(cuDeviceTotalMem_v2)(&mem, d);
     struct sbt_vk_enc e = {0};
-    uint64_t a[6] = {(uint64_t)d, (uint64_t)major, (uint64_t)minor, (uint64_t)sms, mem,
-                     (uint64_t)drv};
+    uint64_t a[6] = {(uint64_t)d, (uint64_t)major, (uint64_t)minor, (uint64_t)sms,
+                     mem,         (uint64_t)drv};
     sbt_vk_enc_rec(&e, SBT_CUDA_DEVICE, a, 6, name, strlen(name));
     struct sbt_device dv = {0};
     dv.api = SBT_API_CUDA;
@@ -561,8 +591,7 @@ static uint32_t stream_of(const struct cap_cuda_call *c, uint32_t *dev_out)
                 return 0;
             }
             s->dev = cur_dev();
-            s->id = add_stream(s->dev, SBT_STREAM_CUDA, "stream", h, SBT_CUDA_STREAM_CREATED, 0,
-                               0);
+            s->id = add_stream(s->dev, SBT_STREAM_CUDA, "stream", h, SBT_CUDA_STREAM_CREATED, 0, 0);
         }
         if (dev_out)
             *dev_out = s->dev;
@@ -1087,10 +1116,9 @@ static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_ke
     size_t cap = 0;
     for (size_t i = 0; i < 4096; i++) {
         size_t off = 0, size = 0;
-        CUresult r = is_kernel ? CAP_NEXT(cuKernelGetParamInfo)((CUkernel)(uintptr_t)h, i, &off,
-                                                                &size)
-                               : CAP_NEXT(cuFuncGetParamInfo)((CUfunction)(uintptr_t)h, i, &off,
-                                                              &size);
+        CUresult r = is_kernel
+                         ? CAP_NEXT(cuKernelGetParamInfo)((CUkernel)(uintptr_t)h, i, &off, &size)
+                         : CAP_NEXT(cuFuncGetParamInfo)((CUfunction)(uintptr_t)h, i, &off, &size);
         if (r != CUDA_SUCCESS) {
             k->known = i > 0 || r == CUDA_ERROR_INVALID_VALUE;
             break;
@@ -1386,8 +1414,8 @@ void cap_cuda_rec_start(void)
     if (z && *z)
         o.zstd_level = atoi(z) > 0 ? atoi(z) : -1;
     if (sbt_writer_open(g.path, &o, &g.w) < 0) {
-        fprintf(stderr, "reprise: CUDA capture: cannot open trace %s: %s; not recording\n",
-                g.path, sbt_errmsg());
+        fprintf(stderr, "reprise: CUDA capture: cannot open trace %s: %s; not recording\n", g.path,
+                sbt_errmsg());
         cap_cuda_unlock();
         return;
     }
@@ -1432,8 +1460,7 @@ void cap_cuda_rec_start(void)
 static void write_stats(uint64_t n_unsup_calls)
 {
     if (env_flag(CAP_ENV_SUMMARY))
-        fprintf(stderr,
-                "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
+        fprintf(stderr, "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
                 g.path, g.n_ops, n_unsup_calls, g.fail_reason[0] ? "; incomplete: " : "",
                 g.fail_reason);
     const char *p = getenv(CAP_ENV_STATS);
@@ -1470,8 +1497,8 @@ static void rec_stop(void)
             continue;
         unsup_add(cap_cuda_names[i], n);
         if (changes_device(cap_cuda_names[i]) && !incomplete[0])
-            snprintf(incomplete, sizeof incomplete,
-                     "unrecorded call that changes device state: %s", cap_cuda_names[i]);
+            snprintf(incomplete, sizeof incomplete, "unrecorded call that changes device state: %s",
+                     cap_cuda_names[i]);
     }
     uint64_t total = 0;
     for (uint32_t i = 0; i < g.n_unsup; i++) {

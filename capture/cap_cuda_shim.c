@@ -94,9 +94,12 @@ static int same_file(const char *a, const char *b)
 static void *open_driver(const char *self)
 {
     static const char *const paths[] = {
-        "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
-        "/usr/lib64/libcuda.so.1",               "/usr/lib/libcuda.so.1",
-        "/usr/local/nvidia/lib64/libcuda.so.1",  "/usr/lib/wsl/lib/libcuda.so.1",
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/lib/libcuda.so.1",
+        "/usr/local/nvidia/lib64/libcuda.so.1",
+        "/usr/lib/wsl/lib/libcuda.so.1",
     };
     const char *env = getenv("REPRISE_CUDA_DRIVER");
     if (env && *env) {
@@ -205,15 +208,15 @@ CUresult cuInit(unsigned int Flags)
     return r;
 }
 
-#define REC_DEVICE(dev)                  \
-    do {                                 \
-        if (r == CUDA_SUCCESS && rec) {  \
-            cap_cuda_lock();             \
-            cap_cuda_rec_device(dev);    \
-            cap_cuda_unlock();           \
-        }                                \
-        if (rec)                         \
-            cap_cuda_leave();            \
+#define REC_DEVICE(dev)                 \
+    do {                                \
+        if (r == CUDA_SUCCESS && rec) { \
+            cap_cuda_lock();            \
+            cap_cuda_rec_device(dev);   \
+            cap_cuda_unlock();          \
+        }                               \
+        if (rec)                        \
+            cap_cuda_leave();           \
     } while (0)
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -246,54 +249,40 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, uns
 /* ========================================================================================== */
 
 /* Host-side waits: never under the lock (they block on device work). */
-#define SYNC_WRAP(API, PT, STREAM, EV, IS_CTX, CALL)                                    \
-    int rec = cap_cuda_enter();                                                          \
-    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0};       \
-    CUresult r = CALL;                                                                   \
-    if (rec) {                                                                           \
-        c.t1 = cap_cuda_now();                                                           \
-        if (r == CUDA_SUCCESS)                                                           \
-            cap_cuda_rec_sync(&c, EV, IS_CTX);                                           \
-        cap_cuda_leave();                                                                \
-    }                                                                                    \
+#define SYNC_WRAP(API, PT, STREAM, EV, IS_CTX, CALL)                              \
+    int rec = cap_cuda_enter();                                                   \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0}; \
+    CUresult r = CALL;                                                            \
+    if (rec) {                                                                    \
+        c.t1 = cap_cuda_now();                                                    \
+        if (r == CUDA_SUCCESS)                                                    \
+            cap_cuda_rec_sync(&c, EV, IS_CTX);                                    \
+        cap_cuda_leave();                                                         \
+    }                                                                             \
     return r;
 
-CUresult cuCtxSynchronize(void)
-{
-    SYNC_WRAP(cuCtxSynchronize, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize)())
-}
+CUresult cuCtxSynchronize(void){
+    SYNC_WRAP(cuCtxSynchronize, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize)())}
 
-CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    SYNC_WRAP(cuCtxSynchronize_v2, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize_v2)(ctx))
-}
+CUresult cuCtxSynchronize_v2(CUcontext ctx){
+    SYNC_WRAP(cuCtxSynchronize_v2, 0, NULL, NULL, 1, CAP_NEXT(cuCtxSynchronize_v2)(ctx))}
 
-CUresult cuStreamSynchronize(CUstream hStream)
-{
-    SYNC_WRAP(cuStreamSynchronize, 0, hStream, NULL, 0, CAP_NEXT(cuStreamSynchronize)(hStream))
-}
+CUresult cuStreamSynchronize(CUstream hStream){
+    SYNC_WRAP(cuStreamSynchronize, 0, hStream, NULL, 0, CAP_NEXT(cuStreamSynchronize)(hStream))}
 
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
+CUresult cuStreamSynchronize_ptsz(CUstream hStream){
     SYNC_WRAP(cuStreamSynchronize, 1, hStream, NULL, 0,
-              CAP_NEXT(cuStreamSynchronize_ptsz)(hStream))
-}
+              CAP_NEXT(cuStreamSynchronize_ptsz)(hStream))}
 
 /* A query that returns CUDA_SUCCESS told the host the work is done: the same as a sync. */
-CUresult cuStreamQuery(CUstream hStream)
-{
-    SYNC_WRAP(cuStreamQuery, 0, hStream, NULL, 0, CAP_NEXT(cuStreamQuery)(hStream))
-}
+CUresult cuStreamQuery(CUstream hStream){
+    SYNC_WRAP(cuStreamQuery, 0, hStream, NULL, 0, CAP_NEXT(cuStreamQuery)(hStream))}
 
-CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-    SYNC_WRAP(cuStreamQuery, 1, hStream, NULL, 0, CAP_NEXT(cuStreamQuery_ptsz)(hStream))
-}
+CUresult cuStreamQuery_ptsz(CUstream hStream){
+    SYNC_WRAP(cuStreamQuery, 1, hStream, NULL, 0, CAP_NEXT(cuStreamQuery_ptsz)(hStream))}
 
-CUresult cuEventSynchronize(CUevent hEvent)
-{
-    SYNC_WRAP(cuEventSynchronize, 0, NULL, hEvent, 0, CAP_NEXT(cuEventSynchronize)(hEvent))
-}
+CUresult cuEventSynchronize(CUevent hEvent){
+    SYNC_WRAP(cuEventSynchronize, 0, NULL, hEvent, 0, CAP_NEXT(cuEventSynchronize)(hEvent))}
 
 CUresult cuEventQuery(CUevent hEvent)
 {
@@ -304,20 +293,20 @@ CUresult cuEventQuery(CUevent hEvent)
 /* Enqueueing calls: the lock is held across the real call, so trace order = driver order     */
 /* ========================================================================================== */
 
-#define ENQ_BEGIN(API, PT, STREAM)                                                     \
-    int rec = cap_cuda_enter();                                                         \
-    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0};      \
-    (void)c;                                                                            \
-    if (rec)                                                                            \
+#define ENQ_BEGIN(API, PT, STREAM)                                                \
+    int rec = cap_cuda_enter();                                                   \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0}; \
+    (void)c;                                                                      \
+    if (rec)                                                                      \
         cap_cuda_lock();
-#define ENQ_END(RECORD)               \
-    if (rec) {                        \
-        c.t1 = cap_cuda_now();        \
-        if (r == CUDA_SUCCESS)        \
-            RECORD;                   \
-        cap_cuda_unlock();            \
-        cap_cuda_leave();             \
-    }                                 \
+#define ENQ_END(RECORD)        \
+    if (rec) {                 \
+        c.t1 = cap_cuda_now(); \
+        if (r == CUDA_SUCCESS) \
+            RECORD;            \
+        cap_cuda_unlock();     \
+        cap_cuda_leave();      \
+    }                          \
     return r;
 
 /* ---- modules and libraries ------------------------------------------------------------------ */
@@ -357,9 +346,9 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
                            unsigned int numLibraryOptions)
 {
     ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
-    CUresult r = CAP_NEXT(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues,
-                                             numJitOptions, libraryOptions, libraryOptionValues,
-                                             numLibraryOptions);
+    CUresult r =
+        CAP_NEXT(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues, numJitOptions,
+                                    libraryOptions, libraryOptionValues, numLibraryOptions);
     ENQ_END(cap_cuda_rec_library(*library, code, NULL, c.api))
 }
 
@@ -370,8 +359,8 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_o
 {
     ENQ_BEGIN(cuLibraryLoadFromFile, 0, NULL)
     CUresult r = CAP_NEXT(cuLibraryLoadFromFile)(library, fileName, jitOptions, jitOptionsValues,
-                                                 numJitOptions, libraryOptions,
-                                                 libraryOptionValues, numLibraryOptions);
+                                                 numJitOptions, libraryOptions, libraryOptionValues,
+                                                 numLibraryOptions);
     ENQ_END(cap_cuda_rec_library(*library, NULL, fileName, c.api))
 }
 
@@ -418,7 +407,8 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, c
     ENQ_END(cap_cuda_rec_global(p, size, hmod, name))
 }
 
-/* ---- memory ----------------------------------------------------------------------------------- */
+/* ---- memory -----------------------------------------------------------------------------------
+ */
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -434,92 +424,93 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     ENQ_END(cap_cuda_rec_free(&c, dptr))
 }
 
-#define ALLOC_ASYNC(NAME, PT)                                             \
-    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)   \
-    {                                                                     \
-        ENQ_BEGIN(cuMemAllocAsync, PT, hStream)                           \
-        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, hStream);             \
-        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))                  \
+#define ALLOC_ASYNC(NAME, PT)                                           \
+    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) \
+    {                                                                   \
+        ENQ_BEGIN(cuMemAllocAsync, PT, hStream)                         \
+        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, hStream);           \
+        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))                \
     }
 ALLOC_ASYNC(cuMemAllocAsync, 0)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz, 1)
 
-#define FREE_ASYNC(NAME, PT)                                  \
-    CUresult NAME(CUdeviceptr dptr, CUstream hStream)         \
-    {                                                         \
-        ENQ_BEGIN(cuMemFreeAsync, PT, hStream)                \
-        CUresult r = CAP_NEXT(NAME)(dptr, hStream);           \
-        ENQ_END(cap_cuda_rec_free(&c, dptr))                  \
+#define FREE_ASYNC(NAME, PT)                          \
+    CUresult NAME(CUdeviceptr dptr, CUstream hStream) \
+    {                                                 \
+        ENQ_BEGIN(cuMemFreeAsync, PT, hStream)        \
+        CUresult r = CAP_NEXT(NAME)(dptr, hStream);   \
+        ENQ_END(cap_cuda_rec_free(&c, dptr))          \
     }
 FREE_ASYNC(cuMemFreeAsync, 0)
 FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
 
-/* ---- copies and fills: a legacy and a per-thread variant of each ------------------------------ */
+/* ---- copies and fills: a legacy and a per-thread variant of each ------------------------------
+ */
 
-#define COPY_WRAPPERS(SFX, ASFX, PT)                                                               \
-    CUresult cuMemcpy##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                             \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpy, PT, NULL)                                                              \
-        CUresult r = CAP_NEXT(cuMemcpy##SFX)(dst, src, n);                                         \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                                 \
-    }                                                                                              \
-    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr dst, const void *src, size_t n)                      \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyHtoD_v2, PT, NULL)                                                       \
-        CUresult r = CAP_NEXT(cuMemcpyHtoD_v2##SFX)(dst, src, n);                                  \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 0))                                    \
-    }                                                                                              \
-    CUresult cuMemcpyDtoH_v2##SFX(void *dst, CUdeviceptr src, size_t n)                            \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyDtoH_v2, PT, NULL)                                                       \
-        CUresult r = CAP_NEXT(cuMemcpyDtoH_v2##SFX)(dst, src, n);                                  \
-        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 0))                                    \
-    }                                                                                              \
-    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                      \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyDtoD_v2, PT, NULL)                                                       \
-        CUresult r = CAP_NEXT(cuMemcpyDtoD_v2##SFX)(dst, src, n);                                  \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                                 \
-    }                                                                                              \
-    CUresult cuMemcpyAsync##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)           \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyAsync, PT, s)                                                            \
-        CUresult r = CAP_NEXT(cuMemcpyAsync##ASFX)(dst, src, n, s);                                \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                                 \
-    }                                                                                              \
-    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr dst, const void *src, size_t n, CUstream s)    \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyHtoDAsync_v2, PT, s)                                                     \
-        CUresult r = CAP_NEXT(cuMemcpyHtoDAsync_v2##ASFX)(dst, src, n, s);                         \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 1))                                    \
-    }                                                                                              \
-    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *dst, CUdeviceptr src, size_t n, CUstream s)          \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyDtoHAsync_v2, PT, s)                                                     \
-        CUresult r = CAP_NEXT(cuMemcpyDtoHAsync_v2##ASFX)(dst, src, n, s);                         \
-        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 1))                                    \
-    }                                                                                              \
-    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)    \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemcpyDtoDAsync_v2, PT, s)                                                     \
-        CUresult r = CAP_NEXT(cuMemcpyDtoDAsync_v2##ASFX)(dst, src, n, s);                         \
-        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                                 \
+#define COPY_WRAPPERS(SFX, ASFX, PT)                                                            \
+    CUresult cuMemcpy##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                          \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpy, PT, NULL)                                                           \
+        CUresult r = CAP_NEXT(cuMemcpy##SFX)(dst, src, n);                                      \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                              \
+    }                                                                                           \
+    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr dst, const void *src, size_t n)                   \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyHtoD_v2, PT, NULL)                                                    \
+        CUresult r = CAP_NEXT(cuMemcpyHtoD_v2##SFX)(dst, src, n);                               \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 0))                                 \
+    }                                                                                           \
+    CUresult cuMemcpyDtoH_v2##SFX(void *dst, CUdeviceptr src, size_t n)                         \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyDtoH_v2, PT, NULL)                                                    \
+        CUresult r = CAP_NEXT(cuMemcpyDtoH_v2##SFX)(dst, src, n);                               \
+        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 0))                                 \
+    }                                                                                           \
+    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                   \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyDtoD_v2, PT, NULL)                                                    \
+        CUresult r = CAP_NEXT(cuMemcpyDtoD_v2##SFX)(dst, src, n);                               \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                              \
+    }                                                                                           \
+    CUresult cuMemcpyAsync##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)        \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyAsync, PT, s)                                                         \
+        CUresult r = CAP_NEXT(cuMemcpyAsync##ASFX)(dst, src, n, s);                             \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                              \
+    }                                                                                           \
+    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr dst, const void *src, size_t n, CUstream s) \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyHtoDAsync_v2, PT, s)                                                  \
+        CUresult r = CAP_NEXT(cuMemcpyHtoDAsync_v2##ASFX)(dst, src, n, s);                      \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 1))                                 \
+    }                                                                                           \
+    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *dst, CUdeviceptr src, size_t n, CUstream s)       \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyDtoHAsync_v2, PT, s)                                                  \
+        CUresult r = CAP_NEXT(cuMemcpyDtoHAsync_v2##ASFX)(dst, src, n, s);                      \
+        ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 1))                                 \
+    }                                                                                           \
+    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) \
+    {                                                                                           \
+        ENQ_BEGIN(cuMemcpyDtoDAsync_v2, PT, s)                                                  \
+        CUresult r = CAP_NEXT(cuMemcpyDtoDAsync_v2##ASFX)(dst, src, n, s);                      \
+        ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 1))                              \
     }
 COPY_WRAPPERS(, , 0)
 COPY_WRAPPERS(_ptds, _ptsz, 1)
 
-#define FILL_WRAPPERS(BITS, T, SFX, ASFX, PT)                                                      \
-    CUresult cuMemsetD##BITS##_v2##SFX(CUdeviceptr dst, T v, size_t n)                             \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemsetD##BITS##_v2, PT, NULL)                                                  \
-        CUresult r = CAP_NEXT(cuMemsetD##BITS##_v2##SFX)(dst, v, n);                               \
-        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                                        \
-    }                                                                                              \
-    CUresult cuMemsetD##BITS##Async##ASFX(CUdeviceptr dst, T v, size_t n, CUstream s)              \
-    {                                                                                              \
-        ENQ_BEGIN(cuMemsetD##BITS##Async, PT, s)                                                   \
-        CUresult r = CAP_NEXT(cuMemsetD##BITS##Async##ASFX)(dst, v, n, s);                         \
-        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                                        \
+#define FILL_WRAPPERS(BITS, T, SFX, ASFX, PT)                                         \
+    CUresult cuMemsetD##BITS##_v2##SFX(CUdeviceptr dst, T v, size_t n)                \
+    {                                                                                 \
+        ENQ_BEGIN(cuMemsetD##BITS##_v2, PT, NULL)                                     \
+        CUresult r = CAP_NEXT(cuMemsetD##BITS##_v2##SFX)(dst, v, n);                  \
+        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                           \
+    }                                                                                 \
+    CUresult cuMemsetD##BITS##Async##ASFX(CUdeviceptr dst, T v, size_t n, CUstream s) \
+    {                                                                                 \
+        ENQ_BEGIN(cuMemsetD##BITS##Async, PT, s)                                      \
+        CUresult r = CAP_NEXT(cuMemsetD##BITS##Async##ASFX)(dst, v, n, s);            \
+        ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                           \
     }
 FILL_WRAPPERS(8, unsigned char, , , 0)
 FILL_WRAPPERS(8, unsigned char, _ptds, _ptsz, 1)
@@ -565,29 +556,30 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
     ENQ_END(cap_cuda_rec_event_destroy(&c, hEvent))
 }
 
-#define EVENT_WRAPPERS(SFX, PT)                                                                  \
-    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                                           \
-    {                                                                                            \
-        ENQ_BEGIN(cuEventRecord, PT, s)                                                          \
-        CUresult r = CAP_NEXT(cuEventRecord##SFX)(e, s);                                         \
-        ENQ_END(cap_cuda_rec_event_record(&c, e, 0))                                             \
-    }                                                                                            \
-    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags)              \
-    {                                                                                            \
-        ENQ_BEGIN(cuEventRecordWithFlags, PT, s)                                                 \
-        CUresult r = CAP_NEXT(cuEventRecordWithFlags##SFX)(e, s, flags);                         \
-        ENQ_END(cap_cuda_rec_event_record(&c, e, flags))                                         \
-    }                                                                                            \
-    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)                   \
-    {                                                                                            \
-        ENQ_BEGIN(cuStreamWaitEvent, PT, s)                                                      \
-        CUresult r = CAP_NEXT(cuStreamWaitEvent##SFX)(s, e, flags);                              \
-        ENQ_END(cap_cuda_rec_stream_wait(&c, e, flags))                                          \
+#define EVENT_WRAPPERS(SFX, PT)                                                     \
+    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                              \
+    {                                                                               \
+        ENQ_BEGIN(cuEventRecord, PT, s)                                             \
+        CUresult r = CAP_NEXT(cuEventRecord##SFX)(e, s);                            \
+        ENQ_END(cap_cuda_rec_event_record(&c, e, 0))                                \
+    }                                                                               \
+    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags) \
+    {                                                                               \
+        ENQ_BEGIN(cuEventRecordWithFlags, PT, s)                                    \
+        CUresult r = CAP_NEXT(cuEventRecordWithFlags##SFX)(e, s, flags);            \
+        ENQ_END(cap_cuda_rec_event_record(&c, e, flags))                            \
+    }                                                                               \
+    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)      \
+    {                                                                               \
+        ENQ_BEGIN(cuStreamWaitEvent, PT, s)                                         \
+        CUresult r = CAP_NEXT(cuStreamWaitEvent##SFX)(s, e, flags);                 \
+        ENQ_END(cap_cuda_rec_stream_wait(&c, e, flags))                             \
     }
 EVENT_WRAPPERS(, 0)
 EVENT_WRAPPERS(_ptsz, 1)
 
-/* ---- launches --------------------------------------------------------------------------------- */
+/* ---- launches ---------------------------------------------------------------------------------
+ */
 
 struct launch_args {
     void *next;
@@ -624,41 +616,41 @@ static CUresult launch(uint32_t api, int pt, void *next, int kind, const CUlaunc
     return r;
 }
 
-#define LAUNCH_WRAPPERS(SFX, PT)                                                                  \
-    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
-                                 unsigned int bx, unsigned int by, unsigned int bz,              \
-                                 unsigned int shmem, CUstream s, void **params, void **extra)    \
-    {                                                                                             \
-        struct cap_cuda_launch l = {f, {gx, gy, gz}, {bx, by, bz}, shmem, params, extra,          \
-                                    NULL, 0, 0};                                                  \
+#define LAUNCH_WRAPPERS(SFX, PT)                                                                   \
+    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,  \
+                                 unsigned int bx, unsigned int by, unsigned int bz,                \
+                                 unsigned int shmem, CUstream s, void **params, void **extra)      \
+    {                                                                                              \
+        struct cap_cuda_launch l = {f, {gx, gy, gz}, {bx, by, bz}, shmem, params, extra, NULL, 0,  \
+                                    0};                                                            \
         return launch(SBT_CUDA_API_cuLaunchKernel, PT, cap_cuda_next[CAP_SYM_cuLaunchKernel##SFX], \
-                      0, NULL, &l, s);                                                            \
-    }                                                                                             \
-    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *cfg, CUfunction f, void **params,       \
-                                   void **extra)                                                  \
-    {                                                                                             \
-        if (!cfg)                                                                                 \
-            return CAP_NEXT(cuLaunchKernelEx##SFX)(cfg, f, params, extra);                        \
-        struct cap_cuda_launch l = {f,                                                            \
-                                    {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                \
-                                    {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},             \
-                                    cfg->sharedMemBytes,                                          \
-                                    params,                                                       \
-                                    extra,                                                        \
-                                    cfg->attrs,                                                   \
-                                    cfg->numAttrs,                                                \
-                                    0};                                                           \
-        return launch(SBT_CUDA_API_cuLaunchKernelEx, PT,                                          \
-                      cap_cuda_next[CAP_SYM_cuLaunchKernelEx##SFX], 1, cfg, &l, cfg->hStream);    \
-    }                                                                                             \
-    CUresult cuLaunchCooperativeKernel##SFX(                                                      \
-        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
-    {                                                                                             \
-        struct cap_cuda_launch l = {f, {gx, gy, gz}, {bx, by, bz}, shmem, params, NULL,           \
-                                    NULL, 0, 1};                                                  \
-        return launch(SBT_CUDA_API_cuLaunchCooperativeKernel, PT,                                 \
-                      cap_cuda_next[CAP_SYM_cuLaunchCooperativeKernel##SFX], 2, NULL, &l, s);     \
+                      0, NULL, &l, s);                                                             \
+    }                                                                                              \
+    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *cfg, CUfunction f, void **params,         \
+                                   void **extra)                                                   \
+    {                                                                                              \
+        if (!cfg)                                                                                  \
+            return CAP_NEXT(cuLaunchKernelEx##SFX)(cfg, f, params, extra);                         \
+        struct cap_cuda_launch l = {f,                                                             \
+                                    {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ},                 \
+                                    {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ},              \
+                                    cfg->sharedMemBytes,                                           \
+                                    params,                                                        \
+                                    extra,                                                         \
+                                    cfg->attrs,                                                    \
+                                    cfg->numAttrs,                                                 \
+                                    0};                                                            \
+        return launch(SBT_CUDA_API_cuLaunchKernelEx, PT,                                           \
+                      cap_cuda_next[CAP_SYM_cuLaunchKernelEx##SFX], 1, cfg, &l, cfg->hStream);     \
+    }                                                                                              \
+    CUresult cuLaunchCooperativeKernel##SFX(                                                       \
+        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)           \
+    {                                                                                              \
+        struct cap_cuda_launch l = {                                                               \
+            f, {gx, gy, gz}, {bx, by, bz}, shmem, params, NULL, NULL, 0, 1};                       \
+        return launch(SBT_CUDA_API_cuLaunchCooperativeKernel, PT,                                  \
+                      cap_cuda_next[CAP_SYM_cuLaunchCooperativeKernel##SFX], 2, NULL, &l, s);      \
     }
 LAUNCH_WRAPPERS(, 0)
 LAUNCH_WRAPPERS(_ptsz, 1)

@@ -29,16 +29,16 @@ const char *const cap_cuda_names[CAP_SYM__COUNT] = {
  * the references are PC-relative. */
 __asm__(".set cap_cuda_tidx, 0");
 #if defined(__x86_64__)
-#define TRAMP(n)                                                                                   \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",@function\n.p2align 4\n" #n     \
-            ":\n\tlock incq cap_cuda_calls+8*cap_cuda_tidx(%rip)\n"                               \
-            "\tjmp *cap_cuda_next+8*cap_cuda_tidx(%rip)\n.size " #n ",.-" #n "\n"                 \
+#define TRAMP(n)                                                                          \
+    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",@function\n.p2align 4\n" #n \
+            ":\n\tlock incq cap_cuda_calls+8*cap_cuda_tidx(%rip)\n"                       \
+            "\tjmp *cap_cuda_next+8*cap_cuda_tidx(%rip)\n.size " #n ",.-" #n "\n"         \
             ".set cap_cuda_tidx, cap_cuda_tidx+1\n");
 #elif defined(__aarch64__)
-#define TRAMP(n)                                                                                   \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n.p2align 4\n" #n     \
-            ":\n\tadrp x16, cap_cuda_next+8*cap_cuda_tidx\n"                                     \
-            "\tldr x16, [x16, #:lo12:cap_cuda_next+8*cap_cuda_tidx]\n"                            \
+#define TRAMP(n)                                                                          \
+    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n.p2align 4\n" #n \
+            ":\n\tadrp x16, cap_cuda_next+8*cap_cuda_tidx\n"                              \
+            "\tldr x16, [x16, #:lo12:cap_cuda_next+8*cap_cuda_tidx]\n"                    \
             "\tbr x16\n.size " #n ",.-" #n "\n.set cap_cuda_tidx, cap_cuda_tidx+1\n");
 #else
 #error "cap_cuda_tramp.c: trampolines exist for x86-64 and aarch64 only"

@@ -42,9 +42,9 @@ const char *sbt_cuda_call_name(uint32_t call)
 /* Image sizes                                                                                */
 /* ========================================================================================== */
 
-#define FATBINC_MAGIC  0x466243B1u
-#define FATBIN_MAGIC   0xBA55ED50u
-#define MAX_IMAGE      (1ull << 32) /* larger "sizes" mean we misread the header */
+#define FATBINC_MAGIC 0x466243B1u
+#define FATBIN_MAGIC  0xBA55ED50u
+#define MAX_IMAGE     (1ull << 32) /* larger "sizes" mean we misread the header */
 
 static uint32_t rd32(const uint8_t *p)
 {
@@ -153,7 +153,8 @@ int sbt_cuda_dump(const void *buf, size_t len, void (*line)(void *ctx, const cha
         const char *name = sbt_cuda_call_name(r.call);
         int n = name ? snprintf(s, sizeof s, "%s", name) : snprintf(s, sizeof s, "call%u", r.call);
         if (r.call == SBT_CUDA_CALL && r.n_arg > 0 && sbt_cuda_api_name((uint32_t)r.arg[0]))
-            n += snprintf(s + n, sizeof s - (size_t)n, " %s", sbt_cuda_api_name((uint32_t)r.arg[0]));
+            n +=
+                snprintf(s + n, sizeof s - (size_t)n, " %s", sbt_cuda_api_name((uint32_t)r.arg[0]));
         for (uint32_t i = 0; i < r.n_arg && n > 0 && (size_t)n < sizeof s - 24; i++)
             n += snprintf(s + n, sizeof s - (size_t)n, " %" PRIu64, r.arg[i]);
         if (r.n_bytes && n > 0 && (size_t)n < sizeof s - 40)

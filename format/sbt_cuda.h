@@ -47,7 +47,7 @@ enum sbt_cuda_kind {
     SBT_CUDA_PAYLOAD = 0x2010,    /* struct sbt_op.payload */
 };
 
-#define SBT_CUDA_CALL_MAP(X)                                                                      \
+#define SBT_CUDA_CALL_MAP(X)                                                                     \
     /* ordinal, compute capability major, minor, multiprocessors, total memory bytes,            \
        driver version; bytes: device name */                                                     \
     X(DEVICE, 1)                                                                                 \
@@ -63,17 +63,17 @@ enum sbt_cuda_kind {
     /* api (enum sbt_cuda_api: the exact entry point), per-thread variant (0 legacy, 1 _ptsz or  \
        _ptds), captured CUstream handle value, CUresult the call returned */                     \
     X(CALL, 16)                                                                                  \
-    /* form (0 kernelParams, 1 extra buffer), parameter bytes; bytes: the packed parameters     \
+    /* form (0 kernelParams, 1 extra buffer), parameter bytes; bytes: the packed parameters      \
        laid out at the KERNEL row's offsets (form 1: the extra buffer as given) */               \
     X(LAUNCH, 17)                                                                                \
-    X(LAUNCH_ATTR, 18) /* CUlaunchAttributeID; bytes: the 64-byte value */                      \
+    X(LAUNCH_ATTR, 18) /* CUlaunchAttributeID; bytes: the 64-byte value */                       \
     /* byte offset in the parameter buffer, resource id, offset in the resource, the captured    \
        64-bit value: a device address found in the parameters */                                 \
     X(PTR, 19)                                                                                   \
-    /* captured dst address, captured src address, bytes (host addresses are recorded as 0) */  \
+    /* captured dst address, captured src address, bytes (host addresses are recorded as 0) */   \
     X(COPY, 20)                                                                                  \
-    X(FILL, 21) /* captured dst address, element size (1, 2, 4), value, element count */        \
-    /* origin (enum sbt_cuda_alloc_origin), captured address, size, program id (globals);       \
+    X(FILL, 21) /* captured dst address, element size (1, 2, 4), value, element count */         \
+    /* origin (enum sbt_cuda_alloc_origin), captured address, size, program id (globals);        \
        bytes: the global's name */                                                               \
     X(ALLOC, 22)                                                                                 \
     X(EVENT, 23) /* event id (the op's obj), CUevent flags, record/wait flags */
@@ -85,48 +85,48 @@ enum sbt_cuda_call {
 };
 
 /* The Driver API calls a trace names (CALL's api). Values are stable: append only. */
-#define SBT_CUDA_API_MAP(X)                                                                       \
-    X(cuMemAlloc_v2, 1)                                                                          \
-    X(cuMemFree_v2, 2)                                                                           \
-    X(cuMemAllocAsync, 3)                                                                        \
-    X(cuMemFreeAsync, 4)                                                                         \
-    X(cuMemcpy, 5)                                                                               \
-    X(cuMemcpyHtoD_v2, 6)                                                                        \
-    X(cuMemcpyDtoH_v2, 7)                                                                        \
-    X(cuMemcpyDtoD_v2, 8)                                                                        \
-    X(cuMemcpyAsync, 9)                                                                          \
-    X(cuMemcpyHtoDAsync_v2, 10)                                                                  \
-    X(cuMemcpyDtoHAsync_v2, 11)                                                                  \
-    X(cuMemcpyDtoDAsync_v2, 12)                                                                  \
-    X(cuMemsetD8_v2, 13)                                                                         \
-    X(cuMemsetD16_v2, 14)                                                                        \
-    X(cuMemsetD32_v2, 15)                                                                        \
-    X(cuMemsetD8Async, 16)                                                                       \
-    X(cuMemsetD16Async, 17)                                                                      \
-    X(cuMemsetD32Async, 18)                                                                      \
-    X(cuStreamCreate, 19)                                                                        \
-    X(cuStreamCreateWithPriority, 20)                                                            \
-    X(cuStreamDestroy_v2, 21)                                                                    \
-    X(cuStreamSynchronize, 22)                                                                   \
-    X(cuStreamQuery, 23)                                                                         \
-    X(cuStreamWaitEvent, 24)                                                                     \
-    X(cuEventCreate, 25)                                                                         \
-    X(cuEventDestroy_v2, 26)                                                                     \
-    X(cuEventRecord, 27)                                                                         \
-    X(cuEventRecordWithFlags, 28)                                                                \
-    X(cuEventSynchronize, 29)                                                                    \
-    X(cuEventQuery, 30)                                                                          \
-    X(cuCtxSynchronize, 31)                                                                      \
-    X(cuCtxSynchronize_v2, 32)                                                                   \
-    X(cuLaunchKernel, 33)                                                                        \
-    X(cuLaunchKernelEx, 34)                                                                      \
-    X(cuLaunchCooperativeKernel, 35)                                                             \
-    X(cuModuleLoad, 36)                                                                          \
-    X(cuModuleLoadData, 37)                                                                      \
-    X(cuModuleLoadDataEx, 38)                                                                    \
-    X(cuModuleLoadFatBinary, 39)                                                                 \
-    X(cuLibraryLoadData, 40)                                                                     \
-    X(cuLibraryLoadFromFile, 41)                                                                 \
+#define SBT_CUDA_API_MAP(X)           \
+    X(cuMemAlloc_v2, 1)               \
+    X(cuMemFree_v2, 2)                \
+    X(cuMemAllocAsync, 3)             \
+    X(cuMemFreeAsync, 4)              \
+    X(cuMemcpy, 5)                    \
+    X(cuMemcpyHtoD_v2, 6)             \
+    X(cuMemcpyDtoH_v2, 7)             \
+    X(cuMemcpyDtoD_v2, 8)             \
+    X(cuMemcpyAsync, 9)               \
+    X(cuMemcpyHtoDAsync_v2, 10)       \
+    X(cuMemcpyDtoHAsync_v2, 11)       \
+    X(cuMemcpyDtoDAsync_v2, 12)       \
+    X(cuMemsetD8_v2, 13)              \
+    X(cuMemsetD16_v2, 14)             \
+    X(cuMemsetD32_v2, 15)             \
+    X(cuMemsetD8Async, 16)            \
+    X(cuMemsetD16Async, 17)           \
+    X(cuMemsetD32Async, 18)           \
+    X(cuStreamCreate, 19)             \
+    X(cuStreamCreateWithPriority, 20) \
+    X(cuStreamDestroy_v2, 21)         \
+    X(cuStreamSynchronize, 22)        \
+    X(cuStreamQuery, 23)              \
+    X(cuStreamWaitEvent, 24)          \
+    X(cuEventCreate, 25)              \
+    X(cuEventDestroy_v2, 26)          \
+    X(cuEventRecord, 27)              \
+    X(cuEventRecordWithFlags, 28)     \
+    X(cuEventSynchronize, 29)         \
+    X(cuEventQuery, 30)               \
+    X(cuCtxSynchronize, 31)           \
+    X(cuCtxSynchronize_v2, 32)        \
+    X(cuLaunchKernel, 33)             \
+    X(cuLaunchKernelEx, 34)           \
+    X(cuLaunchCooperativeKernel, 35)  \
+    X(cuModuleLoad, 36)               \
+    X(cuModuleLoadData, 37)           \
+    X(cuModuleLoadDataEx, 38)         \
+    X(cuModuleLoadFatBinary, 39)      \
+    X(cuLibraryLoadData, 40)          \
+    X(cuLibraryLoadFromFile, 41)      \
     X(cuModuleGetGlobal_v2, 42)
 
 enum sbt_cuda_api {

@@ -31,17 +31,21 @@
 /* ========================================================================================== */
 
 #define DRV_FNS(X)                                                                                 \
-    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)         \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent)                 \
-    X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)               \
-    X(cuModuleGetGlobal_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2)                     \
-    X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoD_v2_ptds)          \
-    X(cuMemsetD8_v2) X(cuMemsetD16_v2) X(cuMemsetD32_v2) X(cuMemsetD8_v2_ptds)                     \
-    X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2_ptds) X(cuStreamCreate) X(cuStreamDestroy_v2)          \
-    X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuStreamWaitEvent)                        \
-    X(cuStreamWaitEvent_ptsz) X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord)               \
-    X(cuEventRecord_ptsz) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLaunchKernel)            \
-    X(cuLaunchKernel_ptsz) X(cuGetErrorName)
+    X(cuInit)                                                                                      \
+    X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                    \
+        X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent)             \
+            X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)       \
+                X(cuModuleGetGlobal_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2)        \
+                    X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoD_v2_ptds)                  \
+                        X(cuMemcpyDtoD_v2_ptds) X(cuMemsetD8_v2) X(cuMemsetD16_v2)                 \
+                            X(cuMemsetD32_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2_ptds)         \
+                                X(cuMemsetD32_v2_ptds) X(cuStreamCreate) X(cuStreamDestroy_v2)     \
+                                    X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)             \
+                                        X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz)             \
+                                            X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) \
+                                                X(cuEventRecord_ptsz) X(cuEventSynchronize)        \
+                                                    X(cuEventElapsedTime) X(cuLaunchKernel)        \
+                                                        X(cuLaunchKernel_ptsz) X(cuGetErrorName)
 
 struct drv {
     void *h;
@@ -59,11 +63,11 @@ static int drv_load(struct drv *d)
     d->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!d->h)
         return replay__fail(REPLAY_ENODEV, "CUDA driver not available: %s", dlerror());
-#define X(n)                                                                                \
-    if (!(d->n = (__typeof__(&n))dlsym(d->h, #n))) {                                        \
-        dlclose(d->h);                                                                       \
-        d->h = NULL;                                                                         \
-        return replay__fail(REPLAY_ENODEV, "CUDA driver %s lacks %s", path, #n);             \
+#define X(n)                                                                     \
+    if (!(d->n = (__typeof__(&n))dlsym(d->h, #n))) {                             \
+        dlclose(d->h);                                                           \
+        d->h = NULL;                                                             \
+        return replay__fail(REPLAY_ENODEV, "CUDA driver %s lacks %s", path, #n); \
     }
     DRV_FNS(X)
 #undef X
@@ -85,11 +89,11 @@ static int cu_fail(const struct drv *d, CUresult r, const char *what)
     return replay__fail(REPLAY_EDEVICE, "%s failed: %s (%d)", what, name ? name : "?", (int)r);
 }
 
-#define CU(call, what)                              \
-    do {                                            \
-        CUresult r_ = (call);                       \
-        if (r_ != CUDA_SUCCESS)                     \
-            return cu_fail(&b->d, r_, what);        \
+#define CU(call, what)                       \
+    do {                                     \
+        CUresult r_ = (call);                \
+        if (r_ != CUDA_SUCCESS)              \
+            return cu_fail(&b->d, r_, what); \
     } while (0)
 
 static int cuda_devices(struct replay_device_info *out, uint32_t max)
@@ -490,17 +494,17 @@ static int exec_launch(struct be *b, const struct replay_x *x, struct call c, CU
         params[i] = buf + (k->off[i] < len ? k->off[i] : 0);
     int timed = !(x->flags & REPLAY_X_UNTIMED);
     CUevent e0 = NULL, e1 = NULL;
-    if (timed && (b->d.cuEventCreate(&e0, 0) != CUDA_SUCCESS ||
-                  b->d.cuEventCreate(&e1, 0) != CUDA_SUCCESS))
+    if (timed &&
+        (b->d.cuEventCreate(&e0, 0) != CUDA_SUCCESS || b->d.cuEventCreate(&e1, 0) != CUDA_SUCCESS))
         timed = 0;
     __typeof__(&cuEventRecord) record = c.pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord;
     __typeof__(&cuLaunchKernel) launch = c.pt ? b->d.cuLaunchKernel_ptsz : b->d.cuLaunchKernel;
     uint64_t t0 = replay__now_ns();
     if (timed)
         record(e0, s);
-    CUresult r = launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
-                        op->block[2], op->shmem, s, form == 1 ? NULL : params,
-                        form == 1 ? extra : NULL);
+    CUresult r =
+        launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
+               op->block[2], op->shmem, s, form == 1 ? NULL : params, form == 1 ? extra : NULL);
     if (timed)
         record(e1, s);
     if (r == CUDA_SUCCESS)
@@ -551,8 +555,7 @@ static int cuda_exec(void *p, const struct replay_x *x)
         size_t size = 0;
         if (origin == SBT_CUDA_ALLOC_GLOBAL) {
             if (!prog || prog > b->n_mods || !b->mods[prog - 1])
-                return replay__fail(REPLAY_EUNSUPPORTED, "global %s of an unloaded module",
-                                    name);
+                return replay__fail(REPLAY_EUNSUPPORTED, "global %s of an unloaded module", name);
             CU(b->d.cuModuleGetGlobal_v2(&a, &size, b->mods[prog - 1], name), "cuModuleGetGlobal");
             st = res_add(b, op->resource, a, op->bytes, 0);
         } else {
@@ -585,8 +588,8 @@ static int cuda_exec(void *p, const struct replay_x *x)
             size_t len = 0;
             if ((st = sbt_reader_blob(b->r, &op->blob, &data, &len)) < 0)
                 return replay__fail(st, "copy data: %s", sbt_errmsg());
-            CUresult r = (c.pt ? b->d.cuMemcpyHtoD_v2_ptds : b->d.cuMemcpyHtoD_v2)(
-                dst, data, len < wa->len ? len : wa->len);
+            CUresult r = (c.pt ? b->d.cuMemcpyHtoD_v2_ptds
+                               : b->d.cuMemcpyHtoD_v2)(dst, data, len < wa->len ? len : wa->len);
             free(data);
             CU(r, "cuMemcpyHtoD");
         } else if (op->subkind == SBT_COPY_D2D && wa && ra) {
@@ -606,12 +609,12 @@ static int cuda_exec(void *p, const struct replay_x *x)
             elem = sbt_vk_arg(&rec, 1);
         sbt_vk_dec_free(&d);
         size_t n = (size_t)(op->bytes / (elem ? elem : 1));
-        CUresult r = elem == 4   ? (c.pt ? b->d.cuMemsetD32_v2_ptds : b->d.cuMemsetD32_v2)(
-                                     dst, (unsigned)op->value, n)
-                     : elem == 2 ? (c.pt ? b->d.cuMemsetD16_v2_ptds : b->d.cuMemsetD16_v2)(
-                                       dst, (unsigned short)op->value, n)
-                                 : (c.pt ? b->d.cuMemsetD8_v2_ptds : b->d.cuMemsetD8_v2)(
-                                       dst, (unsigned char)op->value, n);
+        CUresult r = elem == 4   ? (c.pt ? b->d.cuMemsetD32_v2_ptds
+                                         : b->d.cuMemsetD32_v2)(dst, (unsigned)op->value, n)
+                     : elem == 2 ? (c.pt ? b->d.cuMemsetD16_v2_ptds
+                                         : b->d.cuMemsetD16_v2)(dst, (unsigned short)op->value, n)
+                                 : (c.pt ? b->d.cuMemsetD8_v2_ptds
+                                         : b->d.cuMemsetD8_v2)(dst, (unsigned char)op->value, n);
         CU(r, "cuMemset");
         return report(b, x, 0, 0, 0);
     }

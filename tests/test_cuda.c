@@ -245,9 +245,9 @@ static const struct gpa_req reqs[] = {
     {"cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2"},
     {"cuProfilerStart", 4000, 0, "cuProfilerStart"},
     {"cuPointerGetAttributes", 7000, 0, "cuPointerGetAttributes"},
-    {"cuMemAlloc", 1000, 0, NULL},   /* older than any ABI: VERSION_NOT_SUFFICIENT */
+    {"cuMemAlloc", 1000, 0, NULL},          /* older than any ABI: VERSION_NOT_SUFFICIENT */
     {"cuNoSuchEntryPoint", 12000, 0, NULL}, /* SYMBOL_NOT_FOUND */
-    {"", 0, 0, NULL},                 /* cudart's first, empty probe */
+    {"", 0, 0, NULL},                       /* cudart's first, empty probe */
 };
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
@@ -358,8 +358,8 @@ static void capture_and_check(const char *prog, const char *trace, int per_threa
     cr_assert(in->complete, "trace incomplete");
     uint64_t k[SBT_OP__COUNT] = {0}, n_ptr, n_pt;
     count_ops(r, k, &n_ptr, &n_pt);
-    cr_assert(eq(u64, k[SBT_OP_KERNEL], 6));         /* 3 + Ex + one per worker thread */
-    cr_assert(eq(u64, k[SBT_OP_HOST_READ], 5));      /* 3 sync + 2 async resolved at syncs */
+    cr_assert(eq(u64, k[SBT_OP_KERNEL], 6));    /* 3 + Ex + one per worker thread */
+    cr_assert(eq(u64, k[SBT_OP_HOST_READ], 5)); /* 3 sync + 2 async resolved at syncs */
     cr_assert(eq(u64, k[SBT_OP_ALLOC], 5));
     cr_assert(eq(u64, k[SBT_OP_FREE], 5));
     cr_assert(eq(u64, k[SBT_OP_FILL], 1));
@@ -467,8 +467,7 @@ Test(replay, missing_driver_is_an_environment_error)
     struct replay_device_info d[4];
     int st = replay__cuda_backend.devices(d, 4);
     cr_assert(eq(int, st, REPLAY_ENODEV));
-    cr_assert(strstr(replay_errmsg(), "CUDA driver not available") != NULL, "%s",
-              replay_errmsg());
+    cr_assert(strstr(replay_errmsg(), "CUDA driver not available") != NULL, "%s", replay_errmsg());
 }
 
 Test(replay, devices_lists_the_fake)

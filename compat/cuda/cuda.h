@@ -98,12 +98,12 @@ typedef enum CUdriverProcAddressQueryResult_enum {
     CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
 } CUdriverProcAddressQueryResult;
 
-#define CU_STREAM_LEGACY       ((CUstream)0x1)
-#define CU_STREAM_PER_THREAD   ((CUstream)0x2)
-#define CU_STREAM_DEFAULT      0x0
-#define CU_STREAM_NON_BLOCKING 0x1
-#define CU_EVENT_DEFAULT       0x0
-#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_STREAM_LEGACY        ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD    ((CUstream)0x2)
+#define CU_STREAM_DEFAULT       0x0
+#define CU_STREAM_NON_BLOCKING  0x1
+#define CU_EVENT_DEFAULT        0x0
+#define CU_EVENT_BLOCKING_SYNC  0x1
 #define CU_EVENT_DISABLE_TIMING 0x2
 
 #define CU_LAUNCH_PARAM_END_AS_INT            0x00
@@ -208,43 +208,42 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStre
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 
-#define REPRISE__CUDA_COPY_DECLS(sfx, asfx)                                                       \
-    CUresult cuMemcpy##sfx(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);                 \
-    CUresult cuMemcpyHtoD_v2##sfx(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);  \
-    CUresult cuMemcpyDtoH_v2##sfx(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);        \
+#define REPRISE__CUDA_COPY_DECLS(sfx, asfx)                                                        \
+    CUresult cuMemcpy##sfx(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);                    \
+    CUresult cuMemcpyHtoD_v2##sfx(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);   \
+    CUresult cuMemcpyDtoH_v2##sfx(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);         \
     CUresult cuMemcpyDtoD_v2##sfx(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount); \
-    CUresult cuMemsetD8_v2##sfx(CUdeviceptr dstDevice, unsigned char uc, size_t N);               \
-    CUresult cuMemsetD16_v2##sfx(CUdeviceptr dstDevice, unsigned short us, size_t N);             \
-    CUresult cuMemsetD32_v2##sfx(CUdeviceptr dstDevice, unsigned int ui, size_t N);               \
-    CUresult cuMemcpyAsync##asfx(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,             \
-                                 CUstream hStream);                                              \
-    CUresult cuMemcpyHtoDAsync_v2##asfx(CUdeviceptr dstDevice, const void *srcHost,               \
-                                        size_t ByteCount, CUstream hStream);                     \
-    CUresult cuMemcpyDtoHAsync_v2##asfx(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,   \
-                                        CUstream hStream);                                       \
-    CUresult cuMemcpyDtoDAsync_v2##asfx(CUdeviceptr dstDevice, CUdeviceptr srcDevice,             \
-                                        size_t ByteCount, CUstream hStream);                     \
-    CUresult cuMemsetD8Async##asfx(CUdeviceptr dstDevice, unsigned char uc, size_t N,             \
-                                   CUstream hStream);                                            \
-    CUresult cuMemsetD16Async##asfx(CUdeviceptr dstDevice, unsigned short us, size_t N,           \
-                                    CUstream hStream);                                           \
-    CUresult cuMemsetD32Async##asfx(CUdeviceptr dstDevice, unsigned int ui, size_t N,             \
-                                    CUstream hStream);                                           \
-    CUresult cuStreamSynchronize##asfx(CUstream hStream);                                         \
-    CUresult cuStreamQuery##asfx(CUstream hStream);                                               \
-    CUresult cuStreamWaitEvent##asfx(CUstream hStream, CUevent hEvent, unsigned int Flags);       \
-    CUresult cuEventRecord##asfx(CUevent hEvent, CUstream hStream);                               \
-    CUresult cuEventRecordWithFlags##asfx(CUevent hEvent, CUstream hStream, unsigned int flags);  \
-    CUresult cuLaunchKernel##asfx(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,     \
-                                  unsigned int gridDimZ, unsigned int blockDimX,                 \
-                                  unsigned int blockDimY, unsigned int blockDimZ,                \
-                                  unsigned int sharedMemBytes, CUstream hStream,                 \
-                                  void **kernelParams, void **extra);                            \
-    CUresult cuLaunchKernelEx##asfx(const CUlaunchConfig *config, CUfunction f,                   \
-                                    void **kernelParams, void **extra);                          \
-    CUresult cuLaunchCooperativeKernel##asfx(                                                     \
-        CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,        \
-        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                   \
+    CUresult cuMemsetD8_v2##sfx(CUdeviceptr dstDevice, unsigned char uc, size_t N);                \
+    CUresult cuMemsetD16_v2##sfx(CUdeviceptr dstDevice, unsigned short us, size_t N);              \
+    CUresult cuMemsetD32_v2##sfx(CUdeviceptr dstDevice, unsigned int ui, size_t N);                \
+    CUresult cuMemcpyAsync##asfx(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,               \
+                                 CUstream hStream);                                                \
+    CUresult cuMemcpyHtoDAsync_v2##asfx(CUdeviceptr dstDevice, const void *srcHost,                \
+                                        size_t ByteCount, CUstream hStream);                       \
+    CUresult cuMemcpyDtoHAsync_v2##asfx(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,    \
+                                        CUstream hStream);                                         \
+    CUresult cuMemcpyDtoDAsync_v2##asfx(CUdeviceptr dstDevice, CUdeviceptr srcDevice,              \
+                                        size_t ByteCount, CUstream hStream);                       \
+    CUresult cuMemsetD8Async##asfx(CUdeviceptr dstDevice, unsigned char uc, size_t N,              \
+                                   CUstream hStream);                                              \
+    CUresult cuMemsetD16Async##asfx(CUdeviceptr dstDevice, unsigned short us, size_t N,            \
+                                    CUstream hStream);                                             \
+    CUresult cuMemsetD32Async##asfx(CUdeviceptr dstDevice, unsigned int ui, size_t N,              \
+                                    CUstream hStream);                                             \
+    CUresult cuStreamSynchronize##asfx(CUstream hStream);                                          \
+    CUresult cuStreamQuery##asfx(CUstream hStream);                                                \
+    CUresult cuStreamWaitEvent##asfx(CUstream hStream, CUevent hEvent, unsigned int Flags);        \
+    CUresult cuEventRecord##asfx(CUevent hEvent, CUstream hStream);                                \
+    CUresult cuEventRecordWithFlags##asfx(CUevent hEvent, CUstream hStream, unsigned int flags);   \
+    CUresult cuLaunchKernel##asfx(                                                                 \
+        CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+        unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);         \
+    CUresult cuLaunchKernelEx##asfx(const CUlaunchConfig *config, CUfunction f,                    \
+                                    void **kernelParams, void **extra);                            \
+    CUresult cuLaunchCooperativeKernel##asfx(                                                      \
+        CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
         unsigned int sharedMemBytes, CUstream hStream, void **kernelParams);
 REPRISE__CUDA_COPY_DECLS(, )
 REPRISE__CUDA_COPY_DECLS(_ptds, _ptsz)

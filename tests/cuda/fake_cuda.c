@@ -83,9 +83,9 @@ CUresult cuInit(unsigned int Flags)
     return r;
 }
 
-#define NEED_INIT()               \
-    do {                          \
-        if (!inited)              \
+#define NEED_INIT()                            \
+    do {                                       \
+        if (!inited)                           \
             return CUDA_ERROR_NOT_INITIALIZED; \
     } while (0)
 
@@ -515,25 +515,24 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, void **params, v
     return f->k->fn(&l);
 }
 
-#define LAUNCHES(SFX)                                                                            \
+#define LAUNCHES(SFX)                                                                             \
     CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
-                                 unsigned int bx, unsigned int by, unsigned int bz,              \
-                                 unsigned int shmem, CUstream s, void **params, void **extra)    \
+                                 unsigned int bx, unsigned int by, unsigned int bz,               \
+                                 unsigned int shmem, CUstream s, void **params, void **extra)     \
     {                                                                                             \
         (void)gy, (void)gz, (void)by, (void)bz, (void)shmem, (void)s;                             \
         return launch(f, gx, bx, params, extra);                                                  \
     }                                                                                             \
-    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,         \
+    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,          \
                                    void **extra)                                                  \
     {                                                                                             \
         if (!c)                                                                                   \
             return CUDA_ERROR_INVALID_VALUE;                                                      \
         return launch(f, c->gridDimX, c->blockDimX, params, extra);                               \
     }                                                                                             \
-    CUresult cuLaunchCooperativeKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy,       \
-                                            unsigned int gz, unsigned int bx, unsigned int by,    \
-                                            unsigned int bz, unsigned int shmem, CUstream s,      \
-                                            void **params)                                        \
+    CUresult cuLaunchCooperativeKernel##SFX(                                                      \
+        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
     {                                                                                             \
         (void)gy, (void)gz, (void)by, (void)bz, (void)shmem, (void)s;                             \
         return launch(f, gx, bx, params, NULL);                                                   \
@@ -631,69 +630,69 @@ static CUresult fill(CUdeviceptr d, uint32_t v, size_t n, int elem)
     return CUDA_SUCCESS;
 }
 
-#define COPIES(SFX, ASFX)                                                                         \
-    CUresult cuMemcpy##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                                \
-    {                                                                                             \
-        return any(d, s, n);                                                                      \
-    }                                                                                             \
-    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr d, const void *s, size_t n)                         \
-    {                                                                                             \
-        return htod(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemcpyDtoH_v2##SFX(void *d, CUdeviceptr s, size_t n)                               \
-    {                                                                                             \
-        return dtoh(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                         \
-    {                                                                                             \
-        return dtod(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemcpyAsync##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)             \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return any(d, s, n);                                                                      \
-    }                                                                                             \
-    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr d, const void *s, size_t n, CUstream st)      \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return htod(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *d, CUdeviceptr s, size_t n, CUstream st)            \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return dtoh(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)      \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return dtod(d, s, n);                                                                     \
-    }                                                                                             \
-    CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                         \
-    {                                                                                             \
-        return fill(d, v, n, 1);                                                                  \
-    }                                                                                             \
-    CUresult cuMemsetD16_v2##SFX(CUdeviceptr d, unsigned short v, size_t n)                       \
-    {                                                                                             \
-        return fill(d, v, n, 2);                                                                  \
-    }                                                                                             \
-    CUresult cuMemsetD32_v2##SFX(CUdeviceptr d, unsigned int v, size_t n)                         \
-    {                                                                                             \
-        return fill(d, v, n, 4);                                                                  \
-    }                                                                                             \
-    CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)         \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return fill(d, v, n, 1);                                                                  \
-    }                                                                                             \
-    CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)       \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return fill(d, v, n, 2);                                                                  \
-    }                                                                                             \
-    CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)         \
-    {                                                                                             \
-        (void)st;                                                                                 \
-        return fill(d, v, n, 4);                                                                  \
+#define COPIES(SFX, ASFX)                                                                    \
+    CUresult cuMemcpy##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                           \
+    {                                                                                        \
+        return any(d, s, n);                                                                 \
+    }                                                                                        \
+    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr d, const void *s, size_t n)                    \
+    {                                                                                        \
+        return htod(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemcpyDtoH_v2##SFX(void *d, CUdeviceptr s, size_t n)                          \
+    {                                                                                        \
+        return dtoh(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                    \
+    {                                                                                        \
+        return dtod(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemcpyAsync##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)        \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return any(d, s, n);                                                                 \
+    }                                                                                        \
+    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr d, const void *s, size_t n, CUstream st) \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return htod(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *d, CUdeviceptr s, size_t n, CUstream st)       \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return dtoh(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return dtod(d, s, n);                                                                \
+    }                                                                                        \
+    CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                    \
+    {                                                                                        \
+        return fill(d, v, n, 1);                                                             \
+    }                                                                                        \
+    CUresult cuMemsetD16_v2##SFX(CUdeviceptr d, unsigned short v, size_t n)                  \
+    {                                                                                        \
+        return fill(d, v, n, 2);                                                             \
+    }                                                                                        \
+    CUresult cuMemsetD32_v2##SFX(CUdeviceptr d, unsigned int v, size_t n)                    \
+    {                                                                                        \
+        return fill(d, v, n, 4);                                                             \
+    }                                                                                        \
+    CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)    \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return fill(d, v, n, 1);                                                             \
+    }                                                                                        \
+    CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)  \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return fill(d, v, n, 2);                                                             \
+    }                                                                                        \
+    CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)    \
+    {                                                                                        \
+        (void)st;                                                                            \
+        return fill(d, v, n, 4);                                                             \
     }
 COPIES(, )
 COPIES(_ptds, _ptsz)
@@ -780,35 +779,35 @@ CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     return elapsed(ms, a, b);
 }
 
-#define STREAM_OPS(SFX)                                                                         \
-    CUresult cuStreamSynchronize##SFX(CUstream s)                                               \
-    {                                                                                           \
-        (void)s;                                                                                \
-        NEED_INIT();                                                                            \
-        return CUDA_SUCCESS;                                                                    \
-    }                                                                                           \
-    CUresult cuStreamQuery##SFX(CUstream s)                                                     \
-    {                                                                                           \
-        (void)s;                                                                                \
-        return CUDA_SUCCESS;                                                                    \
-    }                                                                                           \
-    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)                  \
-    {                                                                                           \
-        (void)s, (void)flags;                                                                   \
-        return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;                                    \
-    }                                                                                           \
-    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                                          \
-    {                                                                                           \
-        (void)s;                                                                                \
-        if (!e)                                                                                 \
-            return CUDA_ERROR_INVALID_HANDLE;                                                   \
-        e->t = now_ns();                                                                        \
-        return CUDA_SUCCESS;                                                                    \
-    }                                                                                           \
-    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags)             \
-    {                                                                                           \
-        (void)flags;                                                                            \
-        return cuEventRecord##SFX(e, s);                                                        \
+#define STREAM_OPS(SFX)                                                             \
+    CUresult cuStreamSynchronize##SFX(CUstream s)                                   \
+    {                                                                               \
+        (void)s;                                                                    \
+        NEED_INIT();                                                                \
+        return CUDA_SUCCESS;                                                        \
+    }                                                                               \
+    CUresult cuStreamQuery##SFX(CUstream s)                                         \
+    {                                                                               \
+        (void)s;                                                                    \
+        return CUDA_SUCCESS;                                                        \
+    }                                                                               \
+    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)      \
+    {                                                                               \
+        (void)s, (void)flags;                                                       \
+        return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;                        \
+    }                                                                               \
+    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                              \
+    {                                                                               \
+        (void)s;                                                                    \
+        if (!e)                                                                     \
+            return CUDA_ERROR_INVALID_HANDLE;                                       \
+        e->t = now_ns();                                                            \
+        return CUDA_SUCCESS;                                                        \
+    }                                                                               \
+    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags) \
+    {                                                                               \
+        (void)flags;                                                                \
+        return cuEventRecord##SFX(e, s);                                            \
     }
 STREAM_OPS()
 STREAM_OPS(_ptsz)
@@ -826,44 +825,85 @@ struct gpa_rule {
     int pt_ver;
 };
 
-#define V2(n, v1, v2) {#n, v1, #n, NULL, 0}, {#n, v2, #n "_v2", NULL, 0}
-#define PTDS(n, v)    {#n, v, #n "_v2", #n "_v2_ptds", 7000}
-#define PTSZ(n, v)    {#n, v, #n "_v2", #n "_v2_ptsz", 7000}
-#define PTSZ1(n, v, pv) {#n, v, #n, #n "_ptsz", pv}
+#define V2(n, v1, v2)             \
+    {#n, v1, #n, NULL, 0},        \
+    {                             \
+#n, v2, #n "_v2", NULL, 0 \
+    }
+#define PTDS(n, v)                           \
+    {                                        \
+#n, v, #n "_v2", #n "_v2_ptds", 7000 \
+    }
+#define PTSZ(n, v)                           \
+    {                                        \
+#n, v, #n "_v2", #n "_v2_ptsz", 7000 \
+    }
+#define PTSZ1(n, v, pv)           \
+    {                             \
+#n, v, #n, #n "_ptsz", pv \
+    }
 static const struct gpa_rule rules[] = {
-    V2(cuMemAlloc, 2000, 3020), V2(cuMemFree, 2000, 3020), V2(cuDeviceTotalMem, 2000, 3020),
-    V2(cuModuleGetGlobal, 2000, 3020), V2(cuCtxDestroy, 2000, 4000), V2(cuStreamDestroy, 2000, 4000),
-    V2(cuEventDestroy, 2000, 4000), V2(cuCtxSynchronize, 2000, 13000),
-    V2(cuCtxGetDevice, 2000, 13000), V2(cuEventElapsedTime, 2000, 12080),
-    V2(cuDevicePrimaryCtxRelease, 7000, 11000), V2(cuDevicePrimaryCtxSetFlags, 7000, 11000),
-    V2(cuDeviceGetUuid, 9020, 11040), V2(cuMemAdvise, 8000, 12020),
-    V2(cuIpcOpenMemHandle, 4010, 11000), V2(cuGetProcAddress, 11030, 12000),
-    {"cuCtxCreate", 2000, "cuCtxCreate", NULL, 0}, {"cuCtxCreate", 3020, "cuCtxCreate_v2", NULL, 0},
-    {"cuCtxCreate", 11040, "cuCtxCreate_v3", NULL, 0}, {"cuCtxCreate", 12050, "cuCtxCreate_v4", NULL, 0},
-    PTDS(cuMemcpyHtoD, 3020), PTDS(cuMemcpyDtoH, 3020), PTDS(cuMemcpyDtoD, 3020),
-    PTDS(cuMemsetD8, 3020), PTDS(cuMemsetD16, 3020), PTDS(cuMemsetD32, 3020),
-    PTSZ(cuMemcpyHtoDAsync, 3020), PTSZ(cuMemcpyDtoHAsync, 3020), PTSZ(cuMemcpyDtoDAsync, 3020),
+    V2(cuMemAlloc, 2000, 3020),
+    V2(cuMemFree, 2000, 3020),
+    V2(cuDeviceTotalMem, 2000, 3020),
+    V2(cuModuleGetGlobal, 2000, 3020),
+    V2(cuCtxDestroy, 2000, 4000),
+    V2(cuStreamDestroy, 2000, 4000),
+    V2(cuEventDestroy, 2000, 4000),
+    V2(cuCtxSynchronize, 2000, 13000),
+    V2(cuCtxGetDevice, 2000, 13000),
+    V2(cuEventElapsedTime, 2000, 12080),
+    V2(cuDevicePrimaryCtxRelease, 7000, 11000),
+    V2(cuDevicePrimaryCtxSetFlags, 7000, 11000),
+    V2(cuDeviceGetUuid, 9020, 11040),
+    V2(cuMemAdvise, 8000, 12020),
+    V2(cuIpcOpenMemHandle, 4010, 11000),
+    V2(cuGetProcAddress, 11030, 12000),
+    {"cuCtxCreate", 2000, "cuCtxCreate", NULL, 0},
+    {"cuCtxCreate", 3020, "cuCtxCreate_v2", NULL, 0},
+    {"cuCtxCreate", 11040, "cuCtxCreate_v3", NULL, 0},
+    {"cuCtxCreate", 12050, "cuCtxCreate_v4", NULL, 0},
+    PTDS(cuMemcpyHtoD, 3020),
+    PTDS(cuMemcpyDtoH, 3020),
+    PTDS(cuMemcpyDtoD, 3020),
+    PTDS(cuMemsetD8, 3020),
+    PTDS(cuMemsetD16, 3020),
+    PTDS(cuMemsetD32, 3020),
+    PTSZ(cuMemcpyHtoDAsync, 3020),
+    PTSZ(cuMemcpyDtoHAsync, 3020),
+    PTSZ(cuMemcpyDtoDAsync, 3020),
     {"cuMemcpy", 4000, "cuMemcpy", "cuMemcpy_ptds", 7000},
-    PTSZ1(cuMemcpyAsync, 4000, 7000), PTSZ1(cuMemsetD8Async, 3020, 7000),
-    PTSZ1(cuMemsetD16Async, 3020, 7000), PTSZ1(cuMemsetD32Async, 3020, 7000),
-    PTSZ1(cuStreamSynchronize, 2000, 7000), PTSZ1(cuStreamQuery, 2000, 7000),
-    PTSZ1(cuStreamWaitEvent, 3020, 7000), PTSZ1(cuEventRecord, 2000, 7000),
-    PTSZ1(cuEventRecordWithFlags, 11010, 11010), PTSZ1(cuLaunchKernel, 4000, 7000),
-    PTSZ1(cuLaunchKernelEx, 11060, 11060), PTSZ1(cuLaunchCooperativeKernel, 9000, 9000),
-    PTSZ1(cuMemAllocAsync, 11020, 11020), PTSZ1(cuMemFreeAsync, 11020, 11020),
-    PTSZ1(cuMemAllocFromPoolAsync, 11020, 11020), PTSZ1(cuGraphLaunch, 10000, 10000),
-    PTSZ1(cuGraphUpload, 11010, 11010), PTSZ1(cuStreamAddCallback, 5000, 7000),
-    PTSZ1(cuLaunchHostFunc, 10000, 10000), PTSZ1(cuStreamIsCapturing, 10000, 10000),
-    PTSZ1(cuStreamEndCapture, 10000, 10000), PTSZ1(cuMemPrefetchAsync, 8000, 8000),
+    PTSZ1(cuMemcpyAsync, 4000, 7000),
+    PTSZ1(cuMemsetD8Async, 3020, 7000),
+    PTSZ1(cuMemsetD16Async, 3020, 7000),
+    PTSZ1(cuMemsetD32Async, 3020, 7000),
+    PTSZ1(cuStreamSynchronize, 2000, 7000),
+    PTSZ1(cuStreamQuery, 2000, 7000),
+    PTSZ1(cuStreamWaitEvent, 3020, 7000),
+    PTSZ1(cuEventRecord, 2000, 7000),
+    PTSZ1(cuEventRecordWithFlags, 11010, 11010),
+    PTSZ1(cuLaunchKernel, 4000, 7000),
+    PTSZ1(cuLaunchKernelEx, 11060, 11060),
+    PTSZ1(cuLaunchCooperativeKernel, 9000, 9000),
+    PTSZ1(cuMemAllocAsync, 11020, 11020),
+    PTSZ1(cuMemFreeAsync, 11020, 11020),
+    PTSZ1(cuMemAllocFromPoolAsync, 11020, 11020),
+    PTSZ1(cuGraphLaunch, 10000, 10000),
+    PTSZ1(cuGraphUpload, 11010, 11010),
+    PTSZ1(cuStreamAddCallback, 5000, 7000),
+    PTSZ1(cuLaunchHostFunc, 10000, 10000),
+    PTSZ1(cuStreamIsCapturing, 10000, 10000),
+    PTSZ1(cuStreamEndCapture, 10000, 10000),
+    PTSZ1(cuMemPrefetchAsync, 8000, 8000),
     {"cuMemPrefetchAsync", 12020, "cuMemPrefetchAsync_v2", "cuMemPrefetchAsync_v2_ptsz", 12020},
     PTSZ1(cuStreamBeginCapture, 10000, 10000),
     {"cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",
      10010},
     PTSZ1(cuStreamGetCaptureInfo, 10010, 10010),
-    {"cuStreamGetCaptureInfo", 11030, "cuStreamGetCaptureInfo_v2",
-     "cuStreamGetCaptureInfo_v2_ptsz", 11030},
-    {"cuStreamGetCaptureInfo", 12030, "cuStreamGetCaptureInfo_v3",
-     "cuStreamGetCaptureInfo_v3_ptsz", 12030},
+    {"cuStreamGetCaptureInfo", 11030, "cuStreamGetCaptureInfo_v2", "cuStreamGetCaptureInfo_v2_ptsz",
+     11030},
+    {"cuStreamGetCaptureInfo", 12030, "cuStreamGetCaptureInfo_v3", "cuStreamGetCaptureInfo_v3_ptsz",
+     12030},
     PTSZ1(cuMemcpyBatchAsync, 12080, 12080),
     {"cuMemcpyBatchAsync", 13000, "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz", 13000},
     PTSZ1(cuMemcpy3DBatchAsync, 12080, 12080),

@@ -4,12 +4,12 @@
  * CUDA_ERROR_NOT_SUPPORTED (801) whatever their signature. Test only.
  */
 #if defined(__x86_64__)
-#define STUB(n)                                                                                 \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",@function\n" #n                  \
+#define STUB(n)                                                               \
+    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",@function\n" #n \
             ":\n\tmovl $801, %eax\n\tret\n.size " #n ",.-" #n "\n");
 #elif defined(__aarch64__)
-#define STUB(n)                                                                                 \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n" #n                  \
+#define STUB(n)                                                               \
+    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n" #n \
             ":\n\tmov w0, #801\n\tret\n.size " #n ",.-" #n "\n");
 #else
 #error "fake_stubs.c: x86-64 and aarch64 only"
