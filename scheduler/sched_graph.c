@@ -131,6 +131,8 @@ struct sched_graph {
     uint64_t live_segs;
 
     struct sched__map ev_map; /* event id -> index in ev */
+    uint64_t ev_max;          /* events kept before the old ones are dropped */
+    uint64_t ev_cutoff;       /* records before this seq may have been dropped */
     struct sref *ev;
     uint32_t n_ev, cap_ev;
 
@@ -653,6 +655,52 @@ static int accesses_apply(sched_graph *g, const struct sref *xr)
                 return st;
         }
     }
+    return 0;
+}
+
+/* Events have no destroy op in the trace, and a program that creates an event per step would
+ * make the event map grow with the trace. Past ev_max events, those last recorded more than
+ * 4 * max_events ops ago are dropped (a wait on one of them then gets no edge: the record has
+ * long completed). */
+static int ev_evict(sched_graph *g, uint64_t now)
+{
+    uint64_t keep = 4 * g->o.max_events; /* "long ago": more ops back than this */
+    uint64_t cutoff = now > keep ? now - keep : 0;
+    struct sched__map nm = {0};
+    struct sref *nev = NULL;
+    uint32_t nn = 0, ncap = 0;
+    int st = 0;
+    for (uint64_t i = 0; i < g->ev_map.cap && !st; i++) {
+        if (!g->ev_map.keys[i])
+            continue;
+        struct sref *e = &g->ev[g->ev_map.vals[i]];
+        if (e->seq < cutoff && !e->held)
+            continue;
+        uint64_t *ix;
+        if ((st = sched__grow((void **)&nev, sizeof *nev, &ncap, (uint64_t)nn + 1)))
+            break;
+        if (!(ix = sched__map_put(&nm, g->ev_map.keys[i] - 1, NULL))) {
+            st = sched__fail(SBT_ENOMEM, "out of memory dropping old events");
+            break;
+        }
+        *ix = nn;
+        nev[nn++] = *e;
+    }
+    if (st) {
+        sched__map_free(&nm);
+        sched__free(nev);
+        return st;
+    }
+    if (nn < g->n_ev)
+        g->ev_cutoff = cutoff ? cutoff : 1;
+    sched__map_free(&g->ev_map);
+    sched__free(g->ev);
+    g->ev_map = nm;
+    g->ev = nev;
+    g->n_ev = nn;
+    g->cap_ev = ncap;
+    if ((uint64_t)nn * 2 > g->ev_max) /* most are recent: this much is live state */
+        g->ev_max = (uint64_t)nn * 2;
     return 0;
 }
 
@@ -1224,6 +1272,9 @@ int sched_graph_create(const sbt_reader *r, const struct sched_graph_opts *opts,
         g->o.max_held_ops = 1000000;
     if (!g->o.max_findings_per_kind)
         g->o.max_findings_per_kind = 100;
+    if (!g->o.max_events)
+        g->o.max_events = 1u << 20;
+    g->ev_max = g->o.max_events;
     if (v)
         g->v = *v;
     uint32_t ns = 0, nd = 0;
@@ -1308,7 +1359,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         uint64_t *ix = sched__map_get(&g->ev_map, x->obj);
         if (ix)
             st = add_edge(g, &g->ev[*ix], SCHED_DEP_EVENT, x->obj, 0, 0, 0);
-        else if (want(g, SCHED_F_EVENT_UNRECORDED))
+        else if (!g->ev_cutoff && want(g, SCHED_F_EVENT_UNRECORDED))
             finding(g, SCHED_F_EVENT_UNRECORDED, x->seq, NONE,
                     "op %" PRIu64 " (%s) waits for event %" PRIu64
                     ", which no op recorded before it (the wait does nothing)",
@@ -1430,6 +1481,10 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     case SBT_OP_EVENT_RECORD: {
         int is_new;
         uint64_t *ix = sched__map_get(&g->ev_map, x->obj);
+        if (!ix && g->ev_map.n >= g->ev_max) {
+            if ((st = ev_evict(g, x->seq)))
+                return st;
+        }
         if (!ix) {
             if ((st = sched__grow((void **)&g->ev, sizeof *g->ev, &g->cap_ev,
                                   (uint64_t)g->n_ev + 1)))

@@ -1055,3 +1055,25 @@ Test(alloc, every_failure_is_reported)
     cr_assert(done);
     sbt_reader_close(r);
 }
+
+Test(graph, old_events_are_forgotten_not_reported)
+{
+    struct opspec ops[42];
+    for (int i = 0; i < 40; i++)
+        ops[i] = (struct opspec)REC(1, 100 + i);
+    ops[40] = (struct opspec)EWAIT(2, 100); /* recorded 40 ops ago: forgotten */
+    ops[41] = (struct opspec)EWAIT(2, 139); /* recorded just before: kept */
+    sbt_reader *r = build(ops, 42);
+    struct got g = {0};
+    struct sched_visitor v = {.finding = got_finding, .ctx = &g};
+    struct sched_edge *e;
+    uint32_t n;
+    cr_assert(
+        eq(int, sched_graph_run(r, SCHED_NONE, &SCHED_GRAPH_OPTS(.max_events = 2), &v, NULL), 0));
+    cr_assert(eq(u32, g.n_f, 0), "no finding: the record may have been dropped");
+    cr_assert(eq(int, sched_why(r, 41, &e, &n), 0));
+    cr_assert(eq(u32, n, 2)); /* stream order and event 139 */
+    cr_assert(eq(u64, e[1].from, 39));
+    free(e);
+    sbt_reader_close(r);
+}
