@@ -93,6 +93,11 @@ struct cap_dev {
     double ts_period_ns;
     uint64_t nc_atom; /* nonCoherentAtomSize */
     VkCommandPool ts_pool[16]; /* --timing/--digests helpers, per queue family */
+    /* --timing: VK_EXT_calibrated_timestamps enabled by the layer (NULL = not available: device
+     * times are aligned to the submit instead, see cap_vk_timing.c) */
+    PFN_vkGetCalibratedTimestampsEXT GetCalibratedTimestampsEXT;
+    uint64_t calib_at; /* cap_now() of the last calibration, 0 = none yet */
+    uint64_t calib_ticks, calib_host; /* a (device ticks, ns since the trace epoch) pair */
     int dead;
 };
 
@@ -267,7 +272,17 @@ struct cap_cmdbuf {
     uint32_t n_cmds;
     struct cap_blob *rec;  /* the recording with capture ids, built at its first submit */
     int recording;         /* between begin and end */
+    /* --timing: a TOP_OF_PIPE / BOTTOM_OF_PIPE timestamp pair around each dispatch, copy, fill
+     * and update of the recording: pair i is queries 2i, 2i+1 of the run of pools, and
+     * ts_at[i] the index of its command in the recording. Pools are kept across recordings. */
+    uint32_t family;      /* queue family of its command pool */
+    uint32_t ts_bits;     /* timestampValidBits of that family, 0 = no timing */
+    VkQueryPool *ts_pool; /* CAP_TS_POOL_QUERIES queries each */
+    uint32_t n_ts_pool;
+    uint32_t *ts_at;
+    uint32_t n_ts, cap_ts;
 };
+#define CAP_TS_POOL_QUERIES 256u
 
 /* The shadow of (handle, enum cap_type), or NULL. cap.mu held. */
 void *cap_obj_find(uint64_t handle, uint32_t t);
@@ -296,14 +311,18 @@ enum cap_ev_type {
     CAP_EV_META,
 };
 
-/* Device timing of one op, filled when its submission is seen complete. */
+/* Device timing of the ops of one submission, filled when the host sees it complete. The
+ * batch it hangs on is held back by the writer until ready (release store / acquire load). */
 struct cap_timing {
     atomic_int ready;
-    uint32_t n;
+    uint32_t n, cap_n;
     struct cap_ev **ops; /* ops whose dev times come from the queries */
-    uint32_t *query;     /* first query index of each */
+    uint32_t *query;     /* first query index of each (begin; end = query + 1) */
     VkQueryPool *pool;
     struct cap_dev *dev;
+    uint64_t queue, serial; /* the submission */
+    uint64_t t_submit;      /* host time of the vkQueueSubmit call, ns since the epoch */
+    uint64_t mask;          /* timestampValidBits as a mask */
 };
 
 struct cap_ev {
@@ -361,6 +380,10 @@ struct cap_global {
     struct cap_mem **mems;         /* live allocations */
     uint32_t n_mems, cap_mems;
     int timing, digests;
+    struct cap_map cmd_pools; /* VkCommandPool -> queue family + 1 (for --timing) */
+    struct cap_timing **tpend; /* --timing: submissions whose device times are not read yet */
+    uint32_t n_tpend, cap_tpend;
+    atomic_uint_fast64_t n_timed, n_untimed; /* ops with / without device times */
     uint64_t epoch_ns; /* CLOCK_MONOTONIC at open; op times are relative to it */
 };
 extern struct cap_global cap;
@@ -419,6 +442,33 @@ void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
                       struct cap_ev ***tail, uint64_t now);
 /* --digests: after the queue went idle, the output digest of each dispatch in chain. */
 void cap_digest_ops(struct cap_ev *chain);
+
+/* ---- cap_vk_timing.c -------------------------------------------------------------------- */
+/* Record time (the program's thread, no lock): the timestamp before a timed command of cb
+ * (returns its query pair, or UINT32_MAX when untimed) and the one after it. */
+uint32_t cap_ts_before(struct cap_cmdbuf *cb, VkCommandBuffer h);
+void cap_ts_after(struct cap_cmdbuf *cb, VkCommandBuffer h, uint32_t pair);
+/* cb's timestamp pair for the command at record index, or UINT32_MAX. */
+uint32_t cap_ts_pair(const struct cap_cmdbuf *cb, uint32_t index);
+/* Destroys cb's query pools (after cap_timing_settle_cb). cap.mu held. */
+void cap_ts_free(struct cap_cmdbuf *cb);
+/* cap.mu held. Adds op e (timestamp pair of cb) to *t, creating it. */
+void cap_timing_add(struct cap_timing **t, struct cap_ev *e, const struct cap_cmdbuf *cb,
+                    uint32_t pair);
+/* cap.mu held. Hangs t on the batch head and remembers it until its submission completes. */
+void cap_timing_submit(struct cap_timing *t, struct cap_ev *head, struct cap_dev *dev,
+                       struct cap_queue *q, uint64_t serial, uint64_t t_submit);
+/* cap.mu held. The host saw submissions on queue (0 = all of dev) up to serial finish. */
+void cap_timing_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial);
+/* cap.mu held. cb is about to be re-recorded, reset, freed or submitted again: pending
+ * submissions reading its pools are resolved now with what is available. */
+void cap_timing_settle_cb(const struct cap_cmdbuf *cb);
+/* Writer, at the end, cap.mu held: forgets the pending list (the batches are written now). */
+void cap_timing_drop_all(void);
+/* Device creation under --timing: the extension to add to the app's list (or NULL), and
+ * loading its entry point afterwards. */
+const char *cap_timing_ext(struct cap_inst *in, VkPhysicalDevice phys);
+void cap_timing_device(struct cap_dev *d, int ext_enabled);
 
 /* ---- cap_vk_spirv.c --------------------------------------------------------------------- */
 /* Parses the decorations of a SPIR-V module. refl->ok = 0 if it could not (then accesses fall

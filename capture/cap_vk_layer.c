@@ -389,7 +389,26 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys,
     PFN_vkCreateDevice next = (PFN_vkCreateDevice)gipa(in->handle, "vkCreateDevice");
     if (!next)
         return VK_ERROR_INITIALIZATION_FAILED;
-    VkResult r = next(phys, ci, alloc, out);
+    /* --timing: calibrated timestamps, added to the program's extensions when the driver has
+     * them (the device row keeps the program's own list) */
+    const char *ext = cap_timing_ext(in, phys);
+    int ext_on = ext != NULL;
+    for (uint32_t i = 0; ext && ci->ppEnabledExtensionNames && i < ci->enabledExtensionCount; i++)
+        if (ci->ppEnabledExtensionNames[i] && !strcmp(ci->ppEnabledExtensionNames[i], ext))
+            ext = NULL; /* the program enables it itself */
+    const char **names = ext ? calloc(ci->enabledExtensionCount + 1u, sizeof *names) : NULL;
+    VkDeviceCreateInfo ci2 = *ci;
+    if (names) {
+        for (uint32_t i = 0; i < ci->enabledExtensionCount; i++)
+            names[i] = ci->ppEnabledExtensionNames[i];
+        names[ci->enabledExtensionCount] = ext;
+        ci2.enabledExtensionCount = ci->enabledExtensionCount + 1;
+        ci2.ppEnabledExtensionNames = names;
+    } else if (ext) {
+        ext_on = 0;
+    }
+    VkResult r = next(phys, &ci2, alloc, out);
+    free(names);
     if (r != VK_SUCCESS)
         return r;
     struct cap_dev *d = calloc(1, sizeof *d);
@@ -443,8 +462,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys,
         *out = VK_NULL_HANDLE;
         return VK_ERROR_INITIALIZATION_FAILED;
     }
-    if (ON())
+    if (ON()) {
         device_row(d, ci);
+        cap_timing_device(d, ext_on);
+    }
     return r;
 }
 
@@ -1537,14 +1558,22 @@ static void cb_free(struct cap_cmdbuf *cb)
 {
     if (!cb)
         return;
+    if (cb->n_ts_pool) {
+        cap_timing_settle_cb(cb);
+        cap_ts_free(cb);
+    }
     atomic_fetch_add(&cap.gen, 1);
     sbt_vk_enc_free(&cb->raw);
     cap_blob_unref(cb->rec);
     free(cb);
 }
 
+/* cap.mu held when cb has timestamp pools (--timing). */
 static void cb_reset(struct cap_cmdbuf *cb)
 {
+    if (cb->n_ts_pool)
+        cap_timing_settle_cb(cb);
+    cb->n_ts = 0;
     sbt_vk_enc_reset(&cb->raw);
     cb->n_cmds = 0;
     cap_blob_unref(cb->rec);
@@ -1559,7 +1588,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateCommandPool(VkDevice device,
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
-    return d->fn.CreateCommandPool(device, ci, alloc, out);
+    VkResult r = d->fn.CreateCommandPool(device, ci, alloc, out);
+    if (r == VK_SUCCESS && cap.timing && ON()) {
+        pthread_mutex_lock(&cap.mu);
+        cap_map_put(&cap.cmd_pools, H(*out), (void *)(uintptr_t)(ci->queueFamilyIndex + 1ull));
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
 }
 
 static void pool_each_cb(uint64_t pool, int destroy)
@@ -1588,6 +1623,7 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyCommandPool(VkDevice device, VkComm
     if (pool && ON()) {
         pthread_mutex_lock(&cap.mu);
         pool_each_cb(H(pool), 1);
+        cap_map_del(&cap.cmd_pools, H(pool));
         pthread_mutex_unlock(&cap.mu);
     }
     d->fn.DestroyCommandPool(device, pool, alloc);
@@ -1622,6 +1658,11 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(
             break;
         cb->pool_handle = H(ai->commandPool);
         cb->level = ai->level;
+        uintptr_t fam = cap.timing ? (uintptr_t)cap_map_get(&cap.cmd_pools, H(ai->commandPool)) : 0;
+        if (fam && fam - 1 < d->n_qfam) {
+            cb->family = (uint32_t)(fam - 1);
+            cb->ts_bits = d->qfam[cb->family].timestampValidBits;
+        }
     }
     pthread_mutex_unlock(&cap.mu);
     return r;
@@ -1640,6 +1681,15 @@ static VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkComm
     }
     d->fn.FreeCommandBuffers(device, pool, n, cbs);
 }
+
+/* --timing: a timestamp before a timed command (its pair, UINT32_MAX = untimed) and after it.
+ * The default path pays one load of cap.timing. */
+#define TS_BEFORE(h) (cap.timing && ON() ? cap_ts_before(cb_get(h), h) : UINT32_MAX)
+#define TS_AFTER(h, ts)                                                                        \
+    do {                                                                                       \
+        if ((ts) != UINT32_MAX)                                                                \
+            cap_ts_after(cb_get(h), h, ts);                                                    \
+    } while (0)
 
 /* Appends one raw record to cb's recording. No lock: the program owns cb on this thread. */
 static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n,
@@ -1663,8 +1713,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
     COUNT();
     if (ON()) {
         struct cap_cmdbuf *cb = cb_get(h);
-        if (cb) {
+        if (cb && cb->n_ts_pool) {
+            pthread_mutex_lock(&cap.mu);
             cb_reset(cb);
+            pthread_mutex_unlock(&cap.mu);
+        } else if (cb) {
+            cb_reset(cb);
+        }
+        if (cb) {
             cb->recording = 1;
             cb->usage = bi->flags;
             cb_rec(h, SBT_VK_CMD_BEGIN, (uint64_t[]){H(h), cb->level, bi->flags}, 3, NULL, 0);
@@ -1694,8 +1750,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
     COUNT();
     if (ON()) {
         struct cap_cmdbuf *cb = cb_get(h);
-        if (cb)
+        if (cb && cb->n_ts_pool) {
+            pthread_mutex_lock(&cap.mu);
             cb_reset(cb);
+            pthread_mutex_unlock(&cap.mu);
+        } else if (cb) {
+            cb_reset(cb);
+        }
     }
     return d->fn.ResetCommandBuffer(h, f);
 }
@@ -1747,8 +1808,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdDispatch(VkCommandBuffer h, uint32_t x,
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     cb_rec(h, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, x, y, z}, 6, NULL, 0);
     d->fn.CmdDispatch(h, x, y, z);
+    TS_AFTER(h, ts);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchBase(VkCommandBuffer h, uint32_t bx, uint32_t by,
@@ -1757,8 +1820,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchBase(VkCommandBuffer h, uint32_
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     cb_rec(h, SBT_VK_CMD_DISPATCH, (uint64_t[]){bx, by, bz, x, y, z}, 6, NULL, 0);
     d->fn.CmdDispatchBase(h, bx, by, bz, x, y, z);
+    TS_AFTER(h, ts);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkBuffer b,
@@ -1766,8 +1831,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkB
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     cb_rec(h, SBT_VK_CMD_DISPATCH_INDIRECT, (uint64_t[]){H(b), off}, 2, NULL, 0);
     d->fn.CmdDispatchIndirect(h, b, off);
+    TS_AFTER(h, ts);
 }
 
 static void rec_copy(VkCommandBuffer h, uint64_t src, uint64_t dst, uint32_t n,
@@ -1797,16 +1864,20 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer(VkCommandBuffer h, VkBuffer 
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     rec_copy(h, H(src), H(dst), n, r, NULL);
     d->fn.CmdCopyBuffer(h, src, dst, n, r);
+    TS_AFTER(h, ts);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer2(VkCommandBuffer h, const VkCopyBufferInfo2 *ci)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     rec_copy(h, H(ci->srcBuffer), H(ci->dstBuffer), ci->regionCount, NULL, ci->pRegions);
     d->fn.CmdCopyBuffer2(h, ci);
+    TS_AFTER(h, ts);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdFillBuffer(VkCommandBuffer h, VkBuffer dst,
@@ -1815,8 +1886,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdFillBuffer(VkCommandBuffer h, VkBuffer 
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     cb_rec(h, SBT_VK_CMD_FILL_BUFFER, (uint64_t[]){H(dst), off, size, data}, 4, NULL, 0);
     d->fn.CmdFillBuffer(h, dst, off, size, data);
+    TS_AFTER(h, ts);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst,
@@ -1825,8 +1898,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffe
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
+    uint32_t ts = TS_BEFORE(h);
     cb_rec(h, SBT_VK_CMD_UPDATE_BUFFER, (uint64_t[]){H(dst), off, size}, 3, data, size);
     d->fn.CmdUpdateBuffer(h, dst, off, size, data);
+    TS_AFTER(h, ts);
 }
 
 /* Barriers: argument layout of CMD_BARRIER (sbt_vk.h); image barriers are counted only. */

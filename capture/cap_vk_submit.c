@@ -359,6 +359,8 @@ void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now)
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,
                   uint64_t now)
 {
+    if (cap.n_tpend)
+        cap_timing_complete(dev, queue, serial);
     for (uint32_t i = 0; i < cap.n_mems; i++) {
         struct cap_mem *m = cap.mems[i];
         if (m->o.dev != dev || !m->n_pend)
@@ -426,6 +428,7 @@ struct xstate {
     struct sbt_access *acc;
     uint32_t n_acc, cap_acc;
     struct sbt_vk_enc pay;
+    struct cap_timing *timing; /* --timing: the timed ops of the submission */
     int failed;
 };
 
@@ -503,6 +506,16 @@ static struct cap_ev *op_done(struct xstate *x, uint32_t kind, const char *name)
     x->tail = &e->next;
     x->n_ops++;
     return e;
+}
+
+/* --timing: e gets the device times of the timestamps around command index of x->cb. */
+static void timed(struct xstate *x, struct cap_ev *e, uint32_t index)
+{
+    if (!e || !x->cb->n_ts)
+        return;
+    uint32_t pair = cap_ts_pair(x->cb, index);
+    if (pair != UINT32_MAX)
+        cap_timing_add(&x->timing, e, x->cb, pair);
 }
 
 static int is_uniform(uint32_t t)
@@ -590,6 +603,7 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
     struct cap_ev *e = op_done(x, SBT_OP_KERNEL, "vkCmdDispatch");
     if (!e)
         return;
+    timed(x, e, index);
     e->kernel_id = p->o.id;
     e->op.flags |= SBT_OPF_GEOM;
     for (int d = 0; d < 3; d++) {
@@ -762,6 +776,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
         sbt_vk_enc_arg(&x->pay, index);
         sbt_vk_enc_end(&x->pay, NULL, 0);
         struct cap_ev *e = op_done(x, SBT_OP_COPY, "vkCmdCopyBuffer");
+        timed(x, e, index);
         if (e) {
             e->op.subkind = SBT_COPY_D2D;
             e->op.bytes = bytes;
@@ -779,6 +794,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                        6, NULL, 0);
         add_acc(x, d, off, sz, SBT_ACCESS_WRITE);
         struct cap_ev *e = op_done(x, SBT_OP_FILL, "vkCmdFillBuffer");
+        timed(x, e, index);
         if (e) {
             e->op.bytes = sz;
             e->op.value = sbt_vk_arg(r, 3);
@@ -793,6 +809,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                        (uint64_t[]){d ? d->o.id : 0, off, sz, x->cb->o.id, index}, 5, NULL, 0);
         add_acc(x, d, off, sz, SBT_ACCESS_WRITE);
         struct cap_ev *e = op_done(x, SBT_OP_COPY, "vkCmdUpdateBuffer");
+        timed(x, e, index);
         if (e) {
             e->op.subkind = SBT_COPY_H2D;
             e->op.bytes = sz;
@@ -829,7 +846,9 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                 struct sbt_access *acc = x->acc;
                 uint32_t cap_acc = x->cap_acc;
                 struct sbt_vk_enc pay = x->pay;
+                struct cap_timing *timing = x->timing;
                 *x = save;
+                x->timing = timing;
                 x->tail = tail;
                 x->n_ops = n_ops;
                 x->failed = failed;
@@ -939,6 +958,8 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                 continue;
             }
             uint32_t before = x.n_ops;
+            if (cb->n_ts_pool)
+                cap_timing_settle_cb(cb); /* its last submission, if not seen finishing */
             if (!cb->rec)
                 cb->rec = recording(&x, cb); /* first submit of this recording */
             else
@@ -973,6 +994,12 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     sbt_vk_enc_free(&x.pay);
     if (x.failed || sbt_vk_enc_status(&pay)) {
         sbt_vk_enc_free(&pay);
+        if (x.timing) {
+            free(x.timing->ops);
+            free(x.timing->query);
+            free(x.timing->pool);
+            free(x.timing);
+        }
         cap_ev_free_chain(head);
         cap_fail("out of memory building a submission");
         return NULL;
@@ -989,6 +1016,8 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     sub->payload_len = pay.len;
     pay.buf = NULL;
     sbt_vk_enc_free(&pay);
+    if (x.timing)
+        cap_timing_submit(x.timing, head, dev, q, serial, t0);
     return head;
 }
 

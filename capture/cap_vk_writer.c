@@ -620,8 +620,13 @@ static void *writer_main(void *arg)
         drain();
         write_ready(0);
         if (stop) {
+            /* what is still waiting for device times is written without them; cap.mu keeps
+             * a late completion from filling ops being freed here */
+            pthread_mutex_lock(&cap.mu);
+            cap_timing_drop_all();
             drain();
             write_ready(1);
+            pthread_mutex_unlock(&cap.mu);
             return NULL;
         }
         pthread_mutex_lock(&wr.mu);
@@ -778,6 +783,12 @@ void cap_shutdown(void)
         char buf[32];
         snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_calls));
         meta_now("capture.vulkan_calls", buf);
+        if (cap.timing) {
+            snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_timed));
+            meta_now("capture.timing_timed_ops", buf);
+            snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_untimed));
+            meta_now("capture.timing_untimed_ops", buf);
+        }
         pthread_mutex_lock(&unsup_mu);
         for (uint32_t i = 0; i < n_unsup; i++)
             sbt_writer_unsupported(wr.w, unsup[i].name, unsup[i].count);

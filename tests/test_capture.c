@@ -69,6 +69,7 @@ struct expect {
     const char *prog;
     uint64_t kernels, submits, min_host_reads, min_host_writes;
     uint64_t d2d_bytes, h2d_bytes, fill_bytes;
+    const char *opts; /* reprise capture options ("--timing"), NULL for none */
 };
 
 static void capture_and_check(const struct expect *x)
@@ -86,9 +87,9 @@ static void capture_and_check(const struct expect *x)
     if (!val)
         fprintf(stderr, "test_capture: VK_LAYER_KHRONOS_validation is not installed "
                         "(apt-get install vulkan-validationlayers): running without it\n");
-    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/%s",
-             val ? "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" : "", bin, trace, build,
-             x->prog);
+    snprintf(cmd, sizeof cmd, "%s %s capture %s -o %s -- %s/tests/vk/%s",
+             val ? "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" : "", bin,
+             x->opts ? x->opts : "", trace, build, x->prog);
     cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture of %s failed: %s",
                  x->prog, ce);
     cr_assert_str_eq(cap, plain, "output changed under capture");
@@ -115,8 +116,16 @@ static void capture_and_check(const struct expect *x)
     sbt_cursor *c = NULL;
     const struct sbt_op *op;
     cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
-    uint64_t reads = 0, kernels_with_access = 0;
+    uint64_t reads = 0, kernels_with_access = 0, timed = 0, device_ops = 0;
+    int timing = x->opts && strstr(x->opts, "--timing");
     while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_COPY || op->kind == SBT_OP_FILL) {
+            device_ops++;
+            if (op->flags & SBT_OPF_DEV_TIME) {
+                cr_assert_geq(op->dev_end, op->dev_begin, "op %llu", (unsigned long long)op->seq);
+                timed++;
+            }
+        }
         if (op->kind == SBT_OP_HOST_READ) {
             cr_assert(op->flags & SBT_OPF_DIGEST);
             cr_assert(!(op->flags & SBT_OPF_BLOB));
@@ -130,6 +139,13 @@ static void capture_and_check(const struct expect *x)
     sbt_cursor_close(c);
     cr_assert_geq(reads, 1);
     cr_assert_eq(kernels_with_access, x->kernels);
+    /* --timing: a device time on every dispatch, copy and fill; none without it */
+    cr_assert_eq(timed, timing ? device_ops : 0, "%llu of %llu device ops timed",
+                 (unsigned long long)timed, (unsigned long long)device_ops);
+    if (timing) {
+        const char *m = sbt_reader_meta_get(r, "clock.device_mapping");
+        cr_assert(m && *m, "no clock.device_mapping metadata");
+    }
     sbt_reader_close(r);
     unlink(trace);
 }
@@ -138,14 +154,28 @@ Test(capture, vk_compute)
 {
     /* 2 direct + 3 indirect dispatches; copies 16 KiB in and 16 KiB out; one 256-byte
      * vkCmdUpdateBuffer; a 16 KiB fill; four submissions */
-    struct expect x = {"vk_compute", 5, 4, 3, 1, 32768, 256, 16384};
+    struct expect x = {"vk_compute", 5, 4, 3, 1, 32768, 256, 16384, NULL};
     capture_and_check(&x);
 }
 
 Test(capture, vk_threads)
 {
     /* 3 threads x 4 rounds, one dispatch and one submission each, each read back */
-    struct expect x = {"vk_threads", 12, 12, 12, 12, 0, 0, 0};
+    struct expect x = {"vk_threads", 12, 12, 12, 12, 0, 0, 0, NULL};
+    capture_and_check(&x);
+}
+
+/* --timing injects timestamp queries into the program's command buffers: same checksums,
+ * same ops, and a device time on each of them */
+Test(capture, vk_compute_timing)
+{
+    struct expect x = {"vk_compute", 5, 4, 3, 1, 32768, 256, 16384, "--timing"};
+    capture_and_check(&x);
+}
+
+Test(capture, vk_threads_timing)
+{
+    struct expect x = {"vk_threads", 12, 12, 12, 12, 0, 0, 0, "--timing"};
     capture_and_check(&x);
 }
 
