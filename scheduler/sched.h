@@ -161,7 +161,7 @@ struct sched_graph_opts {
     uint32_t max_findings_per_kind; /* findings passed to the visitor per kind; 0 = 100 */
     int keep_implied;               /* 1: keep cross-stream edges implied by earlier ones */
     uint64_t max_events; /* events tracked; past it, those last recorded more than 4 x this many
-                            ops ago are forgotten (a wait on one gets no edge); 0 = 1M */
+                            ops ago are forgotten (a wait on one gets no edge); 0 = 256k */
 };
 #define SCHED_GRAPH_OPTS(...) \
     ((struct sched_graph_opts){.sz = sizeof(struct sched_graph_opts), __VA_ARGS__})

@@ -32,7 +32,7 @@
 #define TL_MAX      4096       /* timeline signals kept per semaphore before folding */
 #define KNOWN_MAX   1024       /* streams + 1 up to which the known[][] matrix is kept */
 #define THREADS_MAX 65536      /* host thread ids tracked */
-#define FREED_MAX   (1u << 20) /* freed resource ids kept for use-after-free reports */
+#define FREED_MAX   (1u << 18) /* freed resource ids kept for use-after-free reports */
 #define EDGE_HELD   (1u << 31) /* internal: from_val must be looked up, the pred was held */
 
 /* A reference to a node from live state. */
@@ -1273,7 +1273,7 @@ int sched_graph_create(const sbt_reader *r, const struct sched_graph_opts *opts,
     if (!g->o.max_findings_per_kind)
         g->o.max_findings_per_kind = 100;
     if (!g->o.max_events)
-        g->o.max_events = 1u << 20;
+        g->o.max_events = 1u << 18;
     g->ev_max = g->o.max_events;
     if (v)
         g->v = *v;
