@@ -40,6 +40,7 @@ int cli_replay(int argc, char **argv);
 int cli_analyze(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_diff(int argc, char **argv);
+int cli_devices(int argc, char **argv);
 
 /* check and diff: writes the --json, --junit and --perfetto outputs (NULL = not asked). */
 struct chk_report;

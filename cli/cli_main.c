@@ -21,13 +21,14 @@ static const struct cli_cmd cmds[] = {
     {"info", cli_info, "summary: devices, streams, counts, size, completeness"},
     {"view", cli_view, "list ops, or a kernel table with --stats"},
     {"analyze", cli_analyze, "kernel table, critical path, utilisation, concurrency"},
-    {"replay", cli_replay, "replay a trace or a range: --mode dry-run (validate, slice, predict)"},
+    {"replay", cli_replay, "replay a trace or a range: dry-run (validate, slice, predict) or full"},
     {"check", cli_check, "gate: replays agree with each other and the capture (outputs, timing)"},
     {"diff", cli_diff, "align two runs op by op: output, timing, missing/extra ops; Perfetto diff"},
     {"validate", cli_validate, "integrity check and recovery report"},
     {"gen", cli_gen, "write a synthetic trace (tests, benchmarks)"},
     {"import", cli_import, "convert a TraceSmith .sbt file into a reprise trace"},
     {"export", cli_export, "write a trace as Perfetto protobuf, Chrome JSON or DOT"},
+    {"devices", cli_devices, "Vulkan and CUDA devices visible here (for replay --device N)"},
 };
 
 static void usage(FILE *f)

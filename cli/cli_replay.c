@@ -1,7 +1,7 @@
 /*
  * cli/cli_replay.c — `reprise replay`: a dry run (validate, slice, simulate, report) of a
- * trace or of a range of it. `--mode full` (execution on a device) belongs to the replay engine
- * and is not built yet.
+ * trace or of a range of it, through the scheduler; or `--mode full`, execution on a device
+ * through the replay engine (replay/replay.h), with verification, timings and a result trace.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,24 +10,41 @@
 #include <string.h>
 
 #include "cli/cli_int.h"
+#include "replay/replay.h"
 #include "scheduler/sched.h"
 
 static const char replay_help[] =
     "usage: reprise replay TRACE --mode dry-run|full [--time-range A:B] [--ops A:B]\n"
-    "                            [--stream S] [--json F]\n\n"
+    "                            [--stream S] [--json F]\n"
+    "                            [--verify none|end|submit|op] [--runs N] [-o result.sbt]\n"
+    "                            [--device N] [--dump DIR]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
     "must re-execute first) and predicts the range's duration from the recorded ones, streams\n"
     "running concurrently as far as the dependencies allow.\n\n"
-    "  --mode M           dry-run (default), or full (execute on a device: not built yet)\n"
+    "Full replay (--mode full): executes the trace on a device (Vulkan traces on any Vulkan\n"
+    "driver, lavapipe included) in the dependency graph's order, independent queues\n"
+    "concurrently. With a range, the range's backward slice (and the object creations before\n"
+    "it) runs first, untimed (fast-forward); then the range, timed and verified.\n\n"
+    "  --mode M           dry-run (default), or full (execute on a device)\n"
     "  --time-range A:B   ops whose span overlaps [A, B), relative to the trace start\n"
     "                     (times like 5ms, 1.5s; either side may be empty)\n"
     "  --ops A:B          ops with sequence number in [A, B)\n"
     "  --stream S         ops on stream S only\n"
-    "  --json F           write the result as JSON to F ('-' = stdout)\n\n"
-    "Exit codes: 0 replayable (warnings allowed), 3 not replayable (errors found) or bad trace,\n"
-    "2 usage, 4 full mode not available, 5 internal error.\n";
+    "  --json F           dry run: write the result as JSON to F ('-' = stdout)\n"
+    "  --verify L         full: none; end (default: digests of what the program read back,\n"
+    "                     compared with the capture's); submit (+ each submission's writes);\n"
+    "                     op (+ each device op's outputs, read right after it ran)\n"
+    "  --runs N           full: replay N times (outputs are also compared between runs)\n"
+    "  -o FILE            full: write the result trace (per-op replay times, digests, errors;\n"
+    "                     same seq numbers as TRACE); run k > 1 goes to FILE-stem.k.sbt\n"
+    "  --device N         full: device index as `reprise devices` lists them (default 0)\n"
+    "  --dump DIR         full: write the bytes the program read back, and at --verify op each\n"
+    "                     op's outputs, to DIR/<op seq>.bin (first run)\n\n"
+    "Exit codes: 0 replayable / replayed and verified, 1 an output differs from the capture's\n"
+    "(or between runs), 2 usage, 3 not replayable (errors found, unsupported op, corrupt\n"
+    "trace), 4 no device or driver, 5 internal error.\n";
 
 #define SHOW_PER_KIND 5
 
@@ -261,21 +278,148 @@ out:
     return rc;
 }
 
+/* ========================================================================================== */
+/* --mode full                                                                                */
+/* ========================================================================================== */
+
+struct full_opts {
+    int verify;
+    uint64_t runs, device;
+    const char *out, *dump;
+};
+
+static void full_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    cli_progress("replay", done, total);
+}
+
+static int full_exit_for(int st)
+{
+    if (st == REPLAY_ENODEV)
+        return CLI_ENV;
+    if (st == REPLAY_EUNSUPPORTED)
+        return CLI_BADINPUT;
+    if (st == REPLAY_EDEVICE)
+        return CLI_ENV;
+    return cli_exit_for(st);
+}
+
+static int full_run(const char *path, const struct cli_range *cr, const struct full_opts *fo)
+{
+    sbt_reader *r;
+    int rc = cli_open_trace("replay", path, &r);
+    if (rc)
+        return rc;
+    struct sbt_range rg;
+    cli_range_resolve(cr, r, &rg);
+    int has_range = cr->has_time || cr->has_ops || cr->stream;
+    struct replay_result res;
+    int st = replay_run(r,
+                        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
+                                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
+                                     .out_path = fo->out, .dump_dir = fo->dump,
+                                     .source_path = path, .progress = full_progress),
+                        &res);
+    cli_progress_end();
+    if (st < 0) {
+        cli_err("replay", "%s", replay_errmsg());
+        rc = full_exit_for(st);
+        goto out;
+    }
+    char b[4][32];
+    const struct sbt_info *in = sbt_reader_info(r);
+    printf("replayed    %s: %" PRIu64 " ops on %s (%s backend, device %u), %u run%s\n", path,
+           in->n_ops, res.device, res.backend, res.device_index, res.runs,
+           res.runs == 1 ? "" : "s");
+    if (has_range)
+        printf("range       %" PRIu64 " ops, %s uploaded; fast-forward first: %" PRIu64
+               " ops, %s uploaded (%" PRIu64 " ops not needed, skipped)\n",
+               res.range_ops, cli_fmt_bytes((double)res.range_upload_bytes, b[0], 32),
+               res.slice_ops, cli_fmt_bytes((double)res.slice_upload_bytes, b[1], 32),
+               res.skipped_ops);
+    for (uint32_t i = 0; i < res.runs; i++) {
+        const struct replay_run_stats *s = &res.run[i];
+        printf("run %-7u %s wall", i + 1, cli_fmt_ns((double)s->wall_ns, b[0], 32));
+        if (has_range)
+            printf(" (fast-forward %s, range %s)", cli_fmt_ns((double)s->ff_ns, b[1], 32),
+                   cli_fmt_ns((double)s->range_ns, b[2], 32));
+        printf(", device busy %s, prepare %s\n", cli_fmt_ns((double)s->device_ns, b[3], 32),
+               cli_fmt_ns((double)s->prepare_ns, b[1], 32));
+    }
+    printf("verify      %s: %" PRIu64 " digests, %" PRIu64 " compared with the capture, %" PRIu64
+           " differ",
+           replay_verify_name((uint32_t)fo->verify), res.n_digests, res.n_compared,
+           res.n_mismatch);
+    if (res.n_mismatch)
+        printf(" (first at op %" PRIu64 ")", res.first_mismatch);
+    printf("\n");
+    if (res.runs > 1)
+        printf("runs        %" PRIu64 " ops differ between runs%s", res.n_run_mismatch,
+               res.n_run_mismatch ? "" : "\n");
+    if (res.runs > 1 && res.n_run_mismatch)
+        printf(" (first at op %" PRIu64 ")\n", res.first_run_mismatch);
+    if (res.n_errors)
+        printf("errors      %" PRIu64 " (first: %s)\n", res.n_errors, res.first_error_msg);
+    if (fo->dump)
+        printf("dump        %" PRIu64 " files in %s\n", res.n_dumped, fo->dump);
+    if (fo->out)
+        printf("result      %s\n", fo->out);
+    if (res.n_errors) {
+        cli_err("replay", "%s", res.first_error_msg);
+        rc = res.first_error_status == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
+    } else if (res.n_mismatch || res.n_run_mismatch) {
+        rc = CLI_FAIL;
+    } else {
+        rc = CLI_OK;
+    }
+out:
+    replay_result_free(&res);
+    sbt_reader_close(r);
+    return rc;
+}
+
 int cli_replay(int argc, char **argv)
 {
     static const struct option lo[] = {{"mode", required_argument, 0, 'm'},
                                        {"time-range", required_argument, 0, 't'},
-                                       {"ops", required_argument, 0, 'o'},
+                                       {"ops", required_argument, 0, 'P'},
                                        {"stream", required_argument, 0, 's'},
                                        {"json", required_argument, 0, 'j'},
+                                       {"verify", required_argument, 0, 'V'},
+                                       {"runs", required_argument, 0, 'R'},
+                                       {"device", required_argument, 0, 'D'},
+                                       {"dump", required_argument, 0, 'U'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *mode = "dry-run", *json = NULL;
+    struct full_opts fo = {.verify = REPLAY_VERIFY_END, .runs = 1};
+    int full_only = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
         switch (c) {
+        case 'V':
+            if ((fo.verify = replay_verify_parse(optarg)) < 0)
+                return cli_usage("replay", "--verify '%s': expected none, end, submit or op",
+                                 optarg);
+            full_only = 1;
+            break;
+        case 'R':
+            if (cli_parse_u64(optarg, &fo.runs) || fo.runs < 1 || fo.runs > 100000)
+                return cli_usage("replay", "--runs '%s': expected a count >= 1", optarg);
+            full_only = 1;
+            break;
+        case 'D':
+            if (cli_parse_u64(optarg, &fo.device) || fo.device > 1000)
+                return cli_usage("replay", "--device '%s': expected a device index", optarg);
+            full_only = 1;
+            break;
+        case 'U':
+            fo.dump = optarg;
+            full_only = 1;
+            break;
         case 'm':
             mode = optarg;
             break;
@@ -284,6 +428,10 @@ int cli_replay(int argc, char **argv)
                 return CLI_USAGE;
             break;
         case 'o':
+            fo.out = optarg;
+            full_only = 1;
+            break;
+        case 'P':
             if (cli_range_ops("replay", optarg, &cr))
                 return CLI_USAGE;
             break;
@@ -304,10 +452,13 @@ int cli_replay(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage("replay", "expected exactly one TRACE");
     if (!strcmp(mode, "full")) {
-        printf("full replay: not built yet\n");
-        return CLI_ENV;
+        if (json)
+            return cli_usage("replay", "--json is for --mode dry-run");
+        return full_run(argv[optind], &cr, &fo);
     }
     if (strcmp(mode, "dry-run"))
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
+    if (full_only)
+        return cli_usage("replay", "--verify, --runs, -o, --device and --dump need --mode full");
     return dry_run(argv[optind], &cr, json);
 }

@@ -1,0 +1,788 @@
+/*
+ * replay/replay_engine.c — the API-neutral half of a full replay: which ops run (range, slice,
+ * state ops), in which order (the scheduler's topological order, through its visitor), what
+ * is verified, digests and their comparison with the capture, dumps, per-op errors, timings,
+ * and the result trace. The backends (replay_vk.c, replay_cuda.c) only execute.
+ *
+ * Results are kept per op in an array over the seq window the run covers ([seq_first, hi)),
+ * 80 bytes per op, because they arrive in graph order and asynchronously but the result trace
+ * is written in seq order by a second pass over the source. That makes memory O(ops of the
+ * window): fine for the captures this targets (millions of ops); a reorder window bounded by
+ * the graph's held ops would make it O(1).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "replay/replay_int.h"
+
+/* ========================================================================================== */
+/* Errors, clock, names                                                                       */
+/* ========================================================================================== */
+
+static _Thread_local char errbuf[1024];
+
+int replay__fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *replay_errmsg(void)
+{
+    return errbuf;
+}
+
+const char *replay_strerror(int status)
+{
+    switch (status) {
+#define REPLAY__STR(name, val, msg) \
+    case val:                       \
+        return msg;
+        REPLAY_STATUS_MAP(REPLAY__STR)
+#undef REPLAY__STR
+    default:
+        return sbt_strerror(status);
+    }
+}
+
+uint64_t replay__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *const verify_names[] = {"none", "end", "submit", "op"};
+
+const char *replay_verify_name(uint32_t v)
+{
+    return v < 4 ? verify_names[v] : "?";
+}
+
+int replay_verify_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s && !strcmp(s, verify_names[i]))
+            return i;
+    return -1;
+}
+
+const struct replay_backend *replay__backend_for_api(uint32_t api)
+{
+    if (api == SBT_API_VULKAN)
+        return &replay__vk_backend;
+    if (api == SBT_API_CUDA && &replay__cuda_backend)
+        return &replay__cuda_backend;
+    return NULL;
+}
+
+const struct replay_backend *replay__backend_by_name(const char *name)
+{
+    if (!strcmp(name, "vulkan"))
+        return &replay__vk_backend;
+    if (!strcmp(name, "cuda") && &replay__cuda_backend)
+        return &replay__cuda_backend;
+    return NULL;
+}
+
+int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max)
+{
+    const struct replay_backend *b = replay__backend_for_api(api);
+    if (!b)
+        return replay__fail(REPLAY_ENODEV, "%s: no replay backend built into this binary",
+                            sbt_api_name(api));
+    return b->devices(out, max);
+}
+
+/* ========================================================================================== */
+/* The engine                                                                                 */
+/* ========================================================================================== */
+
+enum { ST_SKIP = 0, ST_FF = 1, ST_RANGE = 2 };
+
+struct res {
+    uint8_t state;   /* ST_* */
+    uint8_t has_dev, has_digest, has_captured, done;
+    uint32_t err;    /* index + 1 into eng.errs, 0 = none */
+    uint32_t kind;
+    uint64_t dev_begin, dev_end, host_begin, host_end;
+    sbt_hash digest, captured;
+};
+
+struct eng {
+    sbt_reader *r;
+    const struct replay_opts *o;
+    const struct replay_backend *bk;
+    void *be;
+    struct replay_result *out;
+    uint32_t run;
+    uint64_t lo, hi; /* seq window */
+    struct res *res;
+    /* range */
+    const struct sbt_range *range;
+    struct sched_slice slice;
+    uint64_t slice_pos;
+    int range_started;
+    uint64_t range_first;
+    /* errors of this run */
+    char **errs;
+    uint32_t n_errs, cap_errs;
+    int fatal;            /* < 0: the run stopped with this status */
+    sbt_hasher *h;
+    uint64_t t_run0, t_range0;
+    int dump_ok;
+};
+
+static int want_dump(const struct eng *e)
+{
+    return e->o->dump_dir && e->run == 0 && e->dump_ok;
+}
+
+static void dump_bytes(struct eng *e, uint64_t seq, const struct replay_done *d)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%" PRIu64 ".bin", e->o->dump_dir, seq);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    for (uint32_t i = 0; i < d->n_access; i++)
+        if (d->bytes[i] && d->len[i])
+            fwrite(d->bytes[i], 1, d->len[i], f);
+    if (fclose(f) == 0)
+        e->out->n_dumped++;
+}
+
+static void on_done(void *ctx, const struct replay_done *d)
+{
+    struct eng *e = ctx;
+    if (d->slot < 1 || d->slot > e->hi - e->lo)
+        return;
+    struct res *x = &e->res[d->slot - 1];
+    x->done = 1;
+    x->host_end = replay__now_ns();
+    if (d->has_dev_time && x->state == ST_RANGE) {
+        x->has_dev = 1;
+        x->dev_begin = d->dev_begin;
+        x->dev_end = d->dev_end;
+    }
+    if (!d->n_access)
+        return;
+    int any = 0;
+    sbt_hasher_reset(e->h);
+    for (uint32_t i = 0; i < d->n_access; i++)
+        if (d->bytes[i]) {
+            sbt_hasher_update(e->h, d->bytes[i], d->len[i]);
+            any = 1;
+        }
+    if (!any)
+        return;
+    x->has_digest = 1;
+    x->digest = sbt_hasher_digest(e->h);
+    e->out->n_digests++;
+    if (want_dump(e))
+        dump_bytes(e, e->lo + d->slot - 1, d);
+}
+
+static int add_err(struct eng *e, struct res *x, int status, const char *msg)
+{
+    if (e->n_errs == e->cap_errs) {
+        uint32_t c = e->cap_errs ? e->cap_errs * 2 : 16;
+        char **v = realloc(e->errs, c * sizeof *v);
+        if (!v)
+            return SBT_ENOMEM;
+        e->errs = v;
+        e->cap_errs = c;
+    }
+    char *s = strdup(msg);
+    if (!s)
+        return SBT_ENOMEM;
+    e->errs[e->n_errs++] = s;
+    x->err = e->n_errs;
+    (void)status;
+    return 0;
+}
+
+/* Which ops a range replay runs outside the range: object creation and lifetime, which the
+ * slice (a data-flow notion) does not cover but every later op may name. */
+static int is_state_op(const struct sbt_op *op)
+{
+    switch (op->kind) {
+    case SBT_OP_ALLOC:
+    case SBT_OP_FREE:
+    case SBT_OP_STREAM_CREATE:
+    case SBT_OP_STREAM_DESTROY:
+        return 1;
+    case SBT_OP_MARKER:
+        return !(op->flags & SBT_OPF_UNSUPPORTED);
+    default:
+        return 0;
+    }
+}
+
+static int in_slice(struct eng *e, uint64_t seq)
+{
+    const uint64_t *v = e->slice.seqs;
+    uint64_t a = 0, b = e->slice.n_seqs;
+    while (a < b) {
+        uint64_t m = a + (b - a) / 2;
+        if (v[m] < seq)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < e->slice.n_seqs && v[a] == seq;
+}
+
+static uint64_t upload_bytes(const struct sbt_op *op)
+{
+    if (op->kind != SBT_OP_HOST_WRITE &&
+        !(op->kind == SBT_OP_COPY && op->subkind == SBT_COPY_H2D))
+        return 0;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < op->n_access; i++)
+        if (op->access[i].mode & SBT_ACCESS_WRITE)
+            n += op->access[i].len;
+    return n;
+}
+
+static int node_visit(void *ctx, struct sched_node *n)
+{
+    struct eng *e = ctx;
+    const struct sbt_op *op = n->op;
+    n->val = 0;
+    if (op->seq < e->lo || op->seq >= e->hi)
+        return 0;
+    struct res *x = &e->res[op->seq - e->lo];
+    x->kind = op->kind;
+    int state = ST_RANGE;
+    if (e->range && !sched_range_contains(e->range, op))
+        state = in_slice(e, op->seq) || is_state_op(op) ? ST_FF : ST_SKIP;
+    x->state = (uint8_t)state;
+    if (state == ST_SKIP) {
+        e->out->skipped_ops += e->run == 0;
+        return 0;
+    }
+    if (e->run == 0) {
+        if (state == ST_RANGE) {
+            e->out->range_ops++;
+            e->out->range_upload_bytes += upload_bytes(op);
+        } else {
+            e->out->slice_ops++;
+            e->out->slice_upload_bytes += upload_bytes(op);
+        }
+    }
+    if (op->flags & SBT_OPF_DIGEST) {
+        x->has_captured = 1;
+        x->captured = op->digest;
+    }
+    uint32_t flags = 0;
+    uint32_t v = e->o->verify;
+    if (state == ST_FF)
+        flags |= REPLAY_X_UNTIMED;
+    else if (op->kind == SBT_OP_HOST_READ) {
+        if (v >= REPLAY_VERIFY_END || want_dump(e))
+            flags |= REPLAY_X_READ;
+    } else if (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_COPY || op->kind == SBT_OP_FILL) {
+        if (v == REPLAY_VERIFY_OP)
+            flags |= REPLAY_X_OUTPUTS;
+        else if (v == REPLAY_VERIFY_SUBMIT)
+            flags |= REPLAY_X_OUTPUTS_END;
+    }
+    uint64_t slot = op->seq - e->lo + 1;
+    struct replay_x rx = {.node = n, .slot = slot, .flags = flags};
+    x->host_begin = replay__now_ns();
+    int st = e->bk->exec(e->be, &rx);
+    if (st == REPLAY_EDEVICE || st == SBT_ENOMEM) {
+        e->fatal = st;
+        return st;
+    }
+    if (st < 0) {
+        char msg[1200];
+        const char *name = sbt_reader_string(e->r, op->name);
+        snprintf(msg, sizeof msg, "op %" PRIu64 " (%s): %s", op->seq,
+                 name && *name ? name : sbt_op_kind_name(op->kind), replay_errmsg());
+        if (add_err(e, x, st, msg) < 0) {
+            e->fatal = SBT_ENOMEM;
+            return SBT_ENOMEM;
+        }
+        struct replay_result *o = e->out;
+        o->n_errors++;
+        if (o->first_error == UINT64_MAX || op->seq < o->first_error) {
+            o->first_error = op->seq;
+            o->first_error_status = st;
+            snprintf(o->first_error_msg, sizeof o->first_error_msg, "%.500s", msg);
+        }
+        return 0;
+    }
+    n->val = slot;
+    return 0;
+}
+
+static void on_finding(void *ctx, const struct sched_finding *f)
+{
+    (void)ctx;
+    (void)f; /* validation is the dry run's job; replay executes what it can */
+}
+
+/* One pass of the graph over [seq_first, hi), draining before the range starts. */
+static int run_graph(struct eng *e)
+{
+    struct sched_visitor v = {.node = node_visit, .finding = on_finding, .ctx = e};
+    sched_graph *g = NULL;
+    int st = sched_graph_create(e->r, &SCHED_GRAPH_OPTS(.keep_implied = 1), &v, &g);
+    if (st < 0)
+        return replay__fail(st, "%s", sched_errmsg());
+    sbt_cursor *c = NULL;
+    struct sbt_range all = {.has_seq = 1, .seq_begin = e->lo, .seq_end = e->hi};
+    st = sbt_cursor_open(e->r, &all, &c);
+    if (st < 0) {
+        sched_graph_destroy(g);
+        return replay__fail(st, "%s", sbt_errmsg());
+    }
+    const struct sbt_op *op;
+    uint64_t done = 0, total = e->hi - e->lo;
+    e->t_range0 = e->range ? 0 : replay__now_ns();
+    while ((st = sbt_cursor_next(c, &op)) == 1) {
+        if (e->range && !e->range_started && op->seq >= e->range_first) {
+            /* fast-forward done: the range starts on a drained device */
+            if ((st = e->bk->drain(e->be)) < 0)
+                break;
+            e->range_started = 1;
+            e->t_range0 = replay__now_ns();
+        }
+        if ((st = sched_graph_add(g, op)) != 0)
+            break;
+        if (e->o->progress && (++done & 0xffff) == 0)
+            e->o->progress(e->o->ctx, done, total);
+    }
+    if (st < 0 && e->fatal == 0 && st != REPLAY_EDEVICE)
+        st = replay__fail(st, "%s", st == SBT_ECORRUPT || st == SBT_EIO ? sbt_errmsg()
+                                                                       : sched_errmsg());
+    if (st == 0)
+        st = sched_graph_finish(g);
+    if (st > 0)
+        st = 0;
+    if (st == 0) {
+        st = e->bk->drain(e->be);
+        if (!e->t_range0)
+            e->t_range0 = replay__now_ns();
+    }
+    sbt_cursor_close(c);
+    sched_graph_destroy(g);
+    if (e->fatal)
+        st = e->fatal;
+    return st;
+}
+
+/* ========================================================================================== */
+/* The result trace                                                                           */
+/* ========================================================================================== */
+
+struct strmap {
+    uint32_t *v;
+    uint32_t n;
+};
+
+static int str_of(sbt_writer *w, const sbt_reader *r, struct strmap *m, uint32_t id, uint32_t *out)
+{
+    *out = 0;
+    if (!id)
+        return 0;
+    if (id < m->n && m->v[id]) {
+        *out = m->v[id];
+        return 0;
+    }
+    const char *s = sbt_reader_string(r, id);
+    int st = sbt_writer_intern(w, s ? s : "", out);
+    if (st < 0)
+        return st;
+    if (id < m->n)
+        m->v[id] = *out;
+    return 0;
+}
+
+static int write_result(struct eng *e, const char *path)
+{
+    sbt_reader *r = e->r;
+    sbt_writer *w = NULL;
+    struct strmap sm = {0};
+    sbt_cursor *c = NULL;
+    int st = sbt_writer_open(path, NULL, &w);
+    if (st < 0)
+        return replay__fail(st, "%s", sbt_errmsg());
+    sm.n = sbt_reader_n_strings(r) + 1;
+    sm.v = calloc(sm.n, sizeof *sm.v);
+    if (!sm.v) {
+        st = replay__fail(SBT_ENOMEM, "out of memory for %u string ids", sm.n);
+        goto out;
+    }
+#define TRY(x)                                                 \
+    do {                                                       \
+        if ((st = (x)) < 0) {                                  \
+            st = replay__fail(st, "%s: %s", path, sbt_errmsg()); \
+            goto out;                                          \
+        }                                                      \
+    } while (0)
+    uint32_t n, id;
+    const struct sbt_device *dv = sbt_reader_devices(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_device d = dv[i];
+        TRY(str_of(w, r, &sm, dv[i].name, &d.name));
+        TRY(str_of(w, r, &sm, dv[i].host, &d.host));
+        TRY(sbt_writer_add_device(w, &d, &id));
+    }
+    const struct sbt_stream *sv = sbt_reader_streams(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_stream s = sv[i];
+        TRY(str_of(w, r, &sm, sv[i].name, &s.name));
+        TRY(sbt_writer_add_stream(w, &s, &id));
+    }
+    const struct sbt_program *pv = sbt_reader_programs(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_program p = pv[i];
+        TRY(str_of(w, r, &sm, pv[i].name, &p.name));
+        if (!sbt_hash_is_zero(p.blob)) {
+            void *data = NULL;
+            size_t len = 0;
+            if (sbt_reader_blob(r, &p.blob, &data, &len) == 0) {
+                st = sbt_writer_blob(w, data, len, &p.blob);
+                free(data);
+                TRY(st);
+            } else {
+                p.blob = (sbt_hash){0, 0};
+            }
+        }
+        TRY(sbt_writer_add_program(w, &p, &id));
+    }
+    const struct sbt_kernel *kv = sbt_reader_kernels(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_kernel k = kv[i];
+        TRY(str_of(w, r, &sm, kv[i].name, &k.name));
+        TRY(sbt_writer_add_kernel(w, &k, &id));
+    }
+    const struct sbt_meta *mv = sbt_reader_meta(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k = sbt_reader_string(r, mv[i].key);
+        if (k && (!strncmp(k, "clock.", 6) || !strncmp(k, "replay.", 7)))
+            continue; /* the result has its own clock */
+        char key[512];
+        snprintf(key, sizeof key, "capture.%s", k ? k : "");
+        const char *val = sbt_reader_string(r, mv[i].value);
+        TRY(sbt_writer_meta(w, key, val ? val : ""));
+    }
+    char buf[64];
+    TRY(sbt_writer_meta(w, "replay.of", e->o->source_path ? e->o->source_path : ""));
+    TRY(sbt_writer_meta(w, "replay.backend", e->out->backend));
+    TRY(sbt_writer_meta(w, "replay.device", e->out->device));
+    TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
+    snprintf(buf, sizeof buf, "%u", e->run + 1);
+    TRY(sbt_writer_meta(w, "replay.run", buf));
+    if (e->range) {
+        snprintf(buf, sizeof buf, "%" PRIu64 ":%" PRIu64, e->range_first, e->hi);
+        TRY(sbt_writer_meta(w, "replay.range_seq", buf));
+    }
+    TRY(sbt_writer_meta(w, "clock.domain", "CLOCK_MONOTONIC"));
+    snprintf(buf, sizeof buf, "%" PRIu64, e->t_run0);
+    TRY(sbt_writer_meta(w, "clock.replay_start_ns", buf));
+
+    const struct sbt_info *in = sbt_reader_info(r);
+    struct sbt_range all = {.has_seq = 1, .seq_begin = in->seq_first, .seq_end = in->seq_end};
+    TRY(sbt_cursor_open(r, &all, &c));
+    const struct sbt_op *sop;
+    while ((st = sbt_cursor_next(c, &sop)) == 1) {
+        struct sbt_op op = *sop;
+        TRY(str_of(w, r, &sm, sop->name, &op.name));
+        op.flags &= ~(uint32_t)(SBT_OPF_DEV_TIME | SBT_OPF_DIGEST | SBT_OPF_ERROR | SBT_OPF_BLOB |
+                                SBT_OPF_UNTIMED);
+        op.error = 0;
+        op.dev_begin = op.dev_end = 0;
+        op.digest = (sbt_hash){0, 0};
+        op.blob = (sbt_hash){0, 0};
+        const struct res *x =
+            sop->seq >= e->lo && sop->seq < e->hi ? &e->res[sop->seq - e->lo] : NULL;
+        if (!x || x->state == ST_SKIP) {
+            op.flags |= SBT_OPF_UNTIMED; /* not executed: no times */
+            op.host_begin = op.host_end = e->t_run0;
+        } else {
+            op.host_begin = x->host_begin;
+            op.host_end = x->host_end > x->host_begin ? x->host_end : x->host_begin;
+            if (x->state == ST_FF)
+                op.flags |= SBT_OPF_UNTIMED;
+            if (x->has_dev) {
+                op.flags |= SBT_OPF_DEV_TIME;
+                op.dev_begin = x->dev_begin;
+                op.dev_end = x->dev_end > x->dev_begin ? x->dev_end : x->dev_begin;
+            }
+            if (x->has_digest) {
+                op.flags |= SBT_OPF_DIGEST;
+                op.digest = x->digest;
+            }
+            if (x->err) {
+                op.flags |= SBT_OPF_ERROR;
+                TRY(sbt_writer_intern(w, e->errs[x->err - 1], &op.error));
+            }
+        }
+        TRY(sbt_writer_add_op(w, &op, NULL));
+    }
+    if (st < 0) {
+        st = replay__fail(st, "%s", sbt_errmsg());
+        goto out;
+    }
+    sbt_cursor_close(c);
+    c = NULL;
+    st = sbt_writer_close(w);
+    w = NULL;
+    if (st < 0)
+        st = replay__fail(st, "%s: %s", path, sbt_errmsg());
+#undef TRY
+out:
+    sbt_cursor_close(c);
+    sbt_writer_abandon(w);
+    free(sm.v);
+    return st < 0 ? st : 0;
+}
+
+static char *run_path(const char *path, uint32_t run)
+{
+    size_t n = strlen(path) + 32;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    if (run == 0) {
+        snprintf(p, n, "%s", path);
+        return p;
+    }
+    size_t stem = strlen(path);
+    if (stem > 4 && !strcmp(path + stem - 4, ".sbt"))
+        stem -= 4;
+    snprintf(p, n, "%.*s.%u.sbt", (int)stem, path, run + 1);
+    return p;
+}
+
+/* ========================================================================================== */
+/* replay_run                                                                                 */
+/* ========================================================================================== */
+
+static void report_ops(struct eng *e, sbt_hash *first_run, uint8_t *first_has)
+{
+    struct replay_result *o = e->out;
+    for (uint64_t i = 0; i < e->hi - e->lo; i++) {
+        struct res *x = &e->res[i];
+        if (x->state == ST_SKIP)
+            continue;
+        int mismatch = 0;
+        if (x->has_digest && x->has_captured) {
+            o->n_compared++;
+            if (!sbt_hash_eq(x->digest, x->captured)) {
+                mismatch = 1;
+                o->n_mismatch++;
+                if (o->first_mismatch == UINT64_MAX || e->lo + i < o->first_mismatch)
+                    o->first_mismatch = e->lo + i;
+            }
+        }
+        if (first_run) {
+            if (e->run == 0) {
+                first_run[i] = x->digest;
+                first_has[i] = x->has_digest;
+            } else if (x->has_digest && first_has[i] && !sbt_hash_eq(x->digest, first_run[i])) {
+                o->n_run_mismatch++;
+                if (o->first_run_mismatch == UINT64_MAX || e->lo + i < o->first_run_mismatch)
+                    o->first_run_mismatch = e->lo + i;
+            }
+        }
+        if (e->o->on_op) {
+            struct replay_op ro = {.seq = e->lo + i,
+                                   .kind = x->kind,
+                                   .run = e->run,
+                                   .untimed = x->state == ST_FF,
+                                   .has_dev_time = x->has_dev,
+                                   .dev_begin = x->dev_begin,
+                                   .dev_end = x->dev_end,
+                                   .host_begin = x->host_begin,
+                                   .host_end = x->host_end,
+                                   .has_digest = x->has_digest,
+                                   .digest = x->digest,
+                                   .has_captured = x->has_captured,
+                                   .captured = x->captured,
+                                   .mismatch = mismatch,
+                                   .error = x->err ? e->errs[x->err - 1] : NULL};
+            e->o->on_op(e->o->ctx, &ro);
+        }
+    }
+}
+
+int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->first_mismatch = out->first_error = out->first_run_mismatch = UINT64_MAX;
+    if (!r || !opts || opts->sz < offsetof(struct replay_opts, progress))
+        return replay__fail(SBT_EINVAL, "replay_run: missing reader or options");
+    struct replay_opts o = {0};
+    memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
+    o.sz = sizeof o;
+    if (o.verify > REPLAY_VERIFY_OP)
+        return replay__fail(SBT_EINVAL, "verify level %u > %u", o.verify, REPLAY_VERIFY_OP);
+    uint32_t runs = o.runs ? o.runs : 1;
+
+    /* the backend: asked for, or that of the trace's first device */
+    const struct replay_backend *bk = o.backend_impl;
+    uint32_t nd = 0;
+    const struct sbt_device *devs = sbt_reader_devices(r, &nd);
+    if (!bk && o.backend) {
+        bk = replay__backend_by_name(o.backend);
+        if (!bk)
+            return replay__fail(REPLAY_ENODEV, "backend '%s' is not built into this binary",
+                                o.backend);
+    }
+    if (!bk) {
+        if (!nd)
+            return replay__fail(REPLAY_EUNSUPPORTED, "the trace names no device to replay on");
+        uint32_t api = devs[0].api;
+        if (api == SBT_API_SYNTH || api == SBT_API_TRACESMITH)
+            return replay__fail(REPLAY_EUNSUPPORTED,
+                                "a %s trace has no device work to execute: use --mode dry-run",
+                                sbt_api_name(api));
+        bk = replay__backend_for_api(api);
+        if (!bk)
+            return replay__fail(REPLAY_ENODEV, "no %s replay backend in this binary",
+                                sbt_api_name(api));
+    }
+    for (uint32_t i = 0; i < nd; i++)
+        if (devs[i].api != bk->api)
+            return replay__fail(REPLAY_EUNSUPPORTED,
+                                "device %u of the trace is %s; the %s backend replays %s only",
+                                i + 1, sbt_api_name(devs[i].api), bk->name,
+                                sbt_api_name(bk->api));
+    snprintf(out->backend, sizeof out->backend, "%s", bk->name);
+    out->runs = runs;
+    out->run = calloc(runs, sizeof *out->run);
+    if (!out->run)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+
+    struct eng e = {.r = r, .o = &o, .bk = bk, .out = out, .range = o.range};
+    const struct sbt_info *in = sbt_reader_info(r);
+    e.lo = in->seq_first;
+    e.hi = in->seq_end;
+    int st = 0;
+    sbt_hash *first_run = NULL;
+    uint8_t *first_has = NULL;
+    if ((st = sbt_hasher_create(&e.h)) < 0) {
+        st = replay__fail(st, "%s", sbt_errmsg());
+        goto out;
+    }
+    if (e.range) {
+        uint64_t lo, hi;
+        sched_range_bounds(r, e.range, &lo, &hi);
+        if (hi < e.hi)
+            e.hi = hi;
+        st = sched_slice_compute(r, e.range, &SCHED_SLICE_OPTS(.collect = 1), &e.slice);
+        if (st < 0) {
+            st = replay__fail(st, "%s", sched_errmsg());
+            goto out;
+        }
+        if (e.slice.range_first == SCHED_NONE) {
+            st = replay__fail(SBT_EINVAL, "the range selects no op");
+            goto out;
+        }
+        e.range_first = e.slice.range_first;
+        e.hi = e.slice.range_last + 1;
+    }
+    if (e.hi < e.lo)
+        e.hi = e.lo;
+    e.res = calloc(e.hi - e.lo + 1, sizeof *e.res);
+    if (runs > 1) {
+        first_run = calloc(e.hi - e.lo + 1, sizeof *first_run);
+        first_has = calloc(e.hi - e.lo + 1, 1);
+    }
+    if (!e.res || (runs > 1 && (!first_run || !first_has))) {
+        st = replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops",
+                          e.hi - e.lo);
+        goto out;
+    }
+    if (o.dump_dir) {
+        if (mkdir(o.dump_dir, 0777) < 0 && errno != EEXIST) {
+            st = replay__fail(SBT_EIO, "--dump %s: cannot create it: %s", o.dump_dir,
+                              strerror(errno));
+            goto out;
+        }
+        e.dump_ok = 1;
+    }
+
+    struct replay_bk_opts bo = {.device = o.device, .verify = o.verify};
+    struct replay_bk_cb cb = {.done = on_done, .eng = &e};
+    struct replay_device_info di = {0};
+    if ((st = bk->open(r, &bo, &cb, &di, &e.be)) < 0)
+        goto out;
+    snprintf(out->device, sizeof out->device, "%s", di.name);
+    out->device_index = o.device;
+
+    for (e.run = 0; e.run < runs; e.run++) {
+        memset(e.res, 0, (e.hi - e.lo + 1) * sizeof *e.res);
+        for (uint32_t i = 0; i < e.n_errs; i++)
+            free(e.errs[i]);
+        e.n_errs = 0;
+        e.range_started = 0;
+        e.fatal = 0;
+        struct replay_run_stats *rs = &out->run[e.run];
+        uint64_t t0 = replay__now_ns();
+        if ((st = bk->prepare(e.be)) < 0) {
+            bk->reset(e.be);
+            goto out;
+        }
+        e.t_run0 = replay__now_ns();
+        rs->prepare_ns = e.t_run0 - t0;
+        st = run_graph(&e);
+        uint64_t t1 = replay__now_ns();
+        rs->wall_ns = t1 - e.t_run0;
+        rs->range_ns = e.t_range0 ? t1 - e.t_range0 : 0;
+        rs->ff_ns = e.range && e.t_range0 ? e.t_range0 - e.t_run0 : 0;
+        for (uint64_t i = 0; i < e.hi - e.lo; i++)
+            if (e.res[i].state == ST_RANGE && e.res[i].has_dev)
+                rs->device_ns += e.res[i].dev_end - e.res[i].dev_begin;
+        bk->reset(e.be);
+        if (st < 0)
+            goto out;
+        report_ops(&e, first_run, first_has);
+        if (o.out_path) {
+            char *p = run_path(o.out_path, e.run);
+            if (!p) {
+                st = replay__fail(SBT_ENOMEM, "out of memory");
+                goto out;
+            }
+            st = write_result(&e, p);
+            free(p);
+            if (st < 0)
+                goto out;
+        }
+    }
+    st = 0;
+out:
+    if (e.be)
+        bk->close(e.be);
+    for (uint32_t i = 0; i < e.n_errs; i++)
+        free(e.errs[i]);
+    free(e.errs);
+    free(e.res);
+    free(first_run);
+    free(first_has);
+    sched_slice_free(&e.slice);
+    sbt_hasher_destroy(e.h);
+    return st;
+}
+
+void replay_result_free(struct replay_result *res)
+{
+    if (!res)
+        return;
+    free(res->run);
+    res->run = NULL;
+}
