@@ -340,6 +340,7 @@ struct cap_ev {
     size_t payload_len;
     uint8_t *data; /* owned bytes to store as a blob (op.blob / program image) */
     size_t data_len;
+    int data_pooled; /* data is a run buffer (cap_run_alloc), not malloc'd */
     struct cap_blob **recs; /* recordings to store (refs held), SUBMIT */
     uint32_t n_recs;
     struct cap_timing *timing; /* head of a batch only */
@@ -399,6 +400,11 @@ uint64_t cap_now(void); /* ns since the trace epoch */
 uint32_t cap_thread(void);
 uint64_t cap_new_id(void);
 struct cap_ev *cap_ev_new(uint32_t type);
+/* Buffers of CAP_RUN_MAX bytes for host-write runs, recycled (a few are kept) so that large
+ * uploads do not page-fault fresh memory every time. NULL when out of memory. */
+#define CAP_RUN_MAX (1u << 20) /* bytes per HOST_WRITE op: keeps blobs deduplicable */
+uint8_t *cap_run_alloc(void);
+void cap_run_free(uint8_t *p);
 void cap_ev_free_chain(struct cap_ev *e);
 /* Queues a batch (e and its next chain) under one sequence number. */
 void cap_emit(struct cap_ev *e);
@@ -430,10 +436,12 @@ struct cap_submit_batch {
     const uint64_t *signal_stage;
 };
 /* Builds the SUBMIT batch (host writes, SUBMIT, waits, command ops, signals, fence) and
- * records the device writes as pending. NULL when recording failed. */
+ * records the device writes as pending. pre: the HOST_WRITE ops of the scan made before the
+ * driver's vkQueueSubmit (after it, the device may already be writing mapped memory); the
+ * batch takes them over, also on failure. NULL when recording failed. */
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                                 const struct cap_submit_batch *b, uint32_t n, VkFence fence,
-                                int v2, uint64_t t0, uint64_t t1);
+                                int v2, uint64_t t0, uint64_t t1, struct cap_ev *pre);
 /* The host saw submissions on queue (0 = every queue of dev) up to serial finish. Appends
  * HOST_READ ops to *tail. */
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,

@@ -2578,6 +2578,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n,
     uint64_t t0 = cap_now();
     /* the lock is held across the call so that submissions keep the driver's order */
     pthread_mutex_lock(&cap.mu);
+    /* host writes are found before the driver sees the submission: once it has, the device
+     * may be writing mapped memory already, and that is not the host's doing */
+    struct cap_ev *pre = NULL, **pre_tail = &pre;
+    cap_mem_scan_all(d, &pre_tail, t0);
     VkResult r = d->fn.QueueSubmit(queue, n, si, fence);
     struct cap_queue *q = cap_obj_find(H(queue), CAP_T_QUEUE);
     struct cap_ev *chain = NULL;
@@ -2612,11 +2616,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n,
                     b[i].wait_stage = st;
                 }
             }
-            chain = cap_submit_build(d, q, b, n, fence, 1, t0, cap_now());
+            chain = cap_submit_build(d, q, b, n, fence, 1, t0, cap_now(), pre);
+            pre = NULL;
             if (b != bb)
                 free(b);
         }
     }
+    cap_emit(pre); /* not taken by a submission: the host writes stand on their own */
     pthread_mutex_unlock(&cap.mu);
     after_submit(d, queue, chain);
     return r;
@@ -2631,6 +2637,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n
         return d->fn.QueueSubmit2(queue, n, si, fence);
     uint64_t t0 = cap_now();
     pthread_mutex_lock(&cap.mu);
+    /* host writes are found before the driver sees the submission: once it has, the device
+     * may be writing mapped memory already, and that is not the host's doing */
+    struct cap_ev *pre = NULL, **pre_tail = &pre;
+    cap_mem_scan_all(d, &pre_tail, t0);
     VkResult r = d->fn.QueueSubmit2(queue, n, si, fence);
     struct cap_queue *q = cap_obj_find(H(queue), CAP_T_QUEUE);
     struct cap_ev *chain = NULL;
@@ -2676,13 +2686,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n
                 }
                 iv += 2 * b[i].n_signal;
             }
-            chain = cap_submit_build(d, q, b, n, fence, 2, t0, cap_now());
+            chain = cap_submit_build(d, q, b, n, fence, 2, t0, cap_now(), pre);
+            pre = NULL;
         }
         free(b);
         free(sem);
         free(val);
         free(cbs);
     }
+    cap_emit(pre); /* not taken by a submission: the host writes stand on their own */
     pthread_mutex_unlock(&cap.mu);
     after_submit(d, queue, chain);
     return r;

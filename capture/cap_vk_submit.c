@@ -162,20 +162,19 @@ static int page_pending(const struct cap_mem *m, uint64_t a, uint64_t b)
     return 0;
 }
 
-static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_ev ***tail,
-                          uint64_t now)
+/* A HOST_WRITE op of [a, b) of m whose bytes are already in data (a run buffer, owned). */
+static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, uint8_t *data,
+                          struct cap_ev ***tail, uint64_t now)
 {
     struct cap_ev *e = cap_ev_new(CAP_EV_OP);
     struct sbt_access *acc = malloc(sizeof *acc);
-    uint8_t *data = malloc(b - a);
     if (!e || !acc || !data) {
         cap_ev_free_chain(e);
         free(acc);
-        free(data);
+        cap_run_free(data);
         cap_fail("out of memory storing %llu bytes of host writes", (unsigned long long)(b - a));
         return;
     }
-    memcpy(data, m->map_base + a, b - a);
     *acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_WRITE};
     e->dev_id = m->o.dev->id;
     e->name = "host write";
@@ -187,11 +186,10 @@ static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_
     e->acc = acc;
     e->data = data;
     e->data_len = b - a;
+    e->data_pooled = 1;
     **tail = e;
     *tail = &e->next;
 }
-
-#define CAP_RUN_MAX (1u << 20) /* bytes per HOST_WRITE op: keeps blobs deduplicable */
 
 void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev ***tail,
                   uint64_t now)
@@ -204,7 +202,10 @@ void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev *
         hi = off + len;
     if (lo >= hi)
         return;
+    /* a changed page is copied into the run buffer right after it is hashed, while it is in
+     * cache: the mapping is read once */
     uint64_t run_a = 0, run_b = 0;
+    uint8_t *run = NULL;
     for (uint64_t p = lo / CAP_PAGE; p * CAP_PAGE < hi && p < m->n_pages; p++) {
         uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
         uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
@@ -227,18 +228,26 @@ void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev *
                 }
             }
         }
-        if (changed && run_b == a && run_b - run_a < CAP_RUN_MAX) {
+        if (changed && run_b > run_a && run_b == a && run_b - run_a < CAP_RUN_MAX) {
+            if (run)
+                memcpy(run + (a - run_a), m->map_base + a, b - a);
             run_b = b;
             continue;
         }
-        if (run_b > run_a)
-            host_write_op(m, run_a, run_b, tail, now);
+        if (run_b > run_a) {
+            host_write_op(m, run_a, run_b, run, tail, now);
+            run = NULL;
+        }
         run_a = run_b = changed ? a : 0;
-        if (changed)
+        if (changed) {
             run_b = b;
+            run = cap_run_alloc();
+            if (run)
+                memcpy(run, m->map_base + a, b - a);
+        }
     }
     if (run_b > run_a)
-        host_write_op(m, run_a, run_b, tail, now);
+        host_write_op(m, run_a, run_b, run, tail, now);
 }
 
 void cap_mem_scan_all(struct cap_dev *dev, struct cap_ev ***tail, uint64_t now)
@@ -267,6 +276,35 @@ static void refresh_pages(struct cap_mem *m, uint64_t a, uint64_t b)
     }
 }
 
+/* The digest of [a, b) of m, refreshing the page shadow of those pages in the same pass
+ * (each page is hashed for the shadow right after it went into the digest, in cache). */
+static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
+{
+    static sbt_hasher *h; /* cap.mu held */
+    if (!h && sbt_hasher_create(&h) < 0)
+        h = NULL;
+    if (!h) {
+        refresh_pages(m, a, b);
+        return sbt_hash_bytes(m->map_base + a, b - a);
+    }
+    sbt_hasher_reset(h);
+    for (uint64_t p = a / CAP_PAGE; p * CAP_PAGE < b; p++) {
+        uint64_t sa = p * CAP_PAGE > a ? p * CAP_PAGE : a;
+        uint64_t sb = (p + 1) * CAP_PAGE < b ? (p + 1) * CAP_PAGE : b;
+        sbt_hasher_update(h, m->map_base + sa, sb - sa);
+        if (p >= m->n_pages)
+            continue;
+        uint64_t x = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
+        uint64_t y = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
+                                                                 : m->map_off + m->map_len;
+        if (y > m->size)
+            y = m->size;
+        if (x < y)
+            m->page[p] = sbt_hash_bytes(m->map_base + x, y - x);
+    }
+    return sbt_hasher_digest(h);
+}
+
 static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_ev ***tail,
                          uint64_t now)
 {
@@ -284,13 +322,12 @@ static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_e
     e->op.kind = SBT_OP_HOST_READ;
     e->op.host_begin = e->op.host_end = now;
     e->op.bytes = b - a;
-    e->op.digest = sbt_hash_bytes(m->map_base + a, b - a);
+    e->op.digest = digest_refresh(m, a, b);
     e->op.flags = SBT_OPF_BYTES | SBT_OPF_DIGEST;
     e->op.n_access = 1;
     e->acc = acc;
     **tail = e;
     *tail = &e->next;
-    refresh_pages(m, a, b);
 }
 
 static int cmp_ivl(const void *a, const void *b)
@@ -914,10 +951,11 @@ static struct cap_blob *recording(struct xstate *x, struct cap_cmdbuf *cb)
 
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                                 const struct cap_submit_batch *b, uint32_t n, VkFence fence,
-                                int v2, uint64_t t0, uint64_t t1)
+                                int v2, uint64_t t0, uint64_t t1, struct cap_ev *pre)
 {
-    struct cap_ev *head = NULL, **tail = &head;
-    cap_mem_scan_all(dev, &tail, t0);
+    struct cap_ev *head = pre, **tail = &head;
+    while (*tail)
+        tail = &(*tail)->next;
     struct cap_ev *sub = cap_ev_new(CAP_EV_OP);
     if (!sub) {
         cap_ev_free_chain(head);

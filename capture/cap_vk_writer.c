@@ -90,11 +90,45 @@ struct cap_ev *cap_ev_new(uint32_t type)
     return e;
 }
 
+/* Run buffers: CAP_RUN_MAX plus a page (a run may start mid-page and grow by a page past
+ * CAP_RUN_MAX - 1 bytes). At most RUN_KEEP are kept (64 MiB: one large upload in flight). */
+#define RUN_BYTES (CAP_RUN_MAX + CAP_PAGE)
+#define RUN_KEEP 64
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *run_free[RUN_KEEP];
+static uint32_t n_run_free;
+
+uint8_t *cap_run_alloc(void)
+{
+    uint8_t *p = NULL;
+    pthread_mutex_lock(&run_mu);
+    if (n_run_free)
+        p = run_free[--n_run_free];
+    pthread_mutex_unlock(&run_mu);
+    return p ? p : malloc(RUN_BYTES);
+}
+
+void cap_run_free(uint8_t *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&run_mu);
+    if (n_run_free < RUN_KEEP) {
+        run_free[n_run_free++] = p;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&run_mu);
+    free(p);
+}
+
 static void ev_free(struct cap_ev *e)
 {
     free(e->acc);
     free(e->payload);
-    free(e->data);
+    if (e->data_pooled)
+        cap_run_free(e->data);
+    else
+        free(e->data);
     free(e->str);
     for (uint32_t i = 0; i < e->n_recs; i++)
         cap_blob_unref(e->recs[i]);

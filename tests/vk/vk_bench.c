@@ -1,0 +1,187 @@
+/*
+ * tests/vk/vk_bench.c — the workloads of bench/vk_capture_overhead.sh (capture overhead side
+ * by side with GFXReconstruct), also runnable on their own:
+ *
+ *   vk_bench dispatch [--reuse]  20,000 small dispatches in 100 submissions of 200, each with
+ *                                its push constants and a barrier; a fence wait per submission.
+ *                                The command buffer is re-recorded for every submission, or
+ *                                recorded once and resubmitted with --reuse.
+ *   vk_bench data                4 rounds over 64 MiB buffers: the host writes 64 MiB through a
+ *                                mapping, one dispatch transforms it, the host reads 64 MiB back.
+ *
+ * Prints a checksum of everything read back, so runs with and without capture compare.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/vk/vkt.h"
+
+#define N_SUBMITS 100u
+#define N_PER_SUBMIT 200u
+#define SMALL_N 256u              /* elements per small dispatch */
+#define BIG_BYTES (64u << 20)     /* data workload buffers */
+#define BIG_N (BIG_BYTES / 4u)    /* elements */
+#define ROW_GROUPS 4096u          /* groups per row of the 2D grid */
+#define N_ROUNDS 4u
+
+static uint64_t sum64(uint64_t h, const void *p, size_t n)
+{
+    const uint64_t *w = p;
+    for (size_t i = 0; i < n / 8; i++)
+        h = (h ^ w[i]) * 0x100000001b3ull + (h >> 29);
+    return h;
+}
+
+static void barrier(VkCommandBuffer cb)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &mb, 0, NULL, 0, NULL);
+}
+
+struct ctx {
+    struct vkt v;
+    struct vkt_pipe p;
+    VkDescriptorPool pool;
+    VkDescriptorSet set;
+    VkCommandPool cpool;
+    VkCommandBuffer cb;
+    VkFence fence;
+};
+
+static void setup(struct ctx *c, const char *argv0, struct vkt_buf *in, struct vkt_buf *out)
+{
+    VkDescriptorType t[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    vkt_pipeline(&c->v, "bench", 2, t, 8, NULL, &c->p);
+    (void)argv0;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+    VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = 1,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &size};
+    VKT_CHECK(vkCreateDescriptorPool(c->v.dev, &dpci, NULL, &c->pool));
+    VkDescriptorSetAllocateInfo dsai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                        .descriptorPool = c->pool,
+                                        .descriptorSetCount = 1,
+                                        .pSetLayouts = &c->p.dsl};
+    VKT_CHECK(vkAllocateDescriptorSets(c->v.dev, &dsai, &c->set));
+    VkDescriptorBufferInfo bi[] = {{in->buf, 0, VK_WHOLE_SIZE}, {out->buf, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                              .dstSet = c->set,
+                              .dstBinding = 0,
+                              .descriptorCount = 2,
+                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              .pBufferInfo = bi};
+    vkUpdateDescriptorSets(c->v.dev, 1, &w, 0, NULL);
+    VkCommandPoolCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                    .queueFamilyIndex = c->v.family};
+    VKT_CHECK(vkCreateCommandPool(c->v.dev, &cpci, NULL, &c->cpool));
+    VkCommandBufferAllocateInfo cbai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                        .commandPool = c->cpool,
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                        .commandBufferCount = 1};
+    VKT_CHECK(vkAllocateCommandBuffers(c->v.dev, &cbai, &c->cb));
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKT_CHECK(vkCreateFence(c->v.dev, &fci, NULL, &c->fence));
+}
+
+static void begin(struct ctx *c)
+{
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VKT_CHECK(vkBeginCommandBuffer(c->cb, &bi));
+    vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->p.pipe);
+    vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->p.layout, 0, 1, &c->set, 0,
+                            NULL);
+}
+
+static void submit_wait(struct ctx *c)
+{
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &c->cb};
+    VKT_CHECK(vkQueueSubmit(c->v.queue[0], 1, &si, c->fence));
+    VKT_CHECK(vkWaitForFences(c->v.dev, 1, &c->fence, VK_TRUE, UINT64_MAX));
+    VKT_CHECK(vkResetFences(c->v.dev, 1, &c->fence));
+}
+
+static void record_small(struct ctx *c, uint32_t s)
+{
+    begin(c);
+    for (uint32_t i = 0; i < N_PER_SUBMIT; i++) {
+        uint32_t pc[2] = {s * N_PER_SUBMIT + i, SMALL_N};
+        vkCmdPushConstants(c->cb, c->p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
+        vkCmdDispatch(c->cb, SMALL_N / 64, 1, 1);
+        barrier(c->cb);
+    }
+    VKT_CHECK(vkEndCommandBuffer(c->cb));
+}
+
+static uint64_t dispatch_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out, int reuse)
+{
+    uint32_t *p = in->map;
+    for (uint32_t i = 0; i < SMALL_N; i++)
+        p[i] = i * 7u + 1u;
+    uint64_t h = 0;
+    for (uint32_t s = 0; s < N_SUBMITS; s++) {
+        if (!reuse || s == 0)
+            record_small(c, s);
+        submit_wait(c);
+        h = sum64(h, out->map, SMALL_N * 4);
+    }
+    return h;
+}
+
+static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out)
+{
+    uint64_t h = 0;
+    for (uint32_t r = 0; r < N_ROUNDS; r++) {
+        uint32_t *p = in->map;
+        for (uint32_t i = 0; i < BIG_N; i++)
+            p[i] = (i ^ (r << 20)) * 2246822519u;
+        begin(c);
+        uint32_t pc[2] = {r, BIG_N};
+        vkCmdPushConstants(c->cb, c->p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
+        vkCmdDispatch(c->cb, ROW_GROUPS, BIG_N / 64 / ROW_GROUPS, 1);
+        barrier(c->cb);
+        VKT_CHECK(vkEndCommandBuffer(c->cb));
+        submit_wait(c);
+        h = sum64(h, out->map, BIG_BYTES);
+    }
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int reuse = argc > 2 && !strcmp(argv[2], "--reuse");
+    if (strcmp(mode, "dispatch") && strcmp(mode, "data")) {
+        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data\n");
+        return 2;
+    }
+    int data = !strcmp(mode, "data");
+    struct ctx c;
+    memset(&c, 0, sizeof c);
+    vkt_init(&c.v, argv[0], 1);
+    struct vkt_buf in, out;
+    VkDeviceSize size = data ? BIG_BYTES : SMALL_N * 4;
+    vkt_buffer(&c.v, size, 1, &in);
+    vkt_buffer(&c.v, size, 1, &out);
+    setup(&c, argv[0], &in, &out);
+    uint64_t h = data ? data_heavy(&c, &in, &out) : dispatch_heavy(&c, &in, &out, reuse);
+    printf("vk_bench %s checksum %016" PRIx64 "\n", mode, h);
+    VKT_CHECK(vkDeviceWaitIdle(c.v.dev));
+    vkDestroyFence(c.v.dev, c.fence, NULL);
+    vkDestroyCommandPool(c.v.dev, c.cpool, NULL);
+    vkDestroyDescriptorPool(c.v.dev, c.pool, NULL);
+    vkt_pipeline_free(&c.v, &c.p);
+    vkt_buffer_free(&c.v, &in);
+    vkt_buffer_free(&c.v, &out);
+    vkt_done(&c.v);
+    return 0;
+}
