@@ -17,7 +17,7 @@ static const char replay_help[] =
     "usage: reprise replay TRACE --mode dry-run|full [--time-range A:B] [--ops A:B]\n"
     "                            [--stream S] [--json F]\n"
     "                            [--verify none|end|submit|op] [--runs N] [-o result.sbt]\n"
-    "                            [--device N] [--dump DIR]\n\n"
+    "                            [--device N] [--dump DIR] [--timing op|none]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -41,7 +41,10 @@ static const char replay_help[] =
     "                     same seq numbers as TRACE); run k > 1 goes to FILE-stem.k.sbt\n"
     "  --device N         full: device index as `reprise devices` lists them (default 0)\n"
     "  --dump DIR         full: write the bytes the program read back, and at --verify op each\n"
-    "                     op's outputs, to DIR/<op seq>.bin (first run)\n\n"
+    "                     op's outputs, to DIR/<op seq>.bin (first run)\n"
+    "  --timing T         full: op (default: device timestamps around each op, where the queue\n"
+    "                     has them) or none (host times only; lavapipe drains the queue at each\n"
+    "                     timestamp, so none is the faster replay there)\n\n"
     "Exit codes: 0 replayable / replayed and verified, 1 an output differs from the capture's\n"
     "(or between runs), 2 usage, 3 not replayable (errors found, unsupported op, corrupt\n"
     "trace), 4 no device or driver, 5 internal error.\n";
@@ -284,6 +287,7 @@ out:
 
 struct full_opts {
     int verify;
+    uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
 };
@@ -319,7 +323,8 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
                         &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
                                      .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
                                      .out_path = fo->out, .dump_dir = fo->dump,
-                                     .source_path = path, .progress = full_progress),
+                                     .source_path = path, .progress = full_progress,
+                                     .timing = fo->timing),
                         &res);
     cli_progress_end();
     if (st < 0) {
@@ -390,6 +395,7 @@ int cli_replay(int argc, char **argv)
                                        {"runs", required_argument, 0, 'R'},
                                        {"device", required_argument, 0, 'D'},
                                        {"dump", required_argument, 0, 'U'},
+                                       {"timing", required_argument, 0, 'T'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
@@ -418,6 +424,12 @@ int cli_replay(int argc, char **argv)
             break;
         case 'U':
             fo.dump = optarg;
+            full_only = 1;
+            break;
+        case 'T':
+            if (strcmp(optarg, "op") && strcmp(optarg, "none"))
+                return cli_usage("replay", "--timing '%s': expected op or none", optarg);
+            fo.timing = !strcmp(optarg, "none") ? REPLAY_TIMING_NONE : REPLAY_TIMING_OP;
             full_only = 1;
             break;
         case 'm':
@@ -459,6 +471,6 @@ int cli_replay(int argc, char **argv)
     if (strcmp(mode, "dry-run"))
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
     if (full_only)
-        return cli_usage("replay", "--verify, --runs, -o, --device and --dump need --mode full");
+        return cli_usage("replay", "--verify, --runs, -o, --device, --dump and --timing need --mode full");
     return dry_run(argv[optind], &cr, json);
 }

@@ -125,7 +125,11 @@ struct replay_opts {
     const struct replay_backend *backend_impl;
     /* Progress (ops done of total) now and then; NULL for none. */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    /* Device timestamps around each timed op: REPLAY_TIMING_OP (0, default) or
+     * REPLAY_TIMING_NONE (host times only: on lavapipe each timestamp drains the queue). */
+    uint32_t timing;
 };
+enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
 #define REPLAY_OPTS(...) ((struct replay_opts){.sz = sizeof(struct replay_opts), __VA_ARGS__})
 
 /* Per run. Times in ns of wall clock. */

@@ -717,7 +717,7 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         e.dump_ok = 1;
     }
 
-    struct replay_bk_opts bo = {.device = o.device, .verify = o.verify};
+    struct replay_bk_opts bo = {.device = o.device, .verify = o.verify, .timing = o.timing};
     struct replay_bk_cb cb = {.done = on_done, .eng = &e};
     struct replay_device_info di = {0};
     if ((st = bk->open(r, &bo, &cb, &di, &e.be)) < 0)

@@ -67,6 +67,7 @@ struct replay_bk_opts {
     uint32_t device; /* index among the backend's devices (replay_device_info.index) */
     uint32_t verify; /* enum replay_verify of the run: a backend may skip timestamp or
                         read-back setup it will not need */
+    uint32_t timing; /* enum replay_timing: REPLAY_TIMING_NONE = no device timestamps */
 };
 
 /* What the engine asks for one op. */

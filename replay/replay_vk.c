@@ -754,7 +754,7 @@ static int vk_open(sbt_reader *r, const struct replay_bk_opts *o, const struct r
         struct rq *q = &b->q[i];
         q->family = qmap_fam[i];
         vkGetDeviceQueue(b->dev, qmap_fam[i], qmap_idx[i], &q->q);
-        q->ts = b->fam[q->family].timestampValidBits > 0;
+        q->ts = b->fam[q->family].timestampValidBits > 0 && o->timing != REPLAY_TIMING_NONE;
         VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                        .queueFamilyIndex = q->family};
