@@ -322,9 +322,8 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     int st = replay_run(r,
                         &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
                                      .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
-                                     .out_path = fo->out, .dump_dir = fo->dump,
-                                     .source_path = path, .progress = full_progress,
-                                     .timing = fo->timing),
+                                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
+                                     .progress = full_progress, .timing = fo->timing),
                         &res);
     cli_progress_end();
     if (st < 0) {
@@ -354,8 +353,7 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     }
     printf("verify      %s: %" PRIu64 " digests, %" PRIu64 " compared with the capture, %" PRIu64
            " differ",
-           replay_verify_name((uint32_t)fo->verify), res.n_digests, res.n_compared,
-           res.n_mismatch);
+           replay_verify_name((uint32_t)fo->verify), res.n_digests, res.n_compared, res.n_mismatch);
     if (res.n_mismatch)
         printf(" (first at op %" PRIu64 ")", res.first_mismatch);
     printf("\n");
@@ -386,18 +384,13 @@ out:
 
 int cli_replay(int argc, char **argv)
 {
-    static const struct option lo[] = {{"mode", required_argument, 0, 'm'},
-                                       {"time-range", required_argument, 0, 't'},
-                                       {"ops", required_argument, 0, 'P'},
-                                       {"stream", required_argument, 0, 's'},
-                                       {"json", required_argument, 0, 'j'},
-                                       {"verify", required_argument, 0, 'V'},
-                                       {"runs", required_argument, 0, 'R'},
-                                       {"device", required_argument, 0, 'D'},
-                                       {"dump", required_argument, 0, 'U'},
-                                       {"timing", required_argument, 0, 'T'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"mode", required_argument, 0, 'm'}, {"time-range", required_argument, 0, 't'},
+        {"ops", required_argument, 0, 'P'},  {"stream", required_argument, 0, 's'},
+        {"json", required_argument, 0, 'j'}, {"verify", required_argument, 0, 'V'},
+        {"runs", required_argument, 0, 'R'}, {"device", required_argument, 0, 'D'},
+        {"dump", required_argument, 0, 'U'}, {"timing", required_argument, 0, 'T'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *mode = "dry-run", *json = NULL;
     struct full_opts fo = {.verify = REPLAY_VERIFY_END, .runs = 1};
@@ -471,6 +464,7 @@ int cli_replay(int argc, char **argv)
     if (strcmp(mode, "dry-run"))
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
     if (full_only)
-        return cli_usage("replay", "--verify, --runs, -o, --device, --dump and --timing need --mode full");
+        return cli_usage("replay",
+                         "--verify, --runs, -o, --device, --dump and --timing need --mode full");
     return dry_run(argv[optind], &cr, json);
 }
