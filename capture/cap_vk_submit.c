@@ -26,6 +26,10 @@
  *
  * Limits (documented in the report): host writes to a page that device work of an unfinished
  * submission also writes are attributed to the device; digests cover host-visible memory only.
+ * Indirect dispatches get their group counts at submit when the arguments sit in mapped
+ * host-visible memory no unfinished device work writes (the usual case: the host wrote them);
+ * arguments produced on the device, or in memory the program has not mapped, are not read
+ * (grid 0, DISPATCH "groups known" 0): replay takes them from the buffer it rebuilt.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -581,6 +585,27 @@ static uint32_t binding_mode(const struct cap_pipeline *p, uint32_t set, uint32_
     return 0;
 }
 
+/* The group counts of an indirect dispatch when they can be known at submit: the arguments
+ * lie in host-visible memory the program has mapped, and no device work of this or an
+ * unfinished submission writes them (host writes were scanned just before the submit, so
+ * the mapping holds what the device will read). 1 with out[] set, else 0. */
+static int indirect_groups(const struct cap_buf *b, uint64_t off, uint32_t out[3])
+{
+    const struct cap_mem *m = b ? b->mem : NULL;
+    if (!m || !m->mapped || !m->map_base || off > b->size ||
+        b->size - off < sizeof(VkDispatchIndirectCommand))
+        return 0;
+    uint64_t a = b->mem_off + off, e = a + sizeof(VkDispatchIndirectCommand);
+    if (a < m->map_off || e > m->map_off + m->map_len || e > m->size || page_pending(m, a, e))
+        return 0;
+    VkDispatchIndirectCommand c;
+    memcpy(&c, m->map_base + a, sizeof c);
+    out[0] = c.x;
+    out[1] = c.y;
+    out[2] = c.z;
+    return 1;
+}
+
 static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, uint64_t ind_off,
                         uint32_t index)
 {
@@ -590,10 +615,13 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
         return;
     }
     struct cap_buf *ib = ind_buf ? cap_obj_find(ind_buf, CAP_T_BUF) : NULL;
+    uint32_t ig[3] = {0, 0, 0};
+    int ig_known = ib && indirect_groups(ib, ind_off, ig);
     sbt_vk_enc_rec(&x->pay, SBT_VK_DISPATCH,
                    (uint64_t[]){p->o.id, id_of(p->layout_handle, CAP_T_PLAYOUT), g[0], g[1], g[2],
-                                g[3], g[4], g[5], ib ? ib->o.id : 0, ind_off, x->cb->o.id, index},
-                   12, x->push, x->push_hi);
+                                g[3], g[4], g[5], ib ? ib->o.id : 0, ind_off, x->cb->o.id, index,
+                                ig_known, ig[0], ig[1], ig[2]},
+                   ib ? 16 : 12, x->push, x->push_hi);
     if (ib)
         add_acc(x, ib, ind_off, sizeof(VkDispatchIndirectCommand), SBT_ACCESS_READ);
     for (uint32_t si = 0; si < CAP_MAX_SETS; si++) {
@@ -644,7 +672,7 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
     e->kernel_id = p->o.id;
     e->op.flags |= SBT_OPF_GEOM;
     for (int d = 0; d < 3; d++) {
-        e->op.grid[d] = ind_buf ? 0 : (uint32_t)g[3 + d];
+        e->op.grid[d] = ind_buf ? ig[d] : (uint32_t)g[3 + d];
         e->op.block[d] = p->local[d];
     }
 }

@@ -141,7 +141,11 @@ enum sbt_vk_kind {
     /* ---- per-op payloads (self-contained) --------------------------------------------------- */ \
     /* pipeline id, layout id, base x, y, z, groups x, y, z, indirect buffer id (0 = direct),     \
        indirect offset, command buffer id, command index in its recording; bytes: the push    \
-       constant block as set when the dispatch was recorded (offset 0 .. highest byte set) */   \
+       constant block as set when the dispatch was recorded (offset 0 .. highest byte set).      \
+       Indirect dispatches append: groups known (1 = read at submit from host-visible memory    \
+       no unfinished device work writes; 0 = not known at capture: written by the device, or    \
+       not mapped), groups x, y, z read (the op's grid too). Replay reads the indirect buffer   \
+       it rebuilt either way; the counts are for view/analyze and for checking. */             \
     X(DISPATCH, 80)                                                                              \
     /* set, binding, array element, VkDescriptorType, buffer id, memory id, offset in buffer     \
        (dynamic offset applied), range (resolved, never VK_WHOLE_SIZE), access mode */          \

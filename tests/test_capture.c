@@ -135,6 +135,10 @@ static void capture_and_check(const struct expect *x)
         }
         if (op->kind == SBT_OP_KERNEL && op->n_access && (op->flags & SBT_OPF_PAYLOAD))
             kernels_with_access++;
+        /* the programs write their indirect arguments from the host: geometry is known */
+        if (op->kind == SBT_OP_KERNEL)
+            cr_assert(op->grid[0] && op->grid[1] && op->grid[2], "op %llu: grid %ux%ux%u",
+                      (unsigned long long)op->seq, op->grid[0], op->grid[1], op->grid[2]);
     }
     sbt_cursor_close(c);
     cr_assert_geq(reads, 1);

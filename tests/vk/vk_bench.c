@@ -167,6 +167,7 @@ int main(int argc, char **argv)
     int data = !strcmp(mode, "data");
     struct ctx c;
     memset(&c, 0, sizeof c);
+    vkt_clean_structs = 1; /* GFXReconstruct runs this too */
     vkt_init(&c.v, argv[0], 1);
     struct vkt_buf in, out;
     VkDeviceSize size = data ? BIG_BYTES : SMALL_N * 4;

@@ -122,6 +122,8 @@ void vkt_buffer_free(struct vkt *v, struct vkt_buf *b)
     vkFreeMemory(v->dev, b->mem, NULL);
 }
 
+int vkt_clean_structs;
+
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
 {
@@ -147,7 +149,8 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
                                               /* left as garbage on purpose: the spec says
                                                  it is ignored for buffer descriptors */
-                                              .pImmutableSamplers = (const VkSampler *)16};
+                                              .pImmutableSamplers =
+                                                  vkt_clean_structs ? NULL : (const VkSampler *)16};
     VkDescriptorSetLayoutCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
         .bindingCount = n,

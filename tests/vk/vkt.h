@@ -53,6 +53,10 @@ struct vkt_pipe {
     VkPipeline pipe;
     VkShaderModule mod;
 };
+/* Set to 1 to leave ignored pointers NULL instead of garbage (pImmutableSamplers on buffer
+ * bindings): the benchmark runs other capture tools, and GFXReconstruct 0.9.18 crashes on the
+ * garbage the specification allows. */
+extern int vkt_clean_structs;
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out);
 void vkt_pipeline_free(struct vkt *v, struct vkt_pipe *p);
