@@ -1077,3 +1077,90 @@ Test(graph, old_events_are_forgotten_not_reported)
     free(e);
     sbt_reader_close(r);
 }
+
+/* ========================================================================================== */
+/* The held-node machinery on random sync-heavy op streams (through the push API)             */
+/* ========================================================================================== */
+
+struct topo {
+    uint8_t seen[400];
+    uint32_t n;
+    int bad;
+    char why[200];
+};
+
+static int topo_node(void *ctx, struct sched_node *n)
+{
+    struct topo *t = ctx;
+    uint64_t s = n->op->seq;
+    if (s >= 400 || t->seen[s]) {
+        t->bad = 1;
+        snprintf(t->why, sizeof t->why, "op %" PRIu64 " delivered twice", s);
+        return 0;
+    }
+    for (uint32_t i = 0; i < n->n_in && !t->bad; i++) {
+        const struct sched_edge *e = &n->in[i];
+        if (e->flags & SCHED_EDGE_BROKEN)
+            continue;
+        if (e->from >= 400 || !t->seen[e->from] || e->from_val != e->from + 1) {
+            t->bad = 1;
+            snprintf(t->why, sizeof t->why,
+                     "op %" PRIu64 " before its predecessor %" PRIu64 " (%s), val %" PRIu64, s,
+                     e->from, sched_dep_name(e->reason), e->from_val);
+        }
+    }
+    t->seen[s] = 1;
+    t->n++;
+    n->val = s + 1;
+    return 0;
+}
+
+ParameterizedTestParameters(graph, random_sync_topological)
+{
+    static uint64_t seeds[60];
+    for (int i = 0; i < 60; i++)
+        seeds[i] = 7000 + (uint64_t)i;
+    return cr_make_param_array(uint64_t, seeds, 60);
+}
+
+ParameterizedTest(uint64_t *seed, graph, random_sync_topological)
+{
+    struct opspec none[] = {KERN0(1, 1)};
+    sbt_reader *r = build(none, 1);
+    rng_state = *seed;
+    struct topo t = {0};
+    struct sched_visitor v = {.node = topo_node, .ctx = &t};
+    sched_graph *g;
+    uint64_t held = *seed % 3 == 0 ? 8 : 0; /* some runs give up on waits early */
+    cr_assert(eq(int, sched_graph_create(r, &SCHED_GRAPH_OPTS(.max_held_ops = held), &v, &g), 0));
+    static const uint32_t kinds[] = {TL, TL, BIN, FENCE, SBT_SYNC_EVENT};
+    for (uint64_t s = 0; s < 400; s++) {
+        struct sbt_access acc = {1 + rnd() % 3, rnd() % 32, 1 + rnd() % 32, 1 + rnd() % 3};
+        struct sbt_op op = {.seq = s, .stream = 1 + (uint32_t)(rnd() % 5), .kind = SBT_OP_KERNEL};
+        uint64_t k = rnd() % 10;
+        if (k < 3) {
+            op.n_access = 1, op.access = &acc;
+        } else if (k < 5) {
+            op.kind = SBT_OP_SIGNAL, op.subkind = kinds[rnd() % 5];
+            op.obj = 1 + rnd() % 3, op.value = 1 + rnd() % 12;
+        } else if (k < 7) {
+            op.kind = SBT_OP_WAIT, op.subkind = kinds[rnd() % 5];
+            op.obj = 1 + rnd() % 3, op.value = 1 + rnd() % 12;
+        } else if (k < 8) {
+            op.kind = rnd() % 2 ? SBT_OP_EVENT_RECORD : SBT_OP_EVENT_WAIT, op.obj = rnd() % 3;
+        } else if (k < 9) {
+            op.kind = rnd() % 2 ? SBT_OP_STREAM_SYNC : SBT_OP_DEVICE_SYNC, op.obj = 1 + rnd() % 5;
+            op.stream = 4;
+        } else {
+            op.kind = rnd() % 2 ? SBT_OP_ALLOC : SBT_OP_FREE, op.resource = 1 + rnd() % 3;
+            op.flags = SBT_OPF_BYTES, op.bytes = 64, op.stream = 4;
+        }
+        int st = sched_graph_add(g, &op);
+        cr_assert(eq(int, st, 0), "seed %" PRIu64 " op %" PRIu64 ": %s", *seed, s, sched_errmsg());
+    }
+    cr_assert(eq(int, sched_graph_finish(g), 0), "%s", sched_errmsg());
+    cr_assert(eq(int, t.bad, 0), "seed %" PRIu64 ": %s", *seed, t.why);
+    cr_assert(eq(u32, t.n, 400), "seed %" PRIu64 ": every op delivered once", *seed);
+    sched_graph_destroy(g);
+    sbt_reader_close(r);
+}
