@@ -145,87 +145,90 @@ static double pct(uint64_t a, uint64_t b)
     return b ? 100.0 * (double)a / (double)b : 0.0;
 }
 
-static void print_analysis(sbt_reader *r, const struct sched_sim_result *res,
+static void print_analysis(FILE *tx, sbt_reader *r, const struct sched_sim_result *res,
                            const struct sched_graph_stats *gs, uint32_t top)
 {
     char b[6][32];
-    printf("ops         %" PRIu64 " (%" PRIu64 " timed); predicted makespan %s, captured %s\n",
-           res->n_ops, res->n_timed, cli_fmt_ns((double)res->makespan_ns, b[0], 32),
-           cli_fmt_ns((double)res->captured_ns, b[1], 32));
-    printf("validation  %" PRIu64 " errors, %" PRIu64 " warnings (details: reprise replay TRACE "
-           "--mode dry-run)\n",
-           gs->n_errors, gs->n_warnings);
-    printf("concurrency max %u at %s, mean %.2f device ops at once\n", res->max_concurrency,
-           cli_fmt_ns((double)res->max_concurrency_at, b[0], 32), res->mean_concurrency);
+    fprintf(tx, "ops         %" PRIu64 " (%" PRIu64 " timed); predicted makespan %s, captured %s\n",
+            res->n_ops, res->n_timed, cli_fmt_ns((double)res->makespan_ns, b[0], 32),
+            cli_fmt_ns((double)res->captured_ns, b[1], 32));
+    fprintf(tx,
+            "validation  %" PRIu64 " errors, %" PRIu64 " warnings (details: reprise replay TRACE "
+            "--mode dry-run)\n",
+            gs->n_errors, gs->n_warnings);
+    fprintf(tx, "concurrency max %u at %s, mean %.2f device ops at once\n", res->max_concurrency,
+            cli_fmt_ns((double)res->max_concurrency_at, b[0], 32), res->mean_concurrency);
 
-    printf("\nkernels and other timed ops (by total time)\n");
-    printf("  %-48s %8s %10s %10s %10s %10s %7s  %s\n", "name", "count", "total", "mean", "min",
-           "max", "crit%", "geometry (grid / block)");
+    fprintf(tx, "\nkernels and other timed ops (by total time)\n");
+    fprintf(tx, "  %-48s %8s %10s %10s %10s %10s %7s  %s\n", "name", "count", "total", "mean",
+            "min", "max", "crit%", "geometry (grid / block)");
     for (uint32_t i = 0; i < res->n_kernels && (!top || i < top); i++) {
         const struct sched_kernel_row *k = &res->kernels[i];
         char nm[49];
         snprintf(nm, sizeof nm, "%s", k->name);
         if (strlen(k->name) > 48)
             memcpy(nm + 45, "...", 4);
-        printf("  %-48s %8" PRIu64 " %10s %10s %10s %10s %6.1f%%", nm, k->count,
-               cli_fmt_ns((double)k->total_ns, b[0], 32), cli_fmt_ns(k->mean_ns, b[1], 32),
-               cli_fmt_ns((double)k->min_ns, b[2], 32), cli_fmt_ns((double)k->max_ns, b[3], 32),
-               pct(k->crit_ns, res->makespan_ns));
+        fprintf(tx, "  %-48s %8" PRIu64 " %10s %10s %10s %10s %6.1f%%", nm, k->count,
+                cli_fmt_ns((double)k->total_ns, b[0], 32), cli_fmt_ns(k->mean_ns, b[1], 32),
+                cli_fmt_ns((double)k->min_ns, b[2], 32), cli_fmt_ns((double)k->max_ns, b[3], 32),
+                pct(k->crit_ns, res->makespan_ns));
         if (k->kernel || k->grid[0])
-            printf("  %ux%ux%u / %ux%ux%u%s", k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                   k->block[1], k->block[2], k->n_geoms > 1 ? " (varies)" : "");
-        printf("\n");
+            fprintf(tx, "  %ux%ux%u / %ux%ux%u%s", k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                    k->block[1], k->block[2], k->n_geoms > 1 ? " (varies)" : "");
+        fprintf(tx, "\n");
     }
     if (top && res->n_kernels > top)
-        printf("  ... %u more rows (--top 0 or --json F for all)\n", res->n_kernels - top);
+        fprintf(tx, "  ... %u more rows (--top 0 or --json F for all)\n", res->n_kernels - top);
 
-    printf("\ncritical path: %" PRIu64 " timed ops, %s = %.1f%% of the predicted makespan\n",
-           res->crit_n_ops, cli_fmt_ns((double)res->crit_busy_ns, b[0], 32),
-           pct(res->crit_busy_ns, res->makespan_ns));
+    fprintf(tx, "\ncritical path: %" PRIu64 " timed ops, %s = %.1f%% of the predicted makespan\n",
+            res->crit_n_ops, cli_fmt_ns((double)res->crit_busy_ns, b[0], 32),
+            pct(res->crit_busy_ns, res->makespan_ns));
     uint32_t shown = 0;
-    printf("  %10s %12s %10s %7s  %-6s %s\n", "seq", "start", "duration", "share", "stream", "op");
+    fprintf(tx, "  %10s %12s %10s %7s  %-6s %s\n", "seq", "start", "duration", "share", "stream",
+            "op");
     for (uint32_t i = 0; i < res->n_crit && (!top || shown < top); i++) {
         const struct sched_crit_op *c = &res->crit[i];
         if (!c->dur_ns)
             continue;
         const char *n = sbt_reader_string(r, c->name);
-        printf("  %10" PRIu64 " %12s %10s %6.2f%%  %-6u %s %.60s\n", c->seq,
-               cli_fmt_ns((double)c->start_ns, b[0], 32), cli_fmt_ns((double)c->dur_ns, b[1], 32),
-               pct(c->dur_ns, res->makespan_ns), c->stream, sbt_op_kind_name(c->kind), n ? n : "");
+        fprintf(tx, "  %10" PRIu64 " %12s %10s %6.2f%%  %-6u %s %.60s\n", c->seq,
+                cli_fmt_ns((double)c->start_ns, b[0], 32), cli_fmt_ns((double)c->dur_ns, b[1], 32),
+                pct(c->dur_ns, res->makespan_ns), c->stream, sbt_op_kind_name(c->kind), n ? n : "");
         shown++;
     }
     if (res->crit_n_ops > shown)
-        printf("  ... %" PRIu64 " more ops on the path (--json F lists the first 1000)\n",
-               res->crit_n_ops - shown);
+        fprintf(tx, "  ... %" PRIu64 " more ops on the path (--json F lists the first 1000)\n",
+                res->crit_n_ops - shown);
 
-    printf("\nstreams (utilisation = busy / predicted makespan)\n");
-    printf("  %6s %-24s %6s %10s %10s %7s %8s %10s %10s\n", "stream", "name", "device", "ops",
-           "busy", "util", "gaps", "idle", "max gap");
+    fprintf(tx, "\nstreams (utilisation = busy / predicted makespan)\n");
+    fprintf(tx, "  %6s %-24s %6s %10s %10s %7s %8s %10s %10s\n", "stream", "name", "device", "ops",
+            "busy", "util", "gaps", "idle", "max gap");
     for (uint32_t i = 0; i < res->n_streams; i++) {
         const struct sched_stream_row *s = &res->streams[i];
         const struct sbt_stream *t = sbt_reader_stream(r, s->stream);
         const char *n = t ? sbt_reader_string(r, t->name) : "?";
-        printf("  %6u %-24.24s %6u %10" PRIu64 " %10s %6.1f%% %8" PRIu64 " %10s %10s\n", s->stream,
-               n ? n : "", s->device, s->n_ops, cli_fmt_ns((double)s->busy_ns, b[0], 32),
-               pct(s->busy_ns, res->makespan_ns), s->n_gaps,
-               cli_fmt_ns((double)s->gap_ns, b[1], 32),
-               cli_fmt_ns((double)s->max_gap_ns, b[2], 32));
+        fprintf(tx, "  %6u %-24.24s %6u %10" PRIu64 " %10s %6.1f%% %8" PRIu64 " %10s %10s\n",
+                s->stream, n ? n : "", s->device, s->n_ops,
+                cli_fmt_ns((double)s->busy_ns, b[0], 32), pct(s->busy_ns, res->makespan_ns),
+                s->n_gaps, cli_fmt_ns((double)s->gap_ns, b[1], 32),
+                cli_fmt_ns((double)s->max_gap_ns, b[2], 32));
     }
-    printf("\ndevices (busy = at least one of its streams running)\n");
-    printf("  %6s %10s %7s %8s %10s %10s %12s\n", "device", "busy", "util", "gaps", "idle",
-           "max gap", "at");
+    fprintf(tx, "\ndevices (busy = at least one of its streams running)\n");
+    fprintf(tx, "  %6s %10s %7s %8s %10s %10s %12s\n", "device", "busy", "util", "gaps", "idle",
+            "max gap", "at");
     for (uint32_t i = 0; i < res->n_devices; i++) {
         const struct sched_device_row *d = &res->devices[i];
-        printf("  %6u %10s %6.1f%% %8" PRIu64 " %10s %10s %12s\n", d->device,
-               cli_fmt_ns((double)d->busy_ns, b[0], 32), pct(d->busy_ns, res->makespan_ns),
-               d->n_gaps, cli_fmt_ns((double)d->gap_ns, b[1], 32),
-               cli_fmt_ns((double)d->max_gap_ns, b[2], 32),
-               cli_fmt_ns((double)d->max_gap_at, b[3], 32));
+        fprintf(tx, "  %6u %10s %6.1f%% %8" PRIu64 " %10s %10s %12s\n", d->device,
+                cli_fmt_ns((double)d->busy_ns, b[0], 32), pct(d->busy_ns, res->makespan_ns),
+                d->n_gaps, cli_fmt_ns((double)d->gap_ns, b[1], 32),
+                cli_fmt_ns((double)d->max_gap_ns, b[2], 32),
+                cli_fmt_ns((double)d->max_gap_at, b[3], 32));
     }
     if (res->late_intervals)
-        printf("\nnote: %" PRIu64
-               " intervals reached the concurrency sweep late and were clipped\n",
-               res->late_intervals);
+        fprintf(tx,
+                "\nnote: %" PRIu64
+                " intervals reached the concurrency sweep late and were clipped\n",
+                res->late_intervals);
 }
 
 int cli_analyze(int argc, char **argv)
@@ -304,7 +307,9 @@ int cli_analyze(int argc, char **argv)
         rc = cli_exit_for(st);
         goto out;
     }
-    print_analysis(r, sched_sim_result(sim), &gs, (uint32_t)top);
+    /* with --json -, JSON owns stdout and the tables go to stderr */
+    print_analysis(json && !strcmp(json, "-") ? stderr : stdout, r, sched_sim_result(sim), &gs,
+                   (uint32_t)top);
     if (json) {
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
         if (!f) {

@@ -115,7 +115,7 @@ static void both_finding(void *ctx, const struct sched_finding *f)
     on_finding(((struct both *)ctx)->rep, f);
 }
 
-static void print_findings(const struct report *rep, const struct sched_graph_stats *gs)
+static void print_findings(FILE *tx, const struct report *rep, const struct sched_graph_stats *gs)
 {
     uint64_t shown[SCHED_F__COUNT] = {0};
     for (int sev = SCHED_ERROR; sev >= SCHED_NOTE; sev--)
@@ -123,13 +123,13 @@ static void print_findings(const struct report *rep, const struct sched_graph_st
             const struct sched_finding *f = &rep->v[i].f;
             if ((int)f->severity != sev || shown[f->kind]++ >= SHOW_PER_KIND)
                 continue;
-            printf("  %-7s %s\n", sched_severity_name(f->severity), f->msg);
+            fprintf(tx, "  %-7s %s\n", sched_severity_name(f->severity), f->msg);
         }
     for (uint32_t k = 0; k < SCHED_F__COUNT; k++)
         if (gs->findings[k] > SHOW_PER_KIND)
-            printf("  ... %" PRIu64 " %s findings in all (%s); --json F lists up to 100\n",
-                   gs->findings[k], sched_finding_name(k),
-                   sched_severity_name(sched_finding_severity(k)));
+            fprintf(tx, "  ... %" PRIu64 " %s findings in all (%s); --json F lists up to 100\n",
+                    gs->findings[k], sched_finding_name(k),
+                    sched_severity_name(sched_finding_severity(k)));
 }
 
 static int write_json(const char *path, const char *trace, const sbt_reader *r,
@@ -237,30 +237,36 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     uint32_t ns = 0, nd = 0;
     sbt_reader_streams(r, &ns);
     sbt_reader_devices(r, &nd);
-    printf("trace       %s: %" PRIu64 " ops, %u streams on %u devices\n", path, in->n_ops, ns, nd);
-    printf("validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
-           " checked)\n",
-           gs.n_errors, gs.n_warnings, hi);
-    print_findings(&rep, &gs);
+    FILE *tx = json && !strcmp(json, "-") ? stderr : stdout; /* JSON owns stdout */
+    fprintf(tx, "trace       %s: %" PRIu64 " ops, %u streams on %u devices\n", path, in->n_ops, ns,
+            nd);
+    fprintf(tx,
+            "validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
+            " checked)\n",
+            gs.n_errors, gs.n_warnings, hi);
+    print_findings(tx, &rep, &gs);
     if (has_range) {
         if (sl.range_first == SCHED_NONE)
-            printf("range       empty: no op matches\n");
+            fprintf(tx, "range       empty: no op matches\n");
         else
-            printf("range       %" PRIu64 " ops, seq %" PRIu64 "..%" PRIu64 ", captured span %s\n",
-                   sl.range_ops, sl.range_first, sl.range_last,
-                   cli_fmt_ns((double)res->captured_ns, b[0], 32));
-        printf("slice       %" PRIu64 " ops, %s of uploads to replay first (everything before "
-               "the range: %" PRIu64 " ops, %s)\n",
-               sl.slice_ops, cli_fmt_bytes((double)sl.slice_upload_bytes, b[0], 32), sl.before_ops,
-               cli_fmt_bytes((double)sl.before_upload_bytes, b[1], 32));
+            fprintf(tx,
+                    "range       %" PRIu64 " ops, seq %" PRIu64 "..%" PRIu64 ", captured span %s\n",
+                    sl.range_ops, sl.range_first, sl.range_last,
+                    cli_fmt_ns((double)res->captured_ns, b[0], 32));
+        fprintf(tx,
+                "slice       %" PRIu64 " ops, %s of uploads to replay first (everything before "
+                "the range: %" PRIu64 " ops, %s)\n",
+                sl.slice_ops, cli_fmt_bytes((double)sl.slice_upload_bytes, b[0], 32), sl.before_ops,
+                cli_fmt_bytes((double)sl.before_upload_bytes, b[1], 32));
         if (sl.uninit_bytes)
-            printf("            the range reads %s that nothing before it wrote\n",
-                   cli_fmt_bytes((double)sl.uninit_bytes, b[0], 32));
+            fprintf(tx, "            the range reads %s that nothing before it wrote\n",
+                    cli_fmt_bytes((double)sl.uninit_bytes, b[0], 32));
     }
-    printf("predicted   %s for %" PRIu64 " ops (captured %s)\n",
-           cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
-           cli_fmt_ns((double)res->captured_ns, b[1], 32));
-    printf("result      %s\n", gs.n_errors ? "not replayable: see the errors above" : "replayable");
+    fprintf(tx, "predicted   %s for %" PRIu64 " ops (captured %s)\n",
+            cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
+            cli_fmt_ns((double)res->captured_ns, b[1], 32));
+    fprintf(tx, "result      %s\n",
+            gs.n_errors ? "not replayable: see the errors above" : "replayable");
     rc = gs.n_errors ? CLI_BADINPUT : CLI_OK;
     if (json) {
         int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim);
