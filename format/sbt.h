@@ -451,7 +451,8 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn report, void *ctx);
 uint64_t sbt_op_duration(const struct sbt_op *op);
 
 struct sbt_kstat {
-    uint32_t name; /* string id (kernel launches grouped by name) */
+    uint32_t name;   /* string id: the kernel's name, else the op's */
+    uint32_t kernel; /* kernel id the row groups; 0 when grouped by op name */
     uint64_t count;
     uint64_t total_ns, min_ns, max_ns;
     uint32_t grid[3], block[3]; /* of the first launch */

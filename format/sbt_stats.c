@@ -1,6 +1,6 @@
 /*
  * format/sbt_stats.c — per-kind counts and the kernel table over a range of ops, in one pass
- * with memory proportional to the number of distinct kernel names.
+ * with memory proportional to the number of distinct kernels and names.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +26,18 @@ int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_s
 {
     *out = NULL;
     struct sbt_stats *s = sbt__calloc(1, sizeof *s);
-    uint32_t n_names = sbt_reader_n_strings(r) + 1;
-    int32_t *slot = sbt__malloc(n_names * sizeof *slot); /* name id -> index in kernels */
+    /* launches group by kernel when the trace names one (two pipelines dispatched by the same
+     * API call are two rows), else by op name; slot: name ids, then kernel ids */
+    uint32_t n_names = sbt_reader_n_strings(r) + 1, n_kern;
+    sbt_reader_kernels(r, &n_kern);
+    int32_t *slot = sbt__malloc((n_names + n_kern + 1) * sizeof *slot);
     sbt_cursor *c = NULL;
     int st;
     if (!s || !slot) {
         st = sbt__fail(SBT_ENOMEM, "out of memory for statistics");
         goto fail;
     }
-    memset(slot, 0xff, n_names * sizeof *slot);
+    memset(slot, 0xff, (n_names + n_kern + 1) * sizeof *slot);
     if ((st = sbt_cursor_open(r, range, &c)))
         goto fail;
     uint32_t cap = 0;
@@ -55,9 +58,11 @@ int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_s
             s->fill_bytes += op->bytes;
         if (op->kind != SBT_OP_KERNEL || op->name >= n_names)
             continue;
+        int by_kernel = (op->flags & SBT_OPF_KERNEL) && op->kernel >= 1 && op->kernel <= n_kern;
+        int32_t *sl = by_kernel ? &slot[n_names + op->kernel] : &slot[op->name];
         uint64_t d = sbt_op_duration(op);
         struct sbt_kstat *k;
-        if (slot[op->name] < 0) {
+        if (*sl < 0) {
             if (s->n_kernels == cap) {
                 cap = cap ? cap * 2 : 64;
                 struct sbt_kstat *nk = sbt__realloc(s->kernels, cap * sizeof *nk);
@@ -67,15 +72,16 @@ int sbt_stats_compute(sbt_reader *r, const struct sbt_range *range, struct sbt_s
                 }
                 s->kernels = nk;
             }
-            slot[op->name] = (int32_t)s->n_kernels;
+            *sl = (int32_t)s->n_kernels;
             k = &s->kernels[s->n_kernels++];
             memset(k, 0, sizeof *k);
-            k->name = op->name;
+            k->name = by_kernel ? sbt_reader_kernel(r, op->kernel)->name : op->name;
+            k->kernel = by_kernel ? op->kernel : 0;
             k->min_ns = UINT64_MAX;
             memcpy(k->grid, op->grid, sizeof k->grid);
             memcpy(k->block, op->block, sizeof k->block);
         }
-        k = &s->kernels[slot[op->name]];
+        k = &s->kernels[*sl];
         k->count++;
         k->total_ns += d;
         if (d < k->min_ns)
