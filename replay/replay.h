@@ -40,8 +40,8 @@ extern "C" {
 #endif
 
 /* Statuses beyond SBT_E* (which keep their meaning: SBT_ECORRUPT is bad input, ...). */
-#define REPLAY_STATUS_MAP(X)                                                       \
-    X(ENODEV, -32, "no device or driver can replay this trace")                    \
+#define REPLAY_STATUS_MAP(X)                                                        \
+    X(ENODEV, -32, "no device or driver can replay this trace")                     \
     X(EUNSUPPORTED, -33, "the trace holds an op or object replay does not support") \
     X(EDEVICE, -34, "the device failed (lost, out of memory, API error)")
 
@@ -71,13 +71,13 @@ int replay_verify_parse(const char *s);
 /* ========================================================================================== */
 
 struct replay_device_info {
-    uint32_t api;       /* enum sbt_api */
-    uint32_t index;     /* what --device takes */
+    uint32_t api;   /* enum sbt_api */
+    uint32_t index; /* what --device takes */
     char name[256];
-    char driver[128];   /* driver name and version as the API reports them */
+    char driver[128]; /* driver name and version as the API reports them */
     uint32_t vendor_id, device_id;
     uint32_t api_version;
-    char type[32];      /* "integrated", "discrete", "cpu", ... */
+    char type[32]; /* "integrated", "discrete", "cpu", ... */
 };
 
 /* Devices of one API visible here (api = SBT_API_VULKAN / SBT_API_CUDA). Fills up to max
@@ -92,32 +92,32 @@ int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max);
 /* What the engine reports per executed op (opts.on_op), in seq order after each run. */
 struct replay_op {
     uint64_t seq;
-    uint32_t kind;       /* enum sbt_op_kind */
-    uint32_t run;        /* 0-based */
-    int untimed;         /* executed as fast-forward (outside the range) */
+    uint32_t kind; /* enum sbt_op_kind */
+    uint32_t run;  /* 0-based */
+    int untimed;   /* executed as fast-forward (outside the range) */
     int has_dev_time;
     uint64_t dev_begin, dev_end;   /* ns on the replay host's CLOCK_MONOTONIC */
     uint64_t host_begin, host_end; /* ns, same clock: when the engine issued / completed it */
     int has_digest;
-    sbt_hash digest;     /* replay digest of its outputs (HOST_READ: of what it read) */
+    sbt_hash digest; /* replay digest of its outputs (HOST_READ: of what it read) */
     int has_captured;
-    sbt_hash captured;   /* the capture's digest of the same op */
-    int mismatch;        /* has_digest && has_captured && they differ */
-    const char *error;   /* NULL, or the op's error message (valid during the callback) */
+    sbt_hash captured; /* the capture's digest of the same op */
+    int mismatch;      /* has_digest && has_captured && they differ */
+    const char *error; /* NULL, or the op's error message (valid during the callback) */
 };
 
 struct replay_backend; /* the backend interface: replay/replay_int.h */
 
 struct replay_opts {
-    size_t sz;                  /* = sizeof(struct replay_opts); set by REPLAY_OPTS() */
-    const char *backend;        /* "vulkan", "cuda"; NULL = from the trace's device API */
-    uint32_t device;            /* device index among the backend's devices */
-    uint32_t verify;            /* enum replay_verify; 0 = none */
-    uint32_t runs;              /* 0 = 1 */
+    size_t sz;                     /* = sizeof(struct replay_opts); set by REPLAY_OPTS() */
+    const char *backend;           /* "vulkan", "cuda"; NULL = from the trace's device API */
+    uint32_t device;               /* device index among the backend's devices */
+    uint32_t verify;               /* enum replay_verify; 0 = none */
+    uint32_t runs;                 /* 0 = 1 */
     const struct sbt_range *range; /* NULL = the whole trace */
-    const char *out_path;       /* result .sbt (run k > 1 of several: <stem>.<k>.sbt); NULL */
-    const char *dump_dir;       /* write read-back bytes (and at OP, outputs) here; NULL */
-    const char *source_path;    /* recorded as replay.of in the result; NULL = unknown */
+    const char *out_path;          /* result .sbt (run k > 1 of several: <stem>.<k>.sbt); NULL */
+    const char *dump_dir;          /* write read-back bytes (and at OP, outputs) here; NULL */
+    const char *source_path;       /* recorded as replay.of in the result; NULL = unknown */
     /* Called per executed op after each run, in seq order. */
     void (*on_op)(void *ctx, const struct replay_op *op);
     void *ctx;
@@ -134,11 +134,11 @@ enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
 
 /* Per run. Times in ns of wall clock. */
 struct replay_run_stats {
-    uint64_t wall_ns;     /* whole run: fast-forward + range (prepare excluded) */
-    uint64_t prepare_ns;  /* recreating programs and pipelines */
-    uint64_t ff_ns;       /* fast-forward (0 without a range) */
-    uint64_t range_ns;    /* the range (the whole trace without one) */
-    uint64_t device_ns;   /* sum of measured device time of the range's timed ops */
+    uint64_t wall_ns;    /* whole run: fast-forward + range (prepare excluded) */
+    uint64_t prepare_ns; /* recreating programs and pipelines */
+    uint64_t ff_ns;      /* fast-forward (0 without a range) */
+    uint64_t range_ns;   /* the range (the whole trace without one) */
+    uint64_t device_ns;  /* sum of measured device time of the range's timed ops */
 };
 
 struct replay_result {
@@ -147,22 +147,22 @@ struct replay_result {
     uint32_t device_index;
     uint32_t runs;
     /* what was executed (per run) */
-    uint64_t range_ops, range_upload_bytes;   /* the range (whole trace without a range) */
-    uint64_t slice_ops, slice_upload_bytes;   /* fast-forward: state ops + backward slice */
-    uint64_t skipped_ops;                     /* ops neither in the range nor needed by it */
+    uint64_t range_ops, range_upload_bytes; /* the range (whole trace without a range) */
+    uint64_t slice_ops, slice_upload_bytes; /* fast-forward: state ops + backward slice */
+    uint64_t skipped_ops;                   /* ops neither in the range nor needed by it */
     /* verification, over all runs */
-    uint64_t n_digests;   /* digests computed */
-    uint64_t n_compared;  /* ... with a captured digest to compare with */
+    uint64_t n_digests;  /* digests computed */
+    uint64_t n_compared; /* ... with a captured digest to compare with */
     uint64_t n_mismatch;
     uint64_t first_mismatch; /* seq, or UINT64_MAX */
     uint64_t n_run_mismatch; /* ops whose digests differ between runs (runs > 1) */
     uint64_t first_run_mismatch;
     /* errors, over all runs */
     uint64_t n_errors;
-    uint64_t first_error;    /* seq, or UINT64_MAX */
+    uint64_t first_error; /* seq, or UINT64_MAX */
     char first_error_msg[512];
-    int first_error_status;  /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
-    uint64_t n_dumped;       /* files written to dump_dir */
+    int first_error_status;       /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
+    uint64_t n_dumped;            /* files written to dump_dir */
     struct replay_run_stats *run; /* [runs], malloc'd */
 };
 

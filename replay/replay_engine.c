@@ -110,9 +110,9 @@ int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max)
 enum { ST_SKIP = 0, ST_FF = 1, ST_RANGE = 2 };
 
 struct res {
-    uint8_t state;   /* ST_* */
+    uint8_t state; /* ST_* */
     uint8_t has_dev, has_digest, has_captured, done;
-    uint32_t err;    /* index + 1 into eng.errs, 0 = none */
+    uint32_t err; /* index + 1 into eng.errs, 0 = none */
     uint32_t kind;
     uint64_t dev_begin, dev_end, host_begin, host_end;
     sbt_hash digest, captured;
@@ -136,7 +136,7 @@ struct eng {
     /* errors of this run */
     char **errs;
     uint32_t n_errs, cap_errs;
-    int fatal;            /* < 0: the run stopped with this status */
+    int fatal; /* < 0: the run stopped with this status */
     sbt_hasher *h;
     uint64_t t_run0, t_range0;
     int dump_ok;
@@ -244,8 +244,7 @@ static int in_slice(struct eng *e, uint64_t seq)
 
 static uint64_t upload_bytes(const struct sbt_op *op)
 {
-    if (op->kind != SBT_OP_HOST_WRITE &&
-        !(op->kind == SBT_OP_COPY && op->subkind == SBT_COPY_H2D))
+    if (op->kind != SBT_OP_HOST_WRITE && !(op->kind == SBT_OP_COPY && op->subkind == SBT_COPY_H2D))
         return 0;
     uint64_t n = 0;
     for (uint32_t i = 0; i < op->n_access; i++)
@@ -365,8 +364,8 @@ static int run_graph(struct eng *e)
             e->o->progress(e->o->ctx, done, total);
     }
     if (st < 0 && e->fatal == 0 && st != REPLAY_EDEVICE)
-        st = replay__fail(st, "%s", st == SBT_ECORRUPT || st == SBT_EIO ? sbt_errmsg()
-                                                                       : sched_errmsg());
+        st = replay__fail(st, "%s",
+                          st == SBT_ECORRUPT || st == SBT_EIO ? sbt_errmsg() : sched_errmsg());
     if (st == 0)
         st = sched_graph_finish(g);
     if (st > 0)
@@ -425,12 +424,12 @@ static int write_result(struct eng *e, const char *path)
         st = replay__fail(SBT_ENOMEM, "out of memory for %u string ids", sm.n);
         goto out;
     }
-#define TRY(x)                                                 \
-    do {                                                       \
-        if ((st = (x)) < 0) {                                  \
+#define TRY(x)                                                   \
+    do {                                                         \
+        if ((st = (x)) < 0) {                                    \
             st = replay__fail(st, "%s: %s", path, sbt_errmsg()); \
-            goto out;                                          \
-        }                                                      \
+            goto out;                                            \
+        }                                                        \
     } while (0)
     uint32_t n, id;
     const struct sbt_device *dv = sbt_reader_devices(r, &n);
@@ -660,8 +659,7 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         if (devs[i].api != bk->api)
             return replay__fail(REPLAY_EUNSUPPORTED,
                                 "device %u of the trace is %s; the %s backend replays %s only",
-                                i + 1, sbt_api_name(devs[i].api), bk->name,
-                                sbt_api_name(bk->api));
+                                i + 1, sbt_api_name(devs[i].api), bk->name, sbt_api_name(bk->api));
     snprintf(out->backend, sizeof out->backend, "%s", bk->name);
     out->runs = runs;
     out->run = calloc(runs, sizeof *out->run);

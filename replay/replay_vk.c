@@ -180,11 +180,11 @@ struct rb {
     uint64_t off, len;
 };
 
-struct bop {               /* an op in a batch, reported when the batch completes */
+struct bop { /* an op in a batch, reported when the batch completes */
     uint64_t slot;
-    int32_t q0;            /* first timestamp query, -1 = none */
-    uint32_t n_access;     /* for read-backs */
-    uint32_t rb0, n_rb;    /* into batch.rbs */
+    int32_t q0;         /* first timestamp query, -1 = none */
+    uint32_t n_access;  /* for read-backs */
+    uint32_t rb0, n_rb; /* into batch.rbs */
 };
 
 struct batch {
@@ -206,19 +206,19 @@ struct batch {
     struct sbt_access *acc;
     uint32_t n_acc, cap_acc;
     int recording, has_cmds;
-    int had_base; /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
+    int had_base;       /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
     struct batch *next; /* in flight list / free list */
 };
 
 struct rq { /* a replay queue for one trace stream */
     VkQueue q;
     uint32_t family;
-    int ts;                  /* timestamps supported */
+    int ts; /* timestamps supported */
     VkCommandPool pool;
     VkSemaphore timeline;
-    uint64_t value;          /* last value submitted */
-    uint64_t done_value;     /* last value retired */
-    struct batch *open;      /* being recorded, or NULL */
+    uint64_t value;      /* last value submitted */
+    uint64_t done_value; /* last value retired */
+    struct batch *open;  /* being recorded, or NULL */
     struct batch *flight, **flight_tail;
 };
 
@@ -374,7 +374,7 @@ static int vk_devices(struct replay_device_info *out, uint32_t max)
 struct devreq {
     uint32_t fam_flags[32]; /* captured families' flags */
     uint32_t n_fam;
-    uint32_t created[32];   /* queues the app created per captured family */
+    uint32_t created[32]; /* queues the app created per captured family */
     char **ext;
     uint32_t n_ext;
     /* features: sType + values */
@@ -563,8 +563,9 @@ static int vk_open(sbt_reader *r, const struct replay_bk_opts *o, const struct r
     b->n_fam = 32;
     vkGetPhysicalDeviceQueueFamilyProperties(b->phys, &b->n_fam, b->fam);
     if (b->props.apiVersion < VK_API_VERSION_1_2) {
-        st = replay__fail(REPLAY_ENODEV, "%s supports Vulkan %u.%u; replay needs 1.2 (timeline "
-                                         "semaphores)",
+        st = replay__fail(REPLAY_ENODEV,
+                          "%s supports Vulkan %u.%u; replay needs 1.2 (timeline "
+                          "semaphores)",
                           b->props.deviceName, VK_API_VERSION_MAJOR(b->props.apiVersion),
                           VK_API_VERSION_MINOR(b->props.apiVersion));
         goto fail;
@@ -696,11 +697,11 @@ static int vk_open(sbt_reader *r, const struct replay_bk_opts *o, const struct r
     uint32_t nqci = 0;
     for (uint32_t f = 0; f < b->n_fam; f++)
         if (per_fam[f]) {
-            qci[nqci++] = (VkDeviceQueueCreateInfo){
-                .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                .queueFamilyIndex = f,
-                .queueCount = per_fam[f],
-                .pQueuePriorities = prio};
+            qci[nqci++] =
+                (VkDeviceQueueCreateInfo){.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                          .queueFamilyIndex = f,
+                                          .queueCount = per_fam[f],
+                                          .pQueuePriorities = prio};
             b->families[b->n_families++] = f;
         }
 
@@ -717,8 +718,7 @@ static int vk_open(sbt_reader *r, const struct replay_bk_opts *o, const struct r
     int tl_in_chain = 0;
     for (struct gfeat *g = chain; g; g = g->pNext)
         if (g->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
-            g->v[offsetof(VkPhysicalDeviceVulkan12Features, timelineSemaphore) / 4 - 4] =
-                VK_TRUE;
+            g->v[offsetof(VkPhysicalDeviceVulkan12Features, timelineSemaphore) / 4 - 4] = VK_TRUE;
             tl_in_chain = 1;
         } else if (g->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES) {
             g->v[0] = VK_TRUE;
@@ -837,9 +837,8 @@ static int oneshot_begin(struct vkbe *b, VkCommandBuffer *cb)
 static int oneshot_end(struct vkbe *b, VkCommandBuffer cb)
 {
     vkEndCommandBuffer(cb);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &cb};
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
     VkResult vr = vkQueueSubmit(b->q[0].q, 1, &si, b->os_fence);
     if (vr == VK_SUCCESS)
         vr = vkWaitForFences(b->dev, 1, &b->os_fence, VK_TRUE, UINT64_MAX);
@@ -918,12 +917,13 @@ static struct staging *staging_get(struct vkbe *b, uint64_t need)
     if (vkCreateBuffer(b->dev, &bci, NULL, &s->buf) != VK_SUCCESS)
         goto fail;
     vkGetBufferMemoryRequirements(b->dev, s->buf, &mr);
-    uint32_t t = find_type(b, mr.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
-                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    uint32_t t =
+        find_type(b, mr.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+                  VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     if (t == UINT32_MAX)
         goto fail;
-    s->coherent = (b->memp.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    s->coherent =
+        (b->memp.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                .allocationSize = mr.size,
                                .memoryTypeIndex = t};
@@ -1072,8 +1072,8 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
     uint64_t tq[QUERIES];
     int have_ts = 0;
     if (x->qp && x->n_queries)
-        have_ts = vkGetQueryPoolResults(b->dev, x->qp, 0, x->n_queries, sizeof tq, tq,
-                                        sizeof tq[0], VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
+        have_ts = vkGetQueryPoolResults(b->dev, x->qp, 0, x->n_queries, sizeof tq, tq, sizeof tq[0],
+                                        VK_QUERY_RESULT_64_BIT) == VK_SUCCESS;
     for (struct staging *s = x->staging; s; s = s->next)
         if (!s->coherent) {
             VkMappedMemoryRange mr = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
@@ -1227,11 +1227,11 @@ static struct setlayout *make_setlayout(struct vkbe *b, uint64_t id, struct sbt_
             dec->pos = save;
             break;
         }
-        lb[k] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)sbt_vk_arg(&r, 0),
-                                               .descriptorType =
-                                                   (VkDescriptorType)sbt_vk_arg(&r, 1),
-                                               .descriptorCount = (uint32_t)sbt_vk_arg(&r, 2),
-                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        lb[k] =
+            (VkDescriptorSetLayoutBinding){.binding = (uint32_t)sbt_vk_arg(&r, 0),
+                                           .descriptorType = (VkDescriptorType)sbt_vk_arg(&r, 1),
+                                           .descriptorCount = (uint32_t)sbt_vk_arg(&r, 2),
+                                           .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     }
     if (s) {
         free(lb);
@@ -1282,8 +1282,7 @@ static struct playout *make_playout(struct vkbe *b, const struct sbt_vk_rec *r, 
     VkDescriptorSetLayout dsl[MAX_SETS];
     if (ns > MAX_SETS) {
         free(p);
-        *st = replay__fail(REPLAY_EUNSUPPORTED, "pipeline layout with %u sets > %u", ns,
-                           MAX_SETS);
+        *st = replay__fail(REPLAY_EUNSUPPORTED, "pipeline layout with %u sets > %u", ns, MAX_SETS);
         return NULL;
     }
     for (uint32_t i = 0; i < ns; i++) {
@@ -1292,8 +1291,9 @@ static struct playout *make_playout(struct vkbe *b, const struct sbt_vk_rec *r, 
         if (!s) {
             uint64_t missing = p->sets[i];
             free(p);
-            *st = replay__fail(SBT_EINVAL, "pipeline layout %" PRIu64
-                                           ": set layout %" PRIu64 " was never described",
+            *st = replay__fail(SBT_EINVAL,
+                               "pipeline layout %" PRIu64 ": set layout %" PRIu64
+                               " was never described",
                                id, missing);
             return NULL;
         }
@@ -1405,9 +1405,8 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": SPIR-V blob: %s", id, sbt_errmsg());
         goto bad;
     }
-    VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                    .codeSize = code_len,
-                                    .pCode = code};
+    VkShaderModuleCreateInfo mci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_len, .pCode = code};
     VkResult vr = vkCreateShaderModule(b->dev, &mci, NULL, &mod);
     free(code);
     if (vr != VK_SUCCESS) {
@@ -1427,10 +1426,8 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
                                                    (uint32_t)sbt_vk_arg(&r2, 1),
                                                    (size_t)sbt_vk_arg(&r2, 2)};
     sbt_vk_dec_free(&d2);
-    VkSpecializationInfo si = {.mapEntryCount = nme,
-                               .pMapEntries = me,
-                               .dataSize = pr.n_bytes,
-                               .pData = pr.bytes};
+    VkSpecializationInfo si = {
+        .mapEntryCount = nme, .pMapEntries = me, .dataSize = pr.n_bytes, .pData = pr.bytes};
     const char *entry = sbt_reader_string(b->r, k->name);
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
@@ -1456,8 +1453,8 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     sbt_vk_dec_free(&dec);
     if (vr != VK_SUCCESS) {
         free(p);
-        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": vkCreateComputePipelines: VkResult %d",
-                 id, (int)vr);
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": vkCreateComputePipelines: VkResult %d", id,
+                 (int)vr);
         pipe_error(b, id, msg);
         return 0;
     }
@@ -1502,8 +1499,8 @@ static void barrier(VkCommandBuffer cb)
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 /* Makes the host wait for every executed predecessor of n. */
@@ -1597,8 +1594,9 @@ static struct buf *buf_of(struct vkbe *b, uint64_t id, int *st, const char *what
 {
     struct buf *x = idmap_get(&b->bufs, id);
     if (!x)
-        *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " does not exist here (never "
-                                       "created, or destroyed)",
+        *st = replay__fail(SBT_EINVAL,
+                           "%s: buffer %" PRIu64 " does not exist here (never "
+                           "created, or destroyed)",
                            what, id);
     else if (!x->mem)
         *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " has no memory bound", what, id);
@@ -1673,8 +1671,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     uint64_t pid = sbt_vk_arg(d, 0);
     struct pipe *p = idmap_get(&b->pipes, pid);
     if (!p)
-        return replay__fail(SBT_EINVAL, "pipeline %" PRIu64 " is not in the trace's kernels",
-                            pid);
+        return replay__fail(SBT_EINVAL, "pipeline %" PRIu64 " is not in the trace's kernels", pid);
     if (p->error)
         return replay__fail(REPLAY_EUNSUPPORTED, "%s", p->error);
     struct playout *pl = idmap_get(&b->playouts, p->layout);
@@ -1792,8 +1789,7 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
     VkCommandBuffer cb = x->cb;
     if (d->call == SBT_VK_COPY_BUFFER) {
         struct buf *s = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdCopyBuffer source");
-        struct buf *t = s ? buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination")
-                          : NULL;
+        struct buf *t = s ? buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination") : NULL;
         if (!t)
             return st;
         uint32_t n = (uint32_t)sbt_vk_arg(d, 2);
@@ -1932,8 +1928,7 @@ static int exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
     sbt_vk_dec_free(&dec);
     if (st < 0) {
         if (timed) /* keep the query pair consistent */
-            vkCmdWriteTimestamp(x->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, x->qp,
-                                x->n_queries++);
+            vkCmdWriteTimestamp(x->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, x->qp, x->n_queries++);
         return st;
     }
     x->has_cmds = 1;
@@ -1989,14 +1984,13 @@ static int mem_alloc(struct vkbe *b, const struct sbt_op *op)
     if (!m)
         return replay__fail(SBT_ENOMEM, "out of memory");
     m->size = size;
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                              .size = size ? size : 4,
-                              .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                              .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
-                                                               : VK_SHARING_MODE_EXCLUSIVE,
-                              .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
-                              .pQueueFamilyIndices = b->families};
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size ? size : 4,
+        .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE,
+        .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+        .pQueueFamilyIndices = b->families};
     VkResult vr = vkCreateBuffer(b->dev, &bci, NULL, &m->whole);
     if (vr != VK_SUCCESS) {
         free(m);
@@ -2006,9 +2000,9 @@ static int mem_alloc(struct vkbe *b, const struct sbt_op *op)
     vkGetBufferMemoryRequirements(b->dev, m->whole, &mr);
     /* keep host visibility (host writes and reads go through a mapping); prefer the rest */
     uint32_t need = flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
-    uint32_t prefer = flags & (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
-                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                               VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    uint32_t prefer =
+        flags & (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
     uint32_t t = find_type(b, mr.memoryTypeBits & b->whole_type_bits, need, prefer);
     if (t == UINT32_MAX)
         t = find_type(b, mr.memoryTypeBits, need, prefer);
@@ -2016,8 +2010,8 @@ static int mem_alloc(struct vkbe *b, const struct sbt_op *op)
         vkDestroyBuffer(b->dev, m->whole, NULL);
         free(m);
         return replay__fail(REPLAY_EUNSUPPORTED,
-                            "memory %" PRIu64 ": no memory type with flags 0x%x on this device",
-                            id, need);
+                            "memory %" PRIu64 ": no memory type with flags 0x%x on this device", id,
+                            need);
     }
     m->type = t;
     uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
@@ -2036,8 +2030,9 @@ static int mem_alloc(struct vkbe *b, const struct sbt_op *op)
             vkFreeMemory(b->dev, m->mem, NULL);
         vkDestroyBuffer(b->dev, m->whole, NULL);
         free(m);
-        return replay__fail(REPLAY_EDEVICE, "memory %" PRIu64 ": %" PRIu64
-                                            " bytes: allocation failed (VkResult %d)",
+        return replay__fail(REPLAY_EDEVICE,
+                            "memory %" PRIu64 ": %" PRIu64
+                            " bytes: allocation failed (VkResult %d)",
                             id, size, (int)vr);
     }
     /* the capture's page shadow starts at zero: so must the replay's memory */
@@ -2088,13 +2083,12 @@ static int host_write(struct vkbe *b, const struct sbt_op *op)
         if (!m || !m->map || a->offset + a->len > m->size || pos + a->len > len) {
             free(data);
             return replay__fail(SBT_EINVAL,
-                                "host write to memory %" PRIu64 " [%" PRIu64 ", +%" PRIu64
-                                "): %s",
+                                "host write to memory %" PRIu64 " [%" PRIu64 ", +%" PRIu64 "): %s",
                                 a->resource, a->offset, a->len,
-                                !m ? "no such memory"
-                                : !m->map ? "not host-visible here"
+                                !m                   ? "no such memory"
+                                : !m->map            ? "not host-visible here"
                                 : pos + a->len > len ? "blob shorter than the write"
-                                                      : "out of bounds");
+                                                     : "out of bounds");
         }
         memcpy(m->map + a->offset, (uint8_t *)data + pos, a->len);
         pos += a->len;
@@ -2137,8 +2131,8 @@ static int host_read(struct vkbe *b, const struct replay_x *rx)
             bytes[i] = m->map + a->offset;
         } else {
             tmp[i] = malloc(a->len ? a->len : 1);
-            if (!tmp[i] || (st = replay__vk_backend.read(b, a->resource, a->offset, a->len,
-                                                         tmp[i])) < 0) {
+            if (!tmp[i] ||
+                (st = replay__vk_backend.read(b, a->resource, a->offset, a->len, tmp[i])) < 0) {
                 if (!tmp[i])
                     st = replay__fail(SBT_ENOMEM, "out of memory");
                 break;
@@ -2165,8 +2159,7 @@ static int marker(struct vkbe *b, const struct sbt_op *op)
         struct sbt_vk_dec dec;
         struct sbt_vk_rec r;
         char name[128] = "an unrecorded command";
-        if (sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_CMD_UNSUPPORTED, &r) ==
-                1 &&
+        if (sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_CMD_UNSUPPORTED, &r) == 1 &&
             r.n_bytes)
             snprintf(name, sizeof name, "%.*s", (int)r.n_bytes, (const char *)r.bytes);
         sbt_vk_dec_free(&dec);
@@ -2189,19 +2182,19 @@ static int marker(struct vkbe *b, const struct sbt_op *op)
             }
             x->id = id;
             x->size = sbt_vk_arg(&r, 1);
-            VkBufferCreateInfo ci = {
-                .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                .size = x->size,
-                .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                         VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                .flags = (VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
-                         ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
-                                     VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
-                                     VK_BUFFER_CREATE_SPARSE_ALIASED_BIT),
-                .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
-                                                 : VK_SHARING_MODE_EXCLUSIVE,
-                .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
-                .pQueueFamilyIndices = b->families};
+            VkBufferCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                                     .size = x->size,
+                                     .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) |
+                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                              VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                     .flags = (VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
+                                              ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
+                                                          VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
+                                                          VK_BUFFER_CREATE_SPARSE_ALIASED_BIT),
+                                     .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
+                                                                      : VK_SHARING_MODE_EXCLUSIVE,
+                                     .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+                                     .pQueueFamilyIndices = b->families};
             VkResult vr = vkCreateBuffer(b->dev, &ci, NULL, &x->buf);
             if (vr != VK_SUCCESS) {
                 free(x);
@@ -2220,8 +2213,9 @@ static int marker(struct vkbe *b, const struct sbt_op *op)
             struct mem *m = idmap_get(&b->mems, sbt_vk_arg(&r, 1));
             uint64_t off = sbt_vk_arg(&r, 2);
             if (!x || !m) {
-                st = replay__fail(SBT_EINVAL, "vkBindBufferMemory: buffer %" PRIu64
-                                              " or memory %" PRIu64 " does not exist",
+                st = replay__fail(SBT_EINVAL,
+                                  "vkBindBufferMemory: buffer %" PRIu64 " or memory %" PRIu64
+                                  " does not exist",
                                   sbt_vk_arg(&r, 0), sbt_vk_arg(&r, 1));
                 break;
             }

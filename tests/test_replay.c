@@ -229,8 +229,8 @@ static sbt_reader *gen_trace(const char *name, uint64_t n_ops)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    cr_assert_eq(sbt_gen_write(path, &SBT_GEN_OPTS(.n_ops = n_ops, .seed = 7), NULL, NULL), 0,
-                 "%s", sbt_errmsg());
+    cr_assert_eq(sbt_gen_write(path, &SBT_GEN_OPTS(.n_ops = n_ops, .seed = 7), NULL, NULL), 0, "%s",
+                 sbt_errmsg());
     sbt_reader *r;
     cr_assert_eq(sbt_reader_open(path, NULL, &r), 0, "%s", sbt_errmsg());
     return r;
@@ -286,17 +286,15 @@ Test(engine, range_outputs_equal_those_of_the_full_replay)
     coll_init(&part, 5000);
     struct replay_result res;
     cr_assert_eq(replay_run(r,
-                            &REPLAY_OPTS(.backend_impl = &fake_backend,
-                                         .verify = REPLAY_VERIFY_OP, .on_op = coll_on_op,
-                                         .ctx = &full),
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .on_op = coll_on_op, .ctx = &full),
                             &res),
                  0, "%s", replay_errmsg());
     replay_result_free(&res);
     struct sbt_range rg = {.has_seq = 1, .seq_begin = 2500, .seq_end = 2550};
     cr_assert_eq(replay_run(r,
-                            &REPLAY_OPTS(.backend_impl = &fake_backend,
-                                         .verify = REPLAY_VERIFY_OP, .range = &rg,
-                                         .on_op = coll_on_op, .ctx = &part),
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .range = &rg, .on_op = coll_on_op, .ctx = &part),
                             &res),
                  0, "%s", replay_errmsg());
     cr_expect_eq(res.range_ops, 50);
@@ -404,8 +402,9 @@ static void need_vulkan(void)
 static void capture(const char *prog, const char *args, const char *out)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' capture --digests -o '%s' -- '%s/tests/vk/%s' %s "
-                              ">/dev/null 2>&1",
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' capture --digests -o '%s' -- '%s/tests/vk/%s' %s "
+             ">/dev/null 2>&1",
              tmpdir, bin, out, build, prog, args ? args : "");
     cr_assert_eq(system(cmd), 0, "capture of %s failed: %s", prog, cmd);
 }
@@ -478,11 +477,10 @@ Test(vulkan, range_in_the_middle_equals_the_full_replay)
     coll_init(&full, n);
     coll_init(&part, n);
     struct replay_result res;
-    cr_assert_eq(replay_run(r,
-                            &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .on_op = coll_on_op,
-                                         .ctx = &full),
-                            &res),
-                 0, "%s", replay_errmsg());
+    cr_assert_eq(
+        replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .on_op = coll_on_op, .ctx = &full),
+                   &res),
+        0, "%s", replay_errmsg());
     replay_result_free(&res);
     struct sbt_range rg = {.has_seq = 1, .seq_begin = sub[2], .seq_end = sub[n_sub - 1]};
     cr_assert_eq(replay_run(r,
@@ -784,8 +782,8 @@ Test(vulkan, a_corrupted_blob_is_reported_at_the_op_that_reads_it)
     cr_assert_gt(res.n_errors, 0);
     sbt_cursor *cu;
     const struct sbt_op *op;
-    struct sbt_range one = {.has_seq = 1, .seq_begin = res.first_error,
-                            .seq_end = res.first_error + 1};
+    struct sbt_range one = {
+        .has_seq = 1, .seq_begin = res.first_error, .seq_end = res.first_error + 1};
     cr_assert_eq(sbt_cursor_open(r, &one, &cu), 0);
     cr_assert_eq(sbt_cursor_next(cu, &op), 1);
     cr_expect_eq(op->kind, SBT_OP_HOST_WRITE, "the error is at the op that reads the blob");
