@@ -34,16 +34,19 @@
  * First divergence. After the comparison, the reference trace is walked again in dependency
  * order (scheduler/sched.h delivers ops topologically) with a taint set of byte ranges per
  * resource: an op's inputs are tainted when it reads a tainted byte; a mismatched op (any class
- * but TIMING/EXTRA) taints what it writes, a matched op clears what it writes, an unverified op
- * passes its input taint on to what it writes. A mismatched op whose inputs are untainted is a
+ * but TIMING/EXTRA) taints what it writes, an op that matched its reference clears what it
+ * writes, an unverified op passes its input taint on to what it writes, and so does an op with
+ * no reference digest whose runs agree (agreement among runs cannot clear a difference from the
+ * capture that came in through its inputs). A mismatched op whose inputs are untainted is a
  * root cause; the first root in dependency order is the first divergence. Downstream mismatches
  * keep is_root = 0. (Range-based, so it sees same-stream producers that the scheduler's edge
  * list leaves out as implied by stream order.)
  *
  * Tolerances. Bitwise by default. With ulp:K, abs:E or rel:E, a digest mismatch is re-examined
  * on the bytes when both sides' bytes can be had: an op's blob when it is a HOST_READ (the bytes
- * read back), else a file in the dump directory of that trace (replay --dump), named
- * "<seq>.bin", "op<seq>.bin", "op-<seq>.bin" or "<seq>" (seq in decimal). Elements are
+ * read back), else the file "<seq>.bin" (seq in decimal) in the dump directory of that trace:
+ * the name `reprise replay --dump DIR` gives each op's outputs (first run only) and `reprise
+ * check --runs N --tolerance ...` asks each of its replays for. Elements are
  * compared by type: the trace's metadata "elem_type.<kernel name>" or "elem_type" (one of f32,
  * f16, bf16, f64, i32, u32), else opts.elem_type (default f32). The largest difference is
  * reported (in ULPs for ulp:K, else absolute or relative). Without bytes the op stays a

@@ -38,41 +38,37 @@ static int get_bytes(sbt_reader *r, const struct sbt_op *op, const char *dump, v
         return 1;
     if (!dump)
         return 0;
-    static const char *const pat[] = {"%s/%" PRIu64 ".bin", "%s/op%" PRIu64 ".bin",
-                                      "%s/op-%" PRIu64 ".bin", "%s/%" PRIu64};
-    for (size_t i = 0; i < sizeof pat / sizeof pat[0]; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, pat[i], dump, op->seq);
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            continue;
-        size_t cap = 1 << 16, n = 0;
-        uint8_t *buf = chk__malloc(cap);
-        while (buf) {
-            size_t got = fread(buf + n, 1, cap - n, f);
-            n += got;
-            if (n < cap)
-                break;
-            uint8_t *nb = chk__realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        int bad = ferror(f);
-        fclose(f);
-        if (!buf || bad) {
+    /* the name replay's --dump writes (replay/replay_engine.c) */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%" PRIu64 ".bin", dump, op->seq);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = chk__malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        uint8_t *nb = chk__realloc(buf, cap * 2);
+        if (!nb) {
             free(buf);
-            return 0;
+            buf = NULL;
+            break;
         }
-        *data = buf;
-        *len = n;
-        return 1;
+        buf = nb;
+        cap *= 2;
     }
-    return 0;
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        return 0;
+    }
+    *data = buf;
+    *len = n;
+    return 1;
 }
 
 static uint32_t elem_of(sbt_reader *r, const struct sbt_op *op, uint32_t def)
@@ -401,15 +397,16 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                     }
                 }
             } else if (varied < 0 && first >= 0) {
-                /* no reference: agreement across runs is all there is to check */
+                /* no reference: agreement across runs is all there is to check. It counts as
+                 * matched, but for the first divergence the op stays unknown (passes its input
+                 * taint on): runs that agree say nothing about a difference from the capture
+                 * that came in through its inputs (a copy of a changed upload, say). */
                 int n_d = 0;
                 for (uint32_t i = 0; i < n_runs; i++)
                     n_d += rop[i] && (rop[i]->flags & SBT_OPF_DIGEST) != 0;
                 if (n_d >= 2) {
                     rep->n_verified++;
                     rep->n_matched++;
-                    if (opst == CHK_ST_UNKNOWN)
-                        opst = CHK_ST_MATCHED;
                 } else {
                     rep->n_unverified++;
                 }

@@ -1,39 +1,45 @@
 /*
  * cli/cli_check.c — `reprise check`: the determinism and regression gate. Compares a capture
  * with replay results (checker/chk.h) and exits 0 (pass), 1 (fail) or 3 (bad input). The
- * replays themselves come from --results (files a replay wrote, here or on another machine);
- * running them from here waits for the replay engine's library entry point.
+ * results are either given (--results: files a replay wrote, here or on another machine) or
+ * made here: N replays through replay_run (replay/replay.h) with per-op verification, each into
+ * its own result file in a directory that is kept and named (--keep DIR, else a new one in
+ * $TMPDIR or /tmp), since diff, export and a second check read them next.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checker/chk.h"
 #include "cli/cli_int.h"
 #include "replay/replay.h"
 
-/* The replay engine may not be linked into this build yet (replay/replay_engine.c lands
- * separately): a weak reference lets check run replays when it is and say so when it is not. */
-#pragma weak replay_run
-#pragma weak replay_result_free
-#pragma weak replay_errmsg
-
 static const char check_help[] =
-    "usage: reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
+    "usage: reprise check TRACE [--runs N] [--keep DIR] [options]\n"
+    "       reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
     "Checks that replays of TRACE agree with each other and with the capture: every op's output\n"
-    "digest, and timings within statistical bounds. Exit 0 pass, 1 fail, 2 usage, 3 bad input.\n\n"
-    "  --results R...        replay result traces (reprise replay -o R.sbt); every argument up\n"
-    "                        to the next option. Aligned with TRACE by op seq.\n"
-    "  --runs N              replays to run here (default 3): needs the replay engine; until it\n"
-    "                        is built in, give --results\n"
+    "digest, and timings within statistical bounds. Exit 0 pass, 1 fail, 2 usage, 3 bad input,\n"
+    "4 no device.\n\n"
+    "  --runs N              replays to run here (default 3), each with per-op verification\n"
+    "                        (replay --verify op) into DIR/runK.sbt; with a tolerance other\n"
+    "                        than bitwise, each also dumps its outputs into DIR/runK.dump\n"
+    "  --keep DIR            directory for those results (created if need be; kept). Default:\n"
+    "                        a new reprise-check-XXXXXX in $TMPDIR or /tmp, also kept and named\n"
+    "                        on stderr\n"
+    "  --results R...        replay result traces (reprise replay -o R.sbt) instead of running\n"
+    "                        replays; every argument up to the next option. Aligned with TRACE\n"
+    "                        by op seq.\n"
     "  --tolerance T         bitwise (default), ulp:K, abs:E or rel:E. A digest mismatch is\n"
     "                        re-compared element by element when both sides' bytes exist\n"
     "                        (HOST_READ blobs, or --dump-dirs); else it stays a mismatch\n"
     "  --elem-type T         f32 (default), f16, bf16, f64, i32, u32, when the trace's metadata\n"
     "                        (elem_type, elem_type.<kernel>) does not say\n"
-    "  --dump-dirs D...      replay --dump directories, one per result (files <seq>.bin)\n"
+    "  --dump-dirs D...      with --results: one replay --dump directory per result (the\n"
+    "                        files <seq>.bin replay writes), for --tolerance\n"
     "  --timing-threshold P% relative slowdown that may fail the gate (default 10%); 'off' to\n"
     "                        disable the timing gate\n"
     "  --confidence C        of the significance tests (default 0.95)\n"
@@ -123,12 +129,14 @@ int cli_check(int argc, char **argv)
                                        {"junit", required_argument, 0, 'J'},
                                        {"perfetto", required_argument, 0, 'p'},
                                        {"max-findings", required_argument, 0, 'M'},
+                                       {"keep", required_argument, 0, 'K'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     const char *results[MAX_RESULTS], *dumps[MAX_RESULTS];
     uint32_t n_results = 0, n_dumps = 0;
     const char *baseline_path = NULL, *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
+    const char *keep = NULL;
     int update = 0, quiet = 0, c, runs_given = 0;
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
@@ -215,6 +223,9 @@ int cli_check(int argc, char **argv)
             if (cli_parse_u64(optarg, &max_f) || max_f > 10000000)
                 return cli_usage("check", "--max-findings '%s': expected 0..10M", optarg);
             break;
+        case 'K':
+            keep = optarg;
+            break;
         case 'q':
             quiet = 1;
             break;
@@ -231,53 +242,66 @@ int cli_check(int argc, char **argv)
         return cli_usage("check", "--update-expect needs --expect FILE");
     if (n_dumps && n_dumps != n_results)
         return cli_usage("check", "--dump-dirs: %u directories for %u results", n_dumps, n_results);
-    if (!n_results && !replay_run) {
-        cli_err("check",
-                "running %" PRIu64 " replays needs the replay engine, which this build "
-                "does not have yet; replay elsewhere and pass the result files: "
-                "reprise check %s --results R1.sbt R2.sbt ...",
-                runs, argv[optind]);
-        return CLI_ENV;
-    }
-    (void)runs_given;
+    if (n_results && (runs_given || keep))
+        return cli_usage("check", "--results replaces --runs and --keep (replays run here)");
+    if (keep && strlen(keep) > 4000)
+        return cli_usage("check", "--keep: path longer than 4000 bytes");
     const char *path = argv[optind];
     sbt_reader *cap = NULL, *base = NULL, *rs[MAX_RESULTS] = {0};
     chk_expect *exp = NULL, *upd = NULL;
     struct chk_report *rep = NULL;
-    static char run_paths[MAX_RESULTS][4200];
+    static char run_paths[MAX_RESULTS][4200], dump_paths[MAX_RESULTS][4200];
     int rc = cli_open_trace("check", path, &cap);
     if (rc == CLI_OK && !n_results) {
         /* N replays with per-op verification, each into its own result file (kept: they are
-         * what diff and export read next) */
-        char tmpl[] = "/tmp/reprise-check-XXXXXX";
-        if (!mkdtemp(tmpl)) {
-            cli_err("check", "cannot create a directory for the results in /tmp");
-            rc = CLI_ENV;
-            goto done;
+         * what diff and export read next). A tolerance compares bytes, so then each run also
+         * dumps what it wrote, under the names the checker looks for (<seq>.bin). */
+        char dir[4100];
+        const char *tmp = getenv("TMPDIR");
+        if (keep) {
+            snprintf(dir, sizeof dir, "%s", keep);
+            if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+                cli_err("check", "--keep %s: cannot create it: %s", dir, strerror(errno));
+                rc = CLI_ENV;
+                goto done;
+            }
+        } else {
+            snprintf(dir, sizeof dir, "%s/reprise-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+            if (!mkdtemp(dir)) {
+                cli_err("check", "cannot create a directory for the results: %s: %s", dir,
+                        strerror(errno));
+                rc = CLI_ENV;
+                goto done;
+            }
         }
+        int dumps_wanted = o.tol.kind != CHK_TOL_BITWISE;
         struct sbt_range rrange;
         cli_range_resolve(&cr, cap, &rrange);
         for (uint64_t i = 0; i < runs; i++) {
-            snprintf(run_paths[i], sizeof run_paths[i], "%s/run%" PRIu64 ".sbt", tmpl, i + 1);
+            snprintf(run_paths[i], sizeof run_paths[i], "%s/run%" PRIu64 ".sbt", dir, i + 1);
+            snprintf(dump_paths[i], sizeof dump_paths[i], "%s/run%" PRIu64 ".dump", dir, i + 1);
             struct replay_result res;
             int st = replay_run(
                 cap,
                 &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1,
                              .range = cr.has_time || cr.has_ops || cr.stream ? &rrange : NULL,
-                             .out_path = run_paths[i], .source_path = path),
+                             .out_path = run_paths[i],
+                             .dump_dir = dumps_wanted ? dump_paths[i] : NULL, .source_path = path),
                 &res);
-            if (replay_result_free)
-                replay_result_free(&res);
+            replay_result_free(&res);
             if (st < 0) {
                 cli_err("check", "replay %" PRIu64 " of %" PRIu64 ": %s", i + 1, runs,
-                        replay_errmsg ? replay_errmsg() : "failed");
-                rc = st == REPLAY_ENODEV ? CLI_ENV : st == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
+                        replay_errmsg());
+                rc = st == REPLAY_ENODEV || st == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
                 goto done;
             }
-            results[n_results++] = run_paths[i];
+            results[n_results] = run_paths[i];
+            dumps[n_results++] = dump_paths[i];
         }
+        n_dumps = dumps_wanted ? n_results : 0;
         if (!quiet)
-            fprintf(stderr, "reprise: check: %" PRIu64 " replay results in %s\n", runs, tmpl);
+            fprintf(stderr, "reprise: check: %" PRIu64 " replay results kept in %s (run*.sbt%s)\n",
+                    runs, dir, dumps_wanted ? ", their outputs in run*.dump" : "");
     }
     for (uint32_t i = 0; rc == CLI_OK && i < n_results; i++)
         rc = cli_open_trace("check", results[i], &rs[i]);
