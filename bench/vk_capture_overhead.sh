@@ -70,19 +70,21 @@ import json, os, sys
 out, w, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 res = json.load(open(f"{out}/{w}.json"))["results"]
 base = next(r["median"] for r in res if r["command"] == "plain")
+base_min = next(r["min"] for r in res if r["command"] == "plain")
 files = {"reprise": f"{w}.sbt", "reprise-before": f"{w}-before.sbt",
          "gfxr-lz4": f"{w}-lz4.gfxr", "gfxr-none": f"{w}-none.gfxr"}
 print(f"\n### {w} ({calls} Vulkan calls)\n")
-print("| configuration | median wall | min .. max | overhead | trace bytes | bytes/call |")
-print("|---|---|---|---|---|---|")
+print("| configuration | median wall | min .. max | overhead (median) | overhead (min) |"
+      " trace bytes | bytes/call |")
+print("|---|---|---|---|---|---|---|")
 for r in res:
     n = r["command"]
     f = os.path.join(out, files.get(n, ""))
     size = os.path.getsize(f) if n in files and os.path.exists(f) else 0
     ovh = "" if n == "plain" else f"{(r['median'] / base - 1) * 100:+.1f}%"
-    print(f"| {n} | {r['median'] * 1000:.1f} ms | {r['min'] * 1000:.0f} .. {r['max'] * 1000:.0f} ms"
-          f" | {ovh} | {size if size else ''} | {size / calls:.2f} |" if size else
-          f"| {n} | {r['median'] * 1000:.1f} ms | {r['min'] * 1000:.0f} .. {r['max'] * 1000:.0f} ms"
-          f" | {ovh} | | |")
+    ovm = "" if n == "plain" else f"{(r['min'] / base_min - 1) * 100:+.1f}%"
+    sz = f"{size} | {size / calls:.2f}" if size else " | "
+    print(f"| {n} | {r['median'] * 1000:.1f} ms | {r['min'] * 1000:.0f} .. {r['max'] * 1000:.0f}"
+          f" ms | {ovh} | {ovm} | {sz} |")
 EOF
 done

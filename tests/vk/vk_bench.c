@@ -143,7 +143,7 @@ static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *ou
     for (uint32_t r = 0; r < N_ROUNDS; r++) {
         uint32_t *p = in->map;
         for (uint32_t i = 0; i < BIG_N; i++)
-            p[i] = (i ^ (r << 20)) * 2246822519u;
+            p[i] = (i + r * 0x9e3779b9u) * 2246822519u; /* new bytes every round */
         begin(c);
         uint32_t pc[2] = {r, BIG_N};
         vkCmdPushConstants(c->cb, c->p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
