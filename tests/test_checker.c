@@ -4,11 +4,16 @@
  * downstream), alignment of diff with inserted and removed ops, statistics against values
  * computed by hand, expectations round trip, JSON and JUnit parsed back, the Perfetto diff
  * decoded packet by packet (protobuf-c) against the import rules, and the CLI's exit codes.
+ * replays: captures of tests/vk programs checked with real replays on the first Vulkan device
+ * (lavapipe): the deterministic vk_compute passes, racy fails at its racy dispatch, an upload
+ * byte flipped in the trace is divergent at its first reader. Skipped, saying why, without a
+ * device or without the build's binaries (REPRISE_BIN / REPRISE_BUILD, set by `make check`).
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 #include "checker/chk.h"
 #include "format/perfetto_trace.pb-c.h"
 #include "format/sbt.h"
+#include "replay/replay.h"
 
 /* ========================================================================================== */
 /* Hand-built traces                                                                          */
@@ -232,6 +238,22 @@ Test(classify, unverified_op_passes_the_taint_on)
     struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
     cr_expect(eq(u64, rep->n_roots, 1));
     cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    chk_report_free(rep);
+}
+
+Test(classify, agreement_without_reference_passes_the_taint_on)
+{
+    /* consume has no capture digest and the runs agree on it (as a copy of a changed upload
+     * does): that says nothing about its input, so finish is still downstream of produce */
+    const struct top cap[] = CHAIN(10, 0, 30, 40);
+    const struct top run[] = CHAIN(11, 21, 31, 40);
+    const struct top *runs[] = {run, run};
+    const size_t n[] = {4, 4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 2, NULL);
+    cr_expect(eq(u64, rep->n_roots, 1));
+    cr_expect(eq(u64, rep->first.seq, 0));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    cr_expect(eq(u64, rep->n_matched, 2), "consume (runs agree) and other");
     chk_report_free(rep);
 }
 
@@ -959,4 +981,352 @@ Test(cli, exit_codes)
     snprintf(a, sizeof a, "check %s --results %s %s", pathf("c.sbt"), pathf("c.sbt"),
              pathf("r2.sbt"));
     cr_expect(eq(int, run_cli(a), 1));
+}
+
+/* ========================================================================================== */
+/* Real replays, on lavapipe                                                                  */
+/* ========================================================================================== */
+
+/* Captures of the tests/vk programs checked with `reprise check --runs 3` (the replays run in
+ * the CLI): the deterministic vk_compute passes; racy (a dispatch with a cross-workgroup data
+ * race) fails with its racy dispatch named as the first divergence, nondeterministic; a capture
+ * whose upload was altered in the trace is divergent at the op that reads the altered byte.
+ * lavapipe runs a dispatch's workgroups on LP_NUM_THREADS threads (one per CPU by default):
+ * four threads make the race show on one or two CPUs too. */
+
+static const char *vk_bin, *vk_build;
+
+static void vk_setup(void)
+{
+    mkdir_tmp();
+    vk_bin = getenv("REPRISE_BIN");
+    vk_build = getenv("REPRISE_BUILD");
+}
+
+TestSuite(replays, .init = vk_setup, .fini = rm_tmp, .timeout = 300);
+
+static void need_vulkan(const char *prog)
+{
+    if (!vk_bin || !vk_build)
+        cr_skip_test("REPRISE_BIN / REPRISE_BUILD not set: run through `make check`");
+    char exe[1024];
+    snprintf(exe, sizeof exe, "%s/tests/vk/%s", vk_build, prog);
+    if (access(exe, X_OK) || access(vk_bin, X_OK))
+        cr_skip_test("%s or %s not built", exe, vk_bin);
+    struct replay_device_info d[4];
+    if (replay_devices(SBT_API_VULKAN, d, 4) <= 0)
+        cr_skip_test("no Vulkan device: %s", replay_errmsg());
+}
+
+/* Runs a shell command in the temporary directory with LP_NUM_THREADS=4; its exit status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096], full[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd '%s' && LP_NUM_THREADS=4 %s", dir, cmd);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void capture_prog(const char *prog, const char *out)
+{
+    int rc = sh("'%s' capture --digests -o %s -- '%s/tests/vk/%s' >/dev/null 2>capture.err", vk_bin,
+                out, vk_build, prog);
+    cr_assert(eq(int, rc, 0), "capture of %s failed (exit %d), see %s/capture.err", prog, rc, dir);
+}
+
+/* `reprise check TRACE --runs 3 EXTRA --json c.json --junit c.xml`: the exit status; the JSON
+ * (validated) in *json, the JUnit failures in *n_fail. */
+static int check_cli(const char *trace, const char *extra, char **json, int *n_fail)
+{
+    int rc = sh("'%s' check %s --runs 3 --keep runs %s --json c.json --junit c.xml >c.txt "
+                "2>c.err",
+                vk_bin, trace, extra ? extra : "");
+    size_t len;
+    char *b = slurp(pathf("c.json"), &len);
+    struct js j = {b, b + len};
+    cr_assert(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    *json = b;
+    b = slurp(pathf("c.xml"), &len);
+    int n_tc;
+    cr_assert(eq(int, xml_ok(b, &n_tc, n_fail), 0), "%s", b);
+    cr_expect(eq(int, n_tc, 4 + CHK__NCLASS), "the trace, 3 runs and one testcase per class");
+    free(b);
+    return rc;
+}
+
+/* The number after "key": in the object that starts at "obj": (whole document if obj NULL). */
+static int64_t js_num(const char *json, const char *obj, const char *key)
+{
+    char k[96];
+    const char *p = json;
+    if (obj) {
+        snprintf(k, sizeof k, "\"%s\":{", obj);
+        p = strstr(json, k);
+        cr_assert(p != NULL, "no %s in the JSON", k);
+    }
+    snprintf(k, sizeof k, "\"%s\":", key);
+    p = strstr(p, k);
+    cr_assert(p != NULL, "no %s in the JSON", k);
+    return strtoll(p + strlen(k), NULL, 10);
+}
+
+/* The string value of "key": in the object that starts at "obj":. */
+static void js_str(const char *json, const char *obj, const char *key, char *out, size_t n)
+{
+    char k[96];
+    snprintf(k, sizeof k, "\"%s\":{", obj);
+    const char *p = strstr(json, k);
+    cr_assert(p != NULL, "no %s in the JSON", k);
+    snprintf(k, sizeof k, "\"%s\":\"", key);
+    p = strstr(p, k);
+    cr_assert(p != NULL, "no %s in the JSON", k);
+    p += strlen(k);
+    size_t i = 0;
+    while (p[i] && p[i] != '"' && i + 1 < n)
+        out[i] = p[i], i++;
+    out[i] = 0;
+}
+
+Test(replays, deterministic_workload_passes)
+{
+    need_vulkan("vk_compute");
+    capture_prog("vk_compute", "c.sbt");
+    char *json;
+    int n_fail;
+    int rc = check_cli("c.sbt", NULL, &json, &n_fail);
+    cr_expect(eq(int, rc, 0), "check of vk_compute failed (exit %d); see %s/c.txt", rc, dir);
+    cr_expect(strstr(json, "\"result\":\"pass\"") != NULL, "%s", json);
+    cr_expect(js_num(json, NULL, "verified") > 0);
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0));
+    cr_expect(eq(i64, js_num(json, "counts", "divergent"), 0));
+    cr_expect(eq(i64, js_num(json, "counts", "replay-error"), 0));
+    cr_expect(eq(int, n_fail, 0));
+    free(json);
+    /* the runs were kept where --keep said, and the CLI said so */
+    cr_expect(eq(int, access(pathf("runs/run3.sbt"), R_OK), 0));
+    cr_expect(eq(int, sh("grep -q 'kept in runs' c.err"), 0));
+}
+
+/* The seq of the first dispatch of the pipeline built from <build>/tests/vk/<spv>: the program
+ * whose blob holds the same SPIR-V. */
+static uint64_t dispatch_of(const char *trace, const char *spv)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/vk/%s", vk_build, spv);
+    size_t spv_len;
+    char *code = slurp(path, &spv_len);
+    sbt_reader *r = open_r(pathf(trace));
+    uint32_t np, nk, prog = 0, kern[16], n_kern = 0;
+    const struct sbt_program *pv = sbt_reader_programs(r, &np);
+    for (uint32_t i = 0; i < np && !prog; i++) {
+        void *data;
+        size_t len;
+        if (sbt_reader_blob(r, &pv[i].blob, &data, &len) == 0) {
+            if (len == spv_len && !memcmp(data, code, len))
+                prog = pv[i].id;
+            free(data);
+        }
+    }
+    cr_assert(prog != 0, "no program of %s holds %s", trace, path);
+    const struct sbt_kernel *kv = sbt_reader_kernels(r, &nk);
+    for (uint32_t i = 0; i < nk; i++)
+        if (kv[i].program == prog && n_kern < 16)
+            kern[n_kern++] = kv[i].id;
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    uint64_t seq = UINT64_MAX;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cu), 0));
+    while (seq == UINT64_MAX && sbt_cursor_next(cu, &op) == 1)
+        for (uint32_t i = 0; i < n_kern; i++)
+            if (op->kind == SBT_OP_KERNEL && op->kernel == kern[i])
+                seq = op->seq;
+    sbt_cursor_close(cu);
+    sbt_reader_close(r);
+    free(code);
+    cr_assert(seq != UINT64_MAX, "no dispatch of %s in %s", spv, trace);
+    return seq;
+}
+
+Test(replays, racy_dispatch_is_the_first_divergence)
+{
+    need_vulkan("racy");
+    capture_prog("racy", "r.sbt");
+    uint64_t racy = dispatch_of("r.sbt", "racy.spv");
+    char *json;
+    int n_fail;
+    int rc = check_cli("r.sbt", NULL, &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check of racy: exit %d, expected 1; see %s/c.txt", rc, dir);
+    char cls[64];
+    js_str(json, "first_divergence", "class", cls, sizeof cls);
+    cr_expect(eq(str, cls, "nondeterministic"));
+    cr_expect(eq(i64, js_num(json, "first_divergence", "seq"), (int64_t)racy),
+              "the first divergence is the racy dispatch, op %" PRIu64, racy);
+    cr_expect(js_num(json, "counts", "nondeterministic") >= 1);
+    /* what reads the race's output varies too, but is downstream: one root */
+    cr_expect(eq(i64, js_num(json, NULL, "roots"), 1));
+    cr_expect(n_fail >= 2, "the trace's testcase and the nondeterministic class fail");
+    free(json);
+    char want[64];
+    snprintf(want, sizeof want, "grep -q 'first divergence: op %" PRIu64 " ' c.txt", racy);
+    cr_expect(eq(int, sh("%s", want), 0), "the summary names op %" PRIu64, racy);
+}
+
+Test(replays, tolerance_compares_the_bytes_the_replays_dumped)
+{
+    /* every u32 is within 2^32 - 1 of any other: the racy outputs agree across runs under
+     * that tolerance once the checker finds each replay's dump of them */
+    need_vulkan("racy");
+    capture_prog("racy", "r.sbt");
+    char *json;
+    int n_fail;
+    check_cli("r.sbt", "--tolerance abs:4294967295 --elem-type u32", &json, &n_fail);
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0), "%s", json);
+    cr_expect(js_num(json, NULL, "tolerated") >= 1);
+    free(json);
+    cr_expect(eq(int, access(pathf("runs/run1.dump"), X_OK), 0));
+}
+
+/* ---- a capture altered by hand: one byte of an upload flipped in the trace ----------------- */
+
+static uint32_t restr(sbt_writer *w, const sbt_reader *r, uint32_t id)
+{
+    uint32_t out = 0;
+    if (id)
+        cr_assert(eq(int, sbt_writer_intern(w, sbt_reader_string(r, id), &out), 0));
+    return out;
+}
+
+/* Copies in to out through the writer. The first HOST_WRITE whose blob starts with the 4 bytes
+ * of `first` gets its byte `at` flipped: a new blob, the op pointed at it. Returns that op's
+ * seq; *res the resource and offset of the flipped byte. */
+static uint64_t flip_upload(const char *in, const char *out, uint32_t first, uint32_t at,
+                            uint64_t *res, uint64_t *res_off)
+{
+    sbt_reader *r = open_r(pathf(in));
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(pathf(out), NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t n, id;
+    const struct sbt_device *dv = sbt_reader_devices(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_device d = dv[i];
+        d.name = restr(w, r, d.name);
+        d.host = restr(w, r, d.host);
+        cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0));
+    }
+    const struct sbt_stream *sv = sbt_reader_streams(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_stream s = sv[i];
+        s.name = restr(w, r, s.name);
+        cr_assert(eq(int, sbt_writer_add_stream(w, &s, &id), 0));
+    }
+    const struct sbt_program *pv = sbt_reader_programs(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_program p = pv[i];
+        p.name = restr(w, r, p.name);
+        void *data;
+        size_t len;
+        cr_assert(eq(int, sbt_reader_blob(r, &p.blob, &data, &len), 0));
+        cr_assert(eq(int, sbt_writer_blob(w, data, len, &p.blob), 0));
+        free(data);
+        cr_assert(eq(int, sbt_writer_add_program(w, &p, &id), 0));
+    }
+    const struct sbt_kernel *kv = sbt_reader_kernels(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        struct sbt_kernel k = kv[i];
+        k.name = restr(w, r, k.name);
+        cr_assert(eq(int, sbt_writer_add_kernel(w, &k, &id), 0));
+    }
+    const struct sbt_meta *mv = sbt_reader_meta(r, &n);
+    for (uint32_t i = 0; i < n; i++)
+        cr_assert(eq(
+            int,
+            sbt_writer_meta(w, sbt_reader_string(r, mv[i].key), sbt_reader_string(r, mv[i].value)),
+            0));
+    sbt_cursor *cu;
+    const struct sbt_op *sop;
+    uint64_t flipped = UINT64_MAX;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cu), 0));
+    while (sbt_cursor_next(cu, &sop) == 1) {
+        struct sbt_op op = *sop;
+        op.name = restr(w, r, op.name);
+        op.error = restr(w, r, op.error);
+        if (op.flags & SBT_OPF_BLOB) {
+            void *data;
+            size_t len;
+            cr_assert(eq(int, sbt_reader_blob(r, &op.blob, &data, &len), 0));
+            uint8_t *b = data;
+            if (flipped == UINT64_MAX && op.kind == SBT_OP_HOST_WRITE && len > at &&
+                op.n_access == 1 && !memcmp(b, &first, 4)) {
+                b[at] ^= 0x40;
+                flipped = op.seq;
+                *res = op.access[0].resource;
+                *res_off = op.access[0].offset + at;
+            }
+            cr_assert(eq(int, sbt_writer_blob(w, data, len, &op.blob), 0));
+            free(data);
+        }
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    }
+    sbt_cursor_close(cu);
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader_close(r);
+    cr_assert(flipped != UINT64_MAX, "no host write starting with %08x in %s", first, in);
+    return flipped;
+}
+
+static void print_problem(void *ctx, int severity, const char *msg)
+{
+    (void)ctx;
+    if (severity)
+        cr_log_error("%s", msg);
+}
+
+Test(replays, flipped_upload_byte_is_divergent_where_it_is_read)
+{
+    need_vulkan("vk_compute");
+    capture_prog("vk_compute", "c.sbt");
+    /* vk_compute's uniform buffer: salt 11 then n; accum.comp adds the salt to every element,
+     * so the first dispatch reading it is the first op whose outputs depend on the byte */
+    uint64_t res = 0, off = 0;
+    uint64_t hw = flip_upload("c.sbt", "f.sbt", 11, 0, &res, &off);
+    uint64_t reader = UINT64_MAX;
+    sbt_reader *r = open_r(pathf("f.sbt"));
+    cr_assert(eq(int, sbt_reader_validate(r, print_problem, NULL), 0),
+              "the altered trace is valid");
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cu), 0));
+    while (reader == UINT64_MAX && sbt_cursor_next(cu, &op) == 1)
+        for (uint32_t i = 0; op->seq > hw && i < op->n_access; i++) {
+            const struct sbt_access *a = &op->access[i];
+            if ((a->mode & SBT_ACCESS_READ) && a->resource == res && a->offset <= off &&
+                off < a->offset + a->len) {
+                reader = op->seq;
+                cr_expect(eq(u32, op->kind, SBT_OP_KERNEL));
+                cr_expect(ne(u32, op->flags & SBT_OPF_DIGEST, 0),
+                          "op %" PRIu64 ": the capture digested its outputs", op->seq);
+            }
+        }
+    sbt_cursor_close(cu);
+    sbt_reader_close(r);
+    cr_assert(reader != UINT64_MAX, "no op reads the flipped byte");
+    char *json;
+    int n_fail;
+    int rc = check_cli("f.sbt", NULL, &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "exit %d, expected 1; see %s/c.txt", rc, dir);
+    char cls[64];
+    js_str(json, "first_divergence", "class", cls, sizeof cls);
+    cr_expect(eq(str, cls, "divergent"));
+    cr_expect(eq(i64, js_num(json, "first_divergence", "seq"), (int64_t)reader),
+              "the first divergence is op %" PRIu64 ", the first reader of the byte", reader);
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0));
+    cr_expect(js_num(json, "counts", "divergent") >= 2, "downstream ops differ too");
+    cr_expect(eq(i64, js_num(json, NULL, "roots"), 1), "%s", json);
+    cr_expect(n_fail >= 2);
+    free(json);
 }
