@@ -218,7 +218,8 @@ enum sbt_res_kind { SBT_RES_DEVICE = 1, SBT_RES_HOST_PINNED = 2, SBT_RES_MANAGED
 
 enum sbt_access_mode { SBT_ACCESS_READ = 1, SBT_ACCESS_WRITE = 2, SBT_ACCESS_RW = 3 };
 
-/* One byte range of one resource that an op reads or writes. */
+/* One byte range of one resource that an op reads or writes. A kernel's write is a may-write
+ * (it can leave part of the range untouched); other ops write their whole write ranges. */
 struct sbt_access {
     uint64_t resource; /* resource id (the ALLOC op's resource) */
     uint64_t offset;   /* bytes from the start of the resource */

@@ -309,7 +309,9 @@ int sched_sim_write_json(const sched_sim *s, const sbt_reader *r, FILE *f);
 /* ========================================================================================== */
 
 /* The minimal set of ops outside a range, earlier than the ops that need them, whose effects
- * the range reads: for every byte an op of range ∪ slice reads, its last writer before that op;
+ * the range reads: for every byte an op of range ∪ slice reads, its last writer before that op
+ * and, since a kernel may write only part of its write ranges, every kernel that may have
+ * written it since the last writer that is not a kernel (copy, fill, host write);
  * the latest ALLOC of each resource and STREAM_CREATE of each stream an op of range ∪ slice
  * touches; and for waits of the range, the latest EVENT_RECORD / SIGNAL (with a value >= the
  * one waited for, on timeline semaphores) before them.

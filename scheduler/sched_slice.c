@@ -12,7 +12,8 @@
  * Op X (walking back): X is in the slice iff it is outside the range and writes a needed byte or
  * is a needed ALLOC / STREAM_CREATE / EVENT_RECORD / SIGNAL. If X is in range ∪ slice, its writes
  * leave need (they are satisfied by X) and then its reads enter it (X sees the value from
- * before). An ALLOC clears need and touched of its resource: bytes still needed there were
+ * before). A kernel's writes are may-writes (it can leave part of a write range untouched), so
+ * they satisfy nothing: the bytes stay needed and their earlier writers join the slice too. An ALLOC clears need and touched of its resource: bytes still needed there were
  * never written (uninit_bytes).
  *
  * This computes exactly the closure defined in sched.h: the last writer of a byte before a
@@ -187,6 +188,10 @@ static int process(struct slicer *s, const struct sbt_op *x)
                     return sched__fail(SBT_ENOMEM, "out of memory in the slice");
                 r->touched = 1;
                 if (!(a->mode & m) || !a->len)
+                    continue;
+                /* a kernel may write any part of its write ranges (FORMAT.md, accesses): its
+                 * writes satisfy no need, earlier writers of the bytes stay needed */
+                if (!pass && x->kind == SBT_OP_KERNEL)
                     continue;
                 uint64_t e = sched__end(a->offset, a->len);
                 st = pass ? sched__iset_add(&r->need, a->offset, e)

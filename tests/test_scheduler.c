@@ -768,14 +768,18 @@ struct bf_op {
 /* The definition in sched.h, computed forward over the whole trace in memory. */
 static void brute_slice(struct bf_op *ops, size_t n, const struct sbt_range *rg, int *in_slice)
 {
+    /* per byte: its last writer that is not a kernel, and the kernels that may have written it
+     * since (a kernel may write any part of its write ranges) */
+    static uint64_t mayw[NRES + 1][RSIZE][NRAND + 8];
+    size_t n_mayw[NRES + 1][RSIZE];
     uint64_t lastw[NRES + 1][RSIZE], alloc[NRES + 1], create[8], rec[3];
-    uint64_t preds[NRAND + 8][3 * RSIZE + 8];
-    size_t n_preds[NRAND + 8];
+    static unsigned char pred[NRAND + 8][NRAND + 8]; /* pred[i][p]: op i needs op p */
+    memset(pred, 0, sizeof pred);
     const uint64_t N = SCHED_NONE;
     for (int r = 0; r <= NRES; r++) {
         alloc[r] = N;
         for (int b = 0; b < RSIZE; b++)
-            lastw[r][b] = N;
+            lastw[r][b] = N, n_mayw[r][b] = 0;
     }
     for (int i = 0; i < 8; i++)
         create[i] = N;
@@ -786,38 +790,45 @@ static void brute_slice(struct bf_op *ops, size_t n, const struct sbt_range *rg,
     size_t n_sigs = 0;
     for (size_t i = 0; i < n; i++) {
         const struct sbt_op *x = &ops[i].op;
-        size_t np = 0;
         int in = sched_range_contains(rg, x);
         for (uint32_t a = 0; a < x->n_access; a++) {
             const struct sbt_access *ac = &x->access[a];
             if (alloc[ac->resource] != N)
-                preds[i][np++] = alloc[ac->resource];
+                pred[i][alloc[ac->resource]] = 1;
             if (ac->mode & R)
-                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++)
+                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++) {
                     if (lastw[ac->resource][b] != N)
-                        preds[i][np++] = lastw[ac->resource][b];
+                        pred[i][lastw[ac->resource][b]] = 1;
+                    for (size_t k = 0; k < n_mayw[ac->resource][b]; k++)
+                        pred[i][mayw[ac->resource][b][k]] = 1;
+                }
         }
         if (create[x->stream] != N)
-            preds[i][np++] = create[x->stream];
+            pred[i][create[x->stream]] = 1;
         if (in && x->kind == SBT_OP_EVENT_WAIT && rec[x->obj] != N)
-            preds[i][np++] = rec[x->obj];
+            pred[i][rec[x->obj]] = 1;
         if (in && x->kind == SBT_OP_WAIT && x->value)
             for (size_t k = n_sigs; k-- > 0;)
                 if (sigs[k].value >= x->value) {
-                    preds[i][np++] = sigs[k].seq;
+                    pred[i][sigs[k].seq] = 1;
                     break;
                 }
-        n_preds[i] = np;
         for (uint32_t a = 0; a < x->n_access; a++) {
             const struct sbt_access *ac = &x->access[a];
             if (ac->mode & W)
-                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++)
-                    lastw[ac->resource][b] = x->seq;
+                for (uint64_t b = ac->offset; b < ac->offset + ac->len; b++) {
+                    if (x->kind == SBT_OP_KERNEL) {
+                        mayw[ac->resource][b][n_mayw[ac->resource][b]++] = x->seq;
+                    } else {
+                        lastw[ac->resource][b] = x->seq;
+                        n_mayw[ac->resource][b] = 0;
+                    }
+                }
         }
         if (x->kind == SBT_OP_ALLOC) {
             alloc[x->resource] = x->seq;
             for (int b = 0; b < RSIZE; b++)
-                lastw[x->resource][b] = N;
+                lastw[x->resource][b] = N, n_mayw[x->resource][b] = 0;
         }
         if (x->kind == SBT_OP_STREAM_CREATE)
             create[x->obj] = x->seq;
@@ -834,8 +845,9 @@ static void brute_slice(struct bf_op *ops, size_t n, const struct sbt_range *rg,
     }
     while (sp) {
         int i = stack[--sp];
-        for (size_t k = 0; k < n_preds[i]; k++) {
-            uint64_t p = preds[i][k];
+        for (size_t p = 0; p < n; p++) {
+            if (!pred[i][p])
+                continue;
             if (!in_r[p] && !in_slice[p]) {
                 in_slice[p] = 1;
                 stack[sp++] = (int)p;
