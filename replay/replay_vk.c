@@ -1569,7 +1569,8 @@ static int device_deps(struct vkbe *b, struct rq *q, const struct sched_node *n)
     }
     if (grow((void **)&x->acc, &x->cap_acc, x->n_acc + op->n_access, sizeof *x->acc) < 0)
         return SBT_ENOMEM;
-    memcpy(x->acc + x->n_acc, op->access, op->n_access * sizeof *x->acc);
+    if (op->n_access) /* else x->acc may still be NULL: memcpy(NULL, ...) is undefined */
+        memcpy(x->acc + x->n_acc, op->access, op->n_access * sizeof *x->acc);
     x->n_acc += op->n_access;
     return 0;
 }
