@@ -460,7 +460,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                 row.rel_diff = ref_ns ? row.run.median / (double)ref_ns - 1 : INFINITY;
                 row.p_value = chk_sign_test(above, n_t);
                 if (row.run.median > lim && row.p_value < alpha) {
-                    snprintf(row.name, sizeof row.name, "%s", NAME());
+                    snprintf(row.name, sizeof row.name, "%.79s", NAME()); /* name[80]: cut */
                     rep->count[CHK_TIMING]++;
                     if ((st = op_row_add(rep, &row)))
                         goto done;
