@@ -42,9 +42,11 @@ step "reprise check: 3 replays must agree with each other and with the capture (
 
 if [ -x "$B/tests/vk/racy" ]; then
     step "reprise check on a workload with a data race between workgroups (fails, exit 1)"
-    "$R" capture -o "$OUT/racy.sbt" -- "$B/tests/vk/racy"
+    # lavapipe runs workgroups on LP_NUM_THREADS threads (none on a 1-CPU machine): ask for 4
+    # so the race is real wherever the demo runs
+    LP_NUM_THREADS=4 "$R" capture --digests -o "$OUT/racy.sbt" -- "$B/tests/vk/racy"
     set +e
-    "$R" check "$OUT/racy.sbt" --runs 3 --perfetto "$OUT/racy-check.pftrace" \
+    LP_NUM_THREADS=4 "$R" check "$OUT/racy.sbt" --runs 3 --perfetto "$OUT/racy-check.pftrace" \
         --junit "$OUT/racy-check.xml"
     rc=$?
     set -e
