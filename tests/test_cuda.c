@@ -101,6 +101,29 @@ static char *claimed(void)
 /* Exported symbols                                                                           */
 /* ========================================================================================== */
 
+/* Traces go to a per-process temporary directory, removed when the test process exits. */
+static char tmp_dir[64];
+static void rm_tmp_dir(void)
+{
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp_dir);
+}
+static const char *tpath(const char *name)
+{
+    static char p[4][160];
+    static int k;
+    if (!tmp_dir[0]) {
+        strcpy(tmp_dir, "/tmp/reprise-cuda-XXXXXX");
+        cr_assert(mkdtemp(tmp_dir) != NULL);
+        atexit(rm_tmp_dir);
+    }
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", tmp_dir, name);
+    return p[k];
+}
+
 Test(shim, exports_the_claimed_list)
 {
     paths();
@@ -389,13 +412,13 @@ static void capture_and_check(const char *prog, const char *trace, int per_threa
 Test(capture, driver_api_program)
 {
     paths();
-    capture_and_check("prog_saxpy", "cuda_saxpy.sbt", 0);
+    capture_and_check("prog_saxpy", tpath("cuda_saxpy.sbt"), 0);
 }
 
 Test(capture, per_thread_default_stream_program)
 {
     paths();
-    capture_and_check("prog_ptds", "cuda_ptds.sbt", 1);
+    capture_and_check("prog_ptds", tpath("cuda_ptds.sbt"), 1);
 }
 
 /* ========================================================================================== */
@@ -437,23 +460,24 @@ static void replay_matches(const char *prog, const char *trace)
 Test(replay, relocated_bit_for_bit)
 {
     paths();
-    replay_matches("prog_saxpy", "cuda_replay.sbt");
+    replay_matches("prog_saxpy", tpath("cuda_replay.sbt"));
 }
 
 Test(replay, per_thread_variants_relocated_bit_for_bit)
 {
     paths();
-    replay_matches("prog_ptds", "cuda_replay_ptds.sbt");
+    replay_matches("prog_ptds", tpath("cuda_replay_ptds.sbt"));
 }
 
 Test(replay, racy_kernel_is_caught)
 {
     paths();
     char *out;
-    cr_assert(eq(int, run_prog("prog_saxpy", "racy", "cuda_racy.sbt", NULL, &out), 0));
+    const char *racy = tpath("cuda_racy.sbt");
+    cr_assert(eq(int, run_prog("prog_saxpy", "racy", racy, NULL, &out), 0));
     free(out);
     struct replay_result res;
-    cr_assert(eq(int, replay_trace("cuda_racy.sbt", 4, &res), 0), "%s", replay_errmsg());
+    cr_assert(eq(int, replay_trace(racy, 4, &res), 0), "%s", replay_errmsg());
     cr_assert(eq(u64, res.n_errors, 0), "%s", res.first_error_msg);
     cr_assert(gt(u64, res.n_mismatch + res.n_run_mismatch, 0),
               "four replays of a racy kernel all matched the capture and each other");
