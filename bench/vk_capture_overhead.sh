@@ -19,7 +19,8 @@
 #        BEFORE=, WORKLOADS="dispatch dispatch-reuse data")
 # Needs hyperfine (apt-get install hyperfine); gfxreconstruct is optional (apt-get install
 # gfxreconstruct). Prints a markdown table per workload: median wall time, overhead against
-# plain, trace bytes and bytes per API call (calls = capture.vulkan_calls, what our layer saw;
+# plain (median and min), CPU time (user+sys of the whole process tree: steadier than wall on
+# a shared machine), trace bytes and bytes per API call (calls = capture.vulkan_calls, what our layer saw;
 # GFXReconstruct sees the same calls).
 set -eu
 BUILD=${BUILD:-build/default}
@@ -71,12 +72,14 @@ out, w, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 res = json.load(open(f"{out}/{w}.json"))["results"]
 base = next(r["median"] for r in res if r["command"] == "plain")
 base_min = next(r["min"] for r in res if r["command"] == "plain")
+cpu = lambda r: r["user"] + r["system"]
+base_cpu = next(cpu(r) for r in res if r["command"] == "plain")
 files = {"reprise": f"{w}.sbt", "reprise-before": f"{w}-before.sbt",
          "gfxr-lz4": f"{w}-lz4.gfxr", "gfxr-none": f"{w}-none.gfxr"}
 print(f"\n### {w} ({calls} Vulkan calls)\n")
 print("| configuration | median wall | min .. max | overhead (median) | overhead (min) |"
-      " trace bytes | bytes/call |")
-print("|---|---|---|---|---|---|---|")
+      " CPU user+sys (mean) | CPU overhead | trace bytes | bytes/call |")
+print("|---|---|---|---|---|---|---|---|---|")
 for r in res:
     n = r["command"]
     f = os.path.join(out, files.get(n, ""))
@@ -84,7 +87,8 @@ for r in res:
     ovh = "" if n == "plain" else f"{(r['median'] / base - 1) * 100:+.1f}%"
     ovm = "" if n == "plain" else f"{(r['min'] / base_min - 1) * 100:+.1f}%"
     sz = f"{size} | {size / calls:.2f}" if size else " | "
+    ovc = "" if n == "plain" else f"{(cpu(r) / base_cpu - 1) * 100:+.1f}%"
     print(f"| {n} | {r['median'] * 1000:.1f} ms | {r['min'] * 1000:.0f} .. {r['max'] * 1000:.0f}"
-          f" ms | {ovh} | {ovm} | {sz} |")
+          f" ms | {ovh} | {ovm} | {cpu(r) * 1000:.0f} ms | {ovc} | {sz} |")
 EOF
 done
