@@ -193,6 +193,8 @@ struct cap_refl {
 struct cap_module {
     struct cap_obj o;
     struct cap_refl refl;
+    char label[24]; /* "spirv:" + 8 hex digits of the code's hash: the same shader, the same
+                     * name in every trace */
 };
 
 struct cap_dsl_binding {
@@ -271,6 +273,13 @@ struct cap_cmdbuf {
     struct sbt_vk_enc raw; /* CMD_* records with raw Vulkan handles, as recorded */
     uint32_t n_cmds;
     struct cap_blob *rec;  /* the recording with capture ids, built at its first submit */
+    /* The ops its last expansion made, packed (cap_ev_new_op blocks, each after a size_t of
+     * its length): a resubmission copies them instead of walking the recording again while
+     * cap.shadow_gen is ops_gen. NULL when the recording cannot be cached (timing, indirect
+     * dispatches, secondaries, inline data). cap.mu held. */
+    uint8_t *ops;
+    size_t ops_len;
+    uint64_t ops_gen;
     int recording;         /* between begin and end */
     /* --timing: a TOP_OF_PIPE / BOTTOM_OF_PIPE timestamp pair around each dispatch, copy, fill
      * and update of the recording: pair i is queries 2i, 2i+1 of the run of pools, and
@@ -341,6 +350,7 @@ struct cap_ev {
     uint8_t *data; /* owned bytes to store as a blob (op.blob / program image) */
     size_t data_len;
     int data_pooled; /* data is a run buffer (cap_run_alloc), not malloc'd */
+    int packed;      /* acc and payload lie in the event's own allocation (cap_ev_new_op) */
     struct cap_blob **recs; /* recordings to store (refs held), SUBMIT */
     uint32_t n_recs;
     struct cap_timing *timing; /* head of a batch only */
@@ -386,6 +396,10 @@ struct cap_global {
     uint32_t n_tpend, cap_tpend;
     atomic_uint_fast64_t n_timed, n_untimed; /* ops with / without device times */
     uint64_t epoch_ns; /* CLOCK_MONOTONIC at open; op times are relative to it */
+    /* cap.mu held: bumped whenever a shadow that expanding a recording reads changes (objects
+     * made or destroyed, buffers bound, descriptors written). Cached ops of a command buffer
+     * (struct cap_cmdbuf.ops) are valid while it has not moved. */
+    uint64_t shadow_gen;
 };
 extern struct cap_global cap;
 
@@ -400,6 +414,13 @@ uint64_t cap_now(void); /* ns since the trace epoch */
 uint32_t cap_thread(void);
 uint64_t cap_new_id(void);
 struct cap_ev *cap_ev_new(uint32_t type);
+/* An OP event with room for n_acc accesses and payload_len payload bytes in the same
+ * allocation (e->acc and e->payload point there, NULL when 0; the caller fills them). The
+ * block is cap_ev_op_bytes(n_acc, payload_len) long and position-independent but for those
+ * two pointers, so it can be copied (cap_ev_op_fix). */
+struct cap_ev *cap_ev_new_op(uint32_t n_acc, size_t payload_len);
+size_t cap_ev_op_bytes(uint32_t n_acc, size_t payload_len);
+void cap_ev_op_fix(struct cap_ev *e);
 /* Buffers of CAP_RUN_MAX bytes for host-write runs, recycled (a few are kept) so that large
  * uploads do not page-fault fresh memory every time. NULL when out of memory. */
 #define CAP_RUN_MAX (1u << 20) /* bytes per HOST_WRITE op: keeps blobs deduplicable */
@@ -448,6 +469,8 @@ void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct c
                   uint64_t now);
 void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
                       struct cap_ev ***tail, uint64_t now);
+/* Forgets the cached ops of cb (re-recorded, reset or freed). */
+void cap_cmdbuf_drop_ops(struct cap_cmdbuf *cb);
 /* --digests: after the queue went idle, the output digest of each dispatch in chain. */
 void cap_digest_ops(struct cap_ev *chain);
 

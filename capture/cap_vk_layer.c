@@ -900,9 +900,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
         memcpy(e->data, ci->pCode, ci->codeSize);
         e->data_len = ci->codeSize;
     }
-    char name[48];
-    snprintf(name, sizeof name, "module %llu", (unsigned long long)m->o.id);
-    e->str = strdup(name);
+    sbt_hash h = sbt_hash_bytes(ci->pCode, ci->codeSize);
+    snprintf(m->label, sizeof m->label, "spirv:%08llx", (unsigned long long)(h.hi >> 32));
+    e->str = strdup(m->label);
     e->payload = enc.buf;
     e->payload_len = enc.len;
     e->ext_kind = SBT_VK_EXT_MODULE;

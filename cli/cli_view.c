@@ -73,9 +73,23 @@ static int print_stats(sbt_reader *r, const struct sbt_range *rg)
     for (uint32_t i = 0; i < s->n_kernels; i++) {
         const struct sbt_kstat *k = &s->kernels[i];
         const char *name = sbt_reader_string(r, k->name);
-        char shortname[61];
-        snprintf(shortname, sizeof shortname, "%s", name ? name : "?");
-        if (name && strlen(name) > 60)
+        char label[400], shortname[61];
+        snprintf(label, sizeof label, "%s", name ? name : "?");
+        /* kernels that share a name (Vulkan entry points are nearly all "main") are told
+         * apart by their program */
+        const struct sbt_kernel *kr = k->kernel ? sbt_reader_kernel(r, k->kernel) : NULL;
+        const struct sbt_program *pr = kr ? sbt_reader_program(r, kr->program) : NULL;
+        for (uint32_t j = 0; pr && j < s->n_kernels; j++)
+            if (j != i && s->kernels[j].name == k->name) {
+                snprintf(label, sizeof label, "%s [%s]", name ? name : "?",
+                         sbt_reader_string(r, pr->name));
+                break;
+            }
+        name = label;
+        size_t nl = strlen(name);
+        memcpy(shortname, name, nl < 60 ? nl + 1 : 60);
+        shortname[60] = 0;
+        if (nl > 60)
             memcpy(shortname + 57, "...", 4);
         printf("%-60s %8" PRIu64 " %11s %11s %11s %11s  %ux%ux%u / %ux%ux%u%s\n", shortname,
                k->count, cli_fmt_ns((double)k->total_ns, b[0], 32),
