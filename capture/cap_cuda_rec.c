@@ -1059,8 +1059,19 @@ static uint32_t add_program(const void *image, const char *file, uint32_t api)
     }
     struct sbt_program p = {0};
     p.kind = kind ? kind : SBT_PROGRAM_CUBIN;
+    /* named by its file, else by its content: the same image has the same name in every
+     * trace, so kernels of two captures line up in diff */
     char name[64];
-    snprintf(name, sizeof name, "module %u", (unsigned)(g.n_ops + 1));
+    if (len) {
+        sbt_hash h = sbt_hash_bytes(image, len);
+        snprintf(name, sizeof name, "%s:%08llx", p.kind == SBT_PROGRAM_PTX ? "ptx"
+                                                 : p.kind == SBT_PROGRAM_FATBIN ? "fatbin"
+                                                 : p.kind == SBT_PROGRAM_HOST  ? "image"
+                                                                                : "cubin",
+                 (unsigned long long)(h.hi >> 32));
+    } else {
+        snprintf(name, sizeof name, "module %u", (unsigned)(g.n_ops + 1));
+    }
     p.name = intern(file ? file : name);
     if (len)
         writer_check(sbt_writer_blob(g.w, image, len, &p.blob), "storing a module image");

@@ -157,17 +157,24 @@ void chk__status_free(struct chk_status *s)
 
 const char *chk__op_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
 {
-    const char *s = NULL;
+    const char *s = NULL, *prog = NULL;
     if (op->kind == SBT_OP_KERNEL && (op->flags & SBT_OPF_KERNEL)) {
         const struct sbt_kernel *k = sbt_reader_kernel(r, op->kernel);
         if (k && k->name)
             s = sbt_reader_string(r, k->name);
+        /* programs are named by content (spirv:<hash>, cubin:<hash>) or file: with it, two
+         * shaders whose entry points are both "main" are two names */
+        const struct sbt_program *p = k ? sbt_reader_program(r, k->program) : NULL;
+        prog = p ? sbt_reader_string(r, p->name) : NULL;
     }
     if ((!s || !*s) && op->name)
         s = sbt_reader_string(r, op->name);
     if (!s || !*s)
         s = sbt_op_kind_name(op->kind);
-    snprintf(buf, cap, "%s", s ? s : "?");
+    if (prog && *prog)
+        snprintf(buf, cap, "%s [%s]", s ? s : "?", prog);
+    else
+        snprintf(buf, cap, "%s", s ? s : "?");
     return buf;
 }
 
