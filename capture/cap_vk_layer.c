@@ -86,6 +86,7 @@ static void *obj_new(size_t sz, uint32_t t, uint32_t vk_type, uint64_t handle, s
     o->type = vk_type;
     o->id = cap_new_id();
     o->dev = d;
+    cap.shadow_gen++;
     if (cap_map_put(&cap.objs[t], handle, o)) {
         free(o);
         cap_fail("out of memory tracking objects");
@@ -96,6 +97,7 @@ static void *obj_new(size_t sz, uint32_t t, uint32_t vk_type, uint64_t handle, s
 
 static void *obj_del(uint64_t handle, uint32_t t)
 {
+    cap.shadow_gen++;
     return handle ? cap_map_del(&cap.objs[t], handle) : NULL;
 }
 
@@ -763,6 +765,7 @@ static void bind_buffer(struct cap_dev *d, VkBuffer buf, VkDeviceMemory mem, uin
         return;
     b->mem = m;
     b->mem_off = off;
+    cap.shadow_gen++;
     VkMemoryRequirements req = {0};
     if (d->fn.GetBufferMemoryRequirements)
         d->fn.GetBufferMemoryRequirements(d->handle, buf, &req);
@@ -1326,6 +1329,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, Vk
 static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t elem,
                                   uint32_t *type)
 {
+    cap.shadow_gen++; /* the slot is about to be written */
     for (uint32_t i = 0; i < s->n_b; i++) {
         if (s->b[i].binding < binding)
             continue;
@@ -1565,6 +1569,7 @@ static void cb_free(struct cap_cmdbuf *cb)
     atomic_fetch_add(&cap.gen, 1);
     sbt_vk_enc_free(&cb->raw);
     cap_blob_unref(cb->rec);
+    cap_cmdbuf_drop_ops(cb);
     free(cb);
 }
 
@@ -1578,6 +1583,7 @@ static void cb_reset(struct cap_cmdbuf *cb)
     cb->n_cmds = 0;
     cap_blob_unref(cb->rec);
     cb->rec = NULL;
+    cap_cmdbuf_drop_ops(cb);
     cb->recording = 0;
 }
 

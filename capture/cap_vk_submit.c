@@ -83,11 +83,13 @@ struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
         return NULL;
     }
     cap.mems[cap.n_mems++] = m;
+    cap.shadow_gen++;
     return m;
 }
 
 void cap_mem_free(struct cap_mem *m)
 {
+    cap.shadow_gen++;
     for (uint32_t i = 0; i < cap.n_mems; i++)
         if (cap.mems[i] == m) {
             cap.mems[i] = cap.mems[--cap.n_mems];
@@ -170,24 +172,19 @@ static int page_pending(const struct cap_mem *m, uint64_t a, uint64_t b)
 static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, uint8_t *data,
                           struct cap_ev ***tail, uint64_t now)
 {
-    struct cap_ev *e = cap_ev_new(CAP_EV_OP);
-    struct sbt_access *acc = malloc(sizeof *acc);
-    if (!e || !acc || !data) {
-        cap_ev_free_chain(e);
-        free(acc);
+    struct cap_ev *e = data ? cap_ev_new_op(1, 0) : NULL;
+    if (!e) {
         cap_run_free(data);
         cap_fail("out of memory storing %llu bytes of host writes", (unsigned long long)(b - a));
         return;
     }
-    *acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_WRITE};
+    *e->acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_WRITE};
     e->dev_id = m->o.dev->id;
     e->name = "host write";
     e->op.kind = SBT_OP_HOST_WRITE;
     e->op.host_begin = e->op.host_end = now;
     e->op.bytes = b - a;
     e->op.flags = SBT_OPF_BYTES;
-    e->op.n_access = 1;
-    e->acc = acc;
     e->data = data;
     e->data_len = b - a;
     e->data_pooled = 1;
@@ -312,15 +309,12 @@ static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
 static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_ev ***tail,
                          uint64_t now)
 {
-    struct cap_ev *e = cap_ev_new(CAP_EV_OP);
-    struct sbt_access *acc = malloc(sizeof *acc);
-    if (!e || !acc) {
-        cap_ev_free_chain(e);
-        free(acc);
+    struct cap_ev *e = cap_ev_new_op(1, 0);
+    if (!e) {
         cap_fail("out of memory recording a host read");
         return;
     }
-    *acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_READ};
+    *e->acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_READ};
     e->dev_id = m->o.dev->id;
     e->name = "host read";
     e->op.kind = SBT_OP_HOST_READ;
@@ -328,8 +322,6 @@ static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_e
     e->op.bytes = b - a;
     e->op.digest = digest_refresh(m, a, b);
     e->op.flags = SBT_OPF_BYTES | SBT_OPF_DIGEST;
-    e->op.n_access = 1;
-    e->acc = acc;
     **tail = e;
     *tail = &e->next;
 }
@@ -471,6 +463,7 @@ struct xstate {
     struct sbt_vk_enc pay;
     struct cap_timing *timing; /* --timing: the timed ops of the submission */
     int failed;
+    int nocache; /* the ops depend on more than the recording and the shadows: not cached */
 };
 
 static uint64_t id_of(uint64_t handle, uint32_t t)
@@ -506,12 +499,12 @@ static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t 
         mem_pend(b->mem, a, len, x->q->o.id, x->serial);
 }
 
-/* Finishes the op being built: accesses and payload move into a new event on the queue. */
+/* Finishes the op being built: accesses and payload are copied into a new event (one
+ * allocation) on the queue. */
 static struct cap_ev *op_done(struct xstate *x, uint32_t kind, const char *name)
 {
-    struct cap_ev *e = cap_ev_new(CAP_EV_OP);
-    if (!e || sbt_vk_enc_status(&x->pay)) {
-        cap_ev_free_chain(e);
+    struct cap_ev *e = sbt_vk_enc_status(&x->pay) ? NULL : cap_ev_new_op(x->n_acc, x->pay.len);
+    if (!e) {
         x->failed = 1;
         return NULL;
     }
@@ -521,26 +514,10 @@ static struct cap_ev *op_done(struct xstate *x, uint32_t kind, const char *name)
     e->op.kind = kind;
     e->op.host_begin = x->t0;
     e->op.host_end = x->t1;
-    if (x->n_acc) {
-        e->acc = malloc(x->n_acc * sizeof *e->acc);
-        if (!e->acc) {
-            cap_ev_free_chain(e);
-            x->failed = 1;
-            return NULL;
-        }
+    if (x->n_acc)
         memcpy(e->acc, x->acc, x->n_acc * sizeof *e->acc);
-        e->op.n_access = x->n_acc;
-    }
-    if (x->pay.len) {
-        e->payload = malloc(x->pay.len);
-        if (!e->payload) {
-            cap_ev_free_chain(e);
-            x->failed = 1;
-            return NULL;
-        }
+    if (x->pay.len)
         memcpy(e->payload, x->pay.buf, x->pay.len);
-        e->payload_len = x->pay.len;
-    }
     x->n_acc = 0;
     sbt_vk_enc_reset(&x->pay);
     *x->tail = e;
@@ -610,7 +587,10 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
                         uint32_t index)
 {
     struct cap_pipeline *p = x->pipe;
+    if (ind_buf)
+        x->nocache = 1; /* group counts read from memory at each submit */
     if (!p) {
+        x->nocache = 1; /* counted per submit */
         cap_unsupported("vkCmdDispatch(pipeline not captured)");
         return;
     }
@@ -874,6 +854,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                        (uint64_t[]){d ? d->o.id : 0, off, sz, x->cb->o.id, index}, 5, NULL, 0);
         add_acc(x, d, off, sz, SBT_ACCESS_WRITE);
         struct cap_ev *e = op_done(x, SBT_OP_COPY, "vkCmdUpdateBuffer");
+        x->nocache = 1; /* e->data is a separate allocation */
         timed(x, e, index);
         if (e) {
             e->op.subkind = SBT_COPY_H2D;
@@ -899,6 +880,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                     cap_obj_find(sbt_vk_arg(r, 1 + i), CAP_T_EVENT), 0, 0);
         break;
     case SBT_VK_CMD_EXECUTE:
+        x->nocache = 1; /* a secondary can be re-recorded without the primary */
         for (uint32_t i = 0; i < sbt_vk_arg(r, 0); i++) {
             struct cap_cmdbuf *sec = cap_obj_find(sbt_vk_arg(r, 1 + i), CAP_T_CMDBUF);
             if (sec && depth < 2) {
@@ -907,7 +889,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                 /* state does not flow between primary and secondary command buffers */
                 struct cap_ev **tail = x->tail;
                 uint32_t n_ops = x->n_ops;
-                int failed = x->failed;
+                int failed = x->failed, nocache = x->nocache;
                 struct sbt_access *acc = x->acc;
                 uint32_t cap_acc = x->cap_acc;
                 struct sbt_vk_enc pay = x->pay;
@@ -917,6 +899,7 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                 x->tail = tail;
                 x->n_ops = n_ops;
                 x->failed = failed;
+                x->nocache = nocache;
                 x->acc = acc;
                 x->cap_acc = cap_acc;
                 x->pay = pay;
@@ -974,6 +957,83 @@ static struct cap_blob *recording(struct xstate *x, struct cap_cmdbuf *cb)
 }
 
 /* ========================================================================================== */
+/* Cached expansions                                                                          */
+/* ========================================================================================== */
+
+/* A command buffer submitted again unchanged (its recording, and every shadow object the
+ * expansion looked at, as they were) makes the same ops but for the submission's times,
+ * queue and thread: they are copied from the packed blocks of its last expansion, and the
+ * device writes are remembered for this submission as add_acc would have. */
+
+void cap_cmdbuf_drop_ops(struct cap_cmdbuf *cb)
+{
+    free(cb->ops);
+    cb->ops = NULL;
+    cb->ops_len = 0;
+}
+
+/* Keeps the ops of chain (the expansion of cb just made) for its next submits. */
+static void cache_ops(struct cap_cmdbuf *cb, const struct cap_ev *chain)
+{
+    cap_cmdbuf_drop_ops(cb);
+    size_t len = 0;
+    for (const struct cap_ev *e = chain; e; e = e->next) {
+        if (!e->packed || e->data || e->timing || e->n_recs || e->str)
+            return;
+        len += sizeof(size_t) + cap_ev_op_bytes(e->op.n_access, e->payload_len);
+    }
+    uint8_t *p = len ? malloc(len) : NULL;
+    if (!p)
+        return; /* only slower */
+    size_t o = 0;
+    for (const struct cap_ev *e = chain; e; e = e->next) {
+        size_t n = cap_ev_op_bytes(e->op.n_access, e->payload_len);
+        memcpy(p + o, &n, sizeof n);
+        memcpy(p + o + sizeof n, e, n);
+        o += sizeof n + n;
+    }
+    cb->ops = p;
+    cb->ops_len = len;
+    cb->ops_gen = cap.shadow_gen;
+}
+
+static void replay_ops(struct xstate *x, const struct cap_cmdbuf *cb)
+{
+    uint32_t thread = cap_thread();
+    for (size_t o = 0; o < cb->ops_len && !x->failed;) {
+        size_t n;
+        memcpy(&n, cb->ops + o, sizeof n);
+        struct cap_ev *e = malloc(n);
+        if (!e) {
+            cap_fail("out of memory for an event");
+            x->failed = 1;
+            return;
+        }
+        memcpy(e, cb->ops + o + sizeof n, n);
+        o += sizeof n + n;
+        cap_ev_op_fix(e);
+        e->next = NULL;
+        e->thread = thread;
+        e->queue_id = x->q->o.id;
+        e->op.host_begin = x->t0;
+        e->op.host_end = x->t1;
+        struct cap_mem *last = NULL;
+        for (uint32_t i = 0; i < e->op.n_access; i++) {
+            const struct sbt_access *a = &e->acc[i];
+            if (!(a->mode & SBT_ACCESS_WRITE))
+                continue;
+            if (!last || last->o.id != a->resource)
+                last = mem_by_id(a->resource);
+            if (last)
+                mem_pend(last, a->offset, a->len, x->q->o.id, x->serial);
+        }
+        *x->tail = e;
+        x->tail = &e->next;
+        x->n_ops++;
+    }
+}
+
+/* ========================================================================================== */
 /* Submission                                                                                 */
 /* ========================================================================================== */
 
@@ -1026,10 +1086,18 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
             uint32_t before = x.n_ops;
             if (cb->n_ts_pool)
                 cap_timing_settle_cb(cb); /* its last submission, if not seen finishing */
-            if (!cb->rec)
-                cb->rec = recording(&x, cb); /* first submit of this recording */
-            else
-                expand(&x, cb, 0, NULL);
+            struct cap_ev **first = x.tail;
+            if (cb->rec && cb->ops && cb->ops_gen == cap.shadow_gen && !cb->n_ts) {
+                replay_ops(&x, cb);
+            } else {
+                x.nocache = 0;
+                if (!cb->rec)
+                    cb->rec = recording(&x, cb); /* first submit of this recording */
+                else
+                    expand(&x, cb, 0, NULL);
+                if (cb->rec && !x.failed && !x.nocache && !cb->n_ts && x.n_ops > before)
+                    cache_ops(cb, *first);
+            }
             if (!cb->rec)
                 break;
             atomic_fetch_add(&cb->rec->ref, 1);

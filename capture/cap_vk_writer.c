@@ -90,6 +90,36 @@ struct cap_ev *cap_ev_new(uint32_t type)
     return e;
 }
 
+size_t cap_ev_op_bytes(uint32_t n_acc, size_t payload_len)
+{
+    size_t n = sizeof(struct cap_ev) + n_acc * sizeof(struct sbt_access) + payload_len;
+    return (n + 7) & ~(size_t)7;
+}
+
+void cap_ev_op_fix(struct cap_ev *e)
+{
+    struct sbt_access *acc = (struct sbt_access *)(e + 1);
+    e->acc = e->op.n_access ? acc : NULL;
+    e->payload = e->payload_len ? (uint8_t *)(acc + e->op.n_access) : NULL;
+}
+
+struct cap_ev *cap_ev_new_op(uint32_t n_acc, size_t payload_len)
+{
+    struct cap_ev *e = malloc(cap_ev_op_bytes(n_acc, payload_len));
+    if (!e) {
+        cap_fail("out of memory for an event");
+        return NULL;
+    }
+    memset(e, 0, sizeof *e);
+    e->type = CAP_EV_OP;
+    e->thread = cap_thread();
+    e->packed = 1;
+    e->op.n_access = n_acc;
+    e->payload_len = payload_len;
+    cap_ev_op_fix(e);
+    return e;
+}
+
 /* Run buffers: CAP_RUN_MAX plus a page (a run may start mid-page and grow by a page past
  * CAP_RUN_MAX - 1 bytes). At most RUN_KEEP are kept (64 MiB: one large upload in flight). */
 #define RUN_BYTES (CAP_RUN_MAX + CAP_PAGE)
@@ -123,8 +153,10 @@ void cap_run_free(uint8_t *p)
 
 static void ev_free(struct cap_ev *e)
 {
-    free(e->acc);
-    free(e->payload);
+    if (!e->packed) {
+        free(e->acc);
+        free(e->payload);
+    }
     if (e->data_pooled)
         cap_run_free(e->data);
     else
