@@ -117,6 +117,30 @@ int sbt_is_tracesmith(const char *path)
     return n == 4 && !memcmp(b, SBT_TRACESMITH_MAGIC, 4);
 }
 
+/* Adds a device row named name for TraceSmith device tsdev, and remembers the pair. */
+static int new_device(struct imp *m, uint64_t tsdev, const char *name, uint32_t *id)
+{
+    struct sbt_device d = {.api = SBT_API_TRACESMITH};
+    int st = sbt_writer_intern(m->w, name, &d.name);
+    if (st || (st = sbt_writer_add_device(m->w, &d, id)))
+        return st;
+    if (m->n_devs == m->cap_devs) {
+        uint32_t cap = m->cap_devs ? m->cap_devs * 2 : 8;
+        uint64_t *a = sbt__realloc(m->devs, cap * sizeof *a);
+        if (a)
+            m->devs = a;
+        uint32_t *b = sbt__realloc(m->dev_id, cap * sizeof *b);
+        if (b)
+            m->dev_id = b;
+        if (!a || !b)
+            return sbt__fail(SBT_ENOMEM, "out of memory");
+        m->cap_devs = cap;
+    }
+    m->devs[m->n_devs] = tsdev;
+    m->dev_id[m->n_devs++] = *id;
+    return SBT_OK;
+}
+
 static int device_of(struct imp *m, uint64_t tsdev, uint32_t *id)
 {
     for (uint32_t i = 0; i < m->n_devs; i++)
@@ -126,24 +150,7 @@ static int device_of(struct imp *m, uint64_t tsdev, uint32_t *id)
         }
     char name[64];
     snprintf(name, sizeof name, "TraceSmith device %" PRIu64, tsdev);
-    struct sbt_device d = {.api = SBT_API_TRACESMITH};
-    int st = sbt_writer_intern(m->w, name, &d.name);
-    if (st || (st = sbt_writer_add_device(m->w, &d, id)))
-        return st;
-    if (m->n_devs == m->cap_devs) {
-        m->cap_devs = m->cap_devs ? m->cap_devs * 2 : 8;
-        uint64_t *a = sbt__realloc(m->devs, m->cap_devs * sizeof *a);
-        if (a)
-            m->devs = a;
-        uint32_t *b = sbt__realloc(m->dev_id, m->cap_devs * sizeof *b);
-        if (b)
-            m->dev_id = b;
-        if (!a || !b)
-            return sbt__fail(SBT_ENOMEM, "out of memory");
-    }
-    m->devs[m->n_devs] = tsdev;
-    m->dev_id[m->n_devs++] = *id;
-    return SBT_OK;
+    return new_device(m, tsdev, name, id);
 }
 
 static int stream_of(struct imp *m, uint64_t dev, uint64_t stream, uint32_t *id)
@@ -443,24 +450,9 @@ static int import(struct imp *m, uint64_t *n_ops)
                     return st;
             char nm[300];
             snprintf(nm, sizeof nm, "%.*s", (int)(nl < 256 ? nl : 256), (const char *)name);
-            struct sbt_device d = {.api = SBT_API_TRACESMITH};
             uint32_t did;
-            if ((st = sbt_writer_intern(m->w, nm, &d.name)) ||
-                (st = sbt_writer_add_device(m->w, &d, &did)))
+            if ((st = new_device(m, id, nm, &did)))
                 return st;
-            if (m->n_devs == m->cap_devs) {
-                m->cap_devs = m->cap_devs ? m->cap_devs * 2 : 8;
-                uint64_t *a = sbt__realloc(m->devs, m->cap_devs * sizeof *a);
-                if (a)
-                    m->devs = a;
-                uint32_t *b = sbt__realloc(m->dev_id, m->cap_devs * sizeof *b);
-                if (b)
-                    m->dev_id = b;
-                if (!a || !b)
-                    return sbt__fail(SBT_ENOMEM, "out of memory");
-            }
-            m->devs[m->n_devs] = id;
-            m->dev_id[m->n_devs++] = did;
         }
     }
     if (!ev_off || !count) {
