@@ -104,7 +104,7 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
 # references to vkGetInstanceProcAddr are not bound to the loader's symbol of that name. The
 # manifest in $(BUILD) points at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the
 # build tree.
-CAP_VK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_vk_*.c))
+CAP_VK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_vk_*.c)) $(BUILD)/capture/cap_common.o
 CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
 $(CAP_VK_OBJ): XCFLAGS += -fvisibility=hidden
@@ -136,7 +136,7 @@ CUDA_STUB := $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so)
 # libreprise_cuda.so: capture/cap_cuda_*.c plus the library; exports every symbol of the driver
 # stub (capture/cap_cuda_exports.h) and nothing else. $(BUILD)/cuda/libcuda.so.1 links to it:
 # that directory goes first on LD_LIBRARY_PATH ("reprise capture --api cuda" does this).
-CAP_CUDA_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_cuda_*.c))
+CAP_CUDA_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_cuda_*.c)) $(BUILD)/capture/cap_common.o
 CAP_CUDA_SO  := $(BUILD)/libreprise_cuda.so
 CAP_CUDA_DIR := $(BUILD)/cuda/libcuda.so.1
 $(CAP_CUDA_OBJ): XCFLAGS += -fvisibility=hidden

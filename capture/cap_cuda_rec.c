@@ -37,6 +37,7 @@
 
 #include "capture/cap.h"
 #include "capture/cap_cuda_int.h"
+#include "capture/cap_int.h"
 
 /* ========================================================================================== */
 /* A small map from handles to pointers (open addressing, keys != 0)                          */
@@ -1374,12 +1375,6 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
 /* Start and end                                                                              */
 /* ========================================================================================== */
 
-static int env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static void meta(const char *k, const char *v)
 {
     if (g.on)
@@ -1400,30 +1395,10 @@ void cap_cuda_rec_start(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     g.epoch = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    g.timing = env_flag(CAP_ENV_TIMING);
-    g.digests = env_flag(CAP_ENV_DIGESTS);
-    const char *t = getenv(CAP_ENV_TRACE);
-    char pid[24];
-    snprintf(pid, sizeof pid, "%d", (int)getpid());
-    if (!t || !*t) {
-        snprintf(g.path, sizeof g.path, "reprise-%s.sbt", pid);
-        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, g.path);
-    } else {
-        size_t o = 0;
-        for (const char *p = t; *p && o + 24 < sizeof g.path; p++) {
-            if (p[0] == '%' && p[1] == 'p') {
-                o += (size_t)snprintf(g.path + o, sizeof g.path - o, "%s", pid);
-                p++;
-            } else {
-                g.path[o++] = *p;
-            }
-        }
-        g.path[o] = 0;
-    }
-    struct sbt_writer_opts o = SBT_WRITER_OPTS();
-    const char *z = getenv(CAP_ENV_ZSTD);
-    if (z && *z)
-        o.zstd_level = atoi(z) > 0 ? atoi(z) : -1;
+    g.timing = cap__env_flag(CAP_ENV_TIMING);
+    g.digests = cap__env_flag(CAP_ENV_DIGESTS);
+    cap__trace_path(g.path, sizeof g.path);
+    struct sbt_writer_opts o = cap__writer_opts();
     if (sbt_writer_open(g.path, &o, &g.w) < 0) {
         fprintf(stderr, "reprise: CUDA capture: cannot open trace %s: %s; not recording\n", g.path,
                 sbt_errmsg());
@@ -1431,31 +1406,8 @@ void cap_cuda_rec_start(void)
         return;
     }
     __atomic_store_n(&g.on, 1, __ATOMIC_RELEASE);
-    char buf[4096];
-    meta("capture.api", "cuda");
-    meta("capture.tool", "reprise libreprise_cuda.so 0.1.0");
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = 0;
-        meta("program", buf);
-    }
-    FILE *f = fopen("/proc/self/cmdline", "rb");
-    if (f) {
-        size_t m = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i + 1 < m; i++)
-            if (!buf[i])
-                buf[i] = ' ';
-        buf[m] = 0;
-        meta("argv", buf);
-    }
-    if (gethostname(buf, sizeof buf) == 0) {
-        buf[sizeof buf - 1] = 0;
-        meta("host", buf);
-    }
-    meta("clock.domain", "CLOCK_MONOTONIC");
-    snprintf(buf, sizeof buf, "%" PRIu64, g.epoch);
-    meta("clock.epoch_monotonic_ns", buf);
+    writer_check(cap__meta_process(g.w, "cuda", "reprise libreprise_cuda.so 0.1.0", g.epoch),
+                 "writing metadata");
     meta("capture.timing", g.timing ? "1" : "0");
     meta("capture.digests", "0");
     meta("cuda.driver", cap_cuda_driver_path());
@@ -1470,7 +1422,7 @@ void cap_cuda_rec_start(void)
 
 static void write_stats(uint64_t n_unsup_calls)
 {
-    if (env_flag(CAP_ENV_SUMMARY))
+    if (cap__env_flag(CAP_ENV_SUMMARY))
         fprintf(stderr, "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
                 g.path, g.n_ops, n_unsup_calls, g.fail_reason[0] ? "; incomplete: " : "",
                 g.fail_reason);

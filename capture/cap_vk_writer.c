@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/cap_int.h"
 #include "capture/cap_vk_int.h"
 
 struct cap_global cap = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -717,40 +718,14 @@ static void atfork_child(void)
     atomic_store(&closed, 1);
 }
 
-static int env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static void init(void)
 {
     pthread_key_create(&tb_key, tb_thread_exit);
     pthread_atfork(NULL, NULL, atfork_child);
-    cap.timing = env_flag(CAP_ENV_TIMING);
-    cap.digests = env_flag(CAP_ENV_DIGESTS);
-    const char *t = getenv(CAP_ENV_TRACE);
-    char pid[24];
-    snprintf(pid, sizeof pid, "%d", (int)getpid());
-    if (!t || !*t) {
-        snprintf(wr.path, sizeof wr.path, "reprise-%s.sbt", pid);
-        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, wr.path);
-    } else {
-        size_t o = 0;
-        for (const char *p = t; *p && o + 24 < sizeof wr.path; p++) {
-            if (p[0] == '%' && p[1] == 'p') {
-                o += (size_t)snprintf(wr.path + o, sizeof wr.path - o, "%s", pid);
-                p++;
-            } else {
-                wr.path[o++] = *p;
-            }
-        }
-        wr.path[o] = 0;
-    }
-    struct sbt_writer_opts o = SBT_WRITER_OPTS();
-    const char *z = getenv(CAP_ENV_ZSTD);
-    if (z && *z)
-        o.zstd_level = atoi(z) > 0 ? atoi(z) : -1;
+    cap.timing = cap__env_flag(CAP_ENV_TIMING);
+    cap.digests = cap__env_flag(CAP_ENV_DIGESTS);
+    cap__trace_path(wr.path, sizeof wr.path);
+    struct sbt_writer_opts o = cap__writer_opts();
     cap.epoch_ns = mono_ns();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -758,33 +733,9 @@ static void init(void)
         cap_fail("cannot open trace %s: %s", wr.path, sbt_errmsg());
         return;
     }
-    char buf[4096];
-    meta_now("capture.api", "vulkan");
-    meta_now("capture.tool", "reprise VK_LAYER_REPRISE_capture 0.1.0");
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = 0;
-        meta_now("program", buf);
-    }
-    FILE *f = fopen("/proc/self/cmdline", "rb");
-    if (f) {
-        size_t m = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i + 1 < m; i++)
-            if (!buf[i])
-                buf[i] = ' ';
-        buf[m] = 0;
-        meta_now("argv", buf);
-    }
-    if (gethostname(buf, sizeof buf) == 0) {
-        buf[sizeof buf - 1] = 0;
-        meta_now("host", buf);
-    }
-    meta_now("clock.domain", "CLOCK_MONOTONIC");
-    snprintf(buf, sizeof buf, "%" PRIu64, cap.epoch_ns);
-    meta_now("clock.epoch_monotonic_ns", buf);
-    snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
-    meta_now("clock.epoch_realtime_ns", buf);
+    if (cap__meta_process(wr.w, "vulkan", "reprise VK_LAYER_REPRISE_capture 0.1.0",
+                          cap.epoch_ns) < 0)
+        writer_failed("writing metadata");
     meta_now("capture.timing", cap.timing ? "1" : "0");
     meta_now("capture.digests", cap.digests ? "1" : "0");
     meta_now("capture.page_bytes", "4096");
@@ -813,7 +764,7 @@ static void write_stats(void)
     for (uint32_t i = 0; i < n_unsup; i++)
         n_unsup_calls += unsup[i].count;
     uint64_t calls = atomic_load(&cap.n_calls);
-    if (env_flag(CAP_ENV_SUMMARY))
+    if (cap__env_flag(CAP_ENV_SUMMARY))
         fprintf(stderr,
                 "reprise capture: %s: %" PRIu64 " ops from %" PRIu64 " Vulkan calls, %" PRIu64
                 " unsupported calls%s%s\n",
