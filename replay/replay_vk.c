@@ -43,6 +43,7 @@
 #define QUERIES       1024 /* timestamps per batch (2 per timed op) */
 #define STAGING_CHUNK (4u << 20)
 #define MAX_SETS      8
+#define FF_CHUNK      1024 /* untimed ops per submission: overlaps recording and execution */
 
 /* ========================================================================================== */
 /* A small id -> pointer map (capture ids are dense-ish 64-bit numbers)                      */
@@ -207,6 +208,7 @@ struct batch {
     uint32_t n_acc, cap_acc;
     int recording, has_cmds;
     int had_base;       /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
+    VkPipeline bound_pipe; /* last compute pipeline bound in cb (VK_NULL_HANDLE = none) */
     struct batch *next; /* in flight list / free list */
 };
 
@@ -988,6 +990,7 @@ static int batch_open(struct vkbe *b, struct rq *q)
     x->recording = 1;
     x->has_cmds = 0;
     x->had_base = 0;
+    x->bound_pipe = VK_NULL_HANDLE;
     x->value = q->value + 1;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -1756,7 +1759,10 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
         vkUpdateDescriptorSets(b->dev, nw, w, 0, NULL);
     (void)op;
     VkCommandBuffer cb = x->cb;
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+    if (x->bound_pipe != p->pipe) { /* a redundant bind costs the driver a state re-emit */
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+        x->bound_pipe = p->pipe;
+    }
     if (pl->n_sets)
         vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pl, 0, pl->n_sets, sets,
                                 ndyn, dyn);
@@ -1944,6 +1950,10 @@ static int exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
             return st;
         x->n_acc = 0; /* the read-back barrier separates what follows */
     }
+    /* fast-forward: nothing to time or read back, so the device can start on what is recorded
+     * while the host records the rest (the timeline chain keeps the order) */
+    if ((rx->flags & REPLAY_X_UNTIMED) && x->n_ops >= FF_CHUNK)
+        return flush(b, q);
     return 0;
 }
 
