@@ -1948,7 +1948,14 @@ static int exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
     if (rx->flags & (REPLAY_X_OUTPUTS | REPLAY_X_OUTPUTS_END)) {
         if ((st = readback(b, x, o, op, SBT_ACCESS_WRITE)) < 0)
             return st;
-        x->n_acc = 0; /* the read-back barrier separates what follows */
+        /* the barrier before the read-back copies separates what came before; the copies still
+         * read the op's outputs, so a later op that writes those bytes must wait for them: keep
+         * them in the batch's list for the overlap check (capacity: device_deps grew it) */
+        uint32_t n_w = 0;
+        for (uint32_t i = 0; i < op->n_access; i++)
+            if (op->access[i].mode & SBT_ACCESS_WRITE)
+                x->acc[n_w++] = op->access[i];
+        x->n_acc = n_w;
     }
     /* fast-forward: nothing to time or read back, so the device can start on what is recorded
      * while the host records the rest (the timeline chain keeps the order) */
