@@ -828,6 +828,12 @@ void cap_shutdown(void)
     cap_map_free(&wr.kernels);
     cap_map_free(&wr.host_streams);
     cap_map_free(&wr.names);
+    /* the kept run buffers: the loader may unload the layer after this, and with it the only
+     * pointers to them */
+    pthread_mutex_lock(&run_mu);
+    while (n_run_free)
+        free(run_free[--n_run_free]);
+    pthread_mutex_unlock(&run_mu);
 }
 
 __attribute__((destructor)) static void cap_at_exit(void)
