@@ -355,21 +355,46 @@ struct fake_obj {
     uint32_t magic; /* 'FMOD' module/library, 'FFUN' function/kernel */
     char *image;    /* modules: a copy of the image text */
     const struct kdef *k;
+    struct fake_obj *next; /* every object, so handles stay valid until the driver unloads */
 };
 #define MAGIC_MOD 0x444f4d46u
 #define MAGIC_FUN 0x4e554646u
+
+static pthread_mutex_t objs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_obj *objs;
+
+static struct fake_obj *obj_new(uint32_t magic)
+{
+    struct fake_obj *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->magic = magic;
+    pthread_mutex_lock(&objs_mu);
+    o->next = objs;
+    objs = o;
+    pthread_mutex_unlock(&objs_mu);
+    return o;
+}
+
+/* Like a real driver, everything goes when the library does (process exit or dlclose). */
+__attribute__((destructor)) static void objs_free(void)
+{
+    while (objs) {
+        struct fake_obj *o = objs;
+        objs = o->next;
+        free(o->image);
+        free(o);
+    }
+}
 
 static CUresult load(const void *image, struct fake_obj **out)
 {
     NEED_INIT();
     if (!image || strncmp(image, "FAKECUDA 1\n", 11))
         return CUDA_ERROR_INVALID_IMAGE;
-    struct fake_obj *m = calloc(1, sizeof *m);
-    if (!m || !(m->image = strdup(image))) {
-        free(m);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    m->magic = MAGIC_MOD;
+    struct fake_obj *m = obj_new(MAGIC_MOD);
+    if (!m || !(m->image = strdup(image)))
+        return CUDA_ERROR_OUT_OF_MEMORY; /* m, if any, is freed with the others */
     *out = m;
     return CUDA_SUCCESS;
 }
@@ -389,10 +414,9 @@ static CUresult get_fn(struct fake_obj *m, const char *name, struct fake_obj **o
     }
     for (size_t i = 0; listed && i < sizeof kdefs / sizeof kdefs[0]; i++)
         if (!strcmp(kdefs[i].name, name)) {
-            struct fake_obj *f = calloc(1, sizeof *f);
+            struct fake_obj *f = obj_new(MAGIC_FUN);
             if (!f)
                 return CUDA_ERROR_OUT_OF_MEMORY;
-            f->magic = MAGIC_FUN;
             f->k = &kdefs[i];
             *out = f;
             return CUDA_SUCCESS;
