@@ -175,7 +175,7 @@ $(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
 # archive: ask the linker for it wherever the CUDA backend must be present (once the engine and
 # its Vulkan backend exist; until then test_cuda skips its replay tests).
 CUDA_BACKEND_LD := $(if $(and $(wildcard replay/replay_engine.c),$(wildcard replay/replay_vk.c)),-Wl$(CUDA_COMMA)--undefined=replay__cuda_backend)
-$(BIN) $(BUILD)/tests/test_cuda: LDFLAGS += $(CUDA_BACKEND_LD)
+$(BIN) $(BUILD)/tests/test_cuda: override LDFLAGS += $(CUDA_BACKEND_LD)
 TEST_ENV += REPRISE_CUDA_STUB=$(CUDA_STUB)
 
 # ---- test programs and shaders ---------------------------------------------------------------------
