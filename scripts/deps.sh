@@ -6,7 +6,8 @@ set -eu
 PKGS="gcc make pkg-config libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c-compiler
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
-    PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools"
+    PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
+    protobuf-compiler"
 fi
 missing=""
 for p in $PKGS; do
