@@ -646,11 +646,8 @@ static void fix_alloc(struct sbt_vk_rec *r, uint64_t *a)
 static void edit_device(struct editor *e, struct sbt_device *d)
 {
     recode(d->ext.data, d->ext.len, &e->enc, fix_device);
-    struct sbt_vk_enc keep = e->enc;
-    memset(&e->enc, 0, sizeof e->enc);
-    d->ext.data = keep.buf; /* leaked until the test ends: the writer copies it */
-    d->ext.len = (uint32_t)keep.len;
-    free(keep.args);
+    d->ext.data = e->enc.buf; /* the writer copies it when the device is added, next */
+    d->ext.len = (uint32_t)e->enc.len;
 }
 
 static int edit_alloc(struct editor *e, sbt_writer *w, struct sbt_op *op)
