@@ -77,6 +77,7 @@ struct cap_inst {
     PFN_vkGetPhysicalDeviceQueueFamilyProperties GetPhysicalDeviceQueueFamilyProperties;
     uint32_t api_version;
     int dead;
+    struct cap_inst *retired_next; /* destroyed instances, freed only at unload */
 };
 
 struct cap_dev {
@@ -99,6 +100,7 @@ struct cap_dev {
     uint64_t calib_at; /* cap_now() of the last calibration, 0 = none yet */
     uint64_t calib_ticks, calib_host; /* a (device ticks, ns since the trace epoch) pair */
     int dead;
+    struct cap_dev *retired_next; /* destroyed devices, freed only at unload */
 };
 
 /* ========================================================================================== */
@@ -432,6 +434,12 @@ void cap_emit(struct cap_ev *e);
 /* Wakes the writer now (after waits, so HOST_READ ops do not linger). */
 void cap_kick(void);
 
+/* ---- cap_vk_layer.c --------------------------------------------------------------------- */
+/* At unload or exit, after cap_shutdown(): frees the instance and device structs (live and
+ * retired) and every shadow object, without calling Vulkan. No Vulkan call may reach the
+ * layer afterwards. */
+void cap_layer_free_all(void);
+
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* All with cap.mu held. */
 struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
@@ -473,6 +481,8 @@ void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
 void cap_cmdbuf_drop_ops(struct cap_cmdbuf *cb);
 /* --digests: after the queue went idle, the output digest of each dispatch in chain. */
 void cap_digest_ops(struct cap_ev *chain);
+/* At unload (cap_layer_free_all, cap.mu held): frees this file's own state. */
+void cap_submit_free_all(void);
 
 /* ---- cap_vk_timing.c -------------------------------------------------------------------- */
 /* Record time (the program's thread, no lock): the timestamp before a timed command of cb

@@ -36,6 +36,10 @@
 static struct cap_inst *insts[MAX_INST];
 static struct cap_dev *devs[MAX_DEV];
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Taken out of the tables but not freed (tab_mu): a racing call on another thread may still
+ * read them. cap_layer_free_all() frees them at unload. */
+static struct cap_inst *retired_insts;
+static struct cap_dev *retired_devs;
 
 static void *dkey(const void *dispatchable)
 {
@@ -222,8 +226,11 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
     for (int i = 0; i < MAX_INST; i++)
         if (insts[i] == in)
             __atomic_store_n(&insts[i], NULL, __ATOMIC_RELEASE);
+    /* not freed here: a racing call on another thread may still read it */
+    in->dead = 1;
+    in->retired_next = retired_insts;
+    retired_insts = in;
     pthread_mutex_unlock(&tab_mu);
-    /* in is leaked on purpose: a racing call on another thread may still read it */
     fn(instance, alloc);
 }
 
@@ -485,8 +492,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device,
     for (int i = 0; i < MAX_DEV; i++)
         if (devs[i] == d)
             __atomic_store_n(&devs[i], NULL, __ATOMIC_RELEASE);
+    d->dead = 1; /* kept until unload: shadows and racing calls may still point at it */
+    d->retired_next = retired_devs;
+    retired_devs = d;
     pthread_mutex_unlock(&tab_mu);
-    d->dead = 1; /* kept: shadows and racing calls may still point at it */
 }
 
 static void queue_seen(struct cap_dev *d, VkQueue q, uint32_t family, uint32_t index)
@@ -2749,6 +2758,100 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device)
     pthread_mutex_unlock(&cap.mu);
     cap_kick();
     return r;
+}
+
+/* ========================================================================================== */
+/* Unload                                                                                     */
+/* ========================================================================================== */
+
+/* Frees shadow o of map t and what it owns, without calling Vulkan (the query pools of a
+ * command buffer go with their device). */
+static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
+{
+    switch (t) {
+    case CAP_T_MEM: {
+        struct cap_mem *m = (struct cap_mem *)o;
+        free(m->page);
+        free(m->pend);
+        free(m->done);
+        break;
+    }
+    case CAP_T_MODULE:
+        cap_refl_free(&((struct cap_module *)o)->refl);
+        break;
+    case CAP_T_DSL:
+        free(((struct cap_dsl *)o)->b);
+        break;
+    case CAP_T_PLAYOUT:
+        sbt_vk_enc_free(&((struct playout_rec *)o)->rec);
+        break;
+    case CAP_T_PIPELINE:
+        free(((struct cap_pipeline *)o)->acc);
+        break;
+    case CAP_T_DSET:
+        free(((struct cap_dset *)o)->b);
+        free(((struct cap_dset *)o)->slot);
+        break;
+    case CAP_T_TEMPL:
+        free(((struct cap_templ *)o)->e);
+        break;
+    case CAP_T_CMDBUF: {
+        struct cap_cmdbuf *cb = (struct cap_cmdbuf *)o;
+        sbt_vk_enc_free(&cb->raw);
+        cap_blob_unref(cb->rec);
+        cap_cmdbuf_drop_ops(cb);
+        free(cb->ts_pool);
+        free(cb->ts_at);
+        break;
+    }
+    default:
+        break;
+    }
+    free(o);
+}
+
+void cap_layer_free_all(void)
+{
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t t = 0; t < CAP_T__COUNT; t++) {
+        struct cap_map *m = &cap.objs[t];
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->e[i].key >= 2 && m->e[i].val)
+                obj_free_at_unload(m->e[i].val, t);
+        cap_map_free(m);
+    }
+    free(cap.mems);
+    cap.mems = NULL;
+    cap.n_mems = cap.cap_mems = 0;
+    free(cap.tpend); /* the timings themselves belong to their batches (cap_timing_drop_all) */
+    cap.tpend = NULL;
+    cap.n_tpend = cap.cap_tpend = 0;
+    cap_map_free(&cap.cmd_pools);
+    cap_submit_free_all();
+    cap.shadow_gen++;
+    atomic_fetch_add(&cap.gen, 1); /* no cached command buffer survives */
+    pthread_mutex_unlock(&cap.mu);
+
+    pthread_mutex_lock(&tab_mu);
+    for (int i = 0; i < MAX_INST; i++) {
+        free(insts[i]);
+        __atomic_store_n(&insts[i], NULL, __ATOMIC_RELEASE);
+    }
+    for (int i = 0; i < MAX_DEV; i++) {
+        free(devs[i]);
+        __atomic_store_n(&devs[i], NULL, __ATOMIC_RELEASE);
+    }
+    while (retired_insts) {
+        struct cap_inst *in = retired_insts;
+        retired_insts = in->retired_next;
+        free(in);
+    }
+    while (retired_devs) {
+        struct cap_dev *d = retired_devs;
+        retired_devs = d->retired_next;
+        free(d);
+    }
+    pthread_mutex_unlock(&tab_mu);
 }
 
 /* ========================================================================================== */

@@ -277,13 +277,21 @@ static void refresh_pages(struct cap_mem *m, uint64_t a, uint64_t b)
     }
 }
 
+static sbt_hasher *refresh_hasher; /* cap.mu held; made on first use, freed at unload */
+
+void cap_submit_free_all(void)
+{
+    sbt_hasher_destroy(refresh_hasher);
+    refresh_hasher = NULL;
+}
+
 /* The digest of [a, b) of m, refreshing the page shadow of those pages in the same pass
  * (each page is hashed for the shadow right after it went into the digest, in cache). */
 static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
 {
-    static sbt_hasher *h; /* cap.mu held */
-    if (!h && sbt_hasher_create(&h) < 0)
-        h = NULL;
+    if (!refresh_hasher && sbt_hasher_create(&refresh_hasher) < 0)
+        refresh_hasher = NULL;
+    sbt_hasher *h = refresh_hasher;
     if (!h) {
         refresh_pages(m, a, b);
         return sbt_hash_bytes(m->map_base + a, b - a);

@@ -345,6 +345,7 @@ struct tbuf {
 static pthread_mutex_t tb_list_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tbuf *tb_list;
 static pthread_key_t tb_key;
+static int tb_key_made;
 static _Thread_local struct tbuf *my_tb;
 
 static void tb_thread_exit(void *p)
@@ -720,7 +721,7 @@ static void atfork_child(void)
 
 static void init(void)
 {
-    pthread_key_create(&tb_key, tb_thread_exit);
+    tb_key_made = !pthread_key_create(&tb_key, tb_thread_exit);
     pthread_atfork(NULL, NULL, atfork_child);
     cap.timing = cap__env_flag(CAP_ENV_TIMING);
     cap.digests = cap__env_flag(CAP_ENV_DIGESTS);
@@ -836,7 +837,34 @@ void cap_shutdown(void)
     pthread_mutex_unlock(&run_mu);
 }
 
+/* At unload: the buffers of the threads still running (the writer has drained them, but a
+ * forked child's copies may hold events), and the key whose destructor would run our code at
+ * their exit after the layer is gone. */
+static void tb_free_all(void)
+{
+    if (tb_key_made) {
+        pthread_key_delete(tb_key);
+        tb_key_made = 0;
+    }
+    pthread_mutex_lock(&tb_list_mu);
+    while (tb_list) {
+        struct tbuf *tb = tb_list;
+        tb_list = tb->next;
+        for (size_t i = 0; i < tb->n; i++)
+            cap_ev_free_chain(tb->v[i]);
+        free(tb->v);
+        pthread_mutex_destroy(&tb->mu);
+        free(tb);
+    }
+    pthread_mutex_unlock(&tb_list_mu);
+    my_tb = NULL;
+}
+
+/* The loader dlcloses the layer at exit (or the process ends): no Vulkan call can reach it
+ * any more, so what was kept for racing calls is freed too. */
 __attribute__((destructor)) static void cap_at_exit(void)
 {
     cap_shutdown();
+    tb_free_all();
+    cap_layer_free_all();
 }

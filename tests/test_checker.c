@@ -1033,11 +1033,10 @@ static int sh(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Under `make asan` the program is instrumented too, and LeakSanitizer would fail it for what
- * the Vulkan driver leaves allocated at exit: leak detection is off for the captured program. */
+/* Under `make asan` the program is instrumented too, with leak detection on (test_capture.c). */
 static void capture_prog(const char *prog, const char *out)
 {
-    int rc = sh("ASAN_OPTIONS=detect_leaks=0 '%s' capture --digests -o %s -- '%s/tests/vk/%s' "
+    int rc = sh("'%s' capture --digests -o %s -- '%s/tests/vk/%s' "
                 ">/dev/null 2>capture.err",
                 vk_bin, out, vk_build, prog);
     cr_assert(eq(int, rc, 0), "capture of %s failed (exit %d), see %s/capture.err", prog, rc, dir);

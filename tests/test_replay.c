@@ -403,9 +403,7 @@ static void capture(const char *prog, const char *args, const char *out)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             /* no leak detection in the captured program under `make asan`: the layer keeps
-              * its shadows to the end on purpose and the loader unloads it (test_capture.c) */
-             "cd '%s' && ASAN_OPTIONS=detect_leaks=0 '%s' capture --digests -o '%s' -- "
+             "cd '%s' && '%s' capture --digests -o '%s' -- "
              "'%s/tests/vk/%s' %s >/dev/null 2>&1",
              tmpdir, bin, out, build, prog, args ? args : "");
     cr_assert_eq(system(cmd), 0, "capture of %s failed: %s", prog, cmd);
