@@ -1,3 +1,4 @@
+/* clang-format off */
 /* capture/cap_cuda_exports.h — every symbol the CUDA 13.0 driver stub exports (libcuda.so from the
  * nvidia_cuda_runtime 13.0.96 package), one X(name) per line: the shim exports all of them (a
  * trampoline to the real driver unless capture/cap_cuda_shim.c wraps it) and the test-only fake
@@ -642,3 +643,4 @@ X(cuUserObjectRelease)
 X(cuUserObjectRetain)
 X(cuWaitExternalSemaphoresAsync)
 X(cuWaitExternalSemaphoresAsync_ptsz)
+/* clang-format on */

@@ -1065,10 +1065,11 @@ static uint32_t add_program(const void *image, const char *file, uint32_t api)
     char name[64];
     if (len) {
         sbt_hash h = sbt_hash_bytes(image, len);
-        snprintf(name, sizeof name, "%s:%08llx", p.kind == SBT_PROGRAM_PTX ? "ptx"
-                                                 : p.kind == SBT_PROGRAM_FATBIN ? "fatbin"
-                                                 : p.kind == SBT_PROGRAM_HOST  ? "image"
-                                                                                : "cubin",
+        snprintf(name, sizeof name, "%s:%08llx",
+                 p.kind == SBT_PROGRAM_PTX      ? "ptx"
+                 : p.kind == SBT_PROGRAM_FATBIN ? "fatbin"
+                 : p.kind == SBT_PROGRAM_HOST   ? "image"
+                                                : "cubin",
                  (unsigned long long)(h.hi >> 32));
     } else {
         snprintf(name, sizeof name, "module %u", (unsigned)(g.n_ops + 1));

@@ -31,32 +31,48 @@
 /* ========================================================================================== */
 
 /* Device functions the layer calls down (vk<name>; KHR/EXT alias tried when NULL). */
-#define CAP_DEVICE_FNS(X)                                                                       \
-    X(DestroyDevice) X(GetDeviceQueue) X(GetDeviceQueue2) X(AllocateMemory) X(FreeMemory)       \
-    X(MapMemory) X(UnmapMemory) X(FlushMappedMemoryRanges) X(InvalidateMappedMemoryRanges)      \
-    X(CreateBuffer) X(DestroyBuffer) X(BindBufferMemory) X(BindBufferMemory2)                   \
-    X(GetBufferMemoryRequirements) X(CreateBufferView) X(DestroyBufferView)                     \
-    X(CreateShaderModule) X(DestroyShaderModule) X(CreateDescriptorSetLayout)                   \
-    X(DestroyDescriptorSetLayout) X(CreatePipelineLayout) X(DestroyPipelineLayout)              \
-    X(CreateComputePipelines) X(DestroyPipeline) X(CreateDescriptorPool)                        \
-    X(DestroyDescriptorPool) X(ResetDescriptorPool) X(AllocateDescriptorSets)                   \
-    X(FreeDescriptorSets) X(UpdateDescriptorSets) X(CreateDescriptorUpdateTemplate)             \
-    X(DestroyDescriptorUpdateTemplate) X(UpdateDescriptorSetWithTemplate)                       \
-    X(CreateCommandPool) X(DestroyCommandPool) X(ResetCommandPool) X(AllocateCommandBuffers)    \
-    X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer)       \
-    X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) X(CmdDispatch)              \
-    X(CmdDispatchBase) X(CmdDispatchIndirect) X(CmdCopyBuffer) X(CmdCopyBuffer2)                \
-    X(CmdFillBuffer) X(CmdUpdateBuffer) X(CmdPipelineBarrier) X(CmdPipelineBarrier2)            \
-    X(CmdSetEvent) X(CmdResetEvent) X(CmdWaitEvents) X(CmdSetEvent2) X(CmdResetEvent2)          \
-    X(CmdWaitEvents2) X(CmdWriteTimestamp) X(CmdWriteTimestamp2) X(CmdResetQueryPool)           \
-    X(CmdExecuteCommands) X(QueueSubmit) X(QueueSubmit2) X(QueueWaitIdle) X(DeviceWaitIdle)     \
-    X(CreateFence) X(DestroyFence) X(ResetFences) X(GetFenceStatus) X(WaitForFences)            \
-    X(CreateSemaphore) X(DestroySemaphore) X(SignalSemaphore) X(WaitSemaphores)                 \
-    X(GetSemaphoreCounterValue) X(CreateEvent) X(DestroyEvent) X(SetEvent) X(ResetEvent)        \
-    X(CreateQueryPool) X(DestroyQueryPool) X(GetQueryPoolResults) X(CmdDraw)                 \
-    X(CmdDrawIndexed) X(CmdBeginRenderPass) X(CmdCopyBufferToImage) X(CmdCopyImageToBuffer)     \
-    X(CmdCopyImage) X(CmdClearColorImage) X(CreateImage) X(BindImageMemory)                    \
-    X(CreateGraphicsPipelines) X(QueueBindSparse) X(GetBufferDeviceAddress)
+/* clang-format off */
+#define CAP_DEVICE_FNS(X)                                                                                 \
+    X(DestroyDevice)                                                                                      \
+    X(GetDeviceQueue) X(GetDeviceQueue2) X(AllocateMemory) X(FreeMemory) X(MapMemory) X(                  \
+        UnmapMemory) X(FlushMappedMemoryRanges) X(InvalidateMappedMemoryRanges) X(CreateBuffer)           \
+        X(DestroyBuffer) X(BindBufferMemory) X(BindBufferMemory2) X(GetBufferMemoryRequirements) X(       \
+            CreateBufferView) X(DestroyBufferView) X(CreateShaderModule) X(DestroyShaderModule)           \
+            X(CreateDescriptorSetLayout) X(DestroyDescriptorSetLayout) X(CreatePipelineLayout) X(         \
+                DestroyPipelineLayout) X(CreateComputePipelines) X(DestroyPipeline)                       \
+                X(CreateDescriptorPool) X(DestroyDescriptorPool) X(ResetDescriptorPool) X(                \
+                    AllocateDescriptorSets) X(FreeDescriptorSets) X(UpdateDescriptorSets)                 \
+                    X(CreateDescriptorUpdateTemplate) X(DestroyDescriptorUpdateTemplate) X(               \
+                        UpdateDescriptorSetWithTemplate) X(CreateCommandPool) X(DestroyCommandPool)       \
+                        X(ResetCommandPool) X(AllocateCommandBuffers) X(FreeCommandBuffers) X(            \
+                            BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer)                 \
+                            X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) X(            \
+                                CmdDispatch) X(CmdDispatchBase) X(CmdDispatchIndirect)                    \
+                                X(CmdCopyBuffer) X(CmdCopyBuffer2) X(CmdFillBuffer) X(                    \
+                                    CmdUpdateBuffer) X(CmdPipelineBarrier) X(CmdPipelineBarrier2)         \
+                                    X(CmdSetEvent) X(CmdResetEvent) X(CmdWaitEvents) X(                   \
+                                        CmdSetEvent2) X(CmdResetEvent2) X(CmdWaitEvents2)                 \
+                                        X(CmdWriteTimestamp) X(CmdWriteTimestamp2) X(                     \
+                                            CmdResetQueryPool) X(CmdExecuteCommands) X(QueueSubmit)       \
+                                            X(QueueSubmit2) X(QueueWaitIdle) X(DeviceWaitIdle) X(         \
+                                                CreateFence) X(DestroyFence) X(ResetFences)               \
+                                                X(GetFenceStatus) X(WaitForFences) X(                     \
+                                                    CreateSemaphore) X(DestroySemaphore)                  \
+                                                    X(SignalSemaphore) X(WaitSemaphores) X(               \
+                                                        GetSemaphoreCounterValue) X(CreateEvent)          \
+                                                        X(DestroyEvent) X(SetEvent) X(ResetEvent) X(      \
+                                                            CreateQueryPool) X(DestroyQueryPool)          \
+                                                            X(GetQueryPoolResults) X(CmdDraw) X(          \
+                                                                CmdDrawIndexed) X(CmdBeginRenderPass)     \
+                                                                X(CmdCopyBufferToImage) X(                \
+                                                                    CmdCopyImageToBuffer) X(CmdCopyImage) \
+                                                                    X(CmdClearColorImage) X(              \
+                                                                        CreateImage)                      \
+                                                                        X(BindImageMemory) X(             \
+                                                                            CreateGraphicsPipelines)      \
+                                                                            X(QueueBindSparse) X(         \
+                                                                                GetBufferDeviceAddress)
+/* clang-format on */
 
 struct cap_dev_fns {
 #define CAP__FN(n) PFN_vk##n n;
@@ -92,12 +108,12 @@ struct cap_dev {
     VkQueueFamilyProperties qfam[16];
     uint32_t n_qfam;
     double ts_period_ns;
-    uint64_t nc_atom; /* nonCoherentAtomSize */
+    uint64_t nc_atom;          /* nonCoherentAtomSize */
     VkCommandPool ts_pool[16]; /* --timing/--digests helpers, per queue family */
     /* --timing: VK_EXT_calibrated_timestamps enabled by the layer (NULL = not available: device
      * times are aligned to the submit instead, see cap_vk_timing.c) */
     PFN_vkGetCalibratedTimestampsEXT GetCalibratedTimestampsEXT;
-    uint64_t calib_at; /* cap_now() of the last calibration, 0 = none yet */
+    uint64_t calib_at;                /* cap_now() of the last calibration, 0 = none yet */
     uint64_t calib_ticks, calib_host; /* a (device ticks, ns since the trace epoch) pair */
     int dead;
     struct cap_dev *retired_next; /* destroyed devices, freed only at unload */
@@ -147,7 +163,7 @@ struct cap_mem {
     struct cap_obj o;
     uint64_t size;
     uint32_t type_index, props;
-    uint8_t *map_base;        /* host address of offset 0 of the allocation while mapped */
+    uint8_t *map_base;         /* host address of offset 0 of the allocation while mapped */
     uint64_t map_off, map_len; /* the mapped range, bytes */
     int mapped;
     uint64_t n_pages;
@@ -264,7 +280,7 @@ struct cap_sync {
 struct cap_queue {
     struct cap_obj o;
     uint32_t family, index;
-    uint64_t serial;      /* last submission serial */
+    uint64_t serial; /* last submission serial */
 };
 
 struct cap_cmdbuf {
@@ -274,7 +290,7 @@ struct cap_cmdbuf {
     uint32_t usage;
     struct sbt_vk_enc raw; /* CMD_* records with raw Vulkan handles, as recorded */
     uint32_t n_cmds;
-    struct cap_blob *rec;  /* the recording with capture ids, built at its first submit */
+    struct cap_blob *rec; /* the recording with capture ids, built at its first submit */
     /* The ops its last expansion made, packed (cap_ev_new_op blocks, each after a size_t of
      * its length): a resubmission copies them instead of walking the recording again while
      * cap.shadow_gen is ops_gen. NULL when the recording cannot be cached (timing, indirect
@@ -282,7 +298,7 @@ struct cap_cmdbuf {
     uint8_t *ops;
     size_t ops_len;
     uint64_t ops_gen;
-    int recording;         /* between begin and end */
+    int recording; /* between begin and end */
     /* --timing: a TOP_OF_PIPE / BOTTOM_OF_PIPE timestamp pair around each dispatch, copy, fill
      * and update of the recording: pair i is queries 2i, 2i+1 of the run of pools, and
      * ts_at[i] the index of its command in the recording. Pools are kept across recordings. */
@@ -340,8 +356,8 @@ struct cap_ev {
     struct cap_ev *next; /* the next event of the same batch (same seq, in order) */
     uint64_t seq;
     uint32_t type, thread;
-    uint64_t dev_id;   /* capture id of the device */
-    uint64_t queue_id; /* OP: capture id of the queue it runs on; 0 = the host thread */
+    uint64_t dev_id;    /* capture id of the device */
+    uint64_t queue_id;  /* OP: capture id of the queue it runs on; 0 = the host thread */
     uint64_t kernel_id; /* OP: capture id of the pipeline; KERNEL: the pipeline */
     uint64_t obj_queue; /* OP STREAM_SYNC: capture id of the queue waited for */
     const char *name;   /* static string: op name / meta key */
@@ -351,16 +367,16 @@ struct cap_ev {
     size_t payload_len;
     uint8_t *data; /* owned bytes to store as a blob (op.blob / program image) */
     size_t data_len;
-    int data_pooled; /* data is a run buffer (cap_run_alloc), not malloc'd */
-    int packed;      /* acc and payload lie in the event's own allocation (cap_ev_new_op) */
+    int data_pooled;        /* data is a run buffer (cap_run_alloc), not malloc'd */
+    int packed;             /* acc and payload lie in the event's own allocation (cap_ev_new_op) */
     struct cap_blob **recs; /* recordings to store (refs held), SUBMIT */
     uint32_t n_recs;
     struct cap_timing *timing; /* head of a batch only */
     /* table rows */
     struct sbt_device dev;
     struct sbt_stream stream;
-    uint64_t prog_id;    /* KERNEL: capture id of its module */
-    char *str;           /* owned: device name / entry name / meta value */
+    uint64_t prog_id; /* KERNEL: capture id of its module */
+    char *str;        /* owned: device name / entry name / meta value */
     uint32_t ext_kind;
 };
 
@@ -382,18 +398,18 @@ void *cap_map_del(struct cap_map *m, uint64_t key);
 void cap_map_free(struct cap_map *m);
 
 struct cap_global {
-    atomic_int on;        /* recording */
-    atomic_int failed;    /* an internal failure stopped recording */
+    atomic_int on;     /* recording */
+    atomic_int failed; /* an internal failure stopped recording */
     atomic_uint_fast64_t seq;
     atomic_uint_fast64_t next_id;
-    atomic_uint_fast64_t n_calls;  /* Vulkan calls seen (for bytes per call) */
-    atomic_uint_fast32_t gen;      /* command buffer generation (TLS cache) */
-    pthread_mutex_t mu;            /* objects and memory shadow */
+    atomic_uint_fast64_t n_calls;      /* Vulkan calls seen (for bytes per call) */
+    atomic_uint_fast32_t gen;          /* command buffer generation (TLS cache) */
+    pthread_mutex_t mu;                /* objects and memory shadow */
     struct cap_map objs[CAP_T__COUNT]; /* per enum cap_type: handle -> struct cap_obj * */
-    struct cap_mem **mems;         /* live allocations */
+    struct cap_mem **mems;             /* live allocations */
     uint32_t n_mems, cap_mems;
     int timing, digests;
-    struct cap_map cmd_pools; /* VkCommandPool -> queue family + 1 (for --timing) */
+    struct cap_map cmd_pools;  /* VkCommandPool -> queue family + 1 (for --timing) */
     struct cap_timing **tpend; /* --timing: submissions whose device times are not read yet */
     uint32_t n_tpend, cap_tpend;
     atomic_uint_fast64_t n_timed, n_untimed; /* ops with / without device times */
@@ -469,8 +485,8 @@ struct cap_submit_batch {
  * driver's vkQueueSubmit (after it, the device may already be writing mapped memory); the
  * batch takes them over, also on failure. NULL when recording failed. */
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
-                                const struct cap_submit_batch *b, uint32_t n, VkFence fence,
-                                int v2, uint64_t t0, uint64_t t1, struct cap_ev *pre);
+                                const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
+                                uint64_t t0, uint64_t t1, struct cap_ev *pre);
 /* The host saw submissions on queue (0 = every queue of dev) up to serial finish. Appends
  * HOST_READ ops to *tail. */
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,

@@ -23,16 +23,16 @@
 
 #include "capture/cap_vk_int.h"
 
-#define ON() atomic_load_explicit(&cap.on, memory_order_relaxed)
+#define ON()    atomic_load_explicit(&cap.on, memory_order_relaxed)
 #define COUNT() atomic_fetch_add_explicit(&cap.n_calls, 1, memory_order_relaxed)
-#define H(x) ((uint64_t)(uintptr_t)(x))
+#define H(x)    ((uint64_t)(uintptr_t)(x))
 
 /* ========================================================================================== */
 /* Instances and devices by dispatch key                                                      */
 /* ========================================================================================== */
 
 #define MAX_INST 16
-#define MAX_DEV 32
+#define MAX_DEV  32
 static struct cap_inst *insts[MAX_INST];
 static struct cap_dev *devs[MAX_DEV];
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -249,12 +249,12 @@ static void enc_features(struct sbt_vk_enc *enc, const void *pnext)
             f = (const VkBool32 *)&((const VkPhysicalDeviceFeatures2 *)s)->features;
             n = sizeof(VkPhysicalDeviceFeatures) / sizeof(VkBool32);
             break;
-#define FEAT(ST, T)                                                                            \
-    case ST:                                                                                   \
-        f = (const VkBool32 *)((const uint8_t *)s + offsetof(VkPhysicalDeviceVulkan11Features, \
-                                                             storageBuffer16BitAccess));       \
+#define FEAT(ST, T)                                                                              \
+    case ST:                                                                                     \
+        f = (const VkBool32 *)((const uint8_t *)s + offsetof(VkPhysicalDeviceVulkan11Features,   \
+                                                             storageBuffer16BitAccess));         \
         n = (sizeof(T) - offsetof(VkPhysicalDeviceVulkan11Features, storageBuffer16BitAccess)) / \
-            sizeof(VkBool32);                                                                  \
+            sizeof(VkBool32);                                                                    \
         break;
             FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                  VkPhysicalDeviceVulkan11Features)
@@ -325,10 +325,10 @@ static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
                                     d->mem_props.memoryTypes[i].heapIndex},
                        3, NULL, 0);
     for (uint32_t i = 0; i < d->mem_props.memoryHeapCount && i < VK_MAX_MEMORY_HEAPS; i++)
-        sbt_vk_enc_rec(&enc, SBT_VK_MEMORY_HEAP,
-                       (uint64_t[]){i, d->mem_props.memoryHeaps[i].size,
-                                    d->mem_props.memoryHeaps[i].flags},
-                       3, NULL, 0);
+        sbt_vk_enc_rec(
+            &enc, SBT_VK_MEMORY_HEAP,
+            (uint64_t[]){i, d->mem_props.memoryHeaps[i].size, d->mem_props.memoryHeaps[i].flags}, 3,
+            NULL, 0);
     for (uint32_t i = 0; i < nq; i++)
         sbt_vk_enc_rec(&enc, SBT_VK_QUEUE_FAMILY,
                        (uint64_t[]){i, d->qfam[i].queueFlags, d->qfam[i].queueCount,
@@ -434,8 +434,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys,
 #define LOAD(n) d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n);
     CAP_DEVICE_FNS(LOAD)
 #undef LOAD
-#define ALIAS(n, s)                                                                 \
-    if (!d->fn.n)                                                                   \
+#define ALIAS(n, s) \
+    if (!d->fn.n)   \
         d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n s);
     ALIAS(BindBufferMemory2, "KHR")
     ALIAS(CreateDescriptorUpdateTemplate, "KHR")
@@ -515,8 +515,8 @@ static void queue_seen(struct cap_dev *d, VkQueue q, uint32_t family, uint32_t i
     struct cap_ev *e = cq ? cap_ev_new(CAP_EV_QUEUE) : NULL;
     if (e) {
         struct sbt_vk_enc enc = {0};
-        sbt_vk_enc_rec(&enc, SBT_VK_QUEUE, (uint64_t[]){cq->o.id, family, index, d->id}, 4,
-                       NULL, 0);
+        sbt_vk_enc_rec(&enc, SBT_VK_QUEUE, (uint64_t[]){cq->o.id, family, index, d->id}, 4, NULL,
+                       0);
         e->dev_id = d->id;
         e->queue_id = cq->o.id;
         e->stream.kind = SBT_STREAM_QUEUE;
@@ -703,8 +703,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice devic
     return d->fn.FlushMappedMemoryRanges(device, n, rg);
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(
-    VkDevice device, uint32_t n, const VkMappedMemoryRange *rg)
+static VKAPI_ATTR VkResult VKAPI_CALL
+cap_InvalidateMappedMemoryRanges(VkDevice device, uint32_t n, const VkMappedMemoryRange *rg)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -779,9 +779,8 @@ static void bind_buffer(struct cap_dev *d, VkBuffer buf, VkDeviceMemory mem, uin
     if (d->fn.GetBufferMemoryRequirements)
         d->fn.GetBufferMemoryRequirements(d->handle, buf, &req);
     struct sbt_vk_enc enc = {0};
-    sbt_vk_enc_rec(&enc, SBT_VK_BIND_BUFFER, (uint64_t[]){b->o.id, m->o.id, off, b->size,
-                                                          req.alignment},
-                   5, NULL, 0);
+    sbt_vk_enc_rec(&enc, SBT_VK_BIND_BUFFER,
+                   (uint64_t[]){b->o.id, m->o.id, off, b->size, req.alignment}, 5, NULL, 0);
     emit_marker(d, "vkBindBufferMemory", &enc, t0);
 }
 
@@ -837,8 +836,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBufferView(VkDevice device,
         v->range = ci->range == VK_WHOLE_SIZE ? b->size - ci->offset : ci->range;
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_rec(&enc, SBT_VK_CREATE_BUFFER_VIEW,
-                       (uint64_t[]){v->o.id, b->o.id, ci->format, ci->offset, v->range,
-                                    ci->flags},
+                       (uint64_t[]){v->o.id, b->o.id, ci->format, ci->offset, v->range, ci->flags},
                        6, NULL, 0);
         emit_marker(d, "vkCreateBufferView", &enc, t0);
     }
@@ -890,13 +888,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
     }
     m->refl = refl;
     struct sbt_vk_enc enc = {0};
-    sbt_vk_enc_rec(&enc, SBT_VK_MODULE, (uint64_t[]){m->o.id, ci->flags, ci->codeSize, refl.ok},
-                   4, NULL, 0);
+    sbt_vk_enc_rec(&enc, SBT_VK_MODULE, (uint64_t[]){m->o.id, ci->flags, ci->codeSize, refl.ok}, 4,
+                   NULL, 0);
     for (uint32_t i = 0; i < refl.n_b; i++) {
         const struct cap_refl_binding *b = &refl.b[i];
         sbt_vk_enc_rec(&enc, SBT_VK_MODULE_BINDING,
-                       (uint64_t[]){b->set, b->binding, b->access, b->storage, b->array}, 5,
-                       NULL, 0);
+                       (uint64_t[]){b->set, b->binding, b->access, b->storage, b->array}, 5, NULL,
+                       0);
     }
     for (uint32_t i = 0; i < refl.n_e; i++) {
         const struct cap_refl_entry *x = &refl.e[i];
@@ -969,14 +967,14 @@ static void enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l)
     sbt_vk_enc_rec(enc, SBT_VK_SET_LAYOUT, (uint64_t[]){l->o.id, l->flags, l->n_b}, 3, NULL, 0);
     for (uint32_t i = 0; i < l->n_b; i++)
         sbt_vk_enc_rec(enc, SBT_VK_SET_BINDING,
-                       (uint64_t[]){l->b[i].binding, l->b[i].type, l->b[i].count,
-                                    l->b[i].stages, l->b[i].flags},
+                       (uint64_t[]){l->b[i].binding, l->b[i].type, l->b[i].count, l->b[i].stages,
+                                    l->b[i].flags},
                        5, NULL, 0);
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorSetLayout(
-    VkDevice device, const VkDescriptorSetLayoutCreateInfo *ci,
-    const VkAllocationCallbacks *alloc, VkDescriptorSetLayout *out)
+static VKAPI_ATTR VkResult VKAPI_CALL
+cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreateInfo *ci,
+                              const VkAllocationCallbacks *alloc, VkDescriptorSetLayout *out)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -1002,12 +1000,15 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorSetLayout(
         for (uint32_t i = 0; i < ci->bindingCount; i++) {
             const VkDescriptorSetLayoutBinding *x = &ci->pBindings[i];
             /* pImmutableSamplers is not read: it only matters for sampler types */
-            l->b[i] = (struct cap_dsl_binding){
-                x->binding, x->descriptorType, x->descriptorCount, x->stageFlags,
-                bf && bf->bindingCount == ci->bindingCount && bf->pBindingFlags
-                    ? bf->pBindingFlags[i]
-                    : 0,
-                0};
+            l->b[i] = (struct cap_dsl_binding){x->binding,
+                                               x->descriptorType,
+                                               x->descriptorCount,
+                                               x->stageFlags,
+                                               bf && bf->bindingCount == ci->bindingCount &&
+                                                       bf->pBindingFlags
+                                                   ? bf->pBindingFlags[i]
+                                                   : 0,
+                                               0};
             if (x->descriptorType == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK)
                 l->b[i].count = 0; /* bytes, not descriptors: not tracked */
         }
@@ -1024,8 +1025,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorSetLayout(
     return r;
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorSetLayout(
-    VkDevice device, VkDescriptorSetLayout h, const VkAllocationCallbacks *alloc)
+static VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorSetLayout(VkDevice device,
+                                                                 VkDescriptorSetLayout h,
+                                                                 const VkAllocationCallbacks *alloc)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -1067,9 +1069,10 @@ struct playout_rec {
     struct sbt_vk_enc rec; /* PIPELINE_LAYOUT + SET_LAYOUT/SET_BINDING of its sets */
 };
 
-static VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(
-    VkDevice device, const VkPipelineLayoutCreateInfo *ci, const VkAllocationCallbacks *alloc,
-    VkPipelineLayout *out)
+static VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(VkDevice device,
+                                                               const VkPipelineLayoutCreateInfo *ci,
+                                                               const VkAllocationCallbacks *alloc,
+                                                               VkPipelineLayout *out)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -1132,11 +1135,9 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
     cap_spirv_local_size(&m->refl, entry, st->pSpecializationInfo, p->local);
     uint32_t req_subgroup = 0;
     for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext)
-        if (s->sType ==
-            VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
-            req_subgroup =
-                ((const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *)s)
-                    ->requiredSubgroupSize;
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
+            req_subgroup = ((const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *)s)
+                               ->requiredSubgroupSize;
     p->refl_ok = m->refl.ok;
     if (m->refl.n_b) {
         p->acc = malloc(m->refl.n_b * sizeof *p->acc);
@@ -1216,9 +1217,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyPipeline(VkDevice device, VkPipelin
 /* Descriptor sets                                                                            */
 /* ========================================================================================== */
 
-static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorPool(
-    VkDevice device, const VkDescriptorPoolCreateInfo *ci, const VkAllocationCallbacks *alloc,
-    VkDescriptorPool *out)
+static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorPool(VkDevice device,
+                                                               const VkDescriptorPoolCreateInfo *ci,
+                                                               const VkAllocationCallbacks *alloc,
+                                                               VkDescriptorPool *out)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -1463,8 +1465,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
         return r;
     }
     pthread_mutex_lock(&cap.mu);
-    struct cap_templ *t = obj_new(sizeof *t, CAP_T_TEMPL,
-                                  VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE, H(*out), d);
+    struct cap_templ *t =
+        obj_new(sizeof *t, CAP_T_TEMPL, VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE, H(*out), d);
     if (t && ci->descriptorUpdateEntryCount) {
         t->e = calloc(ci->descriptorUpdateEntryCount, sizeof *t->e);
         if (!t->e)
@@ -1473,9 +1475,9 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
             t->n_e = ci->descriptorUpdateEntryCount;
         for (uint32_t i = 0; i < t->n_e; i++) {
             const VkDescriptorUpdateTemplateEntry *x = &ci->pDescriptorUpdateEntries[i];
-            t->e[i] = (struct cap_templ_entry){x->dstBinding, x->dstArrayElement,
-                                               x->descriptorCount, x->descriptorType, x->offset,
-                                               x->stride};
+            t->e[i] =
+                (struct cap_templ_entry){x->dstBinding,     x->dstArrayElement, x->descriptorCount,
+                                         x->descriptorType, x->offset,          x->stride};
         }
     }
     pthread_mutex_unlock(&cap.mu);
@@ -1499,8 +1501,10 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorUpdateTemplate(
 }
 
 /* Template updates are recorded as the WRITE_SET records they amount to. */
-static VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(
-    VkDevice device, VkDescriptorSet set, VkDescriptorUpdateTemplate h, const void *data)
+static VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device,
+                                                                      VkDescriptorSet set,
+                                                                      VkDescriptorUpdateTemplate h,
+                                                                      const void *data)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -1700,15 +1704,15 @@ static VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkComm
 /* --timing: a timestamp before a timed command (its pair, UINT32_MAX = untimed) and after it.
  * The default path pays one load of cap.timing. */
 #define TS_BEFORE(h) (cap.timing && ON() ? cap_ts_before(cb_get(h), h) : UINT32_MAX)
-#define TS_AFTER(h, ts)                                                                        \
-    do {                                                                                       \
-        if ((ts) != UINT32_MAX)                                                                \
-            cap_ts_after(cb_get(h), h, ts);                                                    \
+#define TS_AFTER(h, ts)                     \
+    do {                                    \
+        if ((ts) != UINT32_MAX)             \
+            cap_ts_after(cb_get(h), h, ts); \
     } while (0)
 
 /* Appends one raw record to cb's recording. No lock: the program owns cb on this thread. */
-static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n,
-                   const void *bytes, size_t nb)
+static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n, const void *bytes,
+                   size_t nb)
 {
     if (!ON())
         return;
@@ -1785,9 +1789,11 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipel
     d->fn.CmdBindPipeline(h, bp, p);
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(
-    VkCommandBuffer h, VkPipelineBindPoint bp, VkPipelineLayout layout, uint32_t first,
-    uint32_t n, const VkDescriptorSet *sets, uint32_t n_dyn, const uint32_t *dyn)
+static VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h,
+                                                            VkPipelineBindPoint bp,
+                                                            VkPipelineLayout layout, uint32_t first,
+                                                            uint32_t n, const VkDescriptorSet *sets,
+                                                            uint32_t n_dyn, const uint32_t *dyn)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -1951,10 +1957,10 @@ static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32
         cap_unsupported("image memory barrier");
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(
-    VkCommandBuffer h, VkPipelineStageFlags src, VkPipelineStageFlags dst, VkDependencyFlags f,
-    uint32_t nm, const VkMemoryBarrier *m, uint32_t nb, const VkBufferMemoryBarrier *b,
-    uint32_t ni, const VkImageMemoryBarrier *im)
+static VKAPI_ATTR void VKAPI_CALL
+cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src, VkPipelineStageFlags dst,
+                       VkDependencyFlags f, uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
+                       const VkBufferMemoryBarrier *b, uint32_t ni, const VkImageMemoryBarrier *im)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -1970,9 +1976,9 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(
 
 static void rec_dep2(struct sbt_vk_enc *e, const VkDependencyInfo *di)
 {
-    enc_barrier(e, 0, 0, di->dependencyFlags, di->memoryBarrierCount, NULL,
-                di->pMemoryBarriers, di->bufferMemoryBarrierCount, NULL,
-                di->pBufferMemoryBarriers, di->imageMemoryBarrierCount);
+    enc_barrier(e, 0, 0, di->dependencyFlags, di->memoryBarrierCount, NULL, di->pMemoryBarriers,
+                di->bufferMemoryBarrierCount, NULL, di->pBufferMemoryBarriers,
+                di->imageMemoryBarrierCount);
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h,
@@ -2027,10 +2033,12 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent2(VkCommandBuffer h, VkEvent 
     d->fn.CmdResetEvent2(h, ev, st);
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(
-    VkCommandBuffer h, uint32_t n, const VkEvent *evs, VkPipelineStageFlags src,
-    VkPipelineStageFlags dst, uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
-    const VkBufferMemoryBarrier *b, uint32_t ni, const VkImageMemoryBarrier *im)
+static VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n,
+                                                    const VkEvent *evs, VkPipelineStageFlags src,
+                                                    VkPipelineStageFlags dst, uint32_t nm,
+                                                    const VkMemoryBarrier *m, uint32_t nb,
+                                                    const VkBufferMemoryBarrier *b, uint32_t ni,
+                                                    const VkImageMemoryBarrier *im)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -2048,8 +2056,7 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t n,
-                                                     const VkEvent *evs,
-                                                     const VkDependencyInfo *di)
+                                                     const VkEvent *evs, const VkDependencyInfo *di)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -2068,8 +2075,8 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t
 }
 
 static VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp(VkCommandBuffer h,
-                                                        VkPipelineStageFlagBits st,
-                                                        VkQueryPool qp, uint32_t q)
+                                                        VkPipelineStageFlagBits st, VkQueryPool qp,
+                                                        uint32_t q)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -2121,8 +2128,8 @@ static void unsup_cmd(VkCommandBuffer h, const char *name)
     cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b,
-                                              uint32_t c, uint32_t e)
+static VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
+                                              uint32_t e)
 {
     struct cap_dev *d = dev_of(h);
     COUNT();
@@ -2149,8 +2156,8 @@ static VKAPI_ATTR void VKAPI_CALL cap_CmdBeginRenderPass(VkCommandBuffer h,
     d->fn.CmdBeginRenderPass(h, bi, c);
 }
 
-static VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b,
-                                                           VkImage i, VkImageLayout l, uint32_t n,
+static VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b, VkImage i,
+                                                           VkImageLayout l, uint32_t n,
                                                            const VkBufferImageCopy *r)
 {
     struct cap_dev *d = dev_of(h);
@@ -2228,8 +2235,8 @@ static VKAPI_ATTR VkResult VKAPI_CALL cap_QueueBindSparse(VkQueue q, uint32_t n,
     return d->fn.QueueBindSparse(q, n, bi, f);
 }
 
-static VKAPI_ATTR VkDeviceAddress VKAPI_CALL cap_GetBufferDeviceAddress(
-    VkDevice device, const VkBufferDeviceAddressInfo *info)
+static VKAPI_ATTR VkDeviceAddress VKAPI_CALL
+cap_GetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo *info)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -2242,18 +2249,18 @@ static VKAPI_ATTR VkDeviceAddress VKAPI_CALL cap_GetBufferDeviceAddress(
 /* ========================================================================================== */
 
 static struct cap_sync *sync_new(struct cap_dev *d, uint32_t t, uint32_t vk_type, uint64_t h,
-                                 uint32_t kind, const char *name, uint64_t flags,
-                                 uint64_t initial, uint64_t t0)
+                                 uint32_t kind, const char *name, uint64_t flags, uint64_t initial,
+                                 uint64_t t0)
 {
     struct cap_sync *s = obj_new(sizeof *s, t, vk_type, h, d);
     if (!s)
         return NULL;
     s->kind = kind;
     struct sbt_vk_enc enc = {0};
-    sbt_vk_enc_rec(&enc, SBT_VK_CREATE_SYNC,
-                   (uint64_t[]){s->o.id, vk_type, flags,
-                                kind == SBT_SYNC_TIMELINE_SEMAPHORE ? 1 : 0, initial},
-                   5, NULL, 0);
+    sbt_vk_enc_rec(
+        &enc, SBT_VK_CREATE_SYNC,
+        (uint64_t[]){s->o.id, vk_type, flags, kind == SBT_SYNC_TIMELINE_SEMAPHORE ? 1 : 0, initial},
+        5, NULL, 0);
     emit_marker(d, name, &enc, t0);
     return s;
 }
@@ -2361,8 +2368,7 @@ static VKAPI_ATTR void VKAPI_CALL cap_DestroyEvent(VkDevice device, VkEvent e,
     d->fn.DestroyEvent(device, e, alloc);
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n,
-                                                      const VkFence *f)
+static VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, const VkFence *f)
 {
     struct cap_dev *d = dev_of(device);
     COUNT();
@@ -2863,39 +2869,123 @@ struct fn_ent {
     PFN_vkVoidFunction fn;
 };
 
-#define F(n) {"vk" #n, (PFN_vkVoidFunction)cap_##n}
-#define FA(n, s) {"vk" #n s, (PFN_vkVoidFunction)cap_##n}
+#define F(n)                                 \
+    {                                        \
+        "vk" #n, (PFN_vkVoidFunction)cap_##n \
+    }
+#define FA(n, s)                               \
+    {                                          \
+        "vk" #n s, (PFN_vkVoidFunction)cap_##n \
+    }
 static const struct fn_ent device_fns[] = {
-    F(DestroyDevice), F(GetDeviceQueue), F(GetDeviceQueue2), F(AllocateMemory), F(FreeMemory),
-    F(MapMemory), F(UnmapMemory), F(FlushMappedMemoryRanges), F(InvalidateMappedMemoryRanges),
-    F(CreateBuffer), F(DestroyBuffer), F(BindBufferMemory), F(BindBufferMemory2),
-    FA(BindBufferMemory2, "KHR"), F(CreateBufferView), F(DestroyBufferView),
-    F(CreateShaderModule), F(DestroyShaderModule), F(CreateDescriptorSetLayout),
-    F(DestroyDescriptorSetLayout), F(CreatePipelineLayout), F(DestroyPipelineLayout),
-    F(CreateComputePipelines), F(DestroyPipeline), F(CreateDescriptorPool),
-    F(DestroyDescriptorPool), F(ResetDescriptorPool), F(AllocateDescriptorSets),
-    F(FreeDescriptorSets), F(UpdateDescriptorSets), F(CreateDescriptorUpdateTemplate),
-    FA(CreateDescriptorUpdateTemplate, "KHR"), F(DestroyDescriptorUpdateTemplate),
-    FA(DestroyDescriptorUpdateTemplate, "KHR"), F(UpdateDescriptorSetWithTemplate),
-    FA(UpdateDescriptorSetWithTemplate, "KHR"), F(CreateCommandPool), F(DestroyCommandPool),
-    F(ResetCommandPool), F(AllocateCommandBuffers), F(FreeCommandBuffers),
-    F(BeginCommandBuffer), F(EndCommandBuffer), F(ResetCommandBuffer), F(CmdBindPipeline),
-    F(CmdBindDescriptorSets), F(CmdPushConstants), F(CmdDispatch), F(CmdDispatchBase),
-    FA(CmdDispatchBase, "KHR"), F(CmdDispatchIndirect), F(CmdCopyBuffer), F(CmdCopyBuffer2),
-    FA(CmdCopyBuffer2, "KHR"), F(CmdFillBuffer), F(CmdUpdateBuffer), F(CmdPipelineBarrier),
-    F(CmdPipelineBarrier2), FA(CmdPipelineBarrier2, "KHR"), F(CmdSetEvent), F(CmdSetEvent2),
-    FA(CmdSetEvent2, "KHR"), F(CmdResetEvent), F(CmdResetEvent2), FA(CmdResetEvent2, "KHR"),
-    F(CmdWaitEvents), F(CmdWaitEvents2), FA(CmdWaitEvents2, "KHR"), F(CmdWriteTimestamp),
-    F(CmdWriteTimestamp2), FA(CmdWriteTimestamp2, "KHR"), F(CmdResetQueryPool),
-    F(CmdExecuteCommands), F(QueueSubmit), F(QueueSubmit2), FA(QueueSubmit2, "KHR"),
-    F(QueueWaitIdle), F(DeviceWaitIdle), F(CreateFence), F(DestroyFence), F(ResetFences),
-    F(GetFenceStatus), F(WaitForFences), F(CreateSemaphore), F(DestroySemaphore),
-    F(SignalSemaphore), FA(SignalSemaphore, "KHR"), F(WaitSemaphores), FA(WaitSemaphores, "KHR"),
-    F(GetSemaphoreCounterValue), FA(GetSemaphoreCounterValue, "KHR"), F(CreateEvent),
-    F(DestroyEvent), F(SetEvent), F(ResetEvent), F(CmdDraw), F(CmdDrawIndexed),
-    F(CmdBeginRenderPass), F(CmdCopyBufferToImage), F(CmdCopyImageToBuffer), F(CmdCopyImage),
-    F(CmdClearColorImage), F(CreateImage), F(BindImageMemory), F(CreateGraphicsPipelines),
-    F(QueueBindSparse), F(GetBufferDeviceAddress), FA(GetBufferDeviceAddress, "KHR"),
+    F(DestroyDevice),
+    F(GetDeviceQueue),
+    F(GetDeviceQueue2),
+    F(AllocateMemory),
+    F(FreeMemory),
+    F(MapMemory),
+    F(UnmapMemory),
+    F(FlushMappedMemoryRanges),
+    F(InvalidateMappedMemoryRanges),
+    F(CreateBuffer),
+    F(DestroyBuffer),
+    F(BindBufferMemory),
+    F(BindBufferMemory2),
+    FA(BindBufferMemory2, "KHR"),
+    F(CreateBufferView),
+    F(DestroyBufferView),
+    F(CreateShaderModule),
+    F(DestroyShaderModule),
+    F(CreateDescriptorSetLayout),
+    F(DestroyDescriptorSetLayout),
+    F(CreatePipelineLayout),
+    F(DestroyPipelineLayout),
+    F(CreateComputePipelines),
+    F(DestroyPipeline),
+    F(CreateDescriptorPool),
+    F(DestroyDescriptorPool),
+    F(ResetDescriptorPool),
+    F(AllocateDescriptorSets),
+    F(FreeDescriptorSets),
+    F(UpdateDescriptorSets),
+    F(CreateDescriptorUpdateTemplate),
+    FA(CreateDescriptorUpdateTemplate, "KHR"),
+    F(DestroyDescriptorUpdateTemplate),
+    FA(DestroyDescriptorUpdateTemplate, "KHR"),
+    F(UpdateDescriptorSetWithTemplate),
+    FA(UpdateDescriptorSetWithTemplate, "KHR"),
+    F(CreateCommandPool),
+    F(DestroyCommandPool),
+    F(ResetCommandPool),
+    F(AllocateCommandBuffers),
+    F(FreeCommandBuffers),
+    F(BeginCommandBuffer),
+    F(EndCommandBuffer),
+    F(ResetCommandBuffer),
+    F(CmdBindPipeline),
+    F(CmdBindDescriptorSets),
+    F(CmdPushConstants),
+    F(CmdDispatch),
+    F(CmdDispatchBase),
+    FA(CmdDispatchBase, "KHR"),
+    F(CmdDispatchIndirect),
+    F(CmdCopyBuffer),
+    F(CmdCopyBuffer2),
+    FA(CmdCopyBuffer2, "KHR"),
+    F(CmdFillBuffer),
+    F(CmdUpdateBuffer),
+    F(CmdPipelineBarrier),
+    F(CmdPipelineBarrier2),
+    FA(CmdPipelineBarrier2, "KHR"),
+    F(CmdSetEvent),
+    F(CmdSetEvent2),
+    FA(CmdSetEvent2, "KHR"),
+    F(CmdResetEvent),
+    F(CmdResetEvent2),
+    FA(CmdResetEvent2, "KHR"),
+    F(CmdWaitEvents),
+    F(CmdWaitEvents2),
+    FA(CmdWaitEvents2, "KHR"),
+    F(CmdWriteTimestamp),
+    F(CmdWriteTimestamp2),
+    FA(CmdWriteTimestamp2, "KHR"),
+    F(CmdResetQueryPool),
+    F(CmdExecuteCommands),
+    F(QueueSubmit),
+    F(QueueSubmit2),
+    FA(QueueSubmit2, "KHR"),
+    F(QueueWaitIdle),
+    F(DeviceWaitIdle),
+    F(CreateFence),
+    F(DestroyFence),
+    F(ResetFences),
+    F(GetFenceStatus),
+    F(WaitForFences),
+    F(CreateSemaphore),
+    F(DestroySemaphore),
+    F(SignalSemaphore),
+    FA(SignalSemaphore, "KHR"),
+    F(WaitSemaphores),
+    FA(WaitSemaphores, "KHR"),
+    F(GetSemaphoreCounterValue),
+    FA(GetSemaphoreCounterValue, "KHR"),
+    F(CreateEvent),
+    F(DestroyEvent),
+    F(SetEvent),
+    F(ResetEvent),
+    F(CmdDraw),
+    F(CmdDrawIndexed),
+    F(CmdBeginRenderPass),
+    F(CmdCopyBufferToImage),
+    F(CmdCopyImageToBuffer),
+    F(CmdCopyImage),
+    F(CmdClearColorImage),
+    F(CreateImage),
+    F(BindImageMemory),
+    F(CreateGraphicsPipelines),
+    F(QueueBindSparse),
+    F(GetBufferDeviceAddress),
+    FA(GetBufferDeviceAddress, "KHR"),
 };
 #undef F
 #undef FA

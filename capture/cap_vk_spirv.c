@@ -266,8 +266,8 @@ void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *re
             break;
         }
         refl->b = nb;
-        refl->b[refl->n_b++] = (struct cap_refl_binding){ids[v].set, ids[v].binding, access,
-                                                          storage, array};
+        refl->b[refl->n_b++] =
+            (struct cap_refl_binding){ids[v].set, ids[v].binding, access, storage, array};
     }
 #undef ID_OK
     free(ids);

@@ -124,8 +124,7 @@ static int push_ivl(struct cap_ivl **v, uint32_t *n, uint32_t *cap_n, struct cap
 }
 
 /* A device write of a submission: merged into an overlapping interval of the same queue. */
-static void mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue,
-                     uint64_t serial)
+static void mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, uint64_t serial)
 {
     if (!(m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) || !len)
         return;
@@ -210,7 +209,7 @@ void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev *
     for (uint64_t p = lo / CAP_PAGE; p * CAP_PAGE < hi && p < m->n_pages; p++) {
         uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
         uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                 : m->map_off + m->map_len;
+                                                                  : m->map_off + m->map_len;
         if (b > m->size)
             b = m->size;
         int changed = 0;
@@ -269,7 +268,7 @@ static void refresh_pages(struct cap_mem *m, uint64_t a, uint64_t b)
     for (uint64_t p = a / CAP_PAGE; p * CAP_PAGE < b && p < m->n_pages; p++) {
         uint64_t x = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
         uint64_t y = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                 : m->map_off + m->map_len;
+                                                                  : m->map_off + m->map_len;
         if (y > m->size)
             y = m->size;
         if (x < y)
@@ -305,7 +304,7 @@ static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
             continue;
         uint64_t x = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
         uint64_t y = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                 : m->map_off + m->map_len;
+                                                                  : m->map_off + m->map_len;
         if (y > m->size)
             y = m->size;
         if (x < y)
@@ -383,13 +382,13 @@ void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now)
     /* Pages seen for the first time: what is there now is the baseline, not a host write.
      * Drivers need not zero new allocations (lavapipe does not); bytes the program never
      * wrote are undefined in the capture as in any replay, so storing them would only cost. */
-    for (uint64_t p = m->map_off / CAP_PAGE; p * CAP_PAGE < m->map_off + m->map_len &&
-                                             p < m->n_pages; p++) {
+    for (uint64_t p = m->map_off / CAP_PAGE;
+         p * CAP_PAGE < m->map_off + m->map_len && p < m->n_pages; p++) {
         if (!sbt_hash_is_zero(m->page[p]))
             continue;
         uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
         uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                 : m->map_off + m->map_len;
+                                                                  : m->map_off + m->map_len;
         if (b > m->size)
             b = m->size;
         if (a < b && !page_pending(m, a, b))
@@ -480,8 +479,7 @@ static uint64_t id_of(uint64_t handle, uint32_t t)
     return o ? o->id : 0;
 }
 
-static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t len,
-                    uint32_t mode)
+static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t len, uint32_t mode)
 {
     if (!b || !b->mem || !len)
         return;
@@ -546,7 +544,8 @@ static void timed(struct xstate *x, struct cap_ev *e, uint32_t index)
 
 static int is_uniform(uint32_t t)
 {
-    return t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER || t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC ||
+    return t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ||
+           t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC ||
            t == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 
@@ -646,8 +645,8 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
                 if (range == VK_WHOLE_SIZE)
                     range = off < buf->size ? buf->size - off : 0;
                 sbt_vk_enc_rec(&x->pay, SBT_VK_BINDING,
-                               (uint64_t[]){si, b->binding, el, b->type, buf->o.id,
-                                            buf->mem->o.id, off, range, mode},
+                               (uint64_t[]){si, b->binding, el, b->type, buf->o.id, buf->mem->o.id,
+                                            off, range, mode},
                                9, NULL, 0);
                 add_acc(x, buf, off, range, mode);
             }
@@ -691,10 +690,10 @@ static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
     uint64_t a[512];
     uint32_t n = r->n_arg < 512 ? r->n_arg : 512;
     memcpy(a, r->arg, n * sizeof *a);
-#define TR(i, ty)                                                                              \
-    do {                                                                                       \
-        if ((i) < n)                                                                           \
-            a[i] = id_of(a[i], ty);                                                            \
+#define TR(i, ty)                   \
+    do {                            \
+        if ((i) < n)                \
+            a[i] = id_of(a[i], ty); \
     } while (0)
     switch (r->call) {
     case SBT_VK_CMD_BEGIN:
@@ -1046,8 +1045,8 @@ static void replay_ops(struct xstate *x, const struct cap_cmdbuf *cb)
 /* ========================================================================================== */
 
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
-                                const struct cap_submit_batch *b, uint32_t n, VkFence fence,
-                                int v2, uint64_t t0, uint64_t t1, struct cap_ev *pre)
+                                const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
+                                uint64_t t0, uint64_t t1, struct cap_ev *pre)
 {
     struct cap_ev *head = pre, **tail = &head;
     while (*tail)
@@ -1080,13 +1079,12 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                              ? b[i].wait_value[k]
                              : 0;
             uint64_t stage = b[i].wait_stage ? b[i].wait_stage[k] : 0;
-            sbt_vk_enc_rec(&pay, SBT_VK_WAIT_SEM, (uint64_t[]){s ? s->o.id : 0, v, stage}, 3,
-                           NULL, 0);
+            sbt_vk_enc_rec(&pay, SBT_VK_WAIT_SEM, (uint64_t[]){s ? s->o.id : 0, v, stage}, 3, NULL,
+                           0);
             sync_op(&x, SBT_OP_WAIT, "semaphore wait", s, v, stage);
         }
         for (uint32_t k = 0; k < b[i].n_cb; k++) {
-            struct cap_cmdbuf *cb =
-                cap_obj_find((uint64_t)(uintptr_t)b[i].cb[k], CAP_T_CMDBUF);
+            struct cap_cmdbuf *cb = cap_obj_find((uint64_t)(uintptr_t)b[i].cb[k], CAP_T_CMDBUF);
             if (!cb) {
                 cap_unsupported("vkQueueSubmit(command buffer not captured)");
                 continue;
@@ -1110,10 +1108,10 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                 break;
             atomic_fetch_add(&cb->rec->ref, 1);
             sub->recs[sub->n_recs++] = cb->rec;
-            sbt_vk_enc_rec(&pay, SBT_VK_CMDBUF,
-                           (uint64_t[]){cb->o.id, cb->rec->hash.lo, cb->rec->hash.hi,
-                                        x.n_ops - before},
-                           4, NULL, 0);
+            sbt_vk_enc_rec(
+                &pay, SBT_VK_CMDBUF,
+                (uint64_t[]){cb->o.id, cb->rec->hash.lo, cb->rec->hash.hi, x.n_ops - before}, 4,
+                NULL, 0);
         }
         for (uint32_t k = 0; k < b[i].n_signal; k++) {
             struct cap_sync *s = cap_obj_find((uint64_t)(uintptr_t)b[i].signal[k], CAP_T_SEM);

@@ -124,7 +124,7 @@ struct cap_ev *cap_ev_new_op(uint32_t n_acc, size_t payload_len)
 /* Run buffers: CAP_RUN_MAX plus a page (a run may start mid-page and grow by a page past
  * CAP_RUN_MAX - 1 bytes). At most RUN_KEEP are kept (64 MiB: one large upload in flight). */
 #define RUN_BYTES (CAP_RUN_MAX + CAP_PAGE)
-#define RUN_KEEP 64
+#define RUN_KEEP  64
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *run_free[RUN_KEEP];
 static uint32_t n_run_free;
@@ -515,11 +515,9 @@ static uint32_t host_stream(uint64_t dev_id, uint32_t thread)
         return s;
     char name[32];
     snprintf(name, sizeof name, "thread %u", thread);
-    struct sbt_stream st = {.device = lookup(&wr.devs, dev_id),
-                            .kind = SBT_STREAM_HOST_THREAD,
-                            .handle = thread};
-    if (sbt_writer_intern(wr.w, name, &st.name) < 0 ||
-        sbt_writer_add_stream(wr.w, &st, &s) < 0) {
+    struct sbt_stream st = {
+        .device = lookup(&wr.devs, dev_id), .kind = SBT_STREAM_HOST_THREAD, .handle = thread};
+    if (sbt_writer_intern(wr.w, name, &st.name) < 0 || sbt_writer_add_stream(wr.w, &st, &s) < 0) {
         writer_failed("adding a host thread stream");
         return 0;
     }
@@ -734,8 +732,8 @@ static void init(void)
         cap_fail("cannot open trace %s: %s", wr.path, sbt_errmsg());
         return;
     }
-    if (cap__meta_process(wr.w, "vulkan", "reprise VK_LAYER_REPRISE_capture 0.1.0",
-                          cap.epoch_ns) < 0)
+    if (cap__meta_process(wr.w, "vulkan", "reprise VK_LAYER_REPRISE_capture 0.1.0", cap.epoch_ns) <
+        0)
         writer_failed("writing metadata");
     meta_now("capture.timing", cap.timing ? "1" : "0");
     meta_now("capture.digests", cap.digests ? "1" : "0");
@@ -776,8 +774,8 @@ static void write_stats(void)
     FILE *f = fopen(p, "w");
     if (!f)
         return;
-    fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n",
-            wr.path, wr.n_ops, calls, n_unsup_calls);
+    fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n", wr.path,
+            wr.n_ops, calls, n_unsup_calls);
     for (uint32_t i = 0; i < n_unsup; i++)
         fprintf(f, "unsupported.%s=%" PRIu64 "\n", unsup[i].name, unsup[i].count);
     fprintf(f, "incomplete=%s\n", fail_reason);

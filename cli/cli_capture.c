@@ -120,12 +120,10 @@ static void report(const char *stats, const char *trace)
 
 int cli_capture(int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, 0, 'o'},
-                                       {"api", required_argument, 0, 'a'},
-                                       {"timing", no_argument, 0, 't'},
-                                       {"digests", no_argument, 0, 'd'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"output", required_argument, 0, 'o'}, {"api", required_argument, 0, 'a'},
+        {"timing", no_argument, 0, 't'},       {"digests", no_argument, 0, 'd'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     const char *out = NULL, *api = "vulkan";
     int timing = 0, digests = 0, c;
     optind = 1;

@@ -71,8 +71,8 @@ void sbt_vk_enc_rec(struct sbt_vk_enc *e, uint32_t call, const uint64_t *arg, si
     if (e->status)
         return;
     if (n_arg > MAX_ARGS || n_bytes > MAX_BYTES) {
-        e->status = sbt__fail(SBT_ELIMIT, "payload record %u: %zu args / %zu bytes > %u / %u",
-                              call, n_arg, n_bytes, MAX_ARGS, MAX_BYTES);
+        e->status = sbt__fail(SBT_ELIMIT, "payload record %u: %zu args / %zu bytes > %u / %u", call,
+                              n_arg, n_bytes, MAX_ARGS, MAX_BYTES);
         return;
     }
     enc_varint(e, call);
@@ -168,8 +168,8 @@ int sbt_vk_dec_next(struct sbt_vk_dec *d, struct sbt_vk_rec *out)
                          at, call, n_arg, MAX_ARGS);
     if (n_arg > d->len - d->pos) /* each argument takes at least one byte */
         return sbt__fail(SBT_ECORRUPT,
-                         "Vulkan payload offset %zu: %" PRIu64 " arguments in %zu bytes", at,
-                         n_arg, d->len - d->pos);
+                         "Vulkan payload offset %zu: %" PRIu64 " arguments in %zu bytes", at, n_arg,
+                         d->len - d->pos);
     if (n_arg > d->cap_args) {
         size_t cap = n_arg < 32 ? 32 : (size_t)n_arg;
         uint64_t *a = sbt__realloc(d->args, cap * sizeof *a);
@@ -187,9 +187,8 @@ int sbt_vk_dec_next(struct sbt_vk_dec *d, struct sbt_vk_rec *out)
     if (sbt_varint_decode(d->buf, d->len, &d->pos, &n_bytes) < 0)
         return sbt__fail(SBT_ECORRUPT, "Vulkan payload offset %zu: truncated byte length", at);
     if (n_bytes > MAX_BYTES || n_bytes > d->len - d->pos)
-        return sbt__fail(SBT_ECORRUPT,
-                         "Vulkan payload offset %zu: %" PRIu64 " bytes but %zu left", at,
-                         n_bytes, d->len - d->pos);
+        return sbt__fail(SBT_ECORRUPT, "Vulkan payload offset %zu: %" PRIu64 " bytes but %zu left",
+                         at, n_bytes, d->len - d->pos);
     out->call = (uint32_t)call;
     out->n_arg = (uint32_t)n_arg;
     out->arg = d->args;

@@ -67,117 +67,118 @@ enum sbt_vk_kind {
 };
 
 /* First 8 bytes of a command-buffer recording blob; CMD_* records follow. */
-#define SBT_VK_RECORDING_MAGIC "RPVKCMD1"
+#define SBT_VK_RECORDING_MAGIC     "RPVKCMD1"
 #define SBT_VK_RECORDING_MAGIC_LEN 8
 
 /* Object types for DESTROY and the obj_type arguments: the VkObjectType values. */
 
 /* Record calls. "id" = capture id. Arrays: count, then tuples. */
-#define SBT_VK_CALL_MAP(X)                                                                        \
-    /* ---- device ext ---------------------------------------------------------------------- */ \
-    /* api_version, driver_version, vendor_id, device_id, device_type, timestamp_valid_bits,    \
-       max_compute_shared_memory, max_push_constants, min_storage_buffer_offset_alignment,      \
-       non_coherent_atom_size, device id; bytes: deviceName */                                   \
-    X(DEVICE, 1)                                                                                 \
-    X(MEMORY_TYPE, 2)  /* index, VkMemoryPropertyFlags, heap index */                           \
-    X(MEMORY_HEAP, 3)  /* index, size, VkMemoryHeapFlags */                                     \
-    X(QUEUE_FAMILY, 4) /* index, VkQueueFlags, queueCount, timestampValidBits */                \
-    X(QUEUE_CREATE, 5) /* family, count, VkDeviceQueueCreateFlags (what the app created) */    \
-    X(EXTENSION, 6)    /* bytes: an enabled device extension name */                           \
-    /* FEATURES: sType of the features struct (0 = VkPhysicalDeviceFeatures), count of VkBool32 \
-       fields, then one argument per field (0/1) in declaration order */                         \
-    X(FEATURES, 7)                                                                               \
-    X(QUEUE, 8) /* queue id, family, index, device id */                                         \
-    /* ---- program ext: SPIR-V reflection ------------------------------------------------- */ \
-    X(MODULE, 16) /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1) */   \
-    /* set, binding, access (enum sbt_access_mode the shader allows: NonWritable -> READ,       \
-       NonReadable -> WRITE, else RW), storage class (SPIR-V), array size (0 = runtime) */      \
-    X(MODULE_BINDING, 17)                                                                        \
-    /* local size x, y, z (literal or default), spec id x, y, z (UINT32_MAX = none);            \
-       bytes: entry point name */                                                                \
-    X(ENTRY_POINT, 18)                                                                           \
-    /* ---- kernel ext: compute pipeline ---------------------------------------------------- */ \
-    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage flags,             \
-       resolved local size x, y, z, required subgroup size (0 = none), pipeline cache id;        \
-       bytes: specialization data */                                                             \
-    X(PIPELINE, 32)                                                                              \
-    X(SPEC_ENTRY, 33) /* constantID, offset, size (into PIPELINE's bytes) */                    \
-    /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */  \
-    X(PIPELINE_LAYOUT, 34)                                                                       \
-    X(SET_LAYOUT, 35)  /* set layout id, flags, n bindings (SET_BINDING records follow) */      \
-    /* binding, VkDescriptorType, descriptorCount, stageFlags, binding flags */                  \
-    X(SET_BINDING, 36)                                                                           \
+#define SBT_VK_CALL_MAP(X)                                                                         \
+    /* ---- device ext ---------------------------------------------------------------------- */   \
+    /* api_version, driver_version, vendor_id, device_id, device_type, timestamp_valid_bits,       \
+       max_compute_shared_memory, max_push_constants, min_storage_buffer_offset_alignment,         \
+       non_coherent_atom_size, device id; bytes: deviceName */                                     \
+    X(DEVICE, 1)                                                                                   \
+    X(MEMORY_TYPE, 2)  /* index, VkMemoryPropertyFlags, heap index */                              \
+    X(MEMORY_HEAP, 3)  /* index, size, VkMemoryHeapFlags */                                        \
+    X(QUEUE_FAMILY, 4) /* index, VkQueueFlags, queueCount, timestampValidBits */                   \
+    X(QUEUE_CREATE, 5) /* family, count, VkDeviceQueueCreateFlags (what the app created) */        \
+    X(EXTENSION, 6)    /* bytes: an enabled device extension name */                               \
+    /* FEATURES: sType of the features struct (0 = VkPhysicalDeviceFeatures), count of VkBool32    \
+       fields, then one argument per field (0/1) in declaration order */                           \
+    X(FEATURES, 7)                                                                                 \
+    X(QUEUE, 8) /* queue id, family, index, device id */                                           \
+    /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
+    X(MODULE, 16) /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1) */      \
+    /* set, binding, access (enum sbt_access_mode the shader allows: NonWritable -> READ,          \
+       NonReadable -> WRITE, else RW), storage class (SPIR-V), array size (0 = runtime) */         \
+    X(MODULE_BINDING, 17)                                                                          \
+    /* local size x, y, z (literal or default), spec id x, y, z (UINT32_MAX = none);               \
+       bytes: entry point name */                                                                  \
+    X(ENTRY_POINT, 18)                                                                             \
+    /* ---- kernel ext: compute pipeline ---------------------------------------------------- */   \
+    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage flags,               \
+       resolved local size x, y, z, required subgroup size (0 = none), pipeline cache id;          \
+       bytes: specialization data */                                                               \
+    X(PIPELINE, 32)                                                                                \
+    X(SPEC_ENTRY, 33) /* constantID, offset, size (into PIPELINE's bytes) */                       \
+    /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */    \
+    X(PIPELINE_LAYOUT, 34)                                                                         \
+    X(SET_LAYOUT, 35) /* set layout id, flags, n bindings (SET_BINDING records follow) */          \
+    /* binding, VkDescriptorType, descriptorCount, stageFlags, binding flags */                    \
+    X(SET_BINDING, 36)                                                                             \
     /* ---- state ops (MARKER / ALLOC) -------------------------------------------------------- */ \
-    /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,           \
-       VkMemoryAllocateFlags, dedicated buffer id (0 = none), device id */                       \
-    X(MEMORY, 48)                                                                                \
-    /* buffer id, size, usage, flags, sharingMode, n queue families, families..., device id */  \
-    X(CREATE_BUFFER, 49)                                                                         \
-    /* buffer id, memory id, memoryOffset, buffer size, memory requirements alignment */         \
-    X(BIND_BUFFER, 50)                                                                           \
-    X(CREATE_BUFFER_VIEW, 51) /* view id, buffer id, VkFormat, offset, range, flags */          \
-    /* set id, set layout id, pool id, variable descriptor count */                              \
-    X(ALLOC_SET, 52)                                                                             \
-    /* set id, binding, array element, VkDescriptorType, n, then n x (buffer id, offset,         \
-       range, buffer view id) — images and samplers are not captured (counted unsupported) */   \
-    X(WRITE_SET, 53)                                                                             \
-    /* src set, src binding, src element, dst set, dst binding, dst element, count */            \
-    X(COPY_SET, 54)                                                                              \
-    /* id, obj type (VkObjectType FENCE/SEMAPHORE/EVENT), flags, semaphore type (0 binary,      \
-       1 timeline), initial value */                                                             \
-    X(CREATE_SYNC, 55)                                                                           \
-    X(RESET_SYNC, 56) /* obj type, n, ids... (vkResetFences, vkResetEvent) */                   \
-    X(DESTROY, 57)    /* VkObjectType, id */                                                     \
+    /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,             \
+       VkMemoryAllocateFlags, dedicated buffer id (0 = none), device id */                         \
+    X(MEMORY, 48)                                                                                  \
+    /* buffer id, size, usage, flags, sharingMode, n queue families, families..., device id */     \
+    X(CREATE_BUFFER, 49)                                                                           \
+    /* buffer id, memory id, memoryOffset, buffer size, memory requirements alignment */           \
+    X(BIND_BUFFER, 50)                                                                             \
+    X(CREATE_BUFFER_VIEW, 51) /* view id, buffer id, VkFormat, offset, range, flags */             \
+    /* set id, set layout id, pool id, variable descriptor count */                                \
+    X(ALLOC_SET, 52)                                                                               \
+    /* set id, binding, array element, VkDescriptorType, n, then n x (buffer id, offset,           \
+       range, buffer view id) — images and samplers are not captured (counted unsupported) */    \
+    X(WRITE_SET, 53)                                                                               \
+    /* src set, src binding, src element, dst set, dst binding, dst element, count */              \
+    X(COPY_SET, 54)                                                                                \
+    /* id, obj type (VkObjectType FENCE/SEMAPHORE/EVENT), flags, semaphore type (0 binary,         \
+       1 timeline), initial value */                                                               \
+    X(CREATE_SYNC, 55)                                                                             \
+    X(RESET_SYNC, 56) /* obj type, n, ids... (vkResetFences, vkResetEvent) */                      \
+    X(DESTROY, 57)    /* VkObjectType, id */                                                       \
     /* ---- submission ------------------------------------------------------------------------ */ \
-    /* queue id, n batches, fence id (0 = none), 2 if vkQueueSubmit2 else 1 */                    \
-    X(SUBMIT, 64)                                                                                \
-    X(BATCH, 65)      /* n waits, n command buffers, n signals, flags */                       \
-    X(WAIT_SEM, 66)   /* semaphore id, value, stage mask (64-bit) */                             \
-    X(SIGNAL_SEM, 67) /* semaphore id, value, stage mask */                                      \
-    /* command buffer id, recording hash lo, hi (the blob with its CMD_* records), n ops it      \
-       produced in this submission */                                                            \
-    X(CMDBUF, 68)                                                                                \
-    X(SYNC_INFO, 69) /* stage mask; on queue-side WAIT / SIGNAL ops */                          \
-    /* ---- per-op payloads (self-contained) --------------------------------------------------- */ \
-    /* pipeline id, layout id, base x, y, z, groups x, y, z, indirect buffer id (0 = direct),     \
-       indirect offset, command buffer id, command index in its recording; bytes: the push    \
-       constant block as set when the dispatch was recorded (offset 0 .. highest byte set).      \
-       Indirect dispatches append: groups known (1 = read at submit from host-visible memory    \
-       no unfinished device work writes; 0 = not known at capture: written by the device, or    \
-       not mapped), groups x, y, z read (the op's grid too). Replay reads the indirect buffer   \
-       it rebuilt either way; the counts are for view/analyze and for checking. */             \
-    X(DISPATCH, 80)                                                                              \
-    /* set, binding, array element, VkDescriptorType, buffer id, memory id, offset in buffer     \
-       (dynamic offset applied), range (resolved, never VK_WHOLE_SIZE), access mode */          \
-    X(BINDING, 81)                                                                               \
-    /* src buffer, dst buffer, n regions, (src offset, dst offset, size)..., cmdbuf, index */    \
-    X(COPY_BUFFER, 82)                                                                           \
-    X(FILL_BUFFER, 83)   /* dst buffer, offset, size (resolved), data, cmdbuf, index */         \
-    X(UPDATE_BUFFER, 84) /* dst buffer, offset, size, cmdbuf, index; bytes: the data */          \
-    /* ---- command-buffer recordings (blob after SBT_VK_RECORDING_MAGIC) ------------------- */ \
-    X(CMD_BEGIN, 96)           /* cmdbuf id, level (0 primary), usage flags */                 \
-    X(CMD_BIND_PIPELINE, 97)   /* bind point, pipeline id */                                    \
-    /* bind point, layout id, first set, n sets, set ids..., n dynamic offsets, offsets... */    \
-    X(CMD_BIND_SETS, 98)                                                                         \
-    X(CMD_PUSH_CONSTANTS, 99) /* layout id, stage flags, offset; bytes: values */                \
-    X(CMD_DISPATCH, 100)      /* base x, y, z, groups x, y, z */                                 \
-    X(CMD_DISPATCH_INDIRECT, 101) /* buffer id, offset */                                        \
-    X(CMD_COPY_BUFFER, 102)   /* src, dst, n regions, (src offset, dst offset, size)... */      \
-    X(CMD_FILL_BUFFER, 103)   /* dst, offset, size (may be VK_WHOLE_SIZE), data */              \
-    X(CMD_UPDATE_BUFFER, 104) /* dst, offset, size; bytes: data */                              \
-    /* src stages, dst stages (64-bit, v2 form), dependency flags, n memory barriers,            \
-       (src stages, src access, dst stages, dst access)..., n buffer barriers, (src stages,      \
-       src access, dst stages, dst access, src family, dst family, buffer id, offset, size)...   \
-       ; image barriers are dropped (counted unsupported) */                                     \
-    X(CMD_BARRIER, 105)                                                                          \
-    X(CMD_SET_EVENT, 106)   /* event id, stage mask */                                          \
-    X(CMD_RESET_EVENT, 107) /* event id, stage mask */                                          \
-    /* n events, event ids..., then the CMD_BARRIER argument layout */                           \
-    X(CMD_WAIT_EVENTS, 108)                                                                      \
-    X(CMD_WRITE_TIMESTAMP, 109) /* stage, query pool id, query */                               \
-    X(CMD_RESET_QUERIES, 110)   /* query pool id, first, count */                               \
-    X(CMD_EXECUTE, 111)         /* n, secondary command buffer ids... */                        \
-    X(CMD_UNSUPPORTED, 112)     /* bytes: the Vulkan command name */                            \
+    /* queue id, n batches, fence id (0 = none), 2 if vkQueueSubmit2 else 1 */                     \
+    X(SUBMIT, 64)                                                                                  \
+    X(BATCH, 65)      /* n waits, n command buffers, n signals, flags */                           \
+    X(WAIT_SEM, 66)   /* semaphore id, value, stage mask (64-bit) */                               \
+    X(SIGNAL_SEM, 67) /* semaphore id, value, stage mask */                                        \
+    /* command buffer id, recording hash lo, hi (the blob with its CMD_* records), n ops it        \
+       produced in this submission */                                                              \
+    X(CMDBUF, 68)                                                                                  \
+    X(SYNC_INFO, 69) /* stage mask; on queue-side WAIT / SIGNAL ops */                             \
+    /* ---- per-op payloads (self-contained) ---------------------------------------------------   \
+     */                                                                                            \
+    /* pipeline id, layout id, base x, y, z, groups x, y, z, indirect buffer id (0 = direct),      \
+       indirect offset, command buffer id, command index in its recording; bytes: the push         \
+       constant block as set when the dispatch was recorded (offset 0 .. highest byte set).        \
+       Indirect dispatches append: groups known (1 = read at submit from host-visible memory       \
+       no unfinished device work writes; 0 = not known at capture: written by the device, or       \
+       not mapped), groups x, y, z read (the op's grid too). Replay reads the indirect buffer      \
+       it rebuilt either way; the counts are for view/analyze and for checking. */                 \
+    X(DISPATCH, 80)                                                                                \
+    /* set, binding, array element, VkDescriptorType, buffer id, memory id, offset in buffer       \
+       (dynamic offset applied), range (resolved, never VK_WHOLE_SIZE), access mode */             \
+    X(BINDING, 81)                                                                                 \
+    /* src buffer, dst buffer, n regions, (src offset, dst offset, size)..., cmdbuf, index */      \
+    X(COPY_BUFFER, 82)                                                                             \
+    X(FILL_BUFFER, 83)   /* dst buffer, offset, size (resolved), data, cmdbuf, index */            \
+    X(UPDATE_BUFFER, 84) /* dst buffer, offset, size, cmdbuf, index; bytes: the data */            \
+    /* ---- command-buffer recordings (blob after SBT_VK_RECORDING_MAGIC) ------------------- */   \
+    X(CMD_BEGIN, 96)         /* cmdbuf id, level (0 primary), usage flags */                       \
+    X(CMD_BIND_PIPELINE, 97) /* bind point, pipeline id */                                         \
+    /* bind point, layout id, first set, n sets, set ids..., n dynamic offsets, offsets... */      \
+    X(CMD_BIND_SETS, 98)                                                                           \
+    X(CMD_PUSH_CONSTANTS, 99)     /* layout id, stage flags, offset; bytes: values */              \
+    X(CMD_DISPATCH, 100)          /* base x, y, z, groups x, y, z */                               \
+    X(CMD_DISPATCH_INDIRECT, 101) /* buffer id, offset */                                          \
+    X(CMD_COPY_BUFFER, 102)       /* src, dst, n regions, (src offset, dst offset, size)... */     \
+    X(CMD_FILL_BUFFER, 103)       /* dst, offset, size (may be VK_WHOLE_SIZE), data */             \
+    X(CMD_UPDATE_BUFFER, 104)     /* dst, offset, size; bytes: data */                             \
+    /* src stages, dst stages (64-bit, v2 form), dependency flags, n memory barriers,              \
+       (src stages, src access, dst stages, dst access)..., n buffer barriers, (src stages,        \
+       src access, dst stages, dst access, src family, dst family, buffer id, offset, size)...     \
+       ; image barriers are dropped (counted unsupported) */                                       \
+    X(CMD_BARRIER, 105)                                                                            \
+    X(CMD_SET_EVENT, 106)   /* event id, stage mask */                                             \
+    X(CMD_RESET_EVENT, 107) /* event id, stage mask */                                             \
+    /* n events, event ids..., then the CMD_BARRIER argument layout */                             \
+    X(CMD_WAIT_EVENTS, 108)                                                                        \
+    X(CMD_WRITE_TIMESTAMP, 109) /* stage, query pool id, query */                                  \
+    X(CMD_RESET_QUERIES, 110)   /* query pool id, first, count */                                  \
+    X(CMD_EXECUTE, 111)         /* n, secondary command buffer ids... */                           \
+    X(CMD_UNSUPPORTED, 112)     /* bytes: the Vulkan command name */                               \
     X(CMD_END, 113)             /* number of records before it */
 
 enum sbt_vk_call {

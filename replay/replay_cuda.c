@@ -30,22 +30,25 @@
 /* The driver                                                                                 */
 /* ========================================================================================== */
 
-#define DRV_FNS(X)                                                                                 \
-    X(cuInit)                                                                                      \
-    X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                    \
-        X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent)             \
-            X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)       \
-                X(cuModuleGetGlobal_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2)        \
-                    X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoD_v2_ptds)                  \
-                        X(cuMemcpyDtoD_v2_ptds) X(cuMemsetD8_v2) X(cuMemsetD16_v2)                 \
-                            X(cuMemsetD32_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2_ptds)         \
-                                X(cuMemsetD32_v2_ptds) X(cuStreamCreate) X(cuStreamDestroy_v2)     \
-                                    X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)             \
-                                        X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz)             \
-                                            X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) \
-                                                X(cuEventRecord_ptsz) X(cuEventSynchronize)        \
-                                                    X(cuEventElapsedTime) X(cuLaunchKernel)        \
-                                                        X(cuLaunchKernel_ptsz) X(cuGetErrorName)
+/* clang-format off */
+#define DRV_FNS(X)                                                                                \
+    X(cuInit)                                                                                     \
+    X(cuDriverGetVersion)                                                                         \
+    X(cuDeviceGetCount)                                                                           \
+    X(cuDeviceGet) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) \
+        X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload)              \
+            X(cuModuleGetFunction) X(cuModuleGetGlobal_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)       \
+                X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoD_v2_ptds)  \
+                    X(cuMemcpyDtoD_v2_ptds) X(cuMemsetD8_v2) X(cuMemsetD16_v2) X(cuMemsetD32_v2)  \
+                        X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2_ptds)       \
+                            X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)        \
+                                X(cuStreamSynchronize_ptsz) X(cuStreamWaitEvent)                  \
+                                    X(cuStreamWaitEvent_ptsz) X(cuEventCreate)                    \
+                                        X(cuEventDestroy_v2) X(cuEventRecord)                     \
+                                            X(cuEventRecord_ptsz) X(cuEventSynchronize)           \
+                                                X(cuEventElapsedTime) X(cuLaunchKernel)           \
+                                                    X(cuLaunchKernel_ptsz) X(cuGetErrorName)
+/* clang-format on */
 
 struct drv {
     void *h;

@@ -207,9 +207,9 @@ struct batch {
     struct sbt_access *acc;
     uint32_t n_acc, cap_acc;
     int recording, has_cmds;
-    int had_base;       /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
+    int had_base;          /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
     VkPipeline bound_pipe; /* last compute pipeline bound in cb (VK_NULL_HANDLE = none) */
-    struct batch *next; /* in flight list / free list */
+    struct batch *next;    /* in flight list / free list */
 };
 
 struct rq { /* a replay queue for one trace stream */

@@ -13,8 +13,9 @@
  * is a needed ALLOC / STREAM_CREATE / EVENT_RECORD / SIGNAL. If X is in range ∪ slice, its writes
  * leave need (they are satisfied by X) and then its reads enter it (X sees the value from
  * before). A kernel's writes are may-writes (it can leave part of a write range untouched), so
- * they satisfy nothing: the bytes stay needed and their earlier writers join the slice too. An ALLOC clears need and touched of its resource: bytes still needed there were
- * never written (uninit_bytes).
+ * they satisfy nothing: the bytes stay needed and their earlier writers join the slice too. An
+ * ALLOC clears need and touched of its resource: bytes still needed there were never written
+ * (uninit_bytes).
  *
  * This computes exactly the closure defined in sched.h: the last writer of a byte before a
  * reader is the first op met walking back from the reader that writes the byte, and the walk

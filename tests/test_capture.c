@@ -61,8 +61,7 @@ static int have_device(void)
 
 static int have_validation(void)
 {
-    return access("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json", R_OK) ==
-           0;
+    return access("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json", R_OK) == 0;
 }
 
 struct expect {
@@ -97,8 +96,8 @@ static void capture_and_check(const struct expect *x)
     snprintf(cmd, sizeof cmd, "%s %s capture %s -o %s -- %s",
              val ? "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" : "", bin,
              x->opts ? x->opts : "", trace, prog);
-    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture of %s failed: %s",
-                 x->prog, ce);
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture of %s failed: %s", x->prog,
+                 ce);
     cr_assert_str_eq(cap, plain, "output changed under capture");
     cr_assert_null(strstr(ce, "Validation Error"), "validation errors under capture: %s", ce);
     cr_assert_null(strstr(ce, "recording stopped"), "the layer failed: %s", ce);

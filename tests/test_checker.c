@@ -918,8 +918,7 @@ Test(perfetto, diff_decodes_and_follows_import_rules)
     if (access("../shared/perfetto/check_pftrace.sh", X_OK) == 0 &&
         system("command -v protoc >/dev/null 2>&1") == 0) {
         char cmd[256];
-        snprintf(cmd, sizeof cmd,
-                 "../shared/perfetto/check_pftrace.sh --strict %s >/dev/null 2>&1",
+        snprintf(cmd, sizeof cmd, "../shared/perfetto/check_pftrace.sh --strict %s >/dev/null 2>&1",
                  pathf("d.pftrace"));
         cr_expect(eq(int, system(cmd), 0), "check_pftrace.sh --strict failed on %s", cmd);
     }

@@ -17,13 +17,13 @@
 
 #include "tests/vk/vkt.h"
 
-#define N_SUBMITS 100u
+#define N_SUBMITS    100u
 #define N_PER_SUBMIT 200u
-#define SMALL_N 256u              /* elements per small dispatch */
-#define BIG_BYTES (64u << 20)     /* data workload buffers */
-#define BIG_N (BIG_BYTES / 4u)    /* elements */
-#define ROW_GROUPS 4096u          /* groups per row of the 2D grid */
-#define N_ROUNDS 4u
+#define SMALL_N      256u             /* elements per small dispatch */
+#define BIG_BYTES    (64u << 20)      /* data workload buffers */
+#define BIG_N        (BIG_BYTES / 4u) /* elements */
+#define ROW_GROUPS   4096u            /* groups per row of the 2D grid */
+#define N_ROUNDS     4u
 
 static uint64_t sum64(uint64_t h, const void *p, size_t n)
 {
@@ -102,9 +102,8 @@ static void begin(struct ctx *c)
 
 static void submit_wait(struct ctx *c)
 {
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &c->cb};
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
     VKT_CHECK(vkQueueSubmit(c->v.queue[0], 1, &si, c->fence));
     VKT_CHECK(vkWaitForFences(c->v.dev, 1, &c->fence, VK_TRUE, UINT64_MAX));
     VKT_CHECK(vkResetFences(c->v.dev, 1, &c->fence));

@@ -12,8 +12,8 @@
 #include "tests/vk/vkt.h"
 
 #define THREADS 3
-#define ROUNDS 4
-#define N 2048u
+#define ROUNDS  4
+#define N       2048u
 
 static struct vkt v;
 static struct vkt_pipe ps;
@@ -72,8 +72,7 @@ static void *worker(void *arg)
                                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
         VKT_CHECK(vkBeginCommandBuffer(cb, &bb));
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, ps.pipe);
-        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, ps.layout, 0, 1, &set, 0,
-                                NULL);
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, ps.layout, 0, 1, &set, 0, NULL);
         uint32_t pc[2] = {t * 100 + r, N};
         vkCmdPushConstants(cb, ps.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
         vkCmdDispatch(cb, N / 64, 1, 1);
@@ -114,9 +113,8 @@ int main(int argc, char **argv)
     for (uint32_t t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
     /* the host signals the timeline; the main thread waits for it */
-    VkSemaphoreSignalInfo ssi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
-                                 .semaphore = tl,
-                                 .value = THREADS};
+    VkSemaphoreSignalInfo ssi = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = tl, .value = THREADS};
     VKT_CHECK(vkSignalSemaphore(v.dev, &ssi));
     uint64_t val = THREADS;
     VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,

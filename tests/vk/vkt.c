@@ -92,19 +92,18 @@ void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_b
 {
     memset(out, 0, sizeof *out);
     out->size = size;
-    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                              .size = size,
-                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                       VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                                       VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT};
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                 VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT};
     VKT_CHECK(vkCreateBuffer(v->dev, &bci, NULL, &out->buf));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(v->dev, out->buf, &req);
-    VkMemoryPropertyFlags want = host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-                                              : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    VkMemoryPropertyFlags want =
+        host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                     : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = mem_type(v, req.memoryTypeBits, want)};
@@ -137,9 +136,8 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
     static uint32_t code[1 << 16];
     size_t len = fread(code, 1, sizeof code, f);
     fclose(f);
-    VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                     .codeSize = len,
-                                     .pCode = code};
+    VkShaderModuleCreateInfo smci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = len, .pCode = code};
     VKT_CHECK(vkCreateShaderModule(v->dev, &smci, NULL, &out->mod));
     VkDescriptorSetLayoutBinding b[8];
     for (uint32_t i = 0; i < n; i++)
@@ -151,10 +149,10 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
                                                  it is ignored for buffer descriptors */
                                               .pImmutableSamplers =
                                                   vkt_clean_structs ? NULL : (const VkSampler *)16};
-    VkDescriptorSetLayoutCreateInfo dci = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = n,
-        .pBindings = b};
+    VkDescriptorSetLayoutCreateInfo dci = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = n,
+                                           .pBindings = b};
     VKT_CHECK(vkCreateDescriptorSetLayout(v->dev, &dci, NULL, &out->dsl));
     VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_bytes};
     VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,

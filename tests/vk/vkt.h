@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#define VKT_CHECK(call)                                                                        \
-    do {                                                                                       \
-        VkResult vkt_r_ = (call);                                                              \
-        if (vkt_r_ != VK_SUCCESS)                                                              \
-            vkt_die(__FILE__, __LINE__, #call, vkt_r_);                                        \
+#define VKT_CHECK(call)                                 \
+    do {                                                \
+        VkResult vkt_r_ = (call);                       \
+        if (vkt_r_ != VK_SUCCESS)                       \
+            vkt_die(__FILE__, __LINE__, #call, vkt_r_); \
     } while (0)
 
 struct vkt {

@@ -47,9 +47,8 @@ static void run_fft(VkFFTApplication *app, struct vkt *v, VkCommandPool pool, Vk
         exit(1);
     }
     VKT_CHECK(vkEndCommandBuffer(cb));
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &cb};
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
     VKT_CHECK(vkQueueSubmit(v->queue[0], 1, &si, fence));
     VKT_CHECK(vkWaitForFences(v->dev, 1, &fence, VK_TRUE, UINT64_MAX));
     VKT_CHECK(vkResetFences(v->dev, 1, &fence));
