@@ -5,8 +5,10 @@
  * devices; each stream executes in order, starting an op when the stream is free, the launch has
  * reached the device, and every event it waits on has completed. Kernels read buffers that
  * earlier ops wrote, so the trace has real read-after-write chains, and frees happen only after
- * a sync, like a correct program. State is a fixed pool of live buffers and a ring of recent
- * events, so memory does not grow with n_ops.
+ * a sync, like a correct program. Buffers belong to streams; data crosses streams after an
+ * event. A step of 100-400 ops repeats with fresh timings (1 op in 32 deviates), as training and
+ * inference loops do. State is a fixed pool of live buffers per device and one free time per
+ * stream, so memory does not grow with n_ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 #include "format/sbt_int.h"
 
 #define POOL      24 /* live buffers per device, at most */
-#define EV_RING   64
 #define N_UPLOADS 24
 
 static const char *const kernel_names[] = {
@@ -62,7 +63,6 @@ struct kprof {
 
 struct buf {
     uint64_t res, size;
-    uint64_t ready; /* device time when its last writer completes */
 };
 
 struct gen {
@@ -72,18 +72,12 @@ struct gen {
     int deviate; /* this op draws its structure from rng: a one-off variation */
     struct sbt_gen_opts o;
     sbt_writer *w;
-    uint64_t now;         /* host clock, ns */
-    uint64_t *free_at;    /* per stream id: device time when the stream is idle */
-    uint32_t *stream_dev; /* per stream id: device index */
-    uint32_t first_host;  /* stream id of host thread 0 */
+    uint64_t now;        /* host clock, ns */
+    uint64_t *free_at;   /* per stream id: device time when the stream is idle */
+    uint32_t first_host; /* stream id of host thread 0 */
     struct buf (*pool)[POOL];
     uint32_t *n_live;
     uint64_t next_res, next_event;
-    struct {
-        uint64_t id, done;
-        uint32_t stream;
-    } ev[EV_RING];
-    uint32_t n_ev;
     uint64_t emitted; /* ops written so far */
     struct kprof k[N_KERNELS];
     sbt_hash uploads[N_UPLOADS];
@@ -220,7 +214,6 @@ static int gen_alloc(struct gen *g, uint32_t dev)
     struct buf *b = &g->pool[dev][g->n_live[dev]++];
     b->res = ++g->next_res;
     b->size = (uint64_t)1 << (16 + rs(g) % 11); /* 64 KiB .. 64 MiB */
-    b->ready = 0;
     op.subkind = SBT_RES_DEVICE;
     op.name = g->s_alloc;
     op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES | SBT_OPF_OBJ;
@@ -309,8 +302,6 @@ static int gen_kernel_on(struct gen *g, uint32_t s, uint32_t dev, const struct b
     /* a stream does not wait for other streams' writers unless told to (an event): ordering
      * is the program's business, and the scheduler's hazard edges show where it relies on it */
     dev_exec(g, &op, 0, jitter(g, k->mean_ns));
-    if (out)
-        out->ready = op.dev_end;
     set_digest(g, &op);
     return emit(g, &op);
 }
@@ -363,10 +354,8 @@ static int gen_copy(struct gen *g, uint32_t dir)
     /* ~12 GB/s over PCIe, ~900 GB/s device to device, plus a fixed cost */
     uint64_t dur = 2000 + (dir == SBT_COPY_D2D ? bytes / 900 : bytes / 12);
     dev_exec(g, &op, 0, jitter(g, dur));
-    if (dir != SBT_COPY_D2H) {
-        (dir == SBT_COPY_H2D ? a : b)->ready = op.dev_end;
+    if (dir != SBT_COPY_D2H)
         set_digest(g, &op);
-    }
     return emit(g, &op);
 }
 
@@ -389,7 +378,6 @@ static int gen_fill(struct gen *g)
     op.n_access = 1;
     op.access = &acc;
     dev_exec(g, &op, 0, jitter(g, 1500 + acc.len / 1500));
-    b->ready = op.dev_end;
     set_digest(g, &op);
     return emit(g, &op);
 }
@@ -408,10 +396,7 @@ static int gen_event(struct gen *g)
     op.flags |= SBT_OPF_OBJ;
     op.obj = id;
     dev_exec(g, &op, 0, 1);
-    uint32_t slot = g->n_ev++ % EV_RING;
-    g->ev[slot].id = id;
-    g->ev[slot].done = op.dev_end;
-    g->ev[slot].stream = s1;
+    uint64_t recorded = op.dev_end;
     int st = emit(g, &op);
     if (st)
         return st;
@@ -419,7 +404,7 @@ static int gen_event(struct gen *g)
     op.name = g->s_wait;
     op.flags |= SBT_OPF_OBJ;
     op.obj = id;
-    dev_exec(g, &op, g->ev[slot].done, 1);
+    dev_exec(g, &op, recorded, 1);
     if ((st = emit(g, &op)) || d1 != d2)
         return st;
     /* the consumer: reads what the producer stream wrote */
@@ -482,7 +467,6 @@ static int setup(struct gen *g)
             if ((st = sbt_writer_intern(w, buf, &str.name)) ||
                 (st = sbt_writer_add_stream(w, &str, &id)))
                 return st;
-            g->stream_dev[id] = d;
         }
     for (uint32_t t = 0; t < g->o.n_threads; t++) {
         struct sbt_stream str = {.device = 1, .kind = SBT_STREAM_HOST_THREAD, .handle = 1000 + t};
@@ -492,7 +476,6 @@ static int setup(struct gen *g)
             return st;
         if (t == 0)
             g->first_host = id;
-        g->stream_dev[id] = 0;
     }
     struct sbt_program prog = {.kind = SBT_PROGRAM_HOST};
     uint32_t prog_id;
@@ -575,11 +558,10 @@ int sbt_gen_write(const char *path, const struct sbt_gen_opts *opts,
     g.rng = g.o.seed ^ 0x5851F42D4C957F2Dull;
     uint32_t n_streams = g.o.n_devices * g.o.streams_per_device + g.o.n_threads;
     g.free_at = sbt__calloc(n_streams + 1, sizeof *g.free_at);
-    g.stream_dev = sbt__calloc(n_streams + 1, sizeof *g.stream_dev);
     g.pool = sbt__calloc(g.o.n_devices, sizeof *g.pool);
     g.n_live = sbt__calloc(g.o.n_devices, sizeof *g.n_live);
     int st = SBT_OK;
-    if (!g.free_at || !g.stream_dev || !g.pool || !g.n_live) {
+    if (!g.free_at || !g.pool || !g.n_live) {
         st = sbt__fail(SBT_ENOMEM, "out of memory");
         goto out;
     }
@@ -636,7 +618,6 @@ out:
     else
         st = sbt_writer_close(g.w);
     sbt__free(g.free_at);
-    sbt__free(g.stream_dev);
     sbt__free(g.pool);
     sbt__free(g.n_live);
     return st;
