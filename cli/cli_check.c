@@ -167,32 +167,14 @@ int cli_check(int argc, char **argv)
             if (chk_elem_parse(optarg, &o.elem_type))
                 return cli_usage("check", "%s", chk_errmsg());
             break;
-        case 'P': {
-            if (!strcmp(optarg, "off")) {
-                o.timing_threshold = -1;
-                break;
-            }
-            char *end;
-            double v = strtod(optarg, &end);
-            if (end == optarg || (*end && strcmp(end, "%")) || !(v >= 0) || v > 1e6)
-                return cli_usage("check",
-                                 "--timing-threshold '%s': expected a percentage like "
-                                 "10%% or 'off'",
-                                 optarg);
-            o.timing_threshold = v > 0 ? v / 100 : 1e-12;
+        case 'P':
+            if (cli_parse_threshold("check", optarg, &o.timing_threshold))
+                return CLI_USAGE;
             break;
-        }
-        case 'C': {
-            char *end;
-            double v = strtod(optarg, &end);
-            if (end == optarg || *end || !(v > 0 && v < 1))
-                return cli_usage("check",
-                                 "--confidence '%s': expected a value in (0, 1) like "
-                                 "0.95",
-                                 optarg);
-            o.confidence = v;
+        case 'C':
+            if (cli_parse_confidence("check", optarg, &o.confidence))
+                return CLI_USAGE;
             break;
-        }
         case 'B':
             baseline_path = optarg;
             break;

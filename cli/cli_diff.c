@@ -70,29 +70,14 @@ int cli_diff(int argc, char **argv)
                 return cli_usage("diff", "--window '%s': expected 2..65536", optarg);
             o.window = (uint32_t)v;
             break;
-        case 'P': {
-            if (!strcmp(optarg, "off")) {
-                o.timing_threshold = -1;
-                break;
-            }
-            char *end;
-            double d = strtod(optarg, &end);
-            if (end == optarg || (*end && strcmp(end, "%")) || !(d >= 0) || d > 1e6)
-                return cli_usage("diff",
-                                 "--timing-threshold '%s': expected a percentage like "
-                                 "10%% or 'off'",
-                                 optarg);
-            o.timing_threshold = d > 0 ? d / 100 : 1e-12;
+        case 'P':
+            if (cli_parse_threshold("diff", optarg, &o.timing_threshold))
+                return CLI_USAGE;
             break;
-        }
-        case 'C': {
-            char *end;
-            double d = strtod(optarg, &end);
-            if (end == optarg || *end || !(d > 0 && d < 1))
-                return cli_usage("diff", "--confidence '%s': expected a value in (0, 1)", optarg);
-            o.confidence = d;
+        case 'C':
+            if (cli_parse_confidence("diff", optarg, &o.confidence))
+                return CLI_USAGE;
             break;
-        }
         case 'O':
             if (cli_range_ops("diff", optarg, &cr))
                 return CLI_USAGE;

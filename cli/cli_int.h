@@ -69,6 +69,11 @@ int cli_parse_time(const char *s, uint64_t *ns);
 /* Parses an unsigned integer with optional k/M/G suffix (decimal). 0 ok, -1 bad. */
 int cli_parse_u64(const char *s, uint64_t *v);
 
+/* --timing-threshold P% ("10%", "10", or "off" = -1) into a fraction (0 becomes 1e-12:
+ * any slowdown counts); --confidence C in (0, 1). 0, or -1 after printing a usage error. */
+int cli_parse_threshold(const char *cmd, const char *arg, double *out);
+int cli_parse_confidence(const char *cmd, const char *arg, double *out);
+
 /* Range options shared by view, analyze, replay, export, check. */
 struct cli_range {
     int has_time, has_ops;

@@ -178,6 +178,34 @@ int cli_parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
+int cli_parse_threshold(const char *cmd, const char *arg, double *out)
+{
+    if (!strcmp(arg, "off")) {
+        *out = -1;
+        return 0;
+    }
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || (*end && strcmp(end, "%")) || !(v >= 0) || v > 1e6) {
+        cli_usage(cmd, "--timing-threshold '%s': expected a percentage like 10%% or 'off'", arg);
+        return -1;
+    }
+    *out = v > 0 ? v / 100 : 1e-12;
+    return 0;
+}
+
+int cli_parse_confidence(const char *cmd, const char *arg, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !(v > 0 && v < 1)) {
+        cli_usage(cmd, "--confidence '%s': expected a value in (0, 1) like 0.95", arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Splits "A:B" at the colon; either side may be empty. */
 static int split_range(const char *arg, char *a, char *b, size_t cap)
 {
