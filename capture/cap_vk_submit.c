@@ -167,23 +167,35 @@ static int page_pending(const struct cap_mem *m, uint64_t a, uint64_t b)
     return 0;
 }
 
+/* A host-side op on [a, b) of m (HOST_WRITE or HOST_READ) with its one access; NULL when out
+ * of memory. */
+static struct cap_ev *host_op(struct cap_mem *m, uint64_t a, uint64_t b, uint32_t kind,
+                              uint64_t now)
+{
+    struct cap_ev *e = cap_ev_new_op(1, 0);
+    if (!e)
+        return NULL;
+    int w = kind == SBT_OP_HOST_WRITE;
+    *e->acc = (struct sbt_access){m->o.id, a, b - a, w ? SBT_ACCESS_WRITE : SBT_ACCESS_READ};
+    e->dev_id = m->o.dev->id;
+    e->name = w ? "host write" : "host read";
+    e->op.kind = kind;
+    e->op.host_begin = e->op.host_end = now;
+    e->op.bytes = b - a;
+    e->op.flags = SBT_OPF_BYTES;
+    return e;
+}
+
 /* A HOST_WRITE op of [a, b) of m whose bytes are already in data (a run buffer, owned). */
 static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, uint8_t *data,
                           struct cap_ev ***tail, uint64_t now)
 {
-    struct cap_ev *e = data ? cap_ev_new_op(1, 0) : NULL;
+    struct cap_ev *e = data ? host_op(m, a, b, SBT_OP_HOST_WRITE, now) : NULL;
     if (!e) {
         cap_run_free(data);
         cap_fail("out of memory storing %llu bytes of host writes", (unsigned long long)(b - a));
         return;
     }
-    *e->acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_WRITE};
-    e->dev_id = m->o.dev->id;
-    e->name = "host write";
-    e->op.kind = SBT_OP_HOST_WRITE;
-    e->op.host_begin = e->op.host_end = now;
-    e->op.bytes = b - a;
-    e->op.flags = SBT_OPF_BYTES;
     e->data = data;
     e->data_len = b - a;
     e->data_pooled = 1;
@@ -316,19 +328,13 @@ static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
 static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_ev ***tail,
                          uint64_t now)
 {
-    struct cap_ev *e = cap_ev_new_op(1, 0);
+    struct cap_ev *e = host_op(m, a, b, SBT_OP_HOST_READ, now);
     if (!e) {
         cap_fail("out of memory recording a host read");
         return;
     }
-    *e->acc = (struct sbt_access){m->o.id, a, b - a, SBT_ACCESS_READ};
-    e->dev_id = m->o.dev->id;
-    e->name = "host read";
-    e->op.kind = SBT_OP_HOST_READ;
-    e->op.host_begin = e->op.host_end = now;
-    e->op.bytes = b - a;
     e->op.digest = digest_refresh(m, a, b);
-    e->op.flags = SBT_OPF_BYTES | SBT_OPF_DIGEST;
+    e->op.flags |= SBT_OPF_DIGEST;
     **tail = e;
     *tail = &e->next;
 }
