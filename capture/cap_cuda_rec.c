@@ -1454,25 +1454,21 @@ static void rec_stop(void)
     }
     if (g.n_reads)
         unsup_add("async device-to-host copies never synchronised (no digest)", g.n_reads);
-    char incomplete[160] = "";
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < g.n_unsup; i++) {
+        total += g.unsup[i].count;
+        sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count, SBT_SEQ_NONE, 0);
+    }
     for (int i = 0; i < CAP_SYM__COUNT; i++) {
         uint64_t n = __atomic_load_n(&cap_cuda_calls[i], __ATOMIC_RELAXED);
         if (!n || harmless(cap_cuda_names[i]))
             continue;
-        unsup_add(cap_cuda_names[i], n);
-        if (changes_device(cap_cuda_names[i]) && !incomplete[0])
-            snprintf(incomplete, sizeof incomplete, "unrecorded call that changes device state: %s",
-                     cap_cuda_names[i]);
-    }
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < g.n_unsup; i++) {
-        total += g.unsup[i].count;
-        sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count);
+        total += n;
+        sbt_writer_unsupported(g.w, cap_cuda_names[i], n, SBT_SEQ_NONE,
+                               changes_device(cap_cuda_names[i]) ? SBT_UNMODELLED_AFFECTS : 0);
     }
     if (g.fail_reason[0])
         sbt_writer_mark_incomplete(g.w, g.fail_reason);
-    else if (incomplete[0])
-        sbt_writer_mark_incomplete(g.w, incomplete);
     if (sbt_writer_close(g.w) < 0)
         fprintf(stderr, "reprise capture: closing %s: %s\n", g.path, sbt_errmsg());
     g.w = NULL;

@@ -807,7 +807,7 @@ void cap_shutdown(void)
         }
         pthread_mutex_lock(&unsup_mu);
         for (uint32_t i = 0; i < n_unsup; i++)
-            sbt_writer_unsupported(wr.w, unsup[i].name, unsup[i].count);
+            sbt_writer_unsupported(wr.w, unsup[i].name, unsup[i].count, SBT_SEQ_NONE, 0);
         pthread_mutex_unlock(&unsup_mu);
         pthread_mutex_lock(&fail_mu);
         if (fail_reason[0])

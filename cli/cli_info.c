@@ -43,12 +43,13 @@ int cli_info(int argc, char **argv)
     if (in->lost_bytes)
         printf("recovery   %" PRIu64 " bytes from offset %" PRIu64 " unreadable (torn tail)\n",
                in->lost_bytes, in->lost_offset);
-    if (!in->writer_finished)
-        printf("complete   no: the writer did not finish (capture cut short)\n");
-    else if (!in->complete)
-        printf("complete   no: %s\n", sbt_reader_string(r, in->incomplete_reason));
-    else
+    if (!in->complete) {
+        char why[2048];
+        sbt_reader_incomplete_why(r, why, sizeof why);
+        printf("complete   no: %s\n", why);
+    } else {
         printf("complete   yes\n");
+    }
     printf("ops        %" PRIu64, in->n_ops);
     if (in->n_ops)
         printf(" (seq %" PRIu64 "..%" PRIu64 ")", in->seq_first, in->seq_end - 1);
@@ -105,9 +106,13 @@ int cli_info(int argc, char **argv)
     sbt_stats_free(st);
 
     const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
-    printf("unsupported %u kinds of call passed through unrecorded\n", n);
-    for (uint32_t i = 0; i < n; i++)
-        printf("  %-40s %" PRIu64 "\n", sbt_reader_string(r, u[i].what), u[i].count);
+    printf("unmodelled %u kinds of call passed through unrecorded\n", n);
+    for (uint32_t i = 0; i < n; i++) {
+        printf("  %-40s %10" PRIu64, sbt_reader_string(r, u[i].what), u[i].count);
+        if (u[i].first_seq != SBT_SEQ_NONE)
+            printf("  first at op %" PRIu64, u[i].first_seq);
+        printf("%s\n", u[i].flags & SBT_UNMODELLED_AFFECTS ? "  affects replay" : "");
+    }
     const struct sbt_meta *m = sbt_reader_meta(r, &n);
     if (n)
         printf("metadata\n");

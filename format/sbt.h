@@ -313,8 +313,13 @@ int sbt_writer_blob(sbt_writer *w, const void *data, size_t len, sbt_hash *hash)
  * Strings, streams and kernels it names must have been added. The writer copies what it
  * needs before returning. */
 int sbt_writer_add_op(sbt_writer *w, const struct sbt_op *op, uint64_t *seq);
-/* Completeness: count of calls of one kind that the capture passed through unrecorded. */
-int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count);
+/* Completeness: `count` calls named `what` that the capture passed through unrecorded
+ * ("unmodelled"). first_seq: the seq of the first op written at or after the first such call
+ * (SBT_SEQ_NONE: unknown); flags: enum sbt_unmodelled_flags. Calls of the same name add up:
+ * counts are summed, the earliest first_seq and the union of the flags kept. A call with
+ * SBT_UNMODELLED_AFFECTS makes the trace incomplete (sbt_info.complete = 0). */
+int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count, uint64_t first_seq,
+                           uint32_t flags);
 /* Marks the trace incomplete (the capture stopped recording); the first reason is kept. */
 int sbt_writer_mark_incomplete(sbt_writer *w, const char *reason);
 /* Cuts the current chunk and writes it out, so a crash after this loses nothing before. */
@@ -338,9 +343,21 @@ struct sbt_open_opts {
 };
 #define SBT_OPEN_OPTS(...) ((struct sbt_open_opts){.sz = sizeof(struct sbt_open_opts), __VA_ARGS__})
 
+#define SBT_SEQ_NONE UINT64_MAX
+
+enum sbt_unmodelled_flags {
+    /* The call can change what the device computes or what a replay needs (a vkCmd* that was
+     * not recorded, an object replay would need, a mapping or address path not tracked): a
+     * replay of the trace cannot be trusted, so the trace is incomplete. Without it the call
+     * is only counted (a query, a presentation call that leaves compute untouched). */
+    SBT_UNMODELLED_AFFECTS = 1u << 0,
+};
+
 struct sbt_unsupported {
-    uint32_t what; /* string id */
+    uint32_t what; /* string id: the call's name */
     uint64_t count;
+    uint64_t first_seq; /* first op at or after the first call; SBT_SEQ_NONE = unknown */
+    uint32_t flags;     /* enum sbt_unmodelled_flags */
 };
 
 struct sbt_meta {
@@ -359,7 +376,8 @@ struct sbt_info {
     uint64_t raw_bytes;           /* chunk payload bytes before compression */
     int has_footer;               /* 0: the index was rebuilt by scanning */
     int writer_finished;          /* the writer closed the file (completeness record seen) */
-    int complete;                 /* finished and not marked incomplete */
+    int complete;                 /* finished, not marked incomplete, and no unmodelled call
+                                   * with SBT_UNMODELLED_AFFECTS */
     uint32_t incomplete_reason;   /* string id, 0 if none */
     uint64_t lost_offset;         /* scanning stopped here (torn/corrupt tail); 0 if none */
     uint64_t lost_bytes;          /* bytes after lost_offset that could not be read */
@@ -381,6 +399,10 @@ const struct sbt_program *sbt_reader_programs(const sbt_reader *r, uint32_t *n);
 const struct sbt_kernel *sbt_reader_kernels(const sbt_reader *r, uint32_t *n);
 const struct sbt_meta *sbt_reader_meta(const sbt_reader *r, uint32_t *n);
 const struct sbt_unsupported *sbt_reader_unsupported(const sbt_reader *r, uint32_t *n);
+/* Why the trace is not complete, on one line for a user ("" when info->complete): the writer
+ * did not finish, the capture's own reason, and each unmodelled call that affects replay with
+ * its count and first op. Returns the length the whole text needs (as snprintf). */
+size_t sbt_reader_incomplete_why(const sbt_reader *r, char *buf, size_t cap);
 /* The value of the last metadata entry with this key, or NULL. */
 const char *sbt_reader_meta_get(const sbt_reader *r, const char *key);
 /* Convenience lookups by id; NULL when out of range. */

@@ -353,14 +353,27 @@ static int parse_tables(sbt_reader *r, const struct sbt_buf *raw, uint64_t off)
             if (!r->unsup)
                 return sbt__fail(SBT_ENOMEM, "out of memory");
             r->n_unsup = 0;
+            int affects = 0;
             for (uint64_t i = 0; i < n && !st; i++) {
                 st = sbt__rd_u32(&b, &r->unsup[i].what);
                 st = st ? st : sbt__rd_varint(&b, &r->unsup[i].count);
+                r->unsup[i].first_seq = SBT_SEQ_NONE;
                 r->n_unsup += !st;
             }
+            /* grown at the end: first op + 1 and flags per call (absent in older files) */
+            for (uint32_t i = 0; i < r->n_unsup && !st && b.pos < b.len; i++) {
+                uint64_t first, f;
+                if ((st = sbt__rd_varint(&b, &first)) || (st = sbt__rd_varint(&b, &f)))
+                    break;
+                r->unsup[i].first_seq = first ? first - 1 : SBT_SEQ_NONE;
+                r->unsup[i].flags = (uint32_t)f;
+                affects |= (f & SBT_UNMODELLED_AFFECTS) != 0;
+            }
+            if (st)
+                break;
             r->info.writer_finished = 1;
             r->info.incomplete_reason = (flags & 1) ? reason : 0;
-            r->info.complete = !(flags & 1);
+            r->info.complete = !(flags & 1) && !affects;
             break;
         }
         case SBT_REC_OPS:
@@ -814,6 +827,41 @@ const char *sbt_reader_meta_get(const sbt_reader *r, const char *key)
     return NULL;
 }
 
+size_t sbt_reader_incomplete_why(const sbt_reader *r, char *buf, size_t cap)
+{
+    const struct sbt_info *in = &r->info;
+    size_t n = 0;
+#define PUT(...)                                                                          \
+    do {                                                                                  \
+        int k_ = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__); \
+        n += k_ > 0 ? (size_t)k_ : 0;                                                     \
+    } while (0)
+    if (cap)
+        buf[0] = 0;
+    if (in->complete)
+        return 0;
+    if (!in->writer_finished)
+        PUT("the writer did not finish (the capture was cut short: killed or crashed)");
+    else if (in->incomplete_reason)
+        PUT("%s", sbt_reader_string(r, in->incomplete_reason));
+    int first = 1;
+    for (uint32_t i = 0; i < r->n_unsup; i++) {
+        const struct sbt_unsupported *u = &r->unsup[i];
+        if (!(u->flags & SBT_UNMODELLED_AFFECTS))
+            continue;
+        if (first)
+            PUT("%sunmodelled calls that affect replay: ", n ? "; " : "");
+        else
+            PUT(", ");
+        first = 0;
+        PUT("%s x%" PRIu64, sbt_reader_string(r, u->what), u->count);
+        if (u->first_seq != SBT_SEQ_NONE)
+            PUT(" (first at op %" PRIu64 ")", u->first_seq);
+    }
+#undef PUT
+    return n;
+}
+
 const struct sbt_chunk_info *sbt_reader_chunks(const sbt_reader *r, uint64_t *n)
 {
     *n = r->n_chunks;
@@ -1083,13 +1131,11 @@ int sbt_reader_validate(sbt_reader *r, sbt_report_fn fn, void *ctx)
              in->lost_bytes, in->lost_offset);
         bad++;
     }
-    if (!in->writer_finished)
-        note(fn, ctx, 0,
-             "the writer did not finish (no completeness record): the capture was cut "
-             "short");
-    else if (!in->complete)
-        note(fn, ctx, 0, "the capture marked itself incomplete: %s",
-             sbt_reader_string(r, in->incomplete_reason));
+    if (!in->complete) {
+        char why[1024];
+        sbt_reader_incomplete_why(r, why, sizeof why);
+        note(fn, ctx, 0, "incomplete trace: %s", why);
+    }
     /* tables refer to defined things */
     for (uint32_t i = 0; i < r->n_streams; i++)
         if (r->streams[i].device > r->n_devices || r->streams[i].name > r->n_strings) {

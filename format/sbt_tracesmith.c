@@ -501,7 +501,7 @@ static int import(struct imp *m, uint64_t *n_ops)
         } else {
             char what[48];
             snprintf(what, sizeof what, "tracesmith event type %u", e.type);
-            st = sbt_writer_unsupported(m->w, what, 1);
+            st = sbt_writer_unsupported(m->w, what, 1, SBT_SEQ_NONE, 0);
         }
         if (st)
             return st < 0 && st != SBT_ENOMEM && st != SBT_EIO

@@ -35,7 +35,8 @@ struct blob_ent {
 
 struct unsup {
     uint32_t what;
-    uint64_t count;
+    uint64_t count, first_seq;
+    uint32_t flags;
 };
 
 /* A chunk handed to the background thread (opts.threads = 1). */
@@ -450,6 +451,12 @@ static int write_end_and_index(sbt_writer *w)
         st |= sbt__buf_varint(&w->body, w->unsup[i].what);
         st |= sbt__buf_varint(&w->body, w->unsup[i].count);
     }
+    /* grown at the end (FORMAT.md section 5): per call, first op + 1 (0 = unknown), flags */
+    for (uint32_t i = 0; i < w->n_unsup; i++) {
+        uint64_t f = w->unsup[i].first_seq;
+        st |= sbt__buf_varint(&w->body, f == SBT_SEQ_NONE ? 0 : f + 1);
+        st |= sbt__buf_varint(&w->body, w->unsup[i].flags);
+    }
     w->raw.len = 0;
     if (w->dict.len) /* strings the END record names */
         st |= sbt__buf_put(&w->raw, w->dict.p, w->dict.len);
@@ -722,7 +729,8 @@ int sbt_writer_meta(sbt_writer *w, const char *key, const char *value)
     return dict_record(w, SBT_REC_META);
 }
 
-int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count)
+int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count, uint64_t first_seq,
+                           uint32_t flags)
 {
     uint32_t id;
     int st = sbt_writer_intern(w, what, &id);
@@ -730,14 +738,18 @@ int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count)
         return st;
     for (uint32_t i = 0; i < w->n_unsup; i++)
         if (w->unsup[i].what == id) {
-            w->unsup[i].count += count;
+            struct unsup *u = &w->unsup[i];
+            u->count += count;
+            u->flags |= flags;
+            if (first_seq < u->first_seq)
+                u->first_seq = first_seq;
             return SBT_OK;
         }
     size_t cap = w->cap_unsup;
     if (grow((void **)&w->unsup, &cap, w->n_unsup + 1, sizeof *w->unsup))
         return SBT_ENOMEM;
     w->cap_unsup = (uint32_t)cap;
-    w->unsup[w->n_unsup++] = (struct unsup){id, count};
+    w->unsup[w->n_unsup++] = (struct unsup){id, count, first_seq, flags};
     return SBT_OK;
 }
 

@@ -340,9 +340,10 @@ static void write_trace(const char *path, uint64_t n, uint32_t chunk_ops, int zs
                   (unsigned long long)i, sbt_errmsg());
         cr_assert(eq(u64, seq, i));
     }
-    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCmdDraw", 3), SBT_OK));
-    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCmdDraw", 2), SBT_OK));
-    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCreateSwapchainKHR", 1), SBT_OK));
+    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCmdDraw", 3, 40, 0), SBT_OK));
+    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCmdDraw", 2, 12, 0), SBT_OK));
+    cr_assert(
+        eq(int, sbt_writer_unsupported(w, "vkCreateSwapchainKHR", 1, SBT_SEQ_NONE, 0), SBT_OK));
     if (close_it)
         cr_assert(eq(int, sbt_writer_close(w), SBT_OK), "%s", sbt_errmsg());
     else
@@ -385,6 +386,9 @@ Test(roundtrip, every_kind_and_field)
         cr_assert(eq(u32, n, 2));
         cr_assert(eq(str, (char *)sbt_reader_string(r, u[0].what), "vkCmdDraw"));
         cr_assert(eq(u64, u[0].count, 5));
+        cr_assert(eq(u64, u[0].first_seq, 12), "the earliest first op is kept");
+        cr_assert(eq(u64, u[1].first_seq, SBT_SEQ_NONE));
+        cr_assert(eq(u32, u[0].flags | u[1].flags, 0));
         cr_assert(sbt_reader_string(r, 9999) == NULL);
         cr_assert(eq(str, (char *)sbt_reader_string(r, 0), ""));
 
@@ -479,6 +483,47 @@ Test(roundtrip, writer_rejects_bad_ops)
     cr_assert(eq(int, sbt_writer_open("/nonexistent/dir/x.sbt", NULL, &w2), SBT_EIO));
     cr_assert(w2 == NULL);
     cr_assert(strstr(sbt_errmsg(), "/nonexistent/dir/x.sbt") != NULL);
+}
+
+/* An unmodelled call that affects replay makes the trace incomplete by itself, named with its
+ * count and first op; a harmless one is only counted. */
+Test(roundtrip, unmodelled_call_affects_completeness)
+{
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(tpath("u.sbt"), NULL, &w), SBT_OK));
+    cr_assert(
+        eq(int, sbt_writer_unsupported(w, "vkGetPhysicalDeviceFormatProperties", 4, 0, 0), SBT_OK));
+    cr_assert(eq(int, sbt_writer_close(w), SBT_OK));
+    sbt_reader *r;
+    char why[256];
+    cr_assert(eq(int, sbt_reader_open(tpath("u.sbt"), NULL, &r), SBT_OK));
+    cr_assert(sbt_reader_info(r)->complete, "a harmless call leaves the trace complete");
+    cr_assert(eq(sz, sbt_reader_incomplete_why(r, why, sizeof why), 0));
+    sbt_reader_close(r);
+
+    cr_assert(eq(int, sbt_writer_open(tpath("u.sbt"), NULL, &w), SBT_OK));
+    cr_assert(eq(
+        int, sbt_writer_unsupported(w, "vkCmdCopyQueryPoolResults", 2, 57, SBT_UNMODELLED_AFFECTS),
+        SBT_OK));
+    cr_assert(eq(int, sbt_writer_unsupported(w, "vkCmdCopyQueryPoolResults", 1, 9, 0), SBT_OK));
+    cr_assert(eq(int, sbt_writer_close(w), SBT_OK));
+    cr_assert(eq(int, sbt_reader_open(tpath("u.sbt"), NULL, &r), SBT_OK));
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(in->writer_finished && !in->complete);
+    uint32_t n;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+    cr_assert(eq(u32, n, 1));
+    cr_assert(eq(u64, u->count, 3));
+    cr_assert(eq(u64, u->first_seq, 9));
+    cr_assert(eq(u32, u->flags, SBT_UNMODELLED_AFFECTS));
+    size_t len = sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_assert(eq(sz, len, strlen(why)));
+    cr_assert(eq(str, why,
+                 "unmodelled calls that affect replay: vkCmdCopyQueryPoolResults x3 (first at "
+                 "op 9)"));
+    cr_assert(eq(sz, sbt_reader_incomplete_why(r, why, 8), len), "the length it needs");
+    cr_assert(eq(str, why, "unmodel"));
+    sbt_reader_close(r);
 }
 
 Test(roundtrip, incomplete_mark)
