@@ -95,7 +95,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 # Module sections below add to these (capture libraries, test programs, shaders).
 EXTRA :=
-TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD))
+TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD)) REPRISE_SRC=$(CURDIR)
 
 # ---- capture: Vulkan layer ---------------------------------------------------------------------
 # (capture section: the capture module owns these lines)
@@ -192,6 +192,45 @@ $(BUILD)/tests/vk/%.spv: tests/vk/%.comp
 	@mkdir -p $(@D)
 	glslangValidator -V --quiet $< -o $@
 EXTRA += $(VKT_PROGS) $(VKT_SPV)
+# tests/vk3p: programs we did not write. VkFFT (libvkfft-dev, header-only, with glslang-dev:
+# scripts/deps.sh test installs both) generates GLSL, compiles it with glslang at run time and
+# records its own pipelines and dispatches; tests/vk3p/vk_fft.c only drives it. Debian 12's
+# vkFFT.h 1.2.26 does not compile against Debian 12's glslang 12 as shipped (empty scalar
+# initializers in C; its hard-coded glslang_resource_t predates glslang 12's layout, so shader
+# limits come out zero and every shader fails to compile): the build uses a copy with those two
+# spots changed to glslang's own glslang_default_resource(). Built only where the headers are.
+VKFFT_H := $(wildcard /usr/include/vkFFT.h)
+ifneq ($(VKFFT_H),)
+$(BUILD)/gen/vk3p/vkFFT.h: $(VKFFT_H)
+	@mkdir -p $(@D)
+	sed -e 's/= {};/= {0};/' -e 's/&default_resource,/glslang_default_resource(),/' \
+	  -e 's|#include <glslang/Include/glslang_c_interface.h>|&\n#include <glslang/Public/resource_limits_c.h>|' \
+	  $< > $@
+$(BUILD)/tests/vk3p/vk_fft: tests/vk3p/vk_fft.c $(BUILD)/gen/vk3p/vkFFT.h $(BUILD)/tests/vk/vkt.o
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -w -I$(BUILD)/gen/vk3p $(CPPFLAGS) $(CFLAGS) $< $(BUILD)/tests/vk/vkt.o -o $@ \
+	  $(LDFLAGS) -Wl,--start-group -lglslang -lMachineIndependent -lOSDependent -lOGLCompiler \
+	  -lHLSL -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools \
+	  -lglslang-default-resource-limits -Wl,--end-group -lvulkan -lstdc++ -lpthread -lm
+EXTRA += $(BUILD)/tests/vk3p/vk_fft
+endif
+
+# ---- sanitizer runs (make asan) -----------------------------------------------------------------
+# tests/lsan/run.sh wraps each test command of an ASan build: reports to files, leaks judged by
+# the module that allocated them (tests/lsan/keep_loaded.c and leaks.sh say why). keep_loaded
+# is built without sanitizer flags: it is preloaded into every process, uninstrumented ones too.
+LSAN_DIR := $(BUILD)/tests/lsan
+$(LSAN_DIR)/libkeep_loaded.so: tests/lsan/keep_loaded.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -O2 -fPIC -shared $< -o $@
+$(LSAN_DIR)/libleak.so: tests/lsan/leak_lib.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -shared $< -o $@ $(LDFLAGS)
+$(LSAN_DIR)/leaky: tests/lsan/leaky.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS) -ldl
+EXTRA += $(LSAN_DIR)/libkeep_loaded.so $(LSAN_DIR)/libleak.so $(LSAN_DIR)/leaky
+SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUILD))
 
 extra: $(EXTRA)
 
@@ -200,9 +239,12 @@ CORPUS_sbt_reader := tests/data/format/good tests/data/format/bad
 corpus_of = $(CORPUS_$(1)) tests/fuzz/corpus/$(1)
 
 check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $(TEST_ENV) $$t --jobs 2; done
+	@mkdir -p $(BUILD)/tap
+	@set -e; for t in $(TESTS); do echo "== $$t"; tap=$(BUILD)/tap/$${t##*/}.tap; \
+	  $(TEST_ENV) $(SAN_RUN) $$t --jobs 2 --tap=$$tap; \
+	  sed -n 's/^ok - \(.*\)  # SKIP \(.*\)/[SKIP] \1: \2/p' $$tap; done
 	@set -e; $(foreach r,$(CORPUS_RUNNERS),echo "== $(r)"; \
-	  $(r) $(call corpus_of,$(patsubst replay_%,%,$(notdir $(r))));)
+	  $(SAN_RUN) $(r) $(call corpus_of,$(patsubst replay_%,%,$(notdir $(r))));)
 
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \

@@ -7,7 +7,7 @@ PKGS="gcc make pkg-config libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
-    protobuf-compiler"
+    protobuf-compiler libvkfft-dev glslang-dev"
 fi
 missing=""
 for p in $PKGS; do

@@ -189,42 +189,24 @@ Test(capture, vk_threads_timing)
     capture_and_check(&x);
 }
 
-/* A third-party compute workload from a Debian package: VkFFT (libvkfft-dev, header-only)
- * generates its GLSL, compiles it with glslang at run time and records its own pipelines,
- * descriptor sets, push constants and dispatches; tests/vk3p/vk_fft.c only drives it. Built
- * here, not by the Makefile, so the build does not need the packages. Debian 12's vkFFT.h
- * 1.2.26 does not compile against Debian 12's glslang 12 as shipped (empty scalar
- * initializers in C; its hard-coded glslang_resource_t predates glslang 12's layout, so shader
- * limits come out zero and every shader fails to compile), so a copy with those two spots
- * changed (glslang's own glslang_default_resource()) is used. */
+/* A third-party compute workload from a Debian package: VkFFT (libvkfft-dev) generates its
+ * GLSL, compiles it with glslang at run time and records its own pipelines, descriptor sets,
+ * push constants and dispatches; tests/vk3p/vk_fft.c only drives it (the Makefile builds it
+ * where the headers are installed; `make test` installs them). */
 Test(capture, vkfft)
 {
-    if (access("/usr/include/vkFFT.h", R_OK) ||
-        access("/usr/include/glslang/Public/resource_limits_c.h", R_OK))
-        cr_skip_test("VkFFT or glslang headers not installed (apt-get install libvkfft-dev "
-                     "glslang-dev): third-party workload not run");
+    char prog[4200];
+    snprintf(prog, sizeof prog, "%s/tests/vk3p/vk_fft", build);
+    if (access(prog, X_OK))
+        cr_skip_test("%s not built: VkFFT or glslang headers not installed (apt-get install "
+                     "libvkfft-dev glslang-dev, or scripts/deps.sh test): third-party workload "
+                     "not run",
+                     prog);
     if (!have_device())
         cr_skip_test("no Vulkan device with a compute queue here");
-    char dir[] = "/tmp/reprise-vkfft-XXXXXX", cmd[8192], out[8192], err[8192], prog[4200];
-    cr_assert_not_null(mkdtemp(dir));
-    const char *src = getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".";
-    snprintf(cmd, sizeof cmd,
-             "sed -e 's/= {};/= {0};/' -e 's/&default_resource,/glslang_default_resource(),/' "
-             "-e 's|#include <glslang/Include/glslang_c_interface.h>|&\\n#include "
-             "<glslang/Public/resource_limits_c.h>|' /usr/include/vkFFT.h > %s/vkFFT.h && "
-             "cc -std=gnu11 -w -I%s -I%s -O1 %s/tests/vk3p/vk_fft.c %s/tests/vk/vkt.o -o "
-             "%s/vk_fft -Wl,--start-group -lglslang -lMachineIndependent -lOSDependent "
-             "-lOGLCompiler -lHLSL -lGenericCodeGen -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools "
-             "-lglslang-default-resource-limits -Wl,--end-group -lvulkan -lstdc++ -lpthread -lm",
-             dir, dir, src, src, build, dir);
-    if (run(cmd, out, sizeof out, err, sizeof err) != 0)
-        cr_skip_test("VkFFT test program does not build here: %.2000s", err);
-    snprintf(prog, sizeof prog, "%s/vk_fft", dir);
     /* two 2D FFTs (forward, inverse) of 256x256: two dispatches each, one submission each */
     struct expect x = {"vk_fft", 4, 2, 2, 1, 0, 0, 0, NULL, prog};
     capture_and_check(&x);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    run(cmd, out, sizeof out, err, sizeof err);
 }
 
 /* --api cuda is built (tests/test_cuda.c covers it); without a driver it is an environment
@@ -242,7 +224,53 @@ Test(capture, cuda_without_driver)
 Test(capture, exit_status_is_the_programs)
 {
     char out[4096], err[4096], cmd[4200];
-    snprintf(cmd, sizeof cmd, "%s capture -o /tmp/reprise-test-false.sbt -- sh -c 'exit 7'", bin);
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt";
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -- sh -c 'exit 7'", bin, trace);
     cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 7);
-    unlink("/tmp/reprise-test-false.sbt");
+    unlink(trace);
+}
+
+/* How `make asan` judges leaks (tests/lsan/): the Vulkan loader unloads drivers and layers
+ * before exit, which makes LeakSanitizer report what they still held from "<unknown module>"
+ * on some machines and not others (issue 11). Every process of an ASan test run therefore has
+ * dlclose() made a no-op (tests/lsan/keep_loaded.c), so nothing is unloaded and every frame
+ * names its module, and tests/lsan/leaks.sh counts a leak as ours only when the innermost
+ * allocating frame outside the C runtime lies in a module under the build directory. Here a
+ * program dlopen()s and dlclose()s the same leaking library twice: from the build directory
+ * (standing for our capture layer, which the loader also unloads) and from a copy elsewhere
+ * (standing for a driver). The first must be reported, the second ignored. */
+Test(capture, leak_check_blames_only_our_modules)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("not an ASan build: the leak attribution is exercised by `make asan`");
+#else
+    char dir[] = "/tmp/reprise-lsan-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert_not_null(mkdtemp(dir));
+    const char *src = getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".";
+    snprintf(cmd, sizeof cmd,
+             "cp %s/tests/lsan/libleak.so %s/libdriver.so && mkdir %s/logs && "
+             "ASAN_OPTIONS='log_path=%s/logs/log:log_exe_name=1:verify_asan_link_order=0:"
+             "stack_trace_format=\"#%%n %%p %%F {%%m}\"' LSAN_OPTIONS=exitcode=0 "
+             "LD_PRELOAD=%s/tests/lsan/libkeep_loaded.so %s/tests/lsan/leaky "
+             "%s/tests/lsan/libleak.so %s/libdriver.so",
+             build, dir, dir, dir, build, build, build, dir);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s/tests/lsan/leaks.sh %s/logs %s", src, dir, build);
+    int rc = run(cmd, out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 1, "a leak of ours must fail the run: %s", err);
+    const char *ours = strstr(err, "leak of ours in leaky");
+    cr_assert_not_null(ours, "%s", err);
+    cr_assert_null(strstr(ours + 1, "leak of ours"), "only one leak is ours: %s", err);
+    char want[4200];
+    snprintf(want, sizeof want, "(allocated in %s/tests/lsan/libleak.so):\nDirect leak of 1001 ",
+             build);
+    cr_assert_not_null(strstr(err, want), "the build directory's copy is blamed: %s", err);
+    snprintf(want, sizeof want, "ignored, not ours (%s/libdriver.so): Direct leak of 1002 ", dir);
+    cr_assert_not_null(strstr(err, want), "the driver's leak is ignored: %s", err);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    run(cmd, out, sizeof out, err, sizeof err);
+#endif
 }

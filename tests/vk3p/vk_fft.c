@@ -3,10 +3,10 @@
  * (Debian package libvkfft-dev, header-only; it generates GLSL, compiles it with glslang at
  * run time and records its own pipelines, descriptor sets, push constants and dispatches).
  * A 2D 256x256 complex FFT forward, then inverse, on a host-visible buffer; prints a checksum
- * of the result bits (lavapipe is deterministic run to run). Compiled as C++ (vkFFT.h uses
- * empty initializers), linked with the C helper tests/vk/vkt.o. Built by tests/test_capture.c at
- * test time when /usr/include/vkFFT.h and glslang are installed (not by the Makefile, so the
- * build does not depend on them). Exit 4: no device; 1: a Vulkan or VkFFT call failed.
+ * of the result bits (lavapipe is deterministic run to run). Linked with the helper
+ * tests/vk/vkt.o. Built by the Makefile, against a patched copy of vkFFT.h (the Makefile says
+ * why), where /usr/include/vkFFT.h and glslang's headers are installed. Exit 4: no device; 1: a
+ * Vulkan or VkFFT call failed.
  */
 #include <inttypes.h>
 #include <stdio.h>
