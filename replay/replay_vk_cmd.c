@@ -1,0 +1,505 @@
+/*
+ * replay/replay_vk_cmd.c — the Vulkan backend: device ops recorded into the open batch of their
+ * queue: dependencies (cross-queue waits, barriers on hazards), dispatches with descriptor sets
+ * built from their resolved bindings, copies, fills, updates, read-backs of outputs, timestamps.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "format/sbt_vk.h"
+#include "replay/replay_vk_int.h"
+
+/* ========================================================================================== */
+/* exec                                                                                       */
+/* ========================================================================================== */
+
+static int overlap(const struct sbt_access *a, const struct sbt_access *c)
+{
+    return a->resource == c->resource && a->offset < c->offset + c->len &&
+           c->offset < a->offset + a->len && ((a->mode | c->mode) & SBT_ACCESS_WRITE);
+}
+
+void vkr_barrier(VkCommandBuffer cb)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* Makes the host wait for every executed predecessor of n. */
+int vkr_host_wait_deps(struct vkbe *b, const struct sched_node *n)
+{
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint64_t s = n->in[i].from_val;
+        if (!s || s >= b->n_slots || !b->slot_q[s])
+            continue;
+        struct rq *q = &b->q[b->slot_q[s] - 1];
+        int st = vkr_wait_value(b, q, b->slot_val[s]);
+        if (st < 0)
+            return st;
+    }
+    return 0;
+}
+
+/* Sets up the open batch of q for a device op: waits for other queues, barriers. */
+static int device_deps(struct vkbe *b, struct rq *q, const struct sched_node *n)
+{
+    uint32_t qi = (uint32_t)(q - b->q);
+    int need_barrier = 0;
+    /* cross-queue predecessors: submit their batches; a wait must precede our commands */
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        uint64_t s = n->in[i].from_val;
+        if (!s || s >= b->n_slots || !b->slot_q[s])
+            continue;
+        uint32_t pq = b->slot_q[s] - 1;
+        uint64_t v = b->slot_val[s];
+        struct rq *p = &b->q[pq];
+        if (pq == qi) {
+            if (q->open && v == q->open->value)
+                need_barrier = 1;
+            continue; /* earlier batch of this queue: the batch chain orders it */
+        }
+        if (v <= p->done_value)
+            continue;
+        if (p->open && p->open->value <= v) {
+            int st = vkr_flush(b, p);
+            if (st < 0)
+                return st;
+        }
+        if (q->open && q->open->has_cmds) {
+            int st = vkr_flush(b, q);
+            if (st < 0)
+                return st;
+        }
+        int st = vkr_batch_open(b, q);
+        if (st < 0)
+            return st;
+        if (vkr_batch_add_wait(q->open, p->timeline, v) < 0)
+            return SBT_ENOMEM;
+    }
+    int st = vkr_batch_open(b, q);
+    if (st < 0)
+        return st;
+    struct batch *x = q->open;
+    const struct sbt_op *op = n->op;
+    for (uint32_t i = 0; i < op->n_access && !need_barrier; i++)
+        for (uint32_t k = 0; k < x->n_acc && !need_barrier; k++)
+            if (overlap(&op->access[i], &x->acc[k]))
+                need_barrier = 1;
+    if (need_barrier && x->has_cmds) {
+        vkr_barrier(x->cb);
+        x->n_acc = 0;
+    }
+    if (grow((void **)&x->acc, &x->cap_acc, x->n_acc + op->n_access, sizeof *x->acc) < 0)
+        return SBT_ENOMEM;
+    if (op->n_access) /* else x->acc may still be NULL: memcpy(NULL, ...) is undefined */
+        memcpy(x->acc + x->n_acc, op->access, op->n_access * sizeof *x->acc);
+    x->n_acc += op->n_access;
+    return 0;
+}
+
+static struct bop *bop_add(struct vkbe *b, struct rq *q, uint64_t slot)
+{
+    struct batch *x = q->open;
+    if (grow((void **)&x->ops, &x->cap_ops, x->n_ops + 1, sizeof *x->ops) < 0)
+        return NULL;
+    struct bop *o = &x->ops[x->n_ops++];
+    memset(o, 0, sizeof *o);
+    o->slot = slot;
+    o->q0 = -1;
+    if (slot < b->n_slots) {
+        b->slot_q[slot] = (uint8_t)(q - b->q + 1);
+        b->slot_val[slot] = x->value;
+    }
+    return o;
+}
+
+static struct buf *buf_of(struct vkbe *b, uint64_t id, int *st, const char *what)
+{
+    struct buf *x = idmap_get(&b->bufs, id);
+    if (!x)
+        *st = replay__fail(SBT_EINVAL,
+                           "%s: buffer %" PRIu64 " does not exist here (never "
+                           "created, or destroyed)",
+                           what, id);
+    else if (!x->mem)
+        *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " has no memory bound", what, id);
+    return x && x->mem ? x : NULL;
+}
+
+static VkDescriptorPool pool_get(struct vkbe *b, struct batch *x)
+{
+    VkDescriptorPool p = VK_NULL_HANDLE;
+    if (b->n_free_pools) {
+        p = b->free_pools[--b->n_free_pools];
+    } else {
+        VkDescriptorPoolSize ps[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1024},
+                                     {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 256},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, 256},
+                                     {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 256},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 256}};
+        VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                         .maxSets = 512,
+                                         .poolSizeCount = 6,
+                                         .pPoolSizes = ps};
+        if (vkCreateDescriptorPool(b->dev, &ci, NULL, &p) != VK_SUCCESS)
+            return VK_NULL_HANDLE;
+    }
+    if (grow((void **)&x->pools, &x->cap_pools, x->n_pools + 1, sizeof *x->pools) < 0) {
+        vkDestroyDescriptorPool(b->dev, p, NULL);
+        return VK_NULL_HANDLE;
+    }
+    x->pools[x->n_pools++] = p;
+    return p;
+}
+
+static int alloc_set(struct vkbe *b, struct batch *x, VkDescriptorSetLayout dsl,
+                     VkDescriptorSet *out)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        VkDescriptorPool p = x->n_pools && tries == 0 ? x->pools[x->n_pools - 1] : pool_get(b, x);
+        if (!p)
+            return replay__fail(REPLAY_EDEVICE, "cannot create a descriptor pool");
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .descriptorPool = p,
+                                          .descriptorSetCount = 1,
+                                          .pSetLayouts = &dsl};
+        if (vkAllocateDescriptorSets(b->dev, &ai, out) == VK_SUCCESS)
+            return 0;
+    }
+    return replay__fail(REPLAY_EDEVICE, "cannot allocate a descriptor set");
+}
+
+static int is_texel(uint32_t t)
+{
+    return t == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER ||
+           t == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
+
+static VkBufferView find_view(struct vkbe *b, uint64_t buf, uint64_t off, uint64_t range)
+{
+    for (uint32_t i = 0; i < b->views.cap; i++) {
+        struct bview *v = b->views.v[i];
+        if (v && v->buf == buf && v->offset == off && (v->range == range || range == 0))
+            return v->view;
+    }
+    return VK_NULL_HANDLE;
+}
+
+/* Records a DISPATCH payload into the open batch. */
+static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op,
+                        const struct sbt_vk_rec *d, struct sbt_vk_dec *dec)
+{
+    int st = 0;
+    uint64_t pid = sbt_vk_arg(d, 0);
+    struct pipe *p = idmap_get(&b->pipes, pid);
+    if (!p)
+        return replay__fail(SBT_EINVAL, "pipeline %" PRIu64 " is not in the trace's kernels", pid);
+    if (p->error)
+        return replay__fail(REPLAY_EUNSUPPORTED, "%s", p->error);
+    struct playout *pl = idmap_get(&b->playouts, p->layout);
+    if (!pl)
+        return replay__fail(SBT_EINVAL, "pipeline %" PRIu64 " without layout", pid);
+    /* push constants, groups before the bindings overwrite the decoder's args */
+    uint64_t g[6];
+    for (int i = 0; i < 6; i++)
+        g[i] = sbt_vk_arg(d, 2 + (uint32_t)i);
+    uint64_t ind_buf = sbt_vk_arg(d, 8), ind_off = sbt_vk_arg(d, 9);
+    uint8_t push[256];
+    uint32_t push_len = d->n_bytes < sizeof push ? d->n_bytes : (uint32_t)sizeof push;
+    memcpy(push, d->bytes, push_len);
+
+    VkDescriptorSet sets[MAX_SETS] = {0};
+    VkWriteDescriptorSet w[64];
+    VkDescriptorBufferInfo bi[64];
+    VkBufferView bv[64];
+    uint32_t nw = 0;
+    struct sbt_vk_rec r;
+    int k;
+    while ((k = sbt_vk_dec_next(dec, &r)) == 1) {
+        if (r.call != SBT_VK_BINDING)
+            continue;
+        uint32_t set = (uint32_t)sbt_vk_arg(&r, 0);
+        if (set >= pl->n_sets)
+            return replay__fail(SBT_EINVAL, "binding of set %u but the layout has %u sets", set,
+                                pl->n_sets);
+        if (!sets[set]) {
+            struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[set]);
+            if (!sl)
+                return replay__fail(SBT_EINVAL, "set layout %" PRIu64 " missing", pl->sets[set]);
+            if ((st = alloc_set(b, x, sl->dsl, &sets[set])) < 0)
+                return st;
+        }
+        if (nw == 64)
+            return replay__fail(REPLAY_EUNSUPPORTED, "more than 64 bindings in one dispatch");
+        struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
+        if (!bf)
+            return st;
+        uint32_t type = (uint32_t)sbt_vk_arg(&r, 3);
+        uint64_t off = sbt_vk_arg(&r, 6), range = sbt_vk_arg(&r, 7);
+        w[nw] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstSet = sets[set],
+                                       .dstBinding = (uint32_t)sbt_vk_arg(&r, 1),
+                                       .dstArrayElement = (uint32_t)sbt_vk_arg(&r, 2),
+                                       .descriptorCount = 1,
+                                       .descriptorType = (VkDescriptorType)type};
+        if (type == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC)
+            w[nw].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+        if (is_texel(type)) {
+            bv[nw] = find_view(b, bf->id, off, range);
+            if (!bv[nw])
+                return replay__fail(REPLAY_EUNSUPPORTED,
+                                    "texel buffer binding without a captured view of buffer "
+                                    "%" PRIu64,
+                                    bf->id);
+            w[nw].pTexelBufferView = &bv[nw];
+        } else {
+            bi[nw] = (VkDescriptorBufferInfo){bf->buf, off, range};
+            w[nw].pBufferInfo = &bi[nw];
+        }
+        nw++;
+    }
+    if (k < 0)
+        return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
+    /* dynamic offsets: the binding's offset already has them applied */
+    uint32_t dyn[64] = {0}, ndyn = 0;
+    for (uint32_t s = 0; s < pl->n_sets; s++) {
+        struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[s]);
+        for (uint32_t i = 0; sl && i < sl->n_b; i++)
+            if (sl->type[i] == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC ||
+                sl->type[i] == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC)
+                ndyn += sl->count[i];
+        if (!sets[s] && sl && (st = alloc_set(b, x, sl->dsl, &sets[s])) < 0)
+            return st;
+    }
+    if (ndyn > 64)
+        return replay__fail(REPLAY_EUNSUPPORTED, "more than 64 dynamic offsets");
+    if (nw)
+        vkUpdateDescriptorSets(b->dev, nw, w, 0, NULL);
+    (void)op;
+    VkCommandBuffer cb = x->cb;
+    if (x->bound_pipe != p->pipe) { /* a redundant bind costs the driver a state re-emit */
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
+        x->bound_pipe = p->pipe;
+    }
+    if (pl->n_sets)
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pl, 0, pl->n_sets, sets,
+                                ndyn, dyn);
+    for (uint32_t i = 0; i < pl->n_push; i++) {
+        uint32_t a = pl->push_off[i], e = a + pl->push_size[i];
+        if (e > push_len)
+            e = push_len;
+        if (a < e)
+            vkCmdPushConstants(cb, pl->pl, pl->push_stage[i], a, e - a, push + a);
+    }
+    if (ind_buf) {
+        struct buf *ib = buf_of(b, ind_buf, &st, "indirect dispatch");
+        if (!ib)
+            return st;
+        vkCmdDispatchIndirect(cb, ib->buf, ind_off);
+    } else {
+        /* always with an explicit base: lavapipe (Mesa 22.3) keeps the base of an earlier
+         * vkCmdDispatchBase for later dispatches of the command buffer */
+        vkCmdDispatchBase(cb, (uint32_t)g[0], (uint32_t)g[1], (uint32_t)g[2], (uint32_t)g[3],
+                          (uint32_t)g[4], (uint32_t)g[5]);
+        if (g[0] | g[1] | g[2])
+            x->had_base = 1;
+    }
+    return 0;
+}
+
+static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op,
+                        const struct sbt_vk_rec *d)
+{
+    int st = 0;
+    VkCommandBuffer cb = x->cb;
+    if (d->call == SBT_VK_COPY_BUFFER) {
+        struct buf *s = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdCopyBuffer source");
+        struct buf *t = s ? buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination") : NULL;
+        if (!t)
+            return st;
+        uint32_t n = (uint32_t)sbt_vk_arg(d, 2);
+        for (uint32_t i = 0; i < n; i++) {
+            VkBufferCopy c = {sbt_vk_arg(d, 3 + 3 * i), sbt_vk_arg(d, 4 + 3 * i),
+                              sbt_vk_arg(d, 5 + 3 * i)};
+            if (c.size)
+                vkCmdCopyBuffer(cb, s->buf, t->buf, 1, &c);
+        }
+        return 0;
+    }
+    if (d->call == SBT_VK_FILL_BUFFER) {
+        struct buf *t = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdFillBuffer");
+        if (!t)
+            return st;
+        if (sbt_vk_arg(d, 2))
+            vkCmdFillBuffer(cb, t->buf, sbt_vk_arg(d, 1), sbt_vk_arg(d, 2),
+                            (uint32_t)sbt_vk_arg(d, 3));
+        return 0;
+    }
+    /* UPDATE_BUFFER: the bytes are the op's blob */
+    struct buf *t = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdUpdateBuffer");
+    if (!t)
+        return st;
+    void *data = NULL;
+    size_t len = 0;
+    if (!(op->flags & SBT_OPF_BLOB))
+        return replay__fail(SBT_EINVAL, "vkCmdUpdateBuffer without its data blob");
+    if ((st = sbt_reader_blob(b->r, &op->blob, &data, &len)) < 0)
+        return replay__fail(st, "%s", sbt_errmsg());
+    uint64_t off = sbt_vk_arg(d, 1);
+    for (size_t a = 0; a < len; a += 65536) {
+        size_t n = len - a < 65536 ? len - a : 65536;
+        vkCmdUpdateBuffer(cb, t->buf, off + a, n, (const uint8_t *)data + a);
+    }
+    free(data);
+    return 0;
+}
+
+/* Copies the op's accesses with mode bits `want` into staging behind it. */
+static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct sbt_op *op,
+                    uint32_t want)
+{
+    uint64_t need = 0;
+    for (uint32_t i = 0; i < op->n_access; i++)
+        if (op->access[i].mode & want)
+            need += (op->access[i].len + 15) & ~(uint64_t)15;
+    if (!need)
+        return 0;
+    struct staging *s = x->staging;
+    if (!s || s->size - s->used < need) {
+        struct staging *n = vkr_staging_get(b, need);
+        if (!n)
+            return replay__fail(REPLAY_EDEVICE, "cannot allocate %" PRIu64 " bytes of staging",
+                                need);
+        n->next = x->staging;
+        x->staging = s = n;
+    }
+    vkr_barrier(x->cb);
+    o->rb0 = x->n_rb;
+    o->n_access = op->n_access;
+    for (uint32_t i = 0; i < op->n_access; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & want))
+            continue;
+        struct mem *m = idmap_get(&b->mems, a->resource);
+        if (!m)
+            return replay__fail(SBT_EINVAL, "access to memory %" PRIu64 " that does not exist",
+                                a->resource);
+        if (grow((void **)&x->rbs, &x->cap_rb, x->n_rb + 1, sizeof *x->rbs) < 0)
+            return SBT_ENOMEM;
+        x->rbs[x->n_rb++] = (struct rb){i, s, s->used, a->len};
+        if (a->len) {
+            VkBufferCopy c = {a->offset, s->used, a->len};
+            vkCmdCopyBuffer(x->cb, m->whole, s->buf, 1, &c);
+        }
+        s->used += (a->len + 15) & ~(uint64_t)15;
+        o->n_rb++;
+    }
+    return 0;
+}
+
+int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
+{
+    const struct sched_node *n = rx->node;
+    const struct sbt_op *op = n->op;
+    if (qi < 0)
+        return replay__fail(REPLAY_EUNSUPPORTED, "%s op on a host-thread stream",
+                            sbt_op_kind_name(op->kind));
+    struct rq *q = &b->q[qi];
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec d;
+    int f = op->payload.kind == SBT_VK_PAYLOAD
+                ? sbt_vk_find(&dec, op->payload.data, op->payload.len,
+                              op->kind == SBT_OP_KERNEL ? SBT_VK_DISPATCH
+                              : op->kind == SBT_OP_FILL ? SBT_VK_FILL_BUFFER
+                                                        : SBT_VK_COPY_BUFFER,
+                              &d)
+                : 0;
+    if (f == 0 && op->kind == SBT_OP_COPY) {
+        sbt_vk_dec_free(&dec);
+        f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_UPDATE_BUFFER, &d);
+    }
+    if (f != 1) {
+        if (op->payload.kind == SBT_VK_PAYLOAD)
+            sbt_vk_dec_free(&dec);
+        return f < 0 ? replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg())
+                     : replay__fail(REPLAY_EUNSUPPORTED,
+                                    "%s op without a Vulkan payload to replay it from",
+                                    sbt_op_kind_name(op->kind));
+    }
+    int st = device_deps(b, q, n);
+    if (st < 0) {
+        sbt_vk_dec_free(&dec);
+        return st;
+    }
+    struct batch *x = q->open;
+    int timed = !(rx->flags & REPLAY_X_UNTIMED) && x->qp && q->ts;
+    int indirect = op->kind == SBT_OP_KERNEL && sbt_vk_arg(&d, 8) != 0;
+    if ((timed && x->n_queries + 2 > QUERIES) || (indirect && x->had_base)) {
+        /* a fresh command buffer: no dispatch base leaks into an indirect dispatch */
+        sbt_vk_dec_free(&dec);
+        if ((st = vkr_flush(b, q)) < 0 || (st = vkr_batch_open(b, q)) < 0)
+            return st;
+        return vkr_exec_device(b, rx, qi);
+    }
+    int32_t q0 = -1;
+    if (timed) {
+        q0 = (int32_t)x->n_queries;
+        vkCmdWriteTimestamp(x->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, x->qp, x->n_queries++);
+    }
+    if (op->kind == SBT_OP_KERNEL)
+        st = rec_dispatch(b, x, op, &d, &dec);
+    else
+        st = rec_transfer(b, x, op, &d);
+    sbt_vk_dec_free(&dec);
+    if (st < 0) {
+        if (timed) /* keep the query pair consistent */
+            vkCmdWriteTimestamp(x->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, x->qp, x->n_queries++);
+        return st;
+    }
+    x->has_cmds = 1;
+    if (timed)
+        vkCmdWriteTimestamp(x->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, x->qp, x->n_queries++);
+    struct bop *o = bop_add(b, q, rx->slot);
+    if (!o)
+        return SBT_ENOMEM;
+    o->q0 = q0;
+    if (rx->flags & (REPLAY_X_OUTPUTS | REPLAY_X_OUTPUTS_END)) {
+        if ((st = readback(b, x, o, op, SBT_ACCESS_WRITE)) < 0)
+            return st;
+        /* the barrier before the read-back copies separates what came before; the copies still
+         * read the op's outputs, so a later op that writes those bytes must wait for them: keep
+         * them in the batch's list for the overlap check (capacity: device_deps grew it) */
+        uint32_t n_w = 0;
+        for (uint32_t i = 0; i < op->n_access; i++)
+            if (op->access[i].mode & SBT_ACCESS_WRITE)
+                x->acc[n_w++] = op->access[i];
+        x->n_acc = n_w;
+    }
+    /* fast-forward: nothing to time or read back, so the device can start on what is recorded
+     * while the host records the rest (the timeline chain keeps the order) */
+    if ((rx->flags & REPLAY_X_UNTIMED) && x->n_ops >= FF_CHUNK)
+        return vkr_flush(b, q);
+    return 0;
+}
+
+/* Queue-side ops without commands (submission marks, semaphore waits/signals, events): they
+ * order work through their edges and complete with their batch. */
+int vkr_exec_queue_mark(struct vkbe *b, const struct replay_x *rx, int32_t qi)
+{
+    struct rq *q = &b->q[qi];
+    int st = device_deps(b, q, rx->node);
+    if (st < 0)
+        return st;
+    if (rx->node->op->kind == SBT_OP_EVENT_WAIT && q->open->has_cmds) {
+        vkr_barrier(q->open->cb);
+        q->open->n_acc = 0;
+    }
+    return bop_add(b, q, rx->slot) ? 0 : SBT_ENOMEM;
+}

@@ -1,0 +1,318 @@
+/*
+ * replay/replay_vk_int.h — what the files of the Vulkan replay backend share: its state (device,
+ * queues, batches, objects by capture id) and the functions one file calls in another. Only
+ * replay/replay_vk*.c include this. replay_vk.c says how the backend works as a whole.
+ *
+ *   replay_vk.c           the backend interface: exec dispatch, read, reset, close
+ *   replay_vk_device.c    instance, device choice, device creation (queues, extensions, features)
+ *   replay_vk_queue.c     batches and their submission, completion, timestamps, staging, drain
+ *   replay_vk_pipeline.c  set layouts, pipeline layouts, compute pipelines (prepare)
+ *   replay_vk_cmd.c       device ops recorded into batches: dependencies, dispatches, transfers,
+ *                         read-backs
+ *   replay_vk_memory.c    host-side ops: allocations, host writes and reads, API state markers
+ *                         (buffers, views, layouts)
+ */
+#ifndef REPRISE_REPLAY_VK_INT_H
+#define REPRISE_REPLAY_VK_INT_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "format/sbt_vk.h"
+#include "replay/replay_int.h"
+
+#define MAX_QUEUES    16
+#define QUERIES       1024 /* timestamps per batch (2 per timed op) */
+#define STAGING_CHUNK (4u << 20)
+#define MAX_SETS      8
+#define FF_CHUNK      1024 /* untimed ops per submission: overlaps recording and execution */
+
+/* ========================================================================================== */
+/* A small id -> pointer map (capture ids are dense-ish 64-bit numbers)                      */
+/* ========================================================================================== */
+
+struct idmap {
+    uint64_t *k;
+    void **v;
+    uint32_t cap, n;
+};
+
+static inline void *idmap_get(const struct idmap *m, uint64_t k)
+{
+    if (!m->cap || !k)
+        return NULL;
+    for (uint32_t i = (uint32_t)(k * 0x9e3779b97f4a7c15ull >> 32) & (m->cap - 1);;
+         i = (i + 1) & (m->cap - 1)) {
+        if (m->k[i] == k)
+            return m->v[i];
+        if (!m->k[i])
+            return NULL;
+    }
+}
+
+static inline int idmap_put(struct idmap *m, uint64_t k, void *v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 64;
+        struct idmap g = {calloc(nc, sizeof *g.k), calloc(nc, sizeof *g.v), nc, 0};
+        if (!g.k || !g.v) {
+            free(g.k);
+            free(g.v);
+            return SBT_ENOMEM;
+        }
+        for (uint32_t i = 0; i < m->cap; i++)
+            if (m->k[i])
+                idmap_put(&g, m->k[i], m->v[i]);
+        free(m->k);
+        free(m->v);
+        *m = g;
+    }
+    uint32_t i = (uint32_t)(k * 0x9e3779b97f4a7c15ull >> 32) & (m->cap - 1);
+    while (m->k[i] && m->k[i] != k)
+        i = (i + 1) & (m->cap - 1);
+    if (!m->k[i])
+        m->n++;
+    m->k[i] = k;
+    m->v[i] = v;
+    return 0;
+}
+
+static inline void idmap_del(struct idmap *m, uint64_t k)
+{
+    /* tombstone-free delete: keep the key, clear the value (ids are never reused) */
+    if (!m->cap || !k)
+        return;
+    for (uint32_t i = (uint32_t)(k * 0x9e3779b97f4a7c15ull >> 32) & (m->cap - 1);;
+         i = (i + 1) & (m->cap - 1)) {
+        if (m->k[i] == k) {
+            m->v[i] = NULL;
+            return;
+        }
+        if (!m->k[i])
+            return;
+    }
+}
+
+static inline void idmap_free(struct idmap *m)
+{
+    free(m->k);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================================================== */
+/* State                                                                                      */
+/* ========================================================================================== */
+
+struct mem {
+    VkDeviceMemory mem;
+    VkBuffer whole; /* over the whole allocation: zero-fill, read-back */
+    uint64_t size;
+    uint32_t type;
+    int host_visible, coherent;
+    uint8_t *map;
+};
+
+struct buf {
+    VkBuffer buf;
+    uint64_t size;
+    struct mem *mem; /* bound memory */
+    uint64_t mem_off;
+    uint64_t id;
+};
+
+struct bview {
+    VkBufferView view;
+    uint64_t buf, offset, range;
+};
+
+struct setlayout {
+    VkDescriptorSetLayout dsl;
+    uint32_t n_b;
+    uint32_t *binding, *type, *count;
+};
+
+struct playout {
+    VkPipelineLayout pl;
+    uint32_t n_sets;
+    uint64_t sets[MAX_SETS];
+    uint32_t n_push;
+    uint32_t push_stage[8], push_off[8], push_size[8];
+};
+
+struct pipe {
+    VkPipeline pipe;
+    uint64_t layout;
+    char *error; /* why it could not be created */
+};
+
+/* Staging memory for read-backs (host-visible, mapped). */
+struct staging {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    uint8_t *map;
+    uint64_t size, used;
+    int coherent;
+    struct staging *next;
+};
+
+/* A read-back request: access i of an op lands at staging offset. */
+struct rb {
+    uint32_t acc;
+    struct staging *st;
+    uint64_t off, len;
+};
+
+struct bop { /* an op in a batch, reported when the batch completes */
+    uint64_t slot;
+    int32_t q0;         /* first timestamp query, -1 = none */
+    uint32_t n_access;  /* for read-backs */
+    uint32_t rb0, n_rb; /* into batch.rbs */
+};
+
+struct batch {
+    VkCommandBuffer cb;
+    VkQueryPool qp;
+    uint32_t n_queries;
+    uint64_t value; /* timeline value it signals */
+    struct bop *ops;
+    uint32_t n_ops, cap_ops;
+    struct rb *rbs;
+    uint32_t n_rb, cap_rb;
+    struct staging *staging; /* chunks it owns */
+    VkDescriptorPool *pools;
+    uint32_t n_pools, cap_pools;
+    VkSemaphore *wait_sem;
+    uint64_t *wait_val;
+    uint32_t n_wait, cap_wait;
+    /* accesses since the last barrier (hazard check) */
+    struct sbt_access *acc;
+    uint32_t n_acc, cap_acc;
+    int recording, has_cmds;
+    int had_base;          /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
+    VkPipeline bound_pipe; /* last compute pipeline bound in cb (VK_NULL_HANDLE = none) */
+    struct batch *next;    /* in flight list / free list */
+};
+
+struct rq { /* a replay queue for one trace stream */
+    VkQueue q;
+    uint32_t family;
+    int ts; /* timestamps supported */
+    VkCommandPool pool;
+    VkSemaphore timeline;
+    uint64_t value;      /* last value submitted */
+    uint64_t done_value; /* last value retired */
+    struct batch *open;  /* being recorded, or NULL */
+    struct batch *flight, **flight_tail;
+};
+
+struct vkbe {
+    sbt_reader *r;
+    struct replay_bk_cb cb;
+    uint32_t verify;
+    VkInstance inst;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties memp;
+    uint32_t n_fam;
+    VkQueueFamilyProperties fam[32];
+    uint32_t whole_type_bits; /* memory types a generic buffer accepts */
+    double ts_period;         /* ns per tick */
+    int64_t ts_offset;        /* host ns = ticks * period + offset */
+    uint64_t ts_mask;
+    /* streams: trace stream id -> replay queue index; queues */
+    uint32_t n_streams;
+    int32_t *stream_q; /* [n_streams + 1], -1 = host */
+    struct rq q[MAX_QUEUES];
+    uint32_t n_q;
+    uint32_t families[MAX_QUEUES], n_families; /* distinct families in use */
+    /* where each executed op went: slot -> queue + 1 (0 = host, complete), timeline value */
+    uint8_t *slot_q;
+    uint64_t *slot_val;
+    uint64_t n_slots;
+    /* objects by capture id */
+    struct idmap mems, bufs, views, setlayouts, playouts, pipes, modules;
+    struct buf **dead_bufs; /* destroyed by the trace; freed at drain */
+    uint32_t n_dead, cap_dead;
+    struct staging *free_staging;
+    struct batch *free_batches;
+    VkDescriptorPool *free_pools;
+    uint32_t n_free_pools, cap_free_pools;
+    /* one-shot submissions (zero-fill) */
+    VkCommandPool os_pool;
+    VkFence os_fence;
+};
+
+/* Every Vulkan failure while executing is the device's (lost, out of memory): the run stops. */
+#define VKFAIL(r, what) replay__fail(REPLAY_EDEVICE, "%s failed: VkResult %d", what, (int)(r))
+
+static inline int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t c = *cap ? *cap : 8;
+    while (c < need)
+        c *= 2;
+    void *n = realloc(*p, (size_t)c * elem);
+    if (!n)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    *p = n;
+    *cap = c;
+    return 0;
+}
+
+/* ---- replay_vk_device.c ----------------------------------------------------------------- */
+int vkr_devices(struct replay_device_info *out, uint32_t max);
+int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_bk_cb *cb,
+             struct replay_device_info *info, void **be);
+
+/* ---- replay_vk_queue.c ------------------------------------------------------------------ */
+/* A command buffer submitted alone on queue 0, waited for (zero-fills, reads). */
+int vkr_oneshot_begin(struct vkbe *b, VkCommandBuffer *cb);
+int vkr_oneshot_end(struct vkbe *b, VkCommandBuffer cb);
+/* Maps device ticks to the host clock (b->ts_offset) with one timestamp. */
+int vkr_timestamp_calibrate(struct vkbe *b, struct rq *q);
+/* The memory type among bits with all of need and the most of prefer; UINT32_MAX if none. */
+uint32_t vkr_find_type(const struct vkbe *b, uint32_t bits, uint32_t need, uint32_t prefer);
+struct staging *vkr_staging_get(struct vkbe *b, uint64_t need);
+void vkr_staging_destroy(struct vkbe *b, struct staging *s);
+/* Opens a batch on q if none is open. */
+int vkr_batch_open(struct vkbe *b, struct rq *q);
+int vkr_batch_add_wait(struct batch *x, VkSemaphore s, uint64_t v);
+/* Submits q's open batch. */
+int vkr_flush(struct vkbe *b, struct rq *q);
+/* Waits until queue q reached value v (flushing first if v is the open batch) and retires. */
+int vkr_wait_value(struct vkbe *b, struct rq *q, uint64_t v);
+/* Retires what has completed without waiting. */
+void vkr_poll_done(struct vkbe *b, struct rq *q);
+void vkr_dead_bufs_free(struct vkbe *b);
+int vkr_drain(void *be);
+
+/* ---- replay_vk_pipeline.c --------------------------------------------------------------- */
+/* A SET_LAYOUT record with its n_b SET_BINDING records following in dec. */
+struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_dec *dec,
+                                     uint32_t n_b, int *st);
+struct playout *vkr_make_playout(struct vkbe *b, const struct sbt_vk_rec *r, int *st);
+int vkr_prepare(void *be);
+
+/* ---- replay_vk_cmd.c -------------------------------------------------------------------- */
+/* A full memory barrier in cb. */
+void vkr_barrier(VkCommandBuffer cb);
+/* Makes the host wait for every executed predecessor of n. */
+int vkr_host_wait_deps(struct vkbe *b, const struct sched_node *n);
+/* A dispatch, copy, fill or update on trace queue qi (-1: a host stream, unsupported). */
+int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi);
+/* Queue-side ops without commands: ordered through their edges, done with their batch. */
+int vkr_exec_queue_mark(struct vkbe *b, const struct replay_x *rx, int32_t qi);
+
+/* ---- replay_vk_memory.c ----------------------------------------------------------------- */
+int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op);
+void vkr_mem_destroy(struct vkbe *b, struct mem *m);
+int vkr_host_write(struct vkbe *b, const struct sbt_op *op);
+int vkr_host_read(struct vkbe *b, const struct replay_x *rx);
+/* A MARKER op: API state changes (buffers, views, layouts) applied in API order. */
+int vkr_marker(struct vkbe *b, const struct sbt_op *op);
+
+#endif /* REPRISE_REPLAY_VK_INT_H */

@@ -1,0 +1,346 @@
+/*
+ * replay/replay_vk_memory.c — the Vulkan backend: host-side ops: allocations (memory types mapped
+ * by property flags, zero-filled), host writes and reads through mappings, and the API state
+ * markers (buffers, views, layouts) in API order.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "format/sbt_vk.h"
+#include "replay/replay_vk_int.h"
+
+/* ---- host-side ops ------------------------------------------------------------------------ */
+
+int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
+{
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    int f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_MEMORY, &r);
+    uint64_t id = op->resource, size = op->bytes;
+    uint32_t flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    if (f == 1) {
+        id = sbt_vk_arg(&r, 0);
+        size = sbt_vk_arg(&r, 1);
+        flags = (uint32_t)sbt_vk_arg(&r, 3);
+    }
+    sbt_vk_dec_free(&dec);
+    if (f < 0)
+        return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
+    if (!id)
+        return replay__fail(SBT_EINVAL, "allocation without a resource id");
+    struct mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    m->size = size;
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size ? size : 4,
+        .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE,
+        .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+        .pQueueFamilyIndices = b->families};
+    VkResult vr = vkCreateBuffer(b->dev, &bci, NULL, &m->whole);
+    if (vr != VK_SUCCESS) {
+        free(m);
+        return VKFAIL(vr, "vkCreateBuffer");
+    }
+    VkMemoryRequirements mr;
+    vkGetBufferMemoryRequirements(b->dev, m->whole, &mr);
+    /* keep host visibility (host writes and reads go through a mapping); prefer the rest */
+    uint32_t need = flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    uint32_t prefer =
+        flags & (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                 VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    uint32_t t = vkr_find_type(b, mr.memoryTypeBits & b->whole_type_bits, need, prefer);
+    if (t == UINT32_MAX)
+        t = vkr_find_type(b, mr.memoryTypeBits, need, prefer);
+    if (t == UINT32_MAX) {
+        vkDestroyBuffer(b->dev, m->whole, NULL);
+        free(m);
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "memory %" PRIu64 ": no memory type with flags 0x%x on this device", id,
+                            need);
+    }
+    m->type = t;
+    uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
+    m->host_visible = (tf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+    m->coherent = (tf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = mr.size > size ? mr.size : size,
+                               .memoryTypeIndex = t};
+    vr = vkAllocateMemory(b->dev, &ai, NULL, &m->mem);
+    if (vr == VK_SUCCESS)
+        vr = vkBindBufferMemory(b->dev, m->whole, m->mem, 0);
+    if (vr == VK_SUCCESS && m->host_visible)
+        vr = vkMapMemory(b->dev, m->mem, 0, VK_WHOLE_SIZE, 0, (void **)&m->map);
+    if (vr != VK_SUCCESS) {
+        if (m->mem)
+            vkFreeMemory(b->dev, m->mem, NULL);
+        vkDestroyBuffer(b->dev, m->whole, NULL);
+        free(m);
+        return replay__fail(REPLAY_EDEVICE,
+                            "memory %" PRIu64 ": %" PRIu64
+                            " bytes: allocation failed (VkResult %d)",
+                            id, size, (int)vr);
+    }
+    /* the capture's page shadow starts at zero: so must the replay's memory */
+    if (m->map) {
+        memset(m->map, 0, size);
+        if (!m->coherent) {
+            VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                      .memory = m->mem,
+                                      .size = VK_WHOLE_SIZE};
+            vkFlushMappedMemoryRanges(b->dev, 1, &rg);
+        }
+    } else if (size >= 4) {
+        VkCommandBuffer cb;
+        int st = vkr_oneshot_begin(b, &cb);
+        if (st < 0)
+            return st;
+        vkCmdFillBuffer(cb, m->whole, 0, VK_WHOLE_SIZE, 0);
+        if ((st = vkr_oneshot_end(b, cb)) < 0)
+            return st;
+    }
+    if (idmap_put(&b->mems, id, m) < 0)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    return 0;
+}
+
+void vkr_mem_destroy(struct vkbe *b, struct mem *m)
+{
+    vkDestroyBuffer(b->dev, m->whole, NULL);
+    vkFreeMemory(b->dev, m->mem, NULL);
+    free(m);
+}
+
+int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
+{
+    if (!(op->flags & SBT_OPF_BLOB))
+        return replay__fail(SBT_EINVAL, "host write without its data blob");
+    void *data = NULL;
+    size_t len = 0;
+    int st = sbt_reader_blob(b->r, &op->blob, &data, &len);
+    if (st < 0)
+        return replay__fail(st, "%s", sbt_errmsg());
+    size_t pos = 0;
+    for (uint32_t i = 0; i < op->n_access; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & SBT_ACCESS_WRITE))
+            continue;
+        struct mem *m = idmap_get(&b->mems, a->resource);
+        if (!m || !m->map || a->offset + a->len > m->size || pos + a->len > len) {
+            free(data);
+            return replay__fail(SBT_EINVAL,
+                                "host write to memory %" PRIu64 " [%" PRIu64 ", +%" PRIu64 "): %s",
+                                a->resource, a->offset, a->len,
+                                !m                   ? "no such memory"
+                                : !m->map            ? "not host-visible here"
+                                : pos + a->len > len ? "blob shorter than the write"
+                                                     : "out of bounds");
+        }
+        memcpy(m->map + a->offset, (uint8_t *)data + pos, a->len);
+        pos += a->len;
+        if (!m->coherent) {
+            VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                      .memory = m->mem,
+                                      .size = VK_WHOLE_SIZE};
+            vkFlushMappedMemoryRanges(b->dev, 1, &rg);
+        }
+    }
+    free(data);
+    return 0;
+}
+
+int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
+{
+    const struct sbt_op *op = rx->node->op;
+    const void *bytes[64] = {0};
+    uint64_t len[64] = {0};
+    uint8_t *tmp[64] = {0};
+    uint32_t na = op->n_access < 64 ? op->n_access : 64;
+    int st = 0;
+    for (uint32_t i = 0; i < na && (rx->flags & REPLAY_X_READ); i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & SBT_ACCESS_READ))
+            continue;
+        struct mem *m = idmap_get(&b->mems, a->resource);
+        if (!m || a->offset + a->len > m->size) {
+            st = replay__fail(SBT_EINVAL, "host read of memory %" PRIu64 ": %s", a->resource,
+                              m ? "out of bounds" : "no such memory");
+            break;
+        }
+        if (m->map) {
+            if (!m->coherent) {
+                VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                          .memory = m->mem,
+                                          .size = VK_WHOLE_SIZE};
+                vkInvalidateMappedMemoryRanges(b->dev, 1, &rg);
+            }
+            bytes[i] = m->map + a->offset;
+        } else {
+            tmp[i] = malloc(a->len ? a->len : 1);
+            if (!tmp[i] ||
+                (st = replay__vk_backend.read(b, a->resource, a->offset, a->len, tmp[i])) < 0) {
+                if (!tmp[i])
+                    st = replay__fail(SBT_ENOMEM, "out of memory");
+                break;
+            }
+            bytes[i] = tmp[i];
+        }
+        len[i] = a->len;
+    }
+    if (st == 0) {
+        struct replay_done d = {.slot = rx->slot,
+                                .n_access = (rx->flags & REPLAY_X_READ) ? na : 0,
+                                .bytes = bytes,
+                                .len = len};
+        b->cb.done(b->cb.eng, &d);
+    }
+    for (uint32_t i = 0; i < na; i++)
+        free(tmp[i]);
+    return st;
+}
+
+int vkr_marker(struct vkbe *b, const struct sbt_op *op)
+{
+    if (op->flags & SBT_OPF_UNSUPPORTED) {
+        struct sbt_vk_dec dec;
+        struct sbt_vk_rec r;
+        char name[128] = "an unrecorded command";
+        if (sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_CMD_UNSUPPORTED, &r) == 1 &&
+            r.n_bytes)
+            snprintf(name, sizeof name, "%.*s", (int)r.n_bytes, (const char *)r.bytes);
+        sbt_vk_dec_free(&dec);
+        return replay__fail(REPLAY_EUNSUPPORTED, "%s is not supported", name);
+    }
+    if (op->payload.kind != SBT_VK_PAYLOAD)
+        return 0; /* a user marker */
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    sbt_vk_dec_init(&dec, op->payload.data, op->payload.len);
+    int st = 0, k;
+    while (st == 0 && (k = sbt_vk_dec_next(&dec, &r)) == 1) {
+        switch (r.call) {
+        case SBT_VK_CREATE_BUFFER: {
+            uint64_t id = sbt_vk_arg(&r, 0);
+            struct buf *x = calloc(1, sizeof *x);
+            if (!x) {
+                st = replay__fail(SBT_ENOMEM, "out of memory");
+                break;
+            }
+            x->id = id;
+            x->size = sbt_vk_arg(&r, 1);
+            VkBufferCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                                     .size = x->size,
+                                     .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) |
+                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                              VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                     .flags = (VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
+                                              ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
+                                                          VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
+                                                          VK_BUFFER_CREATE_SPARSE_ALIASED_BIT),
+                                     .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
+                                                                      : VK_SHARING_MODE_EXCLUSIVE,
+                                     .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+                                     .pQueueFamilyIndices = b->families};
+            VkResult vr = vkCreateBuffer(b->dev, &ci, NULL, &x->buf);
+            if (vr != VK_SUCCESS) {
+                free(x);
+                st = VKFAIL(vr, "vkCreateBuffer");
+                break;
+            }
+            if (idmap_put(&b->bufs, id, x) < 0) {
+                vkDestroyBuffer(b->dev, x->buf, NULL);
+                free(x);
+                st = replay__fail(SBT_ENOMEM, "out of memory");
+            }
+            break;
+        }
+        case SBT_VK_BIND_BUFFER: {
+            struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 0));
+            struct mem *m = idmap_get(&b->mems, sbt_vk_arg(&r, 1));
+            uint64_t off = sbt_vk_arg(&r, 2);
+            if (!x || !m) {
+                st = replay__fail(SBT_EINVAL,
+                                  "vkBindBufferMemory: buffer %" PRIu64 " or memory %" PRIu64
+                                  " does not exist",
+                                  sbt_vk_arg(&r, 0), sbt_vk_arg(&r, 1));
+                break;
+            }
+            VkMemoryRequirements mr;
+            vkGetBufferMemoryRequirements(b->dev, x->buf, &mr);
+            if (!(mr.memoryTypeBits & (1u << m->type)) || off % mr.alignment ||
+                off + mr.size > m->size + (mr.size - x->size)) {
+                st = replay__fail(REPLAY_EUNSUPPORTED,
+                                  "buffer %" PRIu64 " at offset %" PRIu64 " of memory %" PRIu64
+                                  ": this device needs alignment %" PRIu64
+                                  " and memory types 0x%x (chosen type %u)",
+                                  x->id, off, sbt_vk_arg(&r, 1), (uint64_t)mr.alignment,
+                                  mr.memoryTypeBits, m->type);
+                break;
+            }
+            VkResult vr = vkBindBufferMemory(b->dev, x->buf, m->mem, off);
+            if (vr != VK_SUCCESS) {
+                st = VKFAIL(vr, "vkBindBufferMemory");
+                break;
+            }
+            x->mem = m;
+            x->mem_off = off;
+            break;
+        }
+        case SBT_VK_CREATE_BUFFER_VIEW: {
+            struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 1));
+            struct bview *v = x ? calloc(1, sizeof *v) : NULL;
+            if (!v) {
+                st = x ? replay__fail(SBT_ENOMEM, "out of memory")
+                       : replay__fail(SBT_EINVAL, "buffer view of a missing buffer");
+                break;
+            }
+            v->buf = x->id;
+            v->offset = sbt_vk_arg(&r, 3);
+            v->range = sbt_vk_arg(&r, 4);
+            VkBufferViewCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                                         .buffer = x->buf,
+                                         .format = (VkFormat)sbt_vk_arg(&r, 2),
+                                         .offset = v->offset,
+                                         .range = v->range};
+            if (vkCreateBufferView(b->dev, &ci, NULL, &v->view) != VK_SUCCESS ||
+                idmap_put(&b->views, sbt_vk_arg(&r, 0), v) < 0) {
+                free(v);
+                st = replay__fail(REPLAY_EUNSUPPORTED, "vkCreateBufferView failed");
+            }
+            break;
+        }
+        case SBT_VK_SET_LAYOUT:
+            vkr_make_setlayout(b, sbt_vk_arg(&r, 0), &dec, (uint32_t)sbt_vk_arg(&r, 2), &st);
+            break;
+        case SBT_VK_PIPELINE_LAYOUT:
+            vkr_make_playout(b, &r, &st);
+            break;
+        case SBT_VK_DESTROY:
+            if (sbt_vk_arg(&r, 0) == VK_OBJECT_TYPE_BUFFER) {
+                struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 1));
+                if (x) {
+                    idmap_del(&b->bufs, sbt_vk_arg(&r, 1));
+                    /* ops using it may still be queued: destroy at the next drain */
+                    if (grow((void **)&b->dead_bufs, &b->cap_dead, b->n_dead + 1,
+                             sizeof *b->dead_bufs) < 0) {
+                        st = SBT_ENOMEM;
+                        break;
+                    }
+                    b->dead_bufs[b->n_dead++] = x;
+                }
+            }
+            break;
+        default: /* descriptor sets, sync objects: replay builds its own */
+            break;
+        }
+    }
+    if (st == 0 && k < 0)
+        st = replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
+    sbt_vk_dec_free(&dec);
+    return st;
+}

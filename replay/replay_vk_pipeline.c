@@ -1,0 +1,294 @@
+/*
+ * replay/replay_vk_pipeline.c — the Vulkan backend: descriptor set layouts, pipeline layouts and
+ * compute pipelines, made from the trace's kernel rows (prepare) and layout markers. A pipeline
+ * that cannot be made is kept with its reason; the first dispatch that uses it fails with it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+#include "format/sbt_vk.h"
+#include "replay/replay_vk_int.h"
+
+/* ========================================================================================== */
+/* prepare: modules, layouts, pipelines                                                       */
+/* ========================================================================================== */
+
+struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_dec *dec,
+                                     uint32_t n_b, int *st)
+{
+    struct setlayout *s = idmap_get(&b->setlayouts, id);
+    struct sbt_vk_rec r;
+    VkDescriptorSetLayoutBinding *lb = calloc(n_b ? n_b : 1, sizeof *lb);
+    struct setlayout *ns = s ? NULL : calloc(1, sizeof *ns);
+    if (!lb || (!s && !ns)) {
+        free(lb);
+        free(ns);
+        *st = replay__fail(SBT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    uint32_t k = 0;
+    for (; k < n_b; k++) {
+        size_t save = dec->pos;
+        if (sbt_vk_dec_next(dec, &r) != 1 || r.call != SBT_VK_SET_BINDING) {
+            dec->pos = save;
+            break;
+        }
+        lb[k] =
+            (VkDescriptorSetLayoutBinding){.binding = (uint32_t)sbt_vk_arg(&r, 0),
+                                           .descriptorType = (VkDescriptorType)sbt_vk_arg(&r, 1),
+                                           .descriptorCount = (uint32_t)sbt_vk_arg(&r, 2),
+                                           .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    }
+    if (s) {
+        free(lb);
+        return s;
+    }
+    ns->n_b = k;
+    ns->binding = calloc(k + 1, sizeof *ns->binding);
+    ns->type = calloc(k + 1, sizeof *ns->type);
+    ns->count = calloc(k + 1, sizeof *ns->count);
+    for (uint32_t i = 0; ns->binding && ns->type && ns->count && i < k; i++) {
+        ns->binding[i] = lb[i].binding;
+        ns->type[i] = lb[i].descriptorType;
+        ns->count[i] = lb[i].descriptorCount;
+    }
+    VkDescriptorSetLayoutCreateInfo ci = {.sType =
+                                              VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                          .bindingCount = k,
+                                          .pBindings = lb};
+    VkResult vr = vkCreateDescriptorSetLayout(b->dev, &ci, NULL, &ns->dsl);
+    free(lb);
+    if (vr != VK_SUCCESS || !ns->binding || !ns->type || !ns->count ||
+        idmap_put(&b->setlayouts, id, ns) < 0) {
+        if (vr == VK_SUCCESS)
+            vkDestroyDescriptorSetLayout(b->dev, ns->dsl, NULL);
+        free(ns->binding);
+        free(ns->type);
+        free(ns->count);
+        free(ns);
+        *st = vr != VK_SUCCESS ? VKFAIL(vr, "vkCreateDescriptorSetLayout")
+                               : replay__fail(SBT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return ns;
+}
+
+struct playout *vkr_make_playout(struct vkbe *b, const struct sbt_vk_rec *r, int *st)
+{
+    uint64_t id = sbt_vk_arg(r, 0);
+    struct playout *p = idmap_get(&b->playouts, id);
+    if (p)
+        return p;
+    p = calloc(1, sizeof *p);
+    if (!p) {
+        *st = replay__fail(SBT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    uint32_t ns = (uint32_t)sbt_vk_arg(r, 2);
+    VkDescriptorSetLayout dsl[MAX_SETS];
+    if (ns > MAX_SETS) {
+        free(p);
+        *st = replay__fail(REPLAY_EUNSUPPORTED, "pipeline layout with %u sets > %u", ns, MAX_SETS);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < ns; i++) {
+        p->sets[i] = sbt_vk_arg(r, 3 + i);
+        struct setlayout *s = idmap_get(&b->setlayouts, p->sets[i]);
+        if (!s) {
+            uint64_t missing = p->sets[i];
+            free(p);
+            *st = replay__fail(SBT_EINVAL,
+                               "pipeline layout %" PRIu64 ": set layout %" PRIu64
+                               " was never described",
+                               id, missing);
+            return NULL;
+        }
+        dsl[i] = s->dsl;
+    }
+    p->n_sets = ns;
+    uint32_t np = (uint32_t)sbt_vk_arg(r, 3 + ns);
+    VkPushConstantRange pr[8];
+    if (np > 8)
+        np = 8;
+    for (uint32_t i = 0; i < np; i++) {
+        p->push_stage[i] = (uint32_t)sbt_vk_arg(r, 4 + ns + 3 * i);
+        p->push_off[i] = (uint32_t)sbt_vk_arg(r, 5 + ns + 3 * i);
+        p->push_size[i] = (uint32_t)sbt_vk_arg(r, 6 + ns + 3 * i);
+        pr[i] = (VkPushConstantRange){p->push_stage[i], p->push_off[i], p->push_size[i]};
+    }
+    p->n_push = np;
+    VkPipelineLayoutCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                     .setLayoutCount = ns,
+                                     .pSetLayouts = dsl,
+                                     .pushConstantRangeCount = np,
+                                     .pPushConstantRanges = pr};
+    VkResult vr = vkCreatePipelineLayout(b->dev, &ci, NULL, &p->pl);
+    if (vr != VK_SUCCESS || idmap_put(&b->playouts, id, p) < 0) {
+        if (vr == VK_SUCCESS)
+            vkDestroyPipelineLayout(b->dev, p->pl, NULL);
+        free(p);
+        *st = vr != VK_SUCCESS ? VKFAIL(vr, "vkCreatePipelineLayout")
+                               : replay__fail(SBT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return p;
+}
+
+/* Layout records (SET_LAYOUT + SET_BINDING*, PIPELINE_LAYOUT) of a kernel ext or a marker. */
+static int layouts_from(struct vkbe *b, const void *data, size_t len)
+{
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    int st = 0, k = 0;
+    /* set layouts first: the capture writes PIPELINE_LAYOUT before the sets it names */
+    for (int pass = 0; pass < 2 && st == 0 && k >= 0; pass++) {
+        sbt_vk_dec_init(&dec, data, len);
+        while (st == 0 && (k = sbt_vk_dec_next(&dec, &r)) == 1) {
+            if (pass == 0 && r.call == SBT_VK_SET_LAYOUT) {
+                uint64_t id = sbt_vk_arg(&r, 0);
+                uint32_t nb = (uint32_t)sbt_vk_arg(&r, 2);
+                vkr_make_setlayout(b, id, &dec, nb, &st);
+            } else if (pass == 1 && r.call == SBT_VK_PIPELINE_LAYOUT) {
+                vkr_make_playout(b, &r, &st);
+            }
+        }
+        sbt_vk_dec_free(&dec);
+    }
+    if (st == 0 && k < 0)
+        st = replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
+    return st;
+}
+
+static void pipe_error(struct vkbe *b, uint64_t id, const char *msg)
+{
+    struct pipe *p = calloc(1, sizeof *p);
+    if (!p)
+        return;
+    p->error = strdup(msg);
+    if (idmap_put(&b->pipes, id, p) < 0) {
+        free(p->error);
+        free(p);
+    }
+}
+
+static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
+{
+    if (k->ext.kind != SBT_VK_EXT_PIPELINE)
+        return 0;
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec pr;
+    int st = layouts_from(b, k->ext.data, k->ext.len);
+    int f = sbt_vk_find(&dec, k->ext.data, k->ext.len, SBT_VK_PIPELINE, &pr);
+    if (f != 1) {
+        sbt_vk_dec_free(&dec);
+        return 0;
+    }
+    uint64_t id = sbt_vk_arg(&pr, 0);
+    char msg[512];
+    if (st < 0) {
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
+        pipe_error(b, id, msg);
+        sbt_vk_dec_free(&dec);
+        return 0;
+    }
+    uint64_t layout = sbt_vk_arg(&pr, 3);
+    struct playout *pl = idmap_get(&b->playouts, layout);
+    const struct sbt_program *prog = sbt_reader_program(b->r, k->program);
+    VkShaderModule mod = VK_NULL_HANDLE;
+    void *code = NULL;
+    size_t code_len = 0;
+    if (!pl) {
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": its layout %" PRIu64 " was not captured",
+                 id, layout);
+        goto bad;
+    }
+    if (!prog || sbt_hash_is_zero(prog->blob)) {
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": its SPIR-V module was not captured", id);
+        goto bad;
+    }
+    st = sbt_reader_blob(b->r, &prog->blob, &code, &code_len);
+    if (st < 0) {
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": SPIR-V blob: %s", id, sbt_errmsg());
+        goto bad;
+    }
+    VkShaderModuleCreateInfo mci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_len, .pCode = code};
+    VkResult vr = vkCreateShaderModule(b->dev, &mci, NULL, &mod);
+    free(code);
+    if (vr != VK_SUCCESS) {
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": vkCreateShaderModule: VkResult %d", id,
+                 (int)vr);
+        goto bad;
+    }
+    /* specialization */
+    VkSpecializationMapEntry me[64];
+    uint32_t nme = 0;
+    struct sbt_vk_dec d2;
+    struct sbt_vk_rec r2;
+    sbt_vk_dec_init(&d2, k->ext.data, k->ext.len);
+    while (sbt_vk_dec_next(&d2, &r2) == 1)
+        if (r2.call == SBT_VK_SPEC_ENTRY && nme < 64)
+            me[nme++] = (VkSpecializationMapEntry){(uint32_t)sbt_vk_arg(&r2, 0),
+                                                   (uint32_t)sbt_vk_arg(&r2, 1),
+                                                   (size_t)sbt_vk_arg(&r2, 2)};
+    sbt_vk_dec_free(&d2);
+    VkSpecializationInfo si = {
+        .mapEntryCount = nme, .pMapEntries = me, .dataSize = pr.n_bytes, .pData = pr.bytes};
+    const char *entry = sbt_reader_string(b->r, k->name);
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = (uint32_t)sbt_vk_arg(&pr, 8)};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = (VkPipelineCreateFlags)sbt_vk_arg(&pr, 1),
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .pNext = rs.requiredSubgroupSize ? &rs : NULL,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = mod,
+                  .pName = entry && *entry ? entry : "main",
+                  .pSpecializationInfo = nme || pr.n_bytes ? &si : NULL},
+        .layout = pl->pl};
+    struct pipe *p = calloc(1, sizeof *p);
+    if (!p) {
+        vkDestroyShaderModule(b->dev, mod, NULL);
+        sbt_vk_dec_free(&dec);
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    }
+    vr = vkCreateComputePipelines(b->dev, VK_NULL_HANDLE, 1, &ci, NULL, &p->pipe);
+    vkDestroyShaderModule(b->dev, mod, NULL);
+    sbt_vk_dec_free(&dec);
+    if (vr != VK_SUCCESS) {
+        free(p);
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": vkCreateComputePipelines: VkResult %d", id,
+                 (int)vr);
+        pipe_error(b, id, msg);
+        return 0;
+    }
+    p->layout = layout;
+    if (idmap_put(&b->pipes, id, p) < 0) {
+        vkDestroyPipeline(b->dev, p->pipe, NULL);
+        free(p);
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    }
+    return 0;
+bad:
+    pipe_error(b, id, msg);
+    sbt_vk_dec_free(&dec);
+    return 0;
+}
+
+int vkr_prepare(void *be)
+{
+    struct vkbe *b = be;
+    uint32_t nk = 0;
+    const struct sbt_kernel *k = sbt_reader_kernels(b->r, &nk);
+    for (uint32_t i = 0; i < nk; i++) {
+        int st = make_pipeline(b, &k[i]);
+        if (st < 0)
+            return st;
+    }
+    return 0;
+}
