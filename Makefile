@@ -24,7 +24,10 @@ LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c checker/*.c)
 # Generated protobuf-c sources (export): format/*.proto -> $(BUILD)/gen/format/*.pb-c.{c,h}
 PROTO    := $(wildcard format/*.proto)
 PROTO_C  := $(PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o)
+# Generated from the Vulkan registry (libvulkan-dev): the features structures (format/sbt_vk.h)
+VK_XML   ?= /usr/share/vulkan/registry/vk.xml
+VK_GEN_C := $(BUILD)/gen/format/sbt_vk_features.c
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o) $(VK_GEN_C:.c=.o)
 LIB      := $(BUILD)/libreprise.a
 CPPFLAGS += -I$(BUILD)/gen
 
@@ -64,6 +67,13 @@ $(BUILD)/%.o: %.c
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
 	@mkdir -p $(@D)
 	protoc-c --c_out=$(BUILD)/gen $<
+
+$(VK_GEN_C): format/gen_vk_features.py $(VK_XML)
+	@mkdir -p $(@D)
+	python3 format/gen_vk_features.py $(VK_XML) $@
+
+$(VK_GEN_C:.c=.o): $(VK_GEN_C)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) -std=c11 -fPIC $(CPPFLAGS) $(CFLAGS) -c $< -o $@

@@ -235,3 +235,18 @@ int sbt_vk_dump(const void *buf, size_t len, void (*line)(void *ctx, const char 
     sbt_vk_dec_free(&d);
     return st < 0 ? st : 0;
 }
+
+const struct sbt_vk_feature_struct *sbt_vk_feature_struct(uint32_t stype)
+{
+    uint32_t lo = 0, hi = sbt_vk_n_feature_structs;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (sbt_vk_feature_structs[mid].stype < stype)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sbt_vk_n_feature_structs && sbt_vk_feature_structs[lo].stype == stype
+               ? &sbt_vk_feature_structs[lo]
+               : NULL;
+}

@@ -254,6 +254,27 @@ int sbt_vk_find(struct sbt_vk_dec *d, const void *buf, size_t len, uint32_t call
  * `reprise view` and tests. Returns 0 or a status. */
 int sbt_vk_dump(const void *buf, size_t len, void (*line)(void *ctx, const char *s), void *ctx);
 
+/* ---- Features structures (generated from the Vulkan registry, vk.xml) ---------------------
+ * Every structure that extends VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo holds sType,
+ * pNext and then only VkBool32 members; VkPhysicalDeviceFeatures2 holds one
+ * VkPhysicalDeviceFeatures, itself 55 VkBool32. So any of them is, in memory,
+ * { VkStructureType sType; void *pNext; VkBool32 member[n]; } and the capture records a device's
+ * features as FEATURES(sType, n, member values) whatever structures the program chained, and
+ * replay rebuilds the chain from the table, allocating each structure at the registry's size.
+ * stype 0 stands for VkPhysicalDeviceFeatures itself (VkDeviceCreateInfo.pEnabledFeatures). */
+struct sbt_vk_feature_struct {
+    uint32_t stype;            /* VkStructureType value; 0 = VkPhysicalDeviceFeatures */
+    const char *name;          /* "VkPhysicalDeviceShaderFloat16Int8Features" */
+    uint32_t n;                /* VkBool32 members after sType and pNext */
+    const char *const *fields; /* their names, in declaration order */
+};
+extern const struct sbt_vk_feature_struct sbt_vk_feature_structs[]; /* sorted by stype */
+extern const uint32_t sbt_vk_n_feature_structs;
+extern const char sbt_vk_registry_version[]; /* VK_HEADER_VERSION of the vk.xml used */
+/* The features structure of a VkStructureType, or NULL if the registry has none. */
+const struct sbt_vk_feature_struct *sbt_vk_feature_struct(uint32_t stype);
+#define SBT_VK_STYPE_FEATURES2 1000059000u /* VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 */
+
 #ifdef __cplusplus
 }
 #endif

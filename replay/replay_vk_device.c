@@ -105,18 +105,20 @@ int vkr_devices(struct replay_device_info *out, uint32_t max)
 /* open: device, queues, features                                                             */
 /* ========================================================================================== */
 
+/* The features the trace's device enabled, per features structure of the registry's table
+ * (format/sbt_vk.h): which members were on. */
+struct featreq {
+    const struct sbt_vk_feature_struct *t;
+    VkBool32 *on; /* t->n */
+};
+
 struct devreq {
     uint32_t fam_flags[32]; /* captured families' flags */
     uint32_t n_fam;
     uint32_t created[32]; /* queues the app created per captured family */
     char **ext;
     uint32_t n_ext;
-    /* features: sType + values */
-    struct feat {
-        uint64_t stype;
-        uint32_t n;
-        uint32_t *v;
-    } feat[8];
+    struct featreq *feat;
     uint32_t n_feat;
 };
 
@@ -126,7 +128,48 @@ static void devreq_free(struct devreq *q)
         free(q->ext[i]);
     free(q->ext);
     for (uint32_t i = 0; i < q->n_feat; i++)
-        free(q->feat[i].v);
+        free(q->feat[i].on);
+    free(q->feat);
+}
+
+/* A FEATURES record: (sType, n, n member values). The structure must be one the registry
+ * describes, with as many members; the same structure twice adds up. */
+static int parse_features(const struct sbt_vk_rec *r, struct devreq *q)
+{
+    uint64_t stype = sbt_vk_arg(r, 0), n = sbt_vk_arg(r, 1);
+    const struct sbt_vk_feature_struct *t =
+        stype <= UINT32_MAX ? sbt_vk_feature_struct((uint32_t)stype) : NULL;
+    if (!t)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "the trace's device enabled features structure type %" PRIu64
+                            ", which this build's Vulkan registry (header version %s) does not "
+                            "describe",
+                            stype, sbt_vk_registry_version);
+    if (n != t->n || r->n_arg < 2 + n)
+        return replay__fail(SBT_ECORRUPT,
+                            "device row: FEATURES record of %s gives %" PRIu64
+                            " members in %u arguments; the structure has %u",
+                            t->name, n, r->n_arg, t->n);
+    struct featreq *f = NULL;
+    for (uint32_t i = 0; i < q->n_feat && !f; i++)
+        if (q->feat[i].t == t)
+            f = &q->feat[i];
+    if (!f) {
+        struct featreq *v = realloc(q->feat, (q->n_feat + 1) * sizeof *v);
+        if (!v)
+            return replay__fail(SBT_ENOMEM, "out of memory");
+        q->feat = v;
+        f = &q->feat[q->n_feat];
+        f->t = t;
+        f->on = calloc(t->n ? t->n : 1, sizeof *f->on);
+        if (!f->on)
+            return replay__fail(SBT_ENOMEM, "out of memory");
+        q->n_feat++;
+    }
+    for (uint32_t k = 0; k < t->n; k++)
+        if (sbt_vk_arg(r, 2 + k))
+            f->on[k] = VK_TRUE;
+    return 0;
 }
 
 static int parse_device_ext(const struct sbt_device *d, struct devreq *q)
@@ -136,8 +179,8 @@ static int parse_device_ext(const struct sbt_device *d, struct devreq *q)
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
     sbt_vk_dec_init(&dec, d->ext.data, d->ext.len);
-    int st;
-    while ((st = sbt_vk_dec_next(&dec, &r)) == 1) {
+    int st, bad = 0;
+    while (!bad && (st = sbt_vk_dec_next(&dec, &r)) == 1) {
         uint64_t a0 = sbt_vk_arg(&r, 0);
         if (r.call == SBT_VK_QUEUE_FAMILY && a0 < 32) {
             q->fam_flags[a0] = (uint32_t)sbt_vk_arg(&r, 1);
@@ -152,93 +195,38 @@ static int parse_device_ext(const struct sbt_device *d, struct devreq *q)
                 free(s);
                 if (v)
                     q->ext = v;
-                st = replay__fail(SBT_ENOMEM, "out of memory");
+                st = bad = replay__fail(SBT_ENOMEM, "out of memory");
                 break;
             }
             memcpy(s, r.bytes, r.n_bytes);
             s[r.n_bytes] = 0;
             q->ext = v;
             q->ext[q->n_ext++] = s;
-        } else if (r.call == SBT_VK_FEATURES && q->n_feat < 8) {
-            uint32_t n = (uint32_t)sbt_vk_arg(&r, 1);
-            if (n > 256)
-                n = 256;
-            struct feat *f = &q->feat[q->n_feat];
-            f->v = calloc(n ? n : 1, sizeof *f->v);
-            if (!f->v) {
-                st = replay__fail(SBT_ENOMEM, "out of memory");
-                break;
-            }
-            f->stype = a0;
-            f->n = n;
-            for (uint32_t i = 0; i < n; i++)
-                f->v[i] = (uint32_t)sbt_vk_arg(&r, 2 + i);
-            q->n_feat++;
+        } else if (r.call == SBT_VK_FEATURES) {
+            st = bad = parse_features(&r, q);
         }
     }
     sbt_vk_dec_free(&dec);
+    if (bad)
+        return bad;
     if (st < 0)
-        return st == SBT_ENOMEM ? st : replay__fail(st, "device row: %s", sbt_errmsg());
+        return replay__fail(SBT_ECORRUPT, "device row: %s", sbt_errmsg());
     return 0;
 }
 
-/* Generic features structs: sType, pNext, then VkBool32 fields (every core/KHR features
- * struct the capture records has that layout). */
+/* Any features structure, as the registry lays them out (format/sbt_vk.h). */
 struct gfeat {
     VkStructureType sType;
     void *pNext;
     VkBool32 v[];
 };
 
-static const char *missing_feature(VkPhysicalDevice p, const struct devreq *q, void **chain,
-                                   VkPhysicalDeviceFeatures *core, char *buf, size_t len)
+static struct gfeat *gfeat_new(uint32_t stype, uint32_t n)
 {
-    VkPhysicalDeviceFeatures have;
-    vkGetPhysicalDeviceFeatures(p, &have);
-    memset(core, 0, sizeof *core);
-    *chain = NULL;
-    for (uint32_t i = 0; i < q->n_feat; i++) {
-        const struct feat *f = &q->feat[i];
-        if (f->stype == 0) {
-            VkBool32 *hv = (VkBool32 *)&have, *want = (VkBool32 *)core;
-            uint32_t n = (uint32_t)(sizeof have / sizeof(VkBool32));
-            for (uint32_t k = 0; k < f->n && k < n; k++)
-                if (f->v[k]) {
-                    if (!hv[k]) {
-                        snprintf(buf, len, "VkPhysicalDeviceFeatures field %u", k);
-                        return buf;
-                    }
-                    want[k] = VK_TRUE;
-                }
-            continue;
-        }
-        size_t sz = sizeof(struct gfeat) + f->n * sizeof(VkBool32);
-        struct gfeat *h = calloc(1, sz), *w = calloc(1, sz);
-        if (!h || !w) {
-            free(h);
-            free(w);
-            snprintf(buf, len, "(out of memory)");
-            return buf;
-        }
-        h->sType = w->sType = (VkStructureType)f->stype;
-        VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                                        .pNext = h};
-        vkGetPhysicalDeviceFeatures2(p, &f2);
-        for (uint32_t k = 0; k < f->n; k++)
-            if (f->v[k]) {
-                if (!h->v[k]) {
-                    snprintf(buf, len, "feature %u of structure type %" PRIu64, k, f->stype);
-                    free(h);
-                    free(w);
-                    return buf;
-                }
-                w->v[k] = VK_TRUE;
-            }
-        free(h);
-        w->pNext = *chain;
-        *chain = w;
-    }
-    return NULL;
+    struct gfeat *g = calloc(1, sizeof *g + (n ? n : 1) * sizeof(VkBool32));
+    if (g)
+        g->sType = (VkStructureType)stype;
+    return g;
 }
 
 static void free_chain(void *chain)
@@ -250,11 +238,79 @@ static void free_chain(void *chain)
     }
 }
 
-static int has_feature_in_chain(void *chain, VkStructureType t, uint32_t field)
+/* Checks every feature the trace enabled against what device p supports, and builds what
+ * vkCreateDevice gets: *core (for pEnabledFeatures) and a chain with one structure per
+ * features structure the trace enabled, VkPhysicalDeviceFeatures2 among them when the program
+ * chained one (then *core_in_chain = 1 and pEnabledFeatures must stay NULL). Each structure is
+ * allocated at the registry's size, never at a size from the trace. Returns 0, or
+ * REPLAY_ENODEV naming the first missing feature, or SBT_ENOMEM. */
+static int features_build(VkPhysicalDevice p, const char *dev_name, const struct devreq *q,
+                          struct gfeat **chain, VkPhysicalDeviceFeatures *core, int *core_in_chain)
 {
-    for (struct gfeat *g = chain; g; g = g->pNext)
-        if (g->sType == t)
-            return g->v[field] != 0;
+    VkPhysicalDeviceFeatures have_core;
+    vkGetPhysicalDeviceFeatures(p, &have_core);
+    memset(core, 0, sizeof *core);
+    *chain = NULL;
+    *core_in_chain = 0;
+    for (uint32_t i = 0; i < q->n_feat; i++) {
+        const struct sbt_vk_feature_struct *t = q->feat[i].t;
+        const VkBool32 *on = q->feat[i].on;
+        int is_core = t->stype == 0 || t->stype == SBT_VK_STYPE_FEATURES2;
+        struct gfeat *have = NULL;
+        if (!is_core) {
+            if (!(have = gfeat_new(t->stype, t->n)))
+                return replay__fail(SBT_ENOMEM, "out of memory");
+            VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                            .pNext = have};
+            vkGetPhysicalDeviceFeatures2(p, &f2);
+        }
+        const VkBool32 *hv = is_core ? (const VkBool32 *)&have_core : have->v;
+        for (uint32_t k = 0; k < t->n; k++)
+            if (on[k] && !hv[k]) {
+                int st = replay__fail(REPLAY_ENODEV,
+                                      "%s lacks feature %s (%s) that the trace's device enabled",
+                                      dev_name, t->fields[k], t->name);
+                free(have);
+                return st;
+            }
+        free(have);
+        if (t->stype == 0) {
+            VkBool32 *w = (VkBool32 *)core;
+            for (uint32_t k = 0; k < t->n && k < sizeof *core / sizeof(VkBool32); k++)
+                w[k] |= on[k];
+            continue;
+        }
+        struct gfeat *w = gfeat_new(t->stype, t->n);
+        if (!w)
+            return replay__fail(SBT_ENOMEM, "out of memory");
+        memcpy(w->v, on, t->n * sizeof *on);
+        w->pNext = *chain;
+        *chain = w;
+        *core_in_chain |= t->stype == SBT_VK_STYPE_FEATURES2;
+    }
+    if (*core_in_chain) { /* VkPhysicalDeviceFeatures given both ways: one structure holds all */
+        struct gfeat *f2 = *chain;
+        while (f2->sType != (VkStructureType)SBT_VK_STYPE_FEATURES2)
+            f2 = f2->pNext;
+        const VkBool32 *c = (const VkBool32 *)core;
+        for (size_t k = 0; k < sizeof *core / sizeof(VkBool32); k++)
+            f2->v[k] |= c[k];
+    }
+    return 0;
+}
+
+/* Turns member `field` of the features structure stype on where the chain has that structure;
+ * 1 if it did. */
+static int chain_enable(struct gfeat *chain, uint32_t stype, const char *field)
+{
+    const struct sbt_vk_feature_struct *t = sbt_vk_feature_struct(stype);
+    for (struct gfeat *g = chain; g && t; g = g->pNext)
+        if ((uint32_t)g->sType == stype)
+            for (uint32_t k = 0; k < t->n; k++)
+                if (!strcmp(t->fields[k], field)) {
+                    g->v[k] = VK_TRUE;
+                    return 1;
+                }
     return 0;
 }
 
@@ -269,7 +325,7 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     b->cb = *cb;
     b->verify = o->verify;
     struct devreq req = {0};
-    void *chain = NULL;
+    struct gfeat *chain = NULL;
     int st = make_instance(&b->inst);
     if (st < 0)
         goto fail;
@@ -335,13 +391,10 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     }
     free(ep);
     VkPhysicalDeviceFeatures core;
-    char fbuf[128];
-    const char *miss = missing_feature(b->phys, &req, &chain, &core, fbuf, sizeof fbuf);
-    if (miss) {
-        st = replay__fail(REPLAY_ENODEV, "%s lacks %s that the trace's device enabled",
-                          b->props.deviceName, miss);
+    int core_in_chain;
+    if ((st = features_build(b->phys, b->props.deviceName, &req, &chain, &core, &core_in_chain)) <
+        0)
         goto fail;
-    }
 
     /* queues: each trace queue stream onto a family with at least its family's flags */
     uint32_t ns = 0;
@@ -447,16 +500,11 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         st = replay__fail(REPLAY_ENODEV, "%s lacks timeline semaphores", b->props.deviceName);
         goto fail;
     }
-    int tl_in_chain = 0;
-    for (struct gfeat *g = chain; g; g = g->pNext)
-        if (g->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
-            g->v[offsetof(VkPhysicalDeviceVulkan12Features, timelineSemaphore) / 4 - 4] = VK_TRUE;
-            tl_in_chain = 1;
-        } else if (g->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES) {
-            g->v[0] = VK_TRUE;
-            tl_in_chain = 1;
-        }
-    (void)has_feature_in_chain;
+    int tl_in_chain =
+        chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                     "timelineSemaphore") |
+        chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+                     "timelineSemaphore");
     VkPhysicalDeviceTimelineSemaphoreFeatures tl_on = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
         .pNext = chain,
@@ -474,7 +522,7 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
                               .pQueueCreateInfos = qci,
                               .enabledExtensionCount = req.n_ext,
                               .ppEnabledExtensionNames = exts,
-                              .pEnabledFeatures = &core};
+                              .pEnabledFeatures = core_in_chain ? NULL : &core};
     VkResult vr = vkCreateDevice(b->phys, &dci, NULL, &b->dev);
     free(exts);
     if (vr != VK_SUCCESS) {

@@ -3,7 +3,7 @@
 # As root it installs what is missing with apt-get; otherwise it prints the exact command.
 # Usage: scripts/deps.sh [build|test]   ("test" adds what only the test suite needs)
 set -eu
-PKGS="gcc make pkg-config libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c-compiler
+PKGS="gcc make pkg-config python3 libzstd-dev libxxhash-dev libprotobuf-c-dev protobuf-c-compiler
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
