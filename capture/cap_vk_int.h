@@ -119,6 +119,41 @@ struct cap_dev {
     struct cap_dev *retired_next; /* destroyed devices, freed only at unload */
 };
 
+/* Live instances and devices (cap_vk_instance.c), found by the loader's dispatch pointer that
+ * every dispatchable handle starts with (a physical device shares its instance's, a queue or
+ * command buffer its device's). Slots are published with release stores. */
+#define CAP_MAX_INST 16
+#define CAP_MAX_DEV  32
+extern struct cap_inst *cap_insts[CAP_MAX_INST];
+extern struct cap_dev *cap_devs[CAP_MAX_DEV];
+
+static inline void *cap_dkey(const void *dispatchable)
+{
+    return *(void *const *)dispatchable;
+}
+
+static inline struct cap_inst *cap_inst_of(const void *h)
+{
+    void *k = cap_dkey(h);
+    for (int i = 0; i < CAP_MAX_INST; i++) {
+        struct cap_inst *p = __atomic_load_n(&cap_insts[i], __ATOMIC_ACQUIRE);
+        if (p && p->key == k)
+            return p;
+    }
+    return NULL;
+}
+
+static inline struct cap_dev *cap_dev_of(const void *h)
+{
+    void *k = cap_dkey(h);
+    for (int i = 0; i < CAP_MAX_DEV; i++) {
+        struct cap_dev *p = __atomic_load_n(&cap_devs[i], __ATOMIC_ACQUIRE);
+        if (p && p->key == k)
+            return p;
+    }
+    return NULL;
+}
+
 /* ========================================================================================== */
 /* Shadow objects                                                                             */
 /* ========================================================================================== */
@@ -230,6 +265,8 @@ struct cap_playout {
     struct cap_obj o;
     uint32_t n_sets;
     uint64_t set_layout[CAP_MAX_SETS]; /* handles */
+    struct sbt_vk_enc rec; /* PIPELINE_LAYOUT + SET_LAYOUT/SET_BINDING of its sets: kernel rows
+                            * repeat them */
 };
 
 struct cap_pipeline {
@@ -450,11 +487,261 @@ void cap_emit(struct cap_ev *e);
 /* Wakes the writer now (after waits, so HOST_READ ops do not linger). */
 void cap_kick(void);
 
-/* ---- cap_vk_layer.c --------------------------------------------------------------------- */
+/* ========================================================================================== */
+/* The intercepted calls                                                                      */
+/* ========================================================================================== */
+
+/* Recording is on; one more Vulkan call seen; a handle as a 64-bit key. */
+#define CAP_ON()    atomic_load_explicit(&cap.on, memory_order_relaxed)
+#define CAP_COUNT() atomic_fetch_add_explicit(&cap.n_calls, 1, memory_order_relaxed)
+#define CAP_H(x)    ((uint64_t)(uintptr_t)(x))
+
+/* ---- cap_vk_instance.c ------------------------------------------------------------------ */
 /* At unload or exit, after cap_shutdown(): frees the instance and device structs (live and
  * retired) and every shadow object, without calling Vulkan. No Vulkan call may reach the
  * layer afterwards. */
 void cap_layer_free_all(void);
+/* Allocates a shadow of sz bytes (a struct starting with struct cap_obj) and registers it
+ * under (handle, t). cap.mu held. NULL (and recording off) on failure. */
+void *cap_obj_new(size_t sz, uint32_t t, uint32_t vk_type, uint64_t handle, struct cap_dev *d);
+/* Takes the shadow of (handle, t) out of its map and returns it (the caller frees it). */
+void *cap_obj_del(uint64_t handle, uint32_t t);
+/* A host-stream op of d with a payload built in enc (copied); NULL when out of memory. */
+struct cap_ev *cap_op_ev(struct cap_dev *d, uint32_t kind, const char *name,
+                         const struct sbt_vk_enc *enc, uint64_t t0);
+/* One MARKER op (a state change) with the records in enc, which it frees. */
+void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc, uint64_t t0);
+/* A MARKER op with one DESTROY record. */
+void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
+                      uint64_t t0);
+
+/* ---- cap_vk_descriptors.c --------------------------------------------------------------- */
+/* The SET_LAYOUT and SET_BINDING records of l (pipeline layouts repeat them). */
+void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l);
+
+/* ---- the wrappers, one per intercepted command, by file --------------------------------- */
+/* cap_vk_instance.c */
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateInstance(const VkInstanceCreateInfo *ci,
+                                                  const VkAllocationCallbacks *alloc,
+                                                  VkInstance *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
+                                               const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateInfo *ci,
+                                                const VkAllocationCallbacks *alloc, VkDevice *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device, const VkAllocationCallbacks *alloc);
+VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue(VkDevice device, uint32_t family, uint32_t index,
+                                              VkQueue *q);
+VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2 *info,
+                                               VkQueue *q);
+/* cap_vk_memory.c */
+VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemoryAllocateInfo *ai,
+                                                  const VkAllocationCallbacks *alloc,
+                                                  VkDeviceMemory *out);
+VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
+                                          const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem, VkDeviceSize off,
+                                             VkDeviceSize size, VkMemoryMapFlags flags, void **pp);
+VKAPI_ATTR void VKAPI_CALL cap_UnmapMemory(VkDevice device, VkDeviceMemory mem);
+VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
+                                                           const VkMappedMemoryRange *rg);
+VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device, uint32_t n,
+                                                                const VkMappedMemoryRange *rg);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,
+                                                const VkAllocationCallbacks *alloc, VkBuffer *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyBuffer(VkDevice device, VkBuffer buf,
+                                             const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory(VkDevice device, VkBuffer buf,
+                                                    VkDeviceMemory mem, VkDeviceSize off);
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory2(VkDevice device, uint32_t n,
+                                                     const VkBindBufferMemoryInfo *bi);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBufferView(VkDevice device,
+                                                    const VkBufferViewCreateInfo *ci,
+                                                    const VkAllocationCallbacks *alloc,
+                                                    VkBufferView *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyBufferView(VkDevice device, VkBufferView view,
+                                                 const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateImage(VkDevice device, const VkImageCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkImage *out);
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindImageMemory(VkDevice device, VkImage i, VkDeviceMemory m,
+                                                   VkDeviceSize o);
+VKAPI_ATTR VkDeviceAddress VKAPI_CALL
+cap_GetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo *info);
+/* cap_vk_descriptors.c */
+VKAPI_ATTR VkResult VKAPI_CALL
+cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreateInfo *ci,
+                              const VkAllocationCallbacks *alloc, VkDescriptorSetLayout *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorSetLayout(VkDevice device, VkDescriptorSetLayout h,
+                                                          const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorPool(VkDevice device,
+                                                        const VkDescriptorPoolCreateInfo *ci,
+                                                        const VkAllocationCallbacks *alloc,
+                                                        VkDescriptorPool *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorPool(VkDevice device, VkDescriptorPool h,
+                                                     const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetDescriptorPool(VkDevice device, VkDescriptorPool h,
+                                                       VkDescriptorPoolResetFlags f);
+VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
+                                                          const VkDescriptorSetAllocateInfo *ai,
+                                                          VkDescriptorSet *out);
+VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, VkDescriptorPool pool,
+                                                      uint32_t n, const VkDescriptorSet *s);
+VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw,
+                                                    const VkWriteDescriptorSet *w, uint32_t nc,
+                                                    const VkCopyDescriptorSet *c);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
+    VkDevice device, const VkDescriptorUpdateTemplateCreateInfo *ci,
+    const VkAllocationCallbacks *alloc, VkDescriptorUpdateTemplate *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorUpdateTemplate(VkDevice device,
+                                                               VkDescriptorUpdateTemplate h,
+                                                               const VkAllocationCallbacks *alloc);
+VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet set,
+                                                               VkDescriptorUpdateTemplate h,
+                                                               const void *data);
+/* cap_vk_pipelines.c */
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
+                                                      const VkShaderModuleCreateInfo *ci,
+                                                      const VkAllocationCallbacks *alloc,
+                                                      VkShaderModule *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyShaderModule(VkDevice device, VkShaderModule mod,
+                                                   const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(VkDevice device,
+                                                        const VkPipelineLayoutCreateInfo *ci,
+                                                        const VkAllocationCallbacks *alloc,
+                                                        VkPipelineLayout *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipelineLayout h,
+                                                     const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateComputePipelines(VkDevice device, VkPipelineCache cache,
+                                                          uint32_t n,
+                                                          const VkComputePipelineCreateInfo *ci,
+                                                          const VkAllocationCallbacks *alloc,
+                                                          VkPipeline *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyPipeline(VkDevice device, VkPipeline h,
+                                               const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateGraphicsPipelines(VkDevice device, VkPipelineCache c,
+                                                           uint32_t n,
+                                                           const VkGraphicsPipelineCreateInfo *ci,
+                                                           const VkAllocationCallbacks *alloc,
+                                                           VkPipeline *out);
+/* cap_vk_commands.c */
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateCommandPool(VkDevice device,
+                                                     const VkCommandPoolCreateInfo *ci,
+                                                     const VkAllocationCallbacks *alloc,
+                                                     VkCommandPool *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyCommandPool(VkDevice device, VkCommandPool pool,
+                                                  const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandPool(VkDevice device, VkCommandPool pool,
+                                                    VkCommandPoolResetFlags f);
+VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(VkDevice device,
+                                                          const VkCommandBufferAllocateInfo *ai,
+                                                          VkCommandBuffer *out);
+VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkCommandPool pool, uint32_t n,
+                                                  const VkCommandBuffer *cbs);
+VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
+                                                      const VkCommandBufferBeginInfo *bi);
+VKAPI_ATTR VkResult VKAPI_CALL cap_EndCommandBuffer(VkCommandBuffer h);
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
+                                                      VkCommandBufferResetFlags f);
+VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipelineBindPoint bp,
+                                               VkPipeline p);
+VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipelineBindPoint bp,
+                                                     VkPipelineLayout layout, uint32_t first,
+                                                     uint32_t n, const VkDescriptorSet *sets,
+                                                     uint32_t n_dyn, const uint32_t *dyn);
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLayout layout,
+                                                VkShaderStageFlags stages, uint32_t off,
+                                                uint32_t size, const void *values);
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatch(VkCommandBuffer h, uint32_t x, uint32_t y, uint32_t z);
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchBase(VkCommandBuffer h, uint32_t bx, uint32_t by,
+                                               uint32_t bz, uint32_t x, uint32_t y, uint32_t z);
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkBuffer b, VkDeviceSize off);
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer(VkCommandBuffer h, VkBuffer src, VkBuffer dst,
+                                             uint32_t n, const VkBufferCopy *r);
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer2(VkCommandBuffer h, const VkCopyBufferInfo2 *ci);
+VKAPI_ATTR void VKAPI_CALL cap_CmdFillBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
+                                             VkDeviceSize size, uint32_t data);
+VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
+                                               VkDeviceSize size, const void *data);
+VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src,
+                                                  VkPipelineStageFlags dst, VkDependencyFlags f,
+                                                  uint32_t nm, const VkMemoryBarrier *m,
+                                                  uint32_t nb, const VkBufferMemoryBarrier *b,
+                                                  uint32_t ni, const VkImageMemoryBarrier *im);
+VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h, const VkDependencyInfo *di);
+VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent(VkCommandBuffer h, VkEvent ev, VkPipelineStageFlags st);
+VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent2(VkCommandBuffer h, VkEvent ev,
+                                            const VkDependencyInfo *di);
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent(VkCommandBuffer h, VkEvent ev,
+                                             VkPipelineStageFlags st);
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent2(VkCommandBuffer h, VkEvent ev,
+                                              VkPipelineStageFlags2 st);
+VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
+                                             VkPipelineStageFlags src, VkPipelineStageFlags dst,
+                                             uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
+                                             const VkBufferMemoryBarrier *b, uint32_t ni,
+                                             const VkImageMemoryBarrier *im);
+VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
+                                              const VkDependencyInfo *di);
+VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp(VkCommandBuffer h, VkPipelineStageFlagBits st,
+                                                 VkQueryPool qp, uint32_t q);
+VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp2(VkCommandBuffer h, VkPipelineStageFlags2 st,
+                                                  VkQueryPool qp, uint32_t q);
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetQueryPool(VkCommandBuffer h, VkQueryPool qp, uint32_t first,
+                                                 uint32_t n);
+VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
+                                                  const VkCommandBuffer *cbs);
+VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
+                                       uint32_t e);
+VKAPI_ATTR void VKAPI_CALL cap_CmdDrawIndexed(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
+                                              int32_t o, uint32_t e);
+VKAPI_ATTR void VKAPI_CALL cap_CmdBeginRenderPass(VkCommandBuffer h,
+                                                  const VkRenderPassBeginInfo *bi,
+                                                  VkSubpassContents c);
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b, VkImage i,
+                                                    VkImageLayout l, uint32_t n,
+                                                    const VkBufferImageCopy *r);
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage i, VkImageLayout l,
+                                                    VkBuffer b, uint32_t n,
+                                                    const VkBufferImageCopy *r);
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage s, VkImageLayout sl,
+                                            VkImage t, VkImageLayout tl, uint32_t n,
+                                            const VkImageCopy *r);
+VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage i, VkImageLayout l,
+                                                  const VkClearColorValue *c, uint32_t n,
+                                                  const VkImageSubresourceRange *r);
+/* cap_vk_sync.c */
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateFence(VkDevice device, const VkFenceCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkFence *out);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *ci,
+                                                   const VkAllocationCallbacks *alloc,
+                                                   VkSemaphore *out);
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateEvent(VkDevice device, const VkEventCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkEvent *out);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyFence(VkDevice device, VkFence f,
+                                            const VkAllocationCallbacks *alloc);
+VKAPI_ATTR void VKAPI_CALL cap_DestroySemaphore(VkDevice device, VkSemaphore s,
+                                                const VkAllocationCallbacks *alloc);
+VKAPI_ATTR void VKAPI_CALL cap_DestroyEvent(VkDevice device, VkEvent e,
+                                            const VkAllocationCallbacks *alloc);
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, const VkFence *f);
+VKAPI_ATTR VkResult VKAPI_CALL cap_WaitForFences(VkDevice device, uint32_t n, const VkFence *f,
+                                                 VkBool32 all, uint64_t timeout);
+VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f);
+VKAPI_ATTR VkResult VKAPI_CALL cap_WaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *wi,
+                                                  uint64_t timeout);
+VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkSemaphore sem,
+                                                            uint64_t *value);
+VKAPI_ATTR VkResult VKAPI_CALL cap_SignalSemaphore(VkDevice device,
+                                                   const VkSemaphoreSignalInfo *si);
+VKAPI_ATTR VkResult VKAPI_CALL cap_SetEvent(VkDevice device, VkEvent ev);
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetEvent(VkDevice device, VkEvent ev);
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si,
+                                               VkFence fence);
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si,
+                                                VkFence fence);
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue);
+VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device);
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueBindSparse(VkQueue q, uint32_t n,
+                                                   const VkBindSparseInfo *bi, VkFence f);
 
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* All with cap.mu held. */

@@ -22,7 +22,7 @@
  * resource id of its ALLOC op, and accesses name (memory, offset in memory, length) — a
  * buffer range [a, a+n) of a buffer bound at memory offset M is (memory, M + a, n).
  *
- * Where each payload goes (capture/cap_vk_layer.c writes them, replay reads them):
+ * Where each payload goes (capture/cap_vk_*.c write them, replay reads them):
  *   device row ext        kind SBT_VK_EXT_DEVICE:   DEVICE, MEMORY_TYPE*, MEMORY_HEAP*,
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
  *                                                   FEATURES*

@@ -1,0 +1,655 @@
+/*
+ * capture/cap_vk_commands.c — command pools and command buffers, and every recorded vkCmd*:
+ * each appends one raw record (format/sbt_vk.h CMD_*, with the program's own handles) to its
+ * command buffer's recording, without a lock (the application already serialises use of a
+ * command buffer). cap_vk_submit.c turns recordings into ops when they are submitted. Commands
+ * outside the compute subset are recorded as CMD_UNSUPPORTED and counted.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cap_vk_int.h"
+
+/* ========================================================================================== */
+/* Command pools and buffers                                                                  */
+/* ========================================================================================== */
+
+/* The command buffer being recorded on this thread, looked up without the lock while the
+ * generation (bumped whenever a command buffer shadow is freed) has not moved. */
+static _Thread_local struct {
+    uint64_t handle;
+    struct cap_cmdbuf *cb;
+    uint32_t gen;
+} tls_cb;
+
+static struct cap_cmdbuf *cb_get(VkCommandBuffer h)
+{
+    uint32_t gen = atomic_load_explicit(&cap.gen, memory_order_acquire);
+    if (tls_cb.handle == CAP_H(h) && tls_cb.gen == gen)
+        return tls_cb.cb;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_cmdbuf *cb = cap_obj_find(CAP_H(h), CAP_T_CMDBUF);
+    pthread_mutex_unlock(&cap.mu);
+    tls_cb.handle = CAP_H(h);
+    tls_cb.cb = cb;
+    tls_cb.gen = gen;
+    return cb;
+}
+
+static void cb_free(struct cap_cmdbuf *cb)
+{
+    if (!cb)
+        return;
+    if (cb->n_ts_pool) {
+        cap_timing_settle_cb(cb);
+        cap_ts_free(cb);
+    }
+    atomic_fetch_add(&cap.gen, 1);
+    sbt_vk_enc_free(&cb->raw);
+    cap_blob_unref(cb->rec);
+    cap_cmdbuf_drop_ops(cb);
+    free(cb);
+}
+
+/* cap.mu held when cb has timestamp pools (--timing). */
+static void cb_reset(struct cap_cmdbuf *cb)
+{
+    if (cb->n_ts_pool)
+        cap_timing_settle_cb(cb);
+    cb->n_ts = 0;
+    sbt_vk_enc_reset(&cb->raw);
+    cb->n_cmds = 0;
+    cap_blob_unref(cb->rec);
+    cb->rec = NULL;
+    cap_cmdbuf_drop_ops(cb);
+    cb->recording = 0;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateCommandPool(VkDevice device,
+                                                     const VkCommandPoolCreateInfo *ci,
+                                                     const VkAllocationCallbacks *alloc,
+                                                     VkCommandPool *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = d->fn.CreateCommandPool(device, ci, alloc, out);
+    if (r == VK_SUCCESS && cap.timing && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        cap_map_put(&cap.cmd_pools, CAP_H(*out), (void *)(uintptr_t)(ci->queueFamilyIndex + 1ull));
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+static void pool_each_cb(uint64_t pool, int destroy)
+{
+    struct cap_map *m = &cap.objs[CAP_T_CMDBUF];
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->e[i].key < 2)
+            continue;
+        struct cap_cmdbuf *cb = m->e[i].val;
+        if (!cb || cb->pool_handle != pool)
+            continue;
+        if (destroy) {
+            cap_map_del(m, cb->o.handle);
+            cb_free(cb);
+        } else {
+            cb_reset(cb);
+        }
+    }
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyCommandPool(VkDevice device, VkCommandPool pool,
+                                                  const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (pool && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        pool_each_cb(CAP_H(pool), 1);
+        cap_map_del(&cap.cmd_pools, CAP_H(pool));
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyCommandPool(device, pool, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandPool(VkDevice device, VkCommandPool pool,
+                                                    VkCommandPoolResetFlags f)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        pool_each_cb(CAP_H(pool), 0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return d->fn.ResetCommandPool(device, pool, f);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(VkDevice device,
+                                                          const VkCommandBufferAllocateInfo *ai,
+                                                          VkCommandBuffer *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = d->fn.AllocateCommandBuffers(device, ai, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t i = 0; i < ai->commandBufferCount; i++) {
+        struct cap_cmdbuf *cb =
+            cap_obj_new(sizeof *cb, CAP_T_CMDBUF, VK_OBJECT_TYPE_COMMAND_BUFFER, CAP_H(out[i]), d);
+        if (!cb)
+            break;
+        cb->pool_handle = CAP_H(ai->commandPool);
+        cb->level = ai->level;
+        uintptr_t fam =
+            cap.timing ? (uintptr_t)cap_map_get(&cap.cmd_pools, CAP_H(ai->commandPool)) : 0;
+        if (fam && fam - 1 < d->n_qfam) {
+            cb->family = (uint32_t)(fam - 1);
+            cb->ts_bits = d->qfam[cb->family].timestampValidBits;
+        }
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkCommandPool pool, uint32_t n,
+                                                  const VkCommandBuffer *cbs)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        for (uint32_t i = 0; i < n; i++)
+            cb_free(cap_obj_del(CAP_H(cbs[i]), CAP_T_CMDBUF));
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.FreeCommandBuffers(device, pool, n, cbs);
+}
+
+/* --timing: a timestamp before a timed command (its pair, UINT32_MAX = untimed) and after it.
+ * The default path pays one load of cap.timing. */
+#define TS_BEFORE(h) (cap.timing && CAP_ON() ? cap_ts_before(cb_get(h), h) : UINT32_MAX)
+#define TS_AFTER(h, ts)                     \
+    do {                                    \
+        if ((ts) != UINT32_MAX)             \
+            cap_ts_after(cb_get(h), h, ts); \
+    } while (0)
+
+/* Appends one raw record to cb's recording. No lock: the program owns cb on this thread. */
+static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n, const void *bytes,
+                   size_t nb)
+{
+    if (!CAP_ON())
+        return;
+    struct cap_cmdbuf *cb = cb_get(h);
+    if (!cb)
+        return;
+    sbt_vk_enc_rec(&cb->raw, call, a, n, bytes, nb);
+    cb->n_cmds++;
+    if (cb->raw.status)
+        cap_fail("recording a command buffer: %s", sbt_errmsg());
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
+                                                      const VkCommandBufferBeginInfo *bi)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        struct cap_cmdbuf *cb = cb_get(h);
+        if (cb && cb->n_ts_pool) {
+            pthread_mutex_lock(&cap.mu);
+            cb_reset(cb);
+            pthread_mutex_unlock(&cap.mu);
+        } else if (cb) {
+            cb_reset(cb);
+        }
+        if (cb) {
+            cb->recording = 1;
+            cb->usage = bi->flags;
+            cb_rec(h, SBT_VK_CMD_BEGIN, (uint64_t[]){CAP_H(h), cb->level, bi->flags}, 3, NULL, 0);
+        }
+    }
+    return d->fn.BeginCommandBuffer(h, bi);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_EndCommandBuffer(VkCommandBuffer h)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        struct cap_cmdbuf *cb = cb_get(h);
+        if (cb) {
+            cb_rec(h, SBT_VK_CMD_END, (uint64_t[]){cb->n_cmds}, 1, NULL, 0);
+            cb->recording = 0;
+        }
+    }
+    return d->fn.EndCommandBuffer(h);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
+                                                      VkCommandBufferResetFlags f)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        struct cap_cmdbuf *cb = cb_get(h);
+        if (cb && cb->n_ts_pool) {
+            pthread_mutex_lock(&cap.mu);
+            cb_reset(cb);
+            pthread_mutex_unlock(&cap.mu);
+        } else if (cb) {
+            cb_reset(cb);
+        }
+    }
+    return d->fn.ResetCommandBuffer(h, f);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipelineBindPoint bp,
+                                               VkPipeline p)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_BIND_PIPELINE, (uint64_t[]){bp, CAP_H(p)}, 2, NULL, 0);
+    d->fn.CmdBindPipeline(h, bp, p);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipelineBindPoint bp,
+                                                     VkPipelineLayout layout, uint32_t first,
+                                                     uint32_t n, const VkDescriptorSet *sets,
+                                                     uint32_t n_dyn, const uint32_t *dyn)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON() && n <= 64 && n_dyn <= 256) {
+        uint64_t a[4 + 64 + 1 + 256];
+        size_t k = 0;
+        a[k++] = bp;
+        a[k++] = CAP_H(layout);
+        a[k++] = first;
+        a[k++] = n;
+        for (uint32_t i = 0; i < n; i++)
+            a[k++] = CAP_H(sets[i]);
+        a[k++] = n_dyn;
+        for (uint32_t i = 0; i < n_dyn; i++)
+            a[k++] = dyn[i];
+        cb_rec(h, SBT_VK_CMD_BIND_SETS, a, k, NULL, 0);
+    }
+    d->fn.CmdBindDescriptorSets(h, bp, layout, first, n, sets, n_dyn, dyn);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLayout layout,
+                                                VkShaderStageFlags stages, uint32_t off,
+                                                uint32_t size, const void *values)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_PUSH_CONSTANTS, (uint64_t[]){CAP_H(layout), stages, off}, 3, values, size);
+    d->fn.CmdPushConstants(h, layout, stages, off, size, values);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatch(VkCommandBuffer h, uint32_t x, uint32_t y, uint32_t z)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    cb_rec(h, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, x, y, z}, 6, NULL, 0);
+    d->fn.CmdDispatch(h, x, y, z);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchBase(VkCommandBuffer h, uint32_t bx, uint32_t by,
+                                               uint32_t bz, uint32_t x, uint32_t y, uint32_t z)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    cb_rec(h, SBT_VK_CMD_DISPATCH, (uint64_t[]){bx, by, bz, x, y, z}, 6, NULL, 0);
+    d->fn.CmdDispatchBase(h, bx, by, bz, x, y, z);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkBuffer b, VkDeviceSize off)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    cb_rec(h, SBT_VK_CMD_DISPATCH_INDIRECT, (uint64_t[]){CAP_H(b), off}, 2, NULL, 0);
+    d->fn.CmdDispatchIndirect(h, b, off);
+    TS_AFTER(h, ts);
+}
+
+static void rec_copy(VkCommandBuffer h, uint64_t src, uint64_t dst, uint32_t n,
+                     const VkBufferCopy *r1, const VkBufferCopy2 *r2)
+{
+    if (!CAP_ON())
+        return;
+    struct cap_cmdbuf *cb = cb_get(h);
+    if (!cb)
+        return;
+    struct sbt_vk_enc *e = &cb->raw;
+    sbt_vk_enc_begin(e, SBT_VK_CMD_COPY_BUFFER);
+    sbt_vk_enc_arg(e, src);
+    sbt_vk_enc_arg(e, dst);
+    sbt_vk_enc_arg(e, n);
+    for (uint32_t i = 0; i < n; i++) {
+        sbt_vk_enc_arg(e, r1 ? r1[i].srcOffset : r2[i].srcOffset);
+        sbt_vk_enc_arg(e, r1 ? r1[i].dstOffset : r2[i].dstOffset);
+        sbt_vk_enc_arg(e, r1 ? r1[i].size : r2[i].size);
+    }
+    sbt_vk_enc_end(e, NULL, 0);
+    cb->n_cmds++;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer(VkCommandBuffer h, VkBuffer src, VkBuffer dst,
+                                             uint32_t n, const VkBufferCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_copy(h, CAP_H(src), CAP_H(dst), n, r, NULL);
+    d->fn.CmdCopyBuffer(h, src, dst, n, r);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer2(VkCommandBuffer h, const VkCopyBufferInfo2 *ci)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_copy(h, CAP_H(ci->srcBuffer), CAP_H(ci->dstBuffer), ci->regionCount, NULL, ci->pRegions);
+    d->fn.CmdCopyBuffer2(h, ci);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdFillBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
+                                             VkDeviceSize size, uint32_t data)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    cb_rec(h, SBT_VK_CMD_FILL_BUFFER, (uint64_t[]){CAP_H(dst), off, size, data}, 4, NULL, 0);
+    d->fn.CmdFillBuffer(h, dst, off, size, data);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
+                                               VkDeviceSize size, const void *data)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    cb_rec(h, SBT_VK_CMD_UPDATE_BUFFER, (uint64_t[]){CAP_H(dst), off, size}, 3, data, size);
+    d->fn.CmdUpdateBuffer(h, dst, off, size, data);
+    TS_AFTER(h, ts);
+}
+
+/* Barriers: argument layout of CMD_BARRIER (sbt_vk.h); image barriers are counted only. */
+static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32_t flags,
+                        uint32_t nm, const VkMemoryBarrier *m1, const VkMemoryBarrier2 *m2,
+                        uint32_t nb, const VkBufferMemoryBarrier *b1,
+                        const VkBufferMemoryBarrier2 *b2, uint32_t ni)
+{
+    sbt_vk_enc_arg(e, src);
+    sbt_vk_enc_arg(e, dst);
+    sbt_vk_enc_arg(e, flags);
+    sbt_vk_enc_arg(e, nm);
+    for (uint32_t i = 0; i < nm; i++) {
+        sbt_vk_enc_arg(e, m1 ? src : m2[i].srcStageMask);
+        sbt_vk_enc_arg(e, m1 ? m1[i].srcAccessMask : m2[i].srcAccessMask);
+        sbt_vk_enc_arg(e, m1 ? dst : m2[i].dstStageMask);
+        sbt_vk_enc_arg(e, m1 ? m1[i].dstAccessMask : m2[i].dstAccessMask);
+    }
+    sbt_vk_enc_arg(e, nb);
+    for (uint32_t i = 0; i < nb; i++) {
+        sbt_vk_enc_arg(e, b1 ? src : b2[i].srcStageMask);
+        sbt_vk_enc_arg(e, b1 ? b1[i].srcAccessMask : b2[i].srcAccessMask);
+        sbt_vk_enc_arg(e, b1 ? dst : b2[i].dstStageMask);
+        sbt_vk_enc_arg(e, b1 ? b1[i].dstAccessMask : b2[i].dstAccessMask);
+        sbt_vk_enc_arg(e, b1 ? b1[i].srcQueueFamilyIndex : b2[i].srcQueueFamilyIndex);
+        sbt_vk_enc_arg(e, b1 ? b1[i].dstQueueFamilyIndex : b2[i].dstQueueFamilyIndex);
+        sbt_vk_enc_arg(e, CAP_H(b1 ? b1[i].buffer : b2[i].buffer));
+        sbt_vk_enc_arg(e, b1 ? b1[i].offset : b2[i].offset);
+        sbt_vk_enc_arg(e, b1 ? b1[i].size : b2[i].size);
+    }
+    if (ni)
+        cap_unsupported("image memory barrier");
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src,
+                                                  VkPipelineStageFlags dst, VkDependencyFlags f,
+                                                  uint32_t nm, const VkMemoryBarrier *m,
+                                                  uint32_t nb, const VkBufferMemoryBarrier *b,
+                                                  uint32_t ni, const VkImageMemoryBarrier *im)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb) {
+        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_BARRIER);
+        enc_barrier(&cb->raw, src, dst, f, nm, m, NULL, nb, b, NULL, ni);
+        sbt_vk_enc_end(&cb->raw, NULL, 0);
+        cb->n_cmds++;
+    }
+    d->fn.CmdPipelineBarrier(h, src, dst, f, nm, m, nb, b, ni, im);
+}
+
+static void rec_dep2(struct sbt_vk_enc *e, const VkDependencyInfo *di)
+{
+    enc_barrier(e, 0, 0, di->dependencyFlags, di->memoryBarrierCount, NULL, di->pMemoryBarriers,
+                di->bufferMemoryBarrierCount, NULL, di->pBufferMemoryBarriers,
+                di->imageMemoryBarrierCount);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h, const VkDependencyInfo *di)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb) {
+        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_BARRIER);
+        rec_dep2(&cb->raw, di);
+        sbt_vk_enc_end(&cb->raw, NULL, 0);
+        cb->n_cmds++;
+    }
+    d->fn.CmdPipelineBarrier2(h, di);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent(VkCommandBuffer h, VkEvent ev, VkPipelineStageFlags st)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_SET_EVENT, (uint64_t[]){CAP_H(ev), st}, 2, NULL, 0);
+    d->fn.CmdSetEvent(h, ev, st);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent2(VkCommandBuffer h, VkEvent ev,
+                                            const VkDependencyInfo *di)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_SET_EVENT, (uint64_t[]){CAP_H(ev), VK_PIPELINE_STAGE_ALL_COMMANDS_BIT}, 2,
+           NULL, 0);
+    d->fn.CmdSetEvent2(h, ev, di);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent(VkCommandBuffer h, VkEvent ev, VkPipelineStageFlags st)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_RESET_EVENT, (uint64_t[]){CAP_H(ev), st}, 2, NULL, 0);
+    d->fn.CmdResetEvent(h, ev, st);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent2(VkCommandBuffer h, VkEvent ev,
+                                              VkPipelineStageFlags2 st)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_RESET_EVENT, (uint64_t[]){CAP_H(ev), st}, 2, NULL, 0);
+    d->fn.CmdResetEvent2(h, ev, st);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
+                                             VkPipelineStageFlags src, VkPipelineStageFlags dst,
+                                             uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
+                                             const VkBufferMemoryBarrier *b, uint32_t ni,
+                                             const VkImageMemoryBarrier *im)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb) {
+        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_WAIT_EVENTS);
+        sbt_vk_enc_arg(&cb->raw, n);
+        for (uint32_t i = 0; i < n; i++)
+            sbt_vk_enc_arg(&cb->raw, CAP_H(evs[i]));
+        enc_barrier(&cb->raw, src, dst, 0, nm, m, NULL, nb, b, NULL, ni);
+        sbt_vk_enc_end(&cb->raw, NULL, 0);
+        cb->n_cmds++;
+    }
+    d->fn.CmdWaitEvents(h, n, evs, src, dst, nm, m, nb, b, ni, im);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
+                                              const VkDependencyInfo *di)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb) {
+        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_WAIT_EVENTS);
+        sbt_vk_enc_arg(&cb->raw, n);
+        for (uint32_t i = 0; i < n; i++)
+            sbt_vk_enc_arg(&cb->raw, CAP_H(evs[i]));
+        if (n)
+            rec_dep2(&cb->raw, &di[0]); /* one VkDependencyInfo per event; the first kept */
+        sbt_vk_enc_end(&cb->raw, NULL, 0);
+        cb->n_cmds++;
+    }
+    d->fn.CmdWaitEvents2(h, n, evs, di);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp(VkCommandBuffer h, VkPipelineStageFlagBits st,
+                                                 VkQueryPool qp, uint32_t q)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_WRITE_TIMESTAMP, (uint64_t[]){st, CAP_H(qp), q}, 3, NULL, 0);
+    d->fn.CmdWriteTimestamp(h, st, qp, q);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp2(VkCommandBuffer h, VkPipelineStageFlags2 st,
+                                                  VkQueryPool qp, uint32_t q)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_WRITE_TIMESTAMP, (uint64_t[]){st, CAP_H(qp), q}, 3, NULL, 0);
+    d->fn.CmdWriteTimestamp2(h, st, qp, q);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdResetQueryPool(VkCommandBuffer h, VkQueryPool qp, uint32_t first,
+                                                 uint32_t n)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    cb_rec(h, SBT_VK_CMD_RESET_QUERIES, (uint64_t[]){CAP_H(qp), first, n}, 3, NULL, 0);
+    d->fn.CmdResetQueryPool(h, qp, first, n);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
+                                                  const VkCommandBuffer *cbs)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb) {
+        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_EXECUTE);
+        sbt_vk_enc_arg(&cb->raw, n);
+        for (uint32_t i = 0; i < n; i++)
+            sbt_vk_enc_arg(&cb->raw, CAP_H(cbs[i]));
+        sbt_vk_enc_end(&cb->raw, NULL, 0);
+        cb->n_cmds++;
+    }
+    d->fn.CmdExecuteCommands(h, n, cbs);
+}
+
+/* ---- outside the compute subset: counted, recorded as CMD_UNSUPPORTED, passed down ------- */
+
+static void unsup_cmd(VkCommandBuffer h, const char *name)
+{
+    cap_unsupported(name);
+    cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
+                                       uint32_t e)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdDraw");
+    d->fn.CmdDraw(h, a, b, c, e);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdDrawIndexed(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
+                                              int32_t o, uint32_t e)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdDrawIndexed");
+    d->fn.CmdDrawIndexed(h, a, b, c, o, e);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBeginRenderPass(VkCommandBuffer h,
+                                                  const VkRenderPassBeginInfo *bi,
+                                                  VkSubpassContents c)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdBeginRenderPass");
+    d->fn.CmdBeginRenderPass(h, bi, c);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b, VkImage i,
+                                                    VkImageLayout l, uint32_t n,
+                                                    const VkBufferImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdCopyBufferToImage");
+    d->fn.CmdCopyBufferToImage(h, b, i, l, n, r);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage i, VkImageLayout l,
+                                                    VkBuffer b, uint32_t n,
+                                                    const VkBufferImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdCopyImageToBuffer");
+    d->fn.CmdCopyImageToBuffer(h, i, l, b, n, r);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage s, VkImageLayout sl,
+                                            VkImage t, VkImageLayout tl, uint32_t n,
+                                            const VkImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdCopyImage");
+    d->fn.CmdCopyImage(h, s, sl, t, tl, n, r);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage i, VkImageLayout l,
+                                                  const VkClearColorValue *c, uint32_t n,
+                                                  const VkImageSubresourceRange *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    unsup_cmd(h, "vkCmdClearColorImage");
+    d->fn.CmdClearColorImage(h, i, l, c, n, r);
+}

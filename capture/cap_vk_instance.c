@@ -1,0 +1,820 @@
+/*
+ * capture/cap_vk_instance.c — VK_LAYER_REPRISE_capture's frame: the loader interface
+ * (negotiation, vkGetInstanceProcAddr, vkGetDeviceProcAddr), instances and devices found by
+ * their dispatch keys, the device row of the trace, queues, the shadow objects every other
+ * file registers its Vulkan objects in, and freeing everything at unload.
+ *
+ * The layer's files by concern: cap_vk_memory.c (memory, mapping, buffers, views),
+ * cap_vk_descriptors.c, cap_vk_pipelines.c (modules, layouts, pipelines), cap_vk_commands.c
+ * (command buffers and vkCmd*), cap_vk_sync.c (fences, semaphores, events, queue submit and
+ * waits); cap_vk_submit.c expands recordings into ops at submit, cap_vk_writer.c writes them.
+ *
+ * Reading structures. Only the fields the specification says are meaningful are read:
+ * pImmutableSamplers only for sampler types, pBufferInfo only for buffer descriptor types,
+ * pTexelBufferView only for texel buffers, pNext chains walked by sType and never assumed.
+ *
+ * Failure. Shadow bookkeeping that runs out of memory calls cap_fail(); from then on every
+ * call is passed straight down (cap.on == 0) and the trace is marked incomplete.
+ *
+ * Reference: Vulkan-Loader docs/LoaderLayerInterface.md (negotiation, chain info, dispatch
+ * keys); Vulkan 1.3 specification.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cap_vk_int.h"
+
+/* ========================================================================================== */
+/* Instances and devices by dispatch key                                                      */
+/* ========================================================================================== */
+
+struct cap_inst *cap_insts[CAP_MAX_INST];
+struct cap_dev *cap_devs[CAP_MAX_DEV];
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Taken out of the tables but not freed (tab_mu): a racing call on another thread may still
+ * read them. cap_layer_free_all() frees them at unload. */
+static struct cap_inst *retired_insts;
+static struct cap_dev *retired_devs;
+
+/* ========================================================================================== */
+/* Shadow objects                                                                             */
+/* ========================================================================================== */
+
+void *cap_obj_find(uint64_t handle, uint32_t t)
+{
+    return handle ? cap_map_get(&cap.objs[t], handle) : NULL;
+}
+
+/* Allocates a shadow of sz bytes and registers it. cap.mu held. NULL (and recording off) on
+ * failure. */
+void *cap_obj_new(size_t sz, uint32_t t, uint32_t vk_type, uint64_t handle, struct cap_dev *d)
+{
+    struct cap_obj *o = calloc(1, sz);
+    if (!o) {
+        cap_fail("out of memory for a shadow object");
+        return NULL;
+    }
+    o->handle = handle;
+    o->type = vk_type;
+    o->id = cap_new_id();
+    o->dev = d;
+    cap.shadow_gen++;
+    if (cap_map_put(&cap.objs[t], handle, o)) {
+        free(o);
+        cap_fail("out of memory tracking objects");
+        return NULL;
+    }
+    return o;
+}
+
+void *cap_obj_del(uint64_t handle, uint32_t t)
+{
+    cap.shadow_gen++;
+    return handle ? cap_map_del(&cap.objs[t], handle) : NULL;
+}
+
+/* ========================================================================================== */
+/* Ops                                                                                        */
+/* ========================================================================================== */
+
+/* A host-stream op with a payload built in enc (copied). */
+struct cap_ev *cap_op_ev(struct cap_dev *d, uint32_t kind, const char *name,
+                         const struct sbt_vk_enc *enc, uint64_t t0)
+{
+    struct cap_ev *e = cap_ev_new(CAP_EV_OP);
+    if (!e)
+        return NULL;
+    e->dev_id = d ? d->id : 0;
+    e->name = name;
+    e->op.kind = kind;
+    e->op.host_begin = t0;
+    e->op.host_end = cap_now();
+    if (enc && enc->len) {
+        if (sbt_vk_enc_status(enc)) {
+            cap_fail("encoding %s: %s", name, sbt_errmsg());
+            cap_ev_free_chain(e);
+            return NULL;
+        }
+        e->payload = malloc(enc->len);
+        if (!e->payload) {
+            cap_fail("out of memory for a payload");
+            cap_ev_free_chain(e);
+            return NULL;
+        }
+        memcpy(e->payload, enc->buf, enc->len);
+        e->payload_len = enc->len;
+    }
+    return e;
+}
+
+/* One MARKER op (a state change) with the records in enc. */
+void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc, uint64_t t0)
+{
+    cap_emit(cap_op_ev(d, SBT_OP_MARKER, name, enc, t0));
+    sbt_vk_enc_free(enc);
+}
+
+void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
+                      uint64_t t0)
+{
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(&enc, SBT_VK_DESTROY, (uint64_t[]){vk_type, id}, 2, NULL, 0);
+    cap_emit_marker(d, name, &enc, t0);
+}
+
+/* ========================================================================================== */
+/* Instance                                                                                   */
+/* ========================================================================================== */
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateInstance(const VkInstanceCreateInfo *ci,
+                                                  const VkAllocationCallbacks *alloc,
+                                                  VkInstance *out)
+{
+    VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
+    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO &&
+                      chain->function == VK_LAYER_LINK_INFO))
+        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
+    if (!chain || !chain->u.pLayerInfo)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
+    PFN_vkCreateInstance next = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
+    if (!next)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    VkResult r = next(ci, alloc, out);
+    if (r != VK_SUCCESS)
+        return r;
+    cap_init_once();
+    struct cap_inst *in = calloc(1, sizeof *in);
+    if (!in) {
+        cap_fail("out of memory for an instance");
+        return r; /* without a table the layer cannot pass calls down: see inst_of users */
+    }
+    in->key = cap_dkey(*out);
+    in->handle = *out;
+    in->gipa = gipa;
+#define LOAD(n) in->n = (PFN_vk##n)gipa(*out, "vk" #n)
+    LOAD(DestroyInstance);
+    LOAD(CreateDevice);
+    LOAD(EnumerateDeviceExtensionProperties);
+    LOAD(GetPhysicalDeviceProperties);
+    LOAD(GetPhysicalDeviceProperties2);
+    LOAD(GetPhysicalDeviceMemoryProperties);
+    LOAD(GetPhysicalDeviceQueueFamilyProperties);
+#undef LOAD
+    if (!in->GetPhysicalDeviceProperties2)
+        in->GetPhysicalDeviceProperties2 =
+            (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2KHR");
+    in->api_version = ci->pApplicationInfo ? ci->pApplicationInfo->apiVersion : 0;
+    pthread_mutex_lock(&tab_mu);
+    int placed = 0;
+    for (int i = 0; i < CAP_MAX_INST && !placed; i++)
+        if (!cap_insts[i]) {
+            __atomic_store_n(&cap_insts[i], in, __ATOMIC_RELEASE);
+            placed = 1;
+        }
+    pthread_mutex_unlock(&tab_mu);
+    if (!placed) {
+        cap_fail("more than %d Vulkan instances", CAP_MAX_INST);
+        free(in);
+    }
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
+                                               const VkAllocationCallbacks *alloc)
+{
+    if (!instance)
+        return;
+    struct cap_inst *in = cap_inst_of(instance);
+    if (!in)
+        return;
+    PFN_vkDestroyInstance fn = in->DestroyInstance;
+    pthread_mutex_lock(&tab_mu);
+    for (int i = 0; i < CAP_MAX_INST; i++)
+        if (cap_insts[i] == in)
+            __atomic_store_n(&cap_insts[i], NULL, __ATOMIC_RELEASE);
+    /* not freed here: a racing call on another thread may still read it */
+    in->dead = 1;
+    in->retired_next = retired_insts;
+    retired_insts = in;
+    pthread_mutex_unlock(&tab_mu);
+    fn(instance, alloc);
+}
+
+/* ========================================================================================== */
+/* Device                                                                                     */
+/* ========================================================================================== */
+
+/* Feature structs whose VkBool32 fields are recorded (they follow sType and pNext). */
+static void enc_features(struct sbt_vk_enc *enc, const void *pnext)
+{
+    for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
+        const VkBool32 *f = NULL;
+        size_t n = 0;
+        switch (s->sType) {
+        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:
+            f = (const VkBool32 *)&((const VkPhysicalDeviceFeatures2 *)s)->features;
+            n = sizeof(VkPhysicalDeviceFeatures) / sizeof(VkBool32);
+            break;
+#define FEAT(ST, T)                                                                              \
+    case ST:                                                                                     \
+        f = (const VkBool32 *)((const uint8_t *)s + offsetof(VkPhysicalDeviceVulkan11Features,   \
+                                                             storageBuffer16BitAccess));         \
+        n = (sizeof(T) - offsetof(VkPhysicalDeviceVulkan11Features, storageBuffer16BitAccess)) / \
+            sizeof(VkBool32);                                                                    \
+        break;
+            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                 VkPhysicalDeviceVulkan11Features)
+            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                 VkPhysicalDeviceVulkan12Features)
+            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                 VkPhysicalDeviceVulkan13Features)
+            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+                 VkPhysicalDeviceTimelineSemaphoreFeatures)
+            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES,
+                 VkPhysicalDeviceSynchronization2Features)
+#undef FEAT
+        default:
+            break;
+        }
+        if (!f)
+            continue;
+        sbt_vk_enc_begin(enc, SBT_VK_FEATURES);
+        sbt_vk_enc_arg(enc, (uint64_t)s->sType);
+        sbt_vk_enc_arg(enc, n);
+        for (size_t i = 0; i < n; i++)
+            sbt_vk_enc_arg(enc, f[i] ? 1 : 0);
+        sbt_vk_enc_end(enc, NULL, 0);
+    }
+}
+
+static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
+{
+    struct cap_inst *in = d->inst;
+    VkPhysicalDeviceProperties p;
+    memset(&p, 0, sizeof p);
+    VkPhysicalDeviceIDProperties idp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    if (in->GetPhysicalDeviceProperties2) {
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &idp};
+        in->GetPhysicalDeviceProperties2(d->phys, &p2);
+        p = p2.properties;
+    } else {
+        in->GetPhysicalDeviceProperties(d->phys, &p);
+    }
+    in->GetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
+    uint32_t nq = 0;
+    in->GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, NULL);
+    if (nq > 16)
+        nq = 16;
+    in->GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, d->qfam);
+    d->n_qfam = nq;
+    d->ts_period_ns = p.limits.timestampPeriod;
+    d->nc_atom = p.limits.nonCoherentAtomSize;
+
+    struct sbt_vk_enc enc = {0};
+    uint64_t a[] = {p.apiVersion,
+                    p.driverVersion,
+                    p.vendorID,
+                    p.deviceID,
+                    p.deviceType,
+                    nq ? d->qfam[0].timestampValidBits : 0,
+                    p.limits.maxComputeSharedMemorySize,
+                    p.limits.maxPushConstantsSize,
+                    p.limits.minStorageBufferOffsetAlignment,
+                    p.limits.nonCoherentAtomSize,
+                    d->id};
+    sbt_vk_enc_rec(&enc, SBT_VK_DEVICE, a, sizeof a / sizeof a[0], p.deviceName,
+                   strnlen(p.deviceName, sizeof p.deviceName));
+    for (uint32_t i = 0; i < d->mem_props.memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++)
+        sbt_vk_enc_rec(&enc, SBT_VK_MEMORY_TYPE,
+                       (uint64_t[]){i, d->mem_props.memoryTypes[i].propertyFlags,
+                                    d->mem_props.memoryTypes[i].heapIndex},
+                       3, NULL, 0);
+    for (uint32_t i = 0; i < d->mem_props.memoryHeapCount && i < VK_MAX_MEMORY_HEAPS; i++)
+        sbt_vk_enc_rec(
+            &enc, SBT_VK_MEMORY_HEAP,
+            (uint64_t[]){i, d->mem_props.memoryHeaps[i].size, d->mem_props.memoryHeaps[i].flags}, 3,
+            NULL, 0);
+    for (uint32_t i = 0; i < nq; i++)
+        sbt_vk_enc_rec(&enc, SBT_VK_QUEUE_FAMILY,
+                       (uint64_t[]){i, d->qfam[i].queueFlags, d->qfam[i].queueCount,
+                                    d->qfam[i].timestampValidBits},
+                       4, NULL, 0);
+    for (uint32_t i = 0; ci->pQueueCreateInfos && i < ci->queueCreateInfoCount; i++)
+        sbt_vk_enc_rec(&enc, SBT_VK_QUEUE_CREATE,
+                       (uint64_t[]){ci->pQueueCreateInfos[i].queueFamilyIndex,
+                                    ci->pQueueCreateInfos[i].queueCount,
+                                    ci->pQueueCreateInfos[i].flags},
+                       3, NULL, 0);
+    for (uint32_t i = 0; ci->ppEnabledExtensionNames && i < ci->enabledExtensionCount; i++)
+        if (ci->ppEnabledExtensionNames[i])
+            sbt_vk_enc_rec(&enc, SBT_VK_EXTENSION, NULL, 0, ci->ppEnabledExtensionNames[i],
+                           strlen(ci->ppEnabledExtensionNames[i]));
+    if (ci->pEnabledFeatures) {
+        const VkBool32 *f = (const VkBool32 *)ci->pEnabledFeatures;
+        size_t n = sizeof(VkPhysicalDeviceFeatures) / sizeof(VkBool32);
+        sbt_vk_enc_begin(&enc, SBT_VK_FEATURES);
+        sbt_vk_enc_arg(&enc, 0);
+        sbt_vk_enc_arg(&enc, n);
+        for (size_t i = 0; i < n; i++)
+            sbt_vk_enc_arg(&enc, f[i] ? 1 : 0);
+        sbt_vk_enc_end(&enc, NULL, 0);
+    }
+    enc_features(&enc, ci->pNext);
+
+    struct cap_ev *e = cap_ev_new(CAP_EV_DEVICE);
+    if (!e || sbt_vk_enc_status(&enc)) {
+        cap_ev_free_chain(e);
+        sbt_vk_enc_free(&enc);
+        cap_fail("out of memory describing a device");
+        return;
+    }
+    e->dev_id = d->id;
+    e->dev.api = SBT_API_VULKAN;
+    e->dev.vendor_id = p.vendorID;
+    e->dev.device_id = p.deviceID;
+    memcpy(e->dev.uuid, idp.deviceUUID, 16);
+    e->dev.driver_version = p.driverVersion;
+    e->dev.api_version = p.apiVersion;
+    e->dev.timestamp_period_fs = (uint64_t)(p.limits.timestampPeriod * 1e6 + 0.5);
+    e->str = strndup(p.deviceName, sizeof p.deviceName);
+    e->payload = enc.buf; /* ownership moves to the event */
+    e->payload_len = enc.len;
+    e->ext_kind = SBT_VK_EXT_DEVICE;
+    enc.buf = NULL;
+    sbt_vk_enc_free(&enc);
+    cap_emit(e);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateInfo *ci,
+                                                const VkAllocationCallbacks *alloc, VkDevice *out)
+{
+    struct cap_inst *in = cap_inst_of(phys);
+    VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
+    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO &&
+                      chain->function == VK_LAYER_LINK_INFO))
+        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
+    if (!chain || !chain->u.pLayerInfo || !in)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+    PFN_vkGetDeviceProcAddr gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
+    PFN_vkCreateDevice next = (PFN_vkCreateDevice)gipa(in->handle, "vkCreateDevice");
+    if (!next)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    /* --timing: calibrated timestamps, added to the program's extensions when the driver has
+     * them (the device row keeps the program's own list) */
+    const char *ext = cap_timing_ext(in, phys);
+    int ext_on = ext != NULL;
+    for (uint32_t i = 0; ext && ci->ppEnabledExtensionNames && i < ci->enabledExtensionCount; i++)
+        if (ci->ppEnabledExtensionNames[i] && !strcmp(ci->ppEnabledExtensionNames[i], ext))
+            ext = NULL; /* the program enables it itself */
+    const char **names = ext ? calloc(ci->enabledExtensionCount + 1u, sizeof *names) : NULL;
+    VkDeviceCreateInfo ci2 = *ci;
+    if (names) {
+        for (uint32_t i = 0; i < ci->enabledExtensionCount; i++)
+            names[i] = ci->ppEnabledExtensionNames[i];
+        names[ci->enabledExtensionCount] = ext;
+        ci2.enabledExtensionCount = ci->enabledExtensionCount + 1;
+        ci2.ppEnabledExtensionNames = names;
+    } else if (ext) {
+        ext_on = 0;
+    }
+    VkResult r = next(phys, &ci2, alloc, out);
+    free(names);
+    if (r != VK_SUCCESS)
+        return r;
+    struct cap_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        cap_fail("out of memory for a device");
+        return r;
+    }
+    d->key = cap_dkey(*out);
+    d->handle = *out;
+    d->phys = phys;
+    d->inst = in;
+    d->gdpa = gdpa;
+    d->id = cap_new_id();
+#define LOAD(n) d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n);
+    CAP_DEVICE_FNS(LOAD)
+#undef LOAD
+#define ALIAS(n, s) \
+    if (!d->fn.n)   \
+        d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n s);
+    ALIAS(BindBufferMemory2, "KHR")
+    ALIAS(CreateDescriptorUpdateTemplate, "KHR")
+    ALIAS(DestroyDescriptorUpdateTemplate, "KHR")
+    ALIAS(UpdateDescriptorSetWithTemplate, "KHR")
+    ALIAS(CmdDispatchBase, "KHR")
+    ALIAS(CmdCopyBuffer2, "KHR")
+    ALIAS(CmdPipelineBarrier2, "KHR")
+    ALIAS(CmdSetEvent2, "KHR")
+    ALIAS(CmdResetEvent2, "KHR")
+    ALIAS(CmdWaitEvents2, "KHR")
+    ALIAS(CmdWriteTimestamp2, "KHR")
+    ALIAS(QueueSubmit2, "KHR")
+    ALIAS(SignalSemaphore, "KHR")
+    ALIAS(WaitSemaphores, "KHR")
+    ALIAS(GetSemaphoreCounterValue, "KHR")
+    ALIAS(GetBufferDeviceAddress, "KHR")
+#undef ALIAS
+    pthread_mutex_lock(&tab_mu);
+    int placed = 0;
+    for (int i = 0; i < CAP_MAX_DEV && !placed; i++)
+        if (!cap_devs[i]) {
+            __atomic_store_n(&cap_devs[i], d, __ATOMIC_RELEASE);
+            placed = 1;
+        }
+    pthread_mutex_unlock(&tab_mu);
+    if (!placed) {
+        /* without a table entry our entry points cannot find the next layer: this device's
+         * calls would fail. Refuse cleanly instead. */
+        cap_fail("more than %d Vulkan devices", CAP_MAX_DEV);
+        d->fn.DestroyDevice(*out, alloc);
+        free(d);
+        *out = VK_NULL_HANDLE;
+        return VK_ERROR_INITIALIZATION_FAILED;
+    }
+    if (CAP_ON()) {
+        device_row(d, ci);
+        cap_timing_device(d, ext_on);
+    }
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device, const VkAllocationCallbacks *alloc)
+{
+    if (!device)
+        return;
+    struct cap_dev *d = cap_dev_of(device);
+    if (!d)
+        return;
+    CAP_COUNT();
+    d->fn.DestroyDevice(device, alloc);
+    pthread_mutex_lock(&tab_mu);
+    for (int i = 0; i < CAP_MAX_DEV; i++)
+        if (cap_devs[i] == d)
+            __atomic_store_n(&cap_devs[i], NULL, __ATOMIC_RELEASE);
+    d->dead = 1; /* kept until unload: shadows and racing calls may still point at it */
+    d->retired_next = retired_devs;
+    retired_devs = d;
+    pthread_mutex_unlock(&tab_mu);
+}
+
+static void queue_seen(struct cap_dev *d, VkQueue q, uint32_t family, uint32_t index)
+{
+    if (!q || !CAP_ON())
+        return;
+    pthread_mutex_lock(&cap.mu);
+    if (cap_obj_find(CAP_H(q), CAP_T_QUEUE)) {
+        pthread_mutex_unlock(&cap.mu);
+        return;
+    }
+    struct cap_queue *cq = cap_obj_new(sizeof *cq, CAP_T_QUEUE, VK_OBJECT_TYPE_QUEUE, CAP_H(q), d);
+    if (cq) {
+        cq->family = family;
+        cq->index = index;
+    }
+    struct cap_ev *e = cq ? cap_ev_new(CAP_EV_QUEUE) : NULL;
+    if (e) {
+        struct sbt_vk_enc enc = {0};
+        sbt_vk_enc_rec(&enc, SBT_VK_QUEUE, (uint64_t[]){cq->o.id, family, index, d->id}, 4, NULL,
+                       0);
+        e->dev_id = d->id;
+        e->queue_id = cq->o.id;
+        e->stream.kind = SBT_STREAM_QUEUE;
+        e->stream.handle = CAP_H(q);
+        e->stream.family = family;
+        e->stream.index = index;
+        char name[48];
+        snprintf(name, sizeof name, "queue %u.%u", family, index);
+        e->str = strdup(name);
+        e->payload = enc.buf;
+        e->payload_len = enc.len;
+        e->ext_kind = SBT_VK_EXT_QUEUE;
+        cap_emit(e); /* under cap.mu: a submit on another thread cannot overtake the row */
+    }
+    pthread_mutex_unlock(&cap.mu);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue(VkDevice device, uint32_t family, uint32_t index,
+                                              VkQueue *q)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    d->fn.GetDeviceQueue(device, family, index, q);
+    queue_seen(d, *q, family, index);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2 *info,
+                                               VkQueue *q)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    d->fn.GetDeviceQueue2(device, info, q);
+    queue_seen(d, *q, info->queueFamilyIndex, info->queueIndex);
+}
+
+/* ========================================================================================== */
+/* Unload                                                                                     */
+/* ========================================================================================== */
+
+/* Frees shadow o of map t and what it owns, without calling Vulkan (the query pools of a
+ * command buffer go with their device). */
+static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
+{
+    switch (t) {
+    case CAP_T_MEM: {
+        struct cap_mem *m = (struct cap_mem *)o;
+        free(m->page);
+        free(m->pend);
+        free(m->done);
+        break;
+    }
+    case CAP_T_MODULE:
+        cap_refl_free(&((struct cap_module *)o)->refl);
+        break;
+    case CAP_T_DSL:
+        free(((struct cap_dsl *)o)->b);
+        break;
+    case CAP_T_PLAYOUT:
+        sbt_vk_enc_free(&((struct cap_playout *)o)->rec);
+        break;
+    case CAP_T_PIPELINE:
+        free(((struct cap_pipeline *)o)->acc);
+        break;
+    case CAP_T_DSET:
+        free(((struct cap_dset *)o)->b);
+        free(((struct cap_dset *)o)->slot);
+        break;
+    case CAP_T_TEMPL:
+        free(((struct cap_templ *)o)->e);
+        break;
+    case CAP_T_CMDBUF: {
+        struct cap_cmdbuf *cb = (struct cap_cmdbuf *)o;
+        sbt_vk_enc_free(&cb->raw);
+        cap_blob_unref(cb->rec);
+        cap_cmdbuf_drop_ops(cb);
+        free(cb->ts_pool);
+        free(cb->ts_at);
+        break;
+    }
+    default:
+        break;
+    }
+    free(o);
+}
+
+void cap_layer_free_all(void)
+{
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t t = 0; t < CAP_T__COUNT; t++) {
+        struct cap_map *m = &cap.objs[t];
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->e[i].key >= 2 && m->e[i].val)
+                obj_free_at_unload(m->e[i].val, t);
+        cap_map_free(m);
+    }
+    free(cap.mems);
+    cap.mems = NULL;
+    cap.n_mems = cap.cap_mems = 0;
+    free(cap.tpend); /* the timings themselves belong to their batches (cap_timing_drop_all) */
+    cap.tpend = NULL;
+    cap.n_tpend = cap.cap_tpend = 0;
+    cap_map_free(&cap.cmd_pools);
+    cap_submit_free_all();
+    cap.shadow_gen++;
+    atomic_fetch_add(&cap.gen, 1); /* no cached command buffer survives */
+    pthread_mutex_unlock(&cap.mu);
+
+    pthread_mutex_lock(&tab_mu);
+    for (int i = 0; i < CAP_MAX_INST; i++) {
+        free(cap_insts[i]);
+        __atomic_store_n(&cap_insts[i], NULL, __ATOMIC_RELEASE);
+    }
+    for (int i = 0; i < CAP_MAX_DEV; i++) {
+        free(cap_devs[i]);
+        __atomic_store_n(&cap_devs[i], NULL, __ATOMIC_RELEASE);
+    }
+    while (retired_insts) {
+        struct cap_inst *in = retired_insts;
+        retired_insts = in->retired_next;
+        free(in);
+    }
+    while (retired_devs) {
+        struct cap_dev *d = retired_devs;
+        retired_devs = d->retired_next;
+        free(d);
+    }
+    pthread_mutex_unlock(&tab_mu);
+}
+
+/* ========================================================================================== */
+/* Entry points                                                                               */
+/* ========================================================================================== */
+
+struct fn_ent {
+    const char *name;
+    PFN_vkVoidFunction fn;
+};
+
+#define F(n)                                 \
+    {                                        \
+        "vk" #n, (PFN_vkVoidFunction)cap_##n \
+    }
+#define FA(n, s)                               \
+    {                                          \
+        "vk" #n s, (PFN_vkVoidFunction)cap_##n \
+    }
+static const struct fn_ent device_fns[] = {
+    F(DestroyDevice),
+    F(GetDeviceQueue),
+    F(GetDeviceQueue2),
+    F(AllocateMemory),
+    F(FreeMemory),
+    F(MapMemory),
+    F(UnmapMemory),
+    F(FlushMappedMemoryRanges),
+    F(InvalidateMappedMemoryRanges),
+    F(CreateBuffer),
+    F(DestroyBuffer),
+    F(BindBufferMemory),
+    F(BindBufferMemory2),
+    FA(BindBufferMemory2, "KHR"),
+    F(CreateBufferView),
+    F(DestroyBufferView),
+    F(CreateShaderModule),
+    F(DestroyShaderModule),
+    F(CreateDescriptorSetLayout),
+    F(DestroyDescriptorSetLayout),
+    F(CreatePipelineLayout),
+    F(DestroyPipelineLayout),
+    F(CreateComputePipelines),
+    F(DestroyPipeline),
+    F(CreateDescriptorPool),
+    F(DestroyDescriptorPool),
+    F(ResetDescriptorPool),
+    F(AllocateDescriptorSets),
+    F(FreeDescriptorSets),
+    F(UpdateDescriptorSets),
+    F(CreateDescriptorUpdateTemplate),
+    FA(CreateDescriptorUpdateTemplate, "KHR"),
+    F(DestroyDescriptorUpdateTemplate),
+    FA(DestroyDescriptorUpdateTemplate, "KHR"),
+    F(UpdateDescriptorSetWithTemplate),
+    FA(UpdateDescriptorSetWithTemplate, "KHR"),
+    F(CreateCommandPool),
+    F(DestroyCommandPool),
+    F(ResetCommandPool),
+    F(AllocateCommandBuffers),
+    F(FreeCommandBuffers),
+    F(BeginCommandBuffer),
+    F(EndCommandBuffer),
+    F(ResetCommandBuffer),
+    F(CmdBindPipeline),
+    F(CmdBindDescriptorSets),
+    F(CmdPushConstants),
+    F(CmdDispatch),
+    F(CmdDispatchBase),
+    FA(CmdDispatchBase, "KHR"),
+    F(CmdDispatchIndirect),
+    F(CmdCopyBuffer),
+    F(CmdCopyBuffer2),
+    FA(CmdCopyBuffer2, "KHR"),
+    F(CmdFillBuffer),
+    F(CmdUpdateBuffer),
+    F(CmdPipelineBarrier),
+    F(CmdPipelineBarrier2),
+    FA(CmdPipelineBarrier2, "KHR"),
+    F(CmdSetEvent),
+    F(CmdSetEvent2),
+    FA(CmdSetEvent2, "KHR"),
+    F(CmdResetEvent),
+    F(CmdResetEvent2),
+    FA(CmdResetEvent2, "KHR"),
+    F(CmdWaitEvents),
+    F(CmdWaitEvents2),
+    FA(CmdWaitEvents2, "KHR"),
+    F(CmdWriteTimestamp),
+    F(CmdWriteTimestamp2),
+    FA(CmdWriteTimestamp2, "KHR"),
+    F(CmdResetQueryPool),
+    F(CmdExecuteCommands),
+    F(QueueSubmit),
+    F(QueueSubmit2),
+    FA(QueueSubmit2, "KHR"),
+    F(QueueWaitIdle),
+    F(DeviceWaitIdle),
+    F(CreateFence),
+    F(DestroyFence),
+    F(ResetFences),
+    F(GetFenceStatus),
+    F(WaitForFences),
+    F(CreateSemaphore),
+    F(DestroySemaphore),
+    F(SignalSemaphore),
+    FA(SignalSemaphore, "KHR"),
+    F(WaitSemaphores),
+    FA(WaitSemaphores, "KHR"),
+    F(GetSemaphoreCounterValue),
+    FA(GetSemaphoreCounterValue, "KHR"),
+    F(CreateEvent),
+    F(DestroyEvent),
+    F(SetEvent),
+    F(ResetEvent),
+    F(CmdDraw),
+    F(CmdDrawIndexed),
+    F(CmdBeginRenderPass),
+    F(CmdCopyBufferToImage),
+    F(CmdCopyImageToBuffer),
+    F(CmdCopyImage),
+    F(CmdClearColorImage),
+    F(CreateImage),
+    F(BindImageMemory),
+    F(CreateGraphicsPipelines),
+    F(QueueBindSparse),
+    F(GetBufferDeviceAddress),
+    FA(GetBufferDeviceAddress, "KHR"),
+};
+#undef F
+#undef FA
+
+static PFN_vkVoidFunction find_fn(const char *name)
+{
+    for (size_t i = 0; i < sizeof device_fns / sizeof device_fns[0]; i++)
+        if (!strcmp(device_fns[i].name, name))
+            return device_fns[i].fn;
+    return NULL;
+}
+
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
+                                                                        const char *name);
+
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
+                                                                        const char *name)
+{
+    if (!name)
+        return NULL;
+    if (!strcmp(name, "vkGetDeviceProcAddr"))
+        return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+    struct cap_dev *d = device ? cap_dev_of(device) : NULL;
+    if (!d)
+        return NULL;
+    PFN_vkVoidFunction next = d->gdpa(device, name);
+    if (!next)
+        return NULL; /* not enabled below us: neither are we */
+    PFN_vkVoidFunction mine = find_fn(name);
+    return mine ? mine : next;
+}
+
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name);
+
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name)
+{
+    if (!name)
+        return NULL;
+    if (!strcmp(name, "vkGetInstanceProcAddr"))
+        return (PFN_vkVoidFunction)vkGetInstanceProcAddr;
+    if (!strcmp(name, "vkCreateInstance"))
+        return (PFN_vkVoidFunction)cap_CreateInstance;
+    if (!strcmp(name, "vkGetDeviceProcAddr"))
+        return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+    if (!instance)
+        return NULL;
+    struct cap_inst *in = cap_inst_of(instance);
+    if (!in)
+        return NULL;
+    if (!strcmp(name, "vkDestroyInstance"))
+        return (PFN_vkVoidFunction)cap_DestroyInstance;
+    if (!strcmp(name, "vkCreateDevice"))
+        return (PFN_vkVoidFunction)cap_CreateDevice;
+    PFN_vkVoidFunction next = in->gipa(instance, name);
+    if (!next)
+        return NULL;
+    PFN_vkVoidFunction mine = find_fn(name);
+    return mine ? mine : next;
+}
+
+CAP_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v);
+
+CAP_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
+{
+    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    if (v->loaderLayerInterfaceVersion > 2)
+        v->loaderLayerInterfaceVersion = 2;
+    if (v->loaderLayerInterfaceVersion < 2)
+        return VK_ERROR_INITIALIZATION_FAILED;
+    v->pfnGetInstanceProcAddr = vkGetInstanceProcAddr;
+    v->pfnGetDeviceProcAddr = vkGetDeviceProcAddr;
+    v->pfnGetPhysicalDeviceProcAddr = NULL;
+    return VK_SUCCESS;
+}

@@ -1,0 +1,345 @@
+/*
+ * capture/cap_vk_memory.c — device memory (allocation, mapping, flushes), buffers, their
+ * binding and buffer views: the resources of the trace. A VkDeviceMemory allocation is an ALLOC
+ * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
+ * recreates them from. Host writes through mappings are found by cap_vk_submit.c's page scans,
+ * which unmap, flush and free call here. Images and device addresses are counted only.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cap_vk_int.h"
+
+/* ========================================================================================== */
+/* Memory and buffers                                                                         */
+/* ========================================================================================== */
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemoryAllocateInfo *ai,
+                                                  const VkAllocationCallbacks *alloc,
+                                                  VkDeviceMemory *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.AllocateMemory(device, ai, alloc, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    uint32_t flags = 0;
+    uint64_t dedicated = 0;
+    int foreign = 0;
+    for (const VkBaseInStructure *s = ai->pNext; s; s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO)
+            flags = ((const VkMemoryAllocateFlagsInfo *)s)->flags;
+        else if (s->sType == VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO)
+            dedicated = CAP_H(((const VkMemoryDedicatedAllocateInfo *)s)->buffer);
+        else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR ||
+                 s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT ||
+                 s->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO)
+            foreign = 1;
+    }
+    if (foreign)
+        cap_unsupported("vkAllocateMemory(external memory)");
+    pthread_mutex_lock(&cap.mu);
+    struct cap_mem *m = cap_mem_new(d, CAP_H(*out), ai->allocationSize, ai->memoryTypeIndex);
+    if (m) {
+        struct cap_buf *db = cap_obj_find(dedicated, CAP_T_BUF);
+        struct sbt_vk_enc enc = {0};
+        sbt_vk_enc_rec(&enc, SBT_VK_MEMORY,
+                       (uint64_t[]){m->o.id, m->size, m->type_index, m->props, flags,
+                                    db ? db->o.id : 0, d->id},
+                       7, NULL, 0);
+        struct cap_ev *e = cap_op_ev(d, SBT_OP_ALLOC, "vkAllocateMemory", &enc, t0);
+        if (e) {
+            e->op.resource = m->o.id;
+            e->op.bytes = m->size;
+            e->op.subkind = SBT_RES_DEVICE;
+            e->op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES;
+            if (foreign)
+                e->op.flags |= SBT_OPF_UNSUPPORTED;
+        }
+        cap_emit(e);
+        sbt_vk_enc_free(&enc);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
+                                          const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    if (mem && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct cap_mem *m = cap_obj_del(CAP_H(mem), CAP_T_MEM);
+        if (m) {
+            struct cap_ev *head = NULL, **tail = &head;
+            if (m->mapped) /* freeing a mapped allocation unmaps it: last writes count */
+                cap_mem_scan(m, m->map_off, m->map_len, &tail, t0);
+            struct cap_ev *e = cap_op_ev(d, SBT_OP_FREE, "vkFreeMemory", NULL, t0);
+            if (e) {
+                e->op.resource = m->o.id;
+                e->op.flags = SBT_OPF_RESOURCE;
+                *tail = e;
+            }
+            cap_emit(head);
+            cap_mem_free(m);
+        }
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.FreeMemory(device, mem, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem, VkDeviceSize off,
+                                             VkDeviceSize size, VkMemoryMapFlags flags, void **pp)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = d->fn.MapMemory(device, mem, off, size, flags, pp);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    uint64_t t0 = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    struct cap_mem *m = cap_obj_find(CAP_H(mem), CAP_T_MEM);
+    if (m && off <= m->size) {
+        m->mapped = 1;
+        m->map_off = off;
+        m->map_len = size == VK_WHOLE_SIZE ? m->size - off : size;
+        if (m->map_len > m->size - off)
+            m->map_len = m->size - off;
+        m->map_base = (uint8_t *)*pp - off;
+        struct cap_ev *head = NULL, **tail = &head;
+        cap_mem_mapped(m, &tail, t0);
+        cap_emit(head);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_UnmapMemory(VkDevice device, VkDeviceMemory mem)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        uint64_t t0 = cap_now();
+        pthread_mutex_lock(&cap.mu);
+        struct cap_mem *m = cap_obj_find(CAP_H(mem), CAP_T_MEM);
+        if (m && m->mapped) {
+            struct cap_ev *head = NULL, **tail = &head;
+            cap_mem_scan(m, m->map_off, m->map_len, &tail, t0);
+            cap_emit(head);
+            m->mapped = 0;
+            m->map_base = NULL;
+        }
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.UnmapMemory(device, mem);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
+                                                           const VkMappedMemoryRange *rg)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (CAP_ON()) {
+        uint64_t t0 = cap_now();
+        pthread_mutex_lock(&cap.mu);
+        struct cap_ev *head = NULL, **tail = &head;
+        for (uint32_t i = 0; i < n; i++) {
+            struct cap_mem *m = cap_obj_find(CAP_H(rg[i].memory), CAP_T_MEM);
+            if (!m || !m->mapped || rg[i].offset > m->size)
+                continue;
+            uint64_t len = rg[i].size == VK_WHOLE_SIZE ? m->size - rg[i].offset : rg[i].size;
+            cap_mem_scan(m, rg[i].offset, len, &tail, t0);
+        }
+        cap_emit(head);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return d->fn.FlushMappedMemoryRanges(device, n, rg);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device, uint32_t n,
+                                                                const VkMappedMemoryRange *rg)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    return d->fn.InvalidateMappedMemoryRanges(device, n, rg);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,
+                                                const VkAllocationCallbacks *alloc, VkBuffer *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreateBuffer(device, ci, alloc, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_buf *b = cap_obj_new(sizeof *b, CAP_T_BUF, VK_OBJECT_TYPE_BUFFER, CAP_H(*out), d);
+    if (b) {
+        b->size = ci->size;
+        b->usage = ci->usage;
+        struct sbt_vk_enc enc = {0};
+        sbt_vk_enc_begin(&enc, SBT_VK_CREATE_BUFFER);
+        sbt_vk_enc_arg(&enc, b->o.id);
+        sbt_vk_enc_arg(&enc, ci->size);
+        sbt_vk_enc_arg(&enc, ci->usage);
+        sbt_vk_enc_arg(&enc, ci->flags);
+        sbt_vk_enc_arg(&enc, ci->sharingMode);
+        uint32_t nf = ci->sharingMode == VK_SHARING_MODE_CONCURRENT && ci->pQueueFamilyIndices
+                          ? ci->queueFamilyIndexCount
+                          : 0;
+        sbt_vk_enc_arg(&enc, nf);
+        for (uint32_t i = 0; i < nf; i++)
+            sbt_vk_enc_arg(&enc, ci->pQueueFamilyIndices[i]);
+        sbt_vk_enc_arg(&enc, d->id);
+        sbt_vk_enc_end(&enc, NULL, 0);
+        cap_emit_marker(d, "vkCreateBuffer", &enc, t0);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyBuffer(VkDevice device, VkBuffer buf,
+                                             const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (buf && CAP_ON()) {
+        uint64_t t0 = cap_now();
+        pthread_mutex_lock(&cap.mu);
+        struct cap_buf *b = cap_obj_del(CAP_H(buf), CAP_T_BUF);
+        if (b)
+            cap_emit_destroy(d, "vkDestroyBuffer", VK_OBJECT_TYPE_BUFFER, b->o.id, t0);
+        free(b);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyBuffer(device, buf, alloc);
+}
+
+static void bind_buffer(struct cap_dev *d, VkBuffer buf, VkDeviceMemory mem, uint64_t off,
+                        uint64_t t0)
+{
+    struct cap_buf *b = cap_obj_find(CAP_H(buf), CAP_T_BUF);
+    struct cap_mem *m = cap_obj_find(CAP_H(mem), CAP_T_MEM);
+    if (!b || !m)
+        return;
+    b->mem = m;
+    b->mem_off = off;
+    cap.shadow_gen++;
+    VkMemoryRequirements req = {0};
+    if (d->fn.GetBufferMemoryRequirements)
+        d->fn.GetBufferMemoryRequirements(d->handle, buf, &req);
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(&enc, SBT_VK_BIND_BUFFER,
+                   (uint64_t[]){b->o.id, m->o.id, off, b->size, req.alignment}, 5, NULL, 0);
+    cap_emit_marker(d, "vkBindBufferMemory", &enc, t0);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory(VkDevice device, VkBuffer buf,
+                                                    VkDeviceMemory mem, VkDeviceSize off)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.BindBufferMemory(device, buf, mem, off);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        bind_buffer(d, buf, mem, off, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory2(VkDevice device, uint32_t n,
+                                                     const VkBindBufferMemoryInfo *bi)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.BindBufferMemory2(device, n, bi);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        for (uint32_t i = 0; i < n; i++)
+            bind_buffer(d, bi[i].buffer, bi[i].memory, bi[i].memoryOffset, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBufferView(VkDevice device,
+                                                    const VkBufferViewCreateInfo *ci,
+                                                    const VkAllocationCallbacks *alloc,
+                                                    VkBufferView *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreateBufferView(device, ci, alloc, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_buf *b = cap_obj_find(CAP_H(ci->buffer), CAP_T_BUF);
+    struct cap_bview *v =
+        b ? cap_obj_new(sizeof *v, CAP_T_BVIEW, VK_OBJECT_TYPE_BUFFER_VIEW, CAP_H(*out), d) : NULL;
+    if (v) {
+        v->buf = b;
+        v->offset = ci->offset;
+        v->range = ci->range == VK_WHOLE_SIZE ? b->size - ci->offset : ci->range;
+        struct sbt_vk_enc enc = {0};
+        sbt_vk_enc_rec(&enc, SBT_VK_CREATE_BUFFER_VIEW,
+                       (uint64_t[]){v->o.id, b->o.id, ci->format, ci->offset, v->range, ci->flags},
+                       6, NULL, 0);
+        cap_emit_marker(d, "vkCreateBufferView", &enc, t0);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyBufferView(VkDevice device, VkBufferView view,
+                                                 const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (view && CAP_ON()) {
+        uint64_t t0 = cap_now();
+        pthread_mutex_lock(&cap.mu);
+        struct cap_bview *v = cap_obj_del(CAP_H(view), CAP_T_BVIEW);
+        if (v)
+            cap_emit_destroy(d, "vkDestroyBufferView", VK_OBJECT_TYPE_BUFFER_VIEW, v->o.id, t0);
+        free(v);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyBufferView(device, view, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateImage(VkDevice device, const VkImageCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkImage *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    cap_unsupported("vkCreateImage");
+    return d->fn.CreateImage(device, ci, alloc, out);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_BindImageMemory(VkDevice device, VkImage i, VkDeviceMemory m,
+                                                   VkDeviceSize o)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    cap_unsupported("vkBindImageMemory");
+    return d->fn.BindImageMemory(device, i, m, o);
+}
+
+VKAPI_ATTR VkDeviceAddress VKAPI_CALL
+cap_GetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo *info)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    cap_unsupported("vkGetBufferDeviceAddress");
+    return d->fn.GetBufferDeviceAddress(device, info);
+}

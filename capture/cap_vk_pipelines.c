@@ -1,0 +1,273 @@
+/*
+ * capture/cap_vk_pipelines.c — shader modules (SPIR-V stored as a program blob, with the
+ * reflection of cap_vk_spirv.c), pipeline layouts and compute pipelines (kernel rows with their
+ * local size, specialization and layout). Graphics pipelines are counted only.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cap_vk_int.h"
+
+/* ========================================================================================== */
+/* Shader modules, layouts, pipelines                                                         */
+/* ========================================================================================== */
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
+                                                      const VkShaderModuleCreateInfo *ci,
+                                                      const VkAllocationCallbacks *alloc,
+                                                      VkShaderModule *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = d->fn.CreateShaderModule(device, ci, alloc, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    struct cap_refl refl;
+    cap_spirv_reflect(ci->pCode, ci->codeSize / 4, &refl);
+    pthread_mutex_lock(&cap.mu);
+    struct cap_module *m =
+        cap_obj_new(sizeof *m, CAP_T_MODULE, VK_OBJECT_TYPE_SHADER_MODULE, CAP_H(*out), d);
+    struct cap_ev *e = m ? cap_ev_new(CAP_EV_PROGRAM) : NULL;
+    if (!e) {
+        cap_refl_free(&refl);
+        pthread_mutex_unlock(&cap.mu);
+        return r;
+    }
+    m->refl = refl;
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(&enc, SBT_VK_MODULE, (uint64_t[]){m->o.id, ci->flags, ci->codeSize, refl.ok}, 4,
+                   NULL, 0);
+    for (uint32_t i = 0; i < refl.n_b; i++) {
+        const struct cap_refl_binding *b = &refl.b[i];
+        sbt_vk_enc_rec(&enc, SBT_VK_MODULE_BINDING,
+                       (uint64_t[]){b->set, b->binding, b->access, b->storage, b->array}, 5, NULL,
+                       0);
+    }
+    for (uint32_t i = 0; i < refl.n_e; i++) {
+        const struct cap_refl_entry *x = &refl.e[i];
+        sbt_vk_enc_rec(&enc, SBT_VK_ENTRY_POINT,
+                       (uint64_t[]){x->local[0], x->local[1], x->local[2], x->spec_id[0],
+                                    x->spec_id[1], x->spec_id[2]},
+                       6, x->name, strlen(x->name));
+    }
+    e->dev_id = d->id;
+    e->prog_id = m->o.id;
+    e->data = malloc(ci->codeSize);
+    if (e->data) {
+        memcpy(e->data, ci->pCode, ci->codeSize);
+        e->data_len = ci->codeSize;
+    }
+    sbt_hash h = sbt_hash_bytes(ci->pCode, ci->codeSize);
+    snprintf(m->label, sizeof m->label, "spirv:%08llx", (unsigned long long)(h.hi >> 32));
+    e->str = strdup(m->label);
+    e->payload = enc.buf;
+    e->payload_len = enc.len;
+    e->ext_kind = SBT_VK_EXT_MODULE;
+    if (!e->data || sbt_vk_enc_status(&enc)) {
+        cap_ev_free_chain(e);
+        cap_fail("out of memory storing a shader module");
+    } else {
+        cap_emit(e);
+    }
+    free(enc.args);
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyShaderModule(VkDevice device, VkShaderModule mod,
+                                                   const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (mod && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct cap_module *m = cap_obj_del(CAP_H(mod), CAP_T_MODULE);
+        if (m)
+            cap_refl_free(&m->refl);
+        free(m);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyShaderModule(device, mod, alloc);
+}
+
+static void enc_pipeline_layout(struct sbt_vk_enc *enc, const struct cap_playout *pl,
+                                const VkPipelineLayoutCreateInfo *ci)
+{
+    sbt_vk_enc_begin(enc, SBT_VK_PIPELINE_LAYOUT);
+    sbt_vk_enc_arg(enc, pl->o.id);
+    sbt_vk_enc_arg(enc, ci ? ci->flags : 0);
+    sbt_vk_enc_arg(enc, pl->n_sets);
+    for (uint32_t i = 0; i < pl->n_sets; i++) {
+        struct cap_dsl *l = cap_obj_find(pl->set_layout[i], CAP_T_DSL);
+        sbt_vk_enc_arg(enc, l ? l->o.id : 0);
+    }
+    uint32_t np = ci && ci->pPushConstantRanges ? ci->pushConstantRangeCount : 0;
+    sbt_vk_enc_arg(enc, np);
+    for (uint32_t i = 0; i < np; i++) {
+        sbt_vk_enc_arg(enc, ci->pPushConstantRanges[i].stageFlags);
+        sbt_vk_enc_arg(enc, ci->pPushConstantRanges[i].offset);
+        sbt_vk_enc_arg(enc, ci->pPushConstantRanges[i].size);
+    }
+    sbt_vk_enc_end(enc, NULL, 0);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(VkDevice device,
+                                                        const VkPipelineLayoutCreateInfo *ci,
+                                                        const VkAllocationCallbacks *alloc,
+                                                        VkPipelineLayout *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreatePipelineLayout(device, ci, alloc, out);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_playout *p =
+        cap_obj_new(sizeof *p, CAP_T_PLAYOUT, VK_OBJECT_TYPE_PIPELINE_LAYOUT, CAP_H(*out), d);
+    if (p) {
+        p->n_sets = ci->setLayoutCount < CAP_MAX_SETS ? ci->setLayoutCount : CAP_MAX_SETS;
+        for (uint32_t i = 0; i < p->n_sets; i++)
+            p->set_layout[i] = CAP_H(ci->pSetLayouts[i]);
+        enc_pipeline_layout(&p->rec, p, ci);
+        for (uint32_t i = 0; i < p->n_sets; i++) {
+            struct cap_dsl *l = cap_obj_find(p->set_layout[i], CAP_T_DSL);
+            if (l)
+                cap_enc_set_layout(&p->rec, l);
+        }
+        struct sbt_vk_enc enc = {0};
+        enc_pipeline_layout(&enc, p, ci);
+        cap_emit_marker(d, "vkCreatePipelineLayout", &enc, t0);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipelineLayout h,
+                                                     const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (h && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct cap_playout *p = cap_obj_del(CAP_H(h), CAP_T_PLAYOUT);
+        if (p)
+            sbt_vk_enc_free(&p->rec);
+        free(p);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyPipelineLayout(device, h, alloc);
+}
+
+static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *ci, VkPipeline h,
+                         uint64_t cache_id)
+{
+    const VkPipelineShaderStageCreateInfo *st = &ci->stage;
+    struct cap_module *m = cap_obj_find(CAP_H(st->module), CAP_T_MODULE);
+    struct cap_playout *pl = cap_obj_find(CAP_H(ci->layout), CAP_T_PLAYOUT);
+    if (!m) {
+        cap_unsupported("vkCreateComputePipelines(module not captured)");
+        return;
+    }
+    struct cap_pipeline *p =
+        cap_obj_new(sizeof *p, CAP_T_PIPELINE, VK_OBJECT_TYPE_PIPELINE, CAP_H(h), d);
+    if (!p)
+        return;
+    p->layout_handle = CAP_H(ci->layout);
+    const char *entry = st->pName ? st->pName : "main";
+    cap_spirv_local_size(&m->refl, entry, st->pSpecializationInfo, p->local);
+    uint32_t req_subgroup = 0;
+    for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
+            req_subgroup = ((const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *)s)
+                               ->requiredSubgroupSize;
+    p->refl_ok = m->refl.ok;
+    if (m->refl.n_b) {
+        p->acc = malloc(m->refl.n_b * sizeof *p->acc);
+        if (p->acc) {
+            memcpy(p->acc, m->refl.b, m->refl.n_b * sizeof *p->acc);
+            p->n_acc = m->refl.n_b;
+        } else {
+            p->refl_ok = 0;
+        }
+    }
+    const VkSpecializationInfo *sp = st->pSpecializationInfo;
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(&enc, SBT_VK_PIPELINE,
+                   (uint64_t[]){p->o.id, ci->flags, m->o.id, pl ? pl->o.id : 0, st->stage,
+                                p->local[0], p->local[1], p->local[2], req_subgroup, cache_id},
+                   10, sp && sp->pData ? sp->pData : NULL, sp && sp->pData ? sp->dataSize : 0);
+    for (uint32_t i = 0; sp && sp->pMapEntries && i < sp->mapEntryCount; i++)
+        sbt_vk_enc_rec(&enc, SBT_VK_SPEC_ENTRY,
+                       (uint64_t[]){sp->pMapEntries[i].constantID, sp->pMapEntries[i].offset,
+                                    sp->pMapEntries[i].size},
+                       3, NULL, 0);
+    if (pl)
+        sbt_vk_enc_raw(&enc, pl->rec.buf, pl->rec.len);
+    struct cap_ev *e = cap_ev_new(CAP_EV_KERNEL);
+    if (!e || sbt_vk_enc_status(&enc)) {
+        cap_ev_free_chain(e);
+        sbt_vk_enc_free(&enc);
+        cap_fail("out of memory describing a pipeline");
+        return;
+    }
+    e->dev_id = d->id;
+    e->kernel_id = p->o.id;
+    e->prog_id = m->o.id;
+    e->str = strdup(entry);
+    e->payload = enc.buf;
+    e->payload_len = enc.len;
+    e->ext_kind = SBT_VK_EXT_PIPELINE;
+    enc.buf = NULL;
+    sbt_vk_enc_free(&enc);
+    cap_emit(e);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateComputePipelines(VkDevice device, VkPipelineCache cache,
+                                                          uint32_t n,
+                                                          const VkComputePipelineCreateInfo *ci,
+                                                          const VkAllocationCallbacks *alloc,
+                                                          VkPipeline *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = d->fn.CreateComputePipelines(device, cache, n, ci, alloc, out);
+    if ((r != VK_SUCCESS && r != VK_PIPELINE_COMPILE_REQUIRED) || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t i = 0; i < n; i++)
+        if (out[i])
+            pipeline_row(d, &ci[i], out[i], 0);
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyPipeline(VkDevice device, VkPipeline h,
+                                               const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (h && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct cap_pipeline *p = cap_obj_del(CAP_H(h), CAP_T_PIPELINE);
+        if (p)
+            free(p->acc);
+        free(p);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    d->fn.DestroyPipeline(device, h, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateGraphicsPipelines(VkDevice device, VkPipelineCache c,
+                                                           uint32_t n,
+                                                           const VkGraphicsPipelineCreateInfo *ci,
+                                                           const VkAllocationCallbacks *alloc,
+                                                           VkPipeline *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    cap_unsupported("vkCreateGraphicsPipelines");
+    return d->fn.CreateGraphicsPipelines(device, c, n, ci, alloc, out);
+}

@@ -1,0 +1,538 @@
+/*
+ * capture/cap_vk_sync.c — fences, semaphores (binary and timeline) and events; host waits,
+ * signals and counter reads, which tell the layer which submissions finished (and so which
+ * device writes the host can now read: cap_complete); vkQueueSubmit / vkQueueSubmit2 (the host
+ * writes are scanned before the driver sees the submission, then cap_submit_build expands the
+ * command buffers), queue and device idle waits.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cap_vk_int.h"
+
+/* ========================================================================================== */
+/* Sync objects                                                                               */
+/* ========================================================================================== */
+
+static struct cap_sync *sync_new(struct cap_dev *d, uint32_t t, uint32_t vk_type, uint64_t h,
+                                 uint32_t kind, const char *name, uint64_t flags, uint64_t initial,
+                                 uint64_t t0)
+{
+    struct cap_sync *s = cap_obj_new(sizeof *s, t, vk_type, h, d);
+    if (!s)
+        return NULL;
+    s->kind = kind;
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(
+        &enc, SBT_VK_CREATE_SYNC,
+        (uint64_t[]){s->o.id, vk_type, flags, kind == SBT_SYNC_TIMELINE_SEMAPHORE ? 1 : 0, initial},
+        5, NULL, 0);
+    cap_emit_marker(d, name, &enc, t0);
+    return s;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateFence(VkDevice device, const VkFenceCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkFence *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreateFence(device, ci, alloc, out);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        sync_new(d, CAP_T_FENCE, VK_OBJECT_TYPE_FENCE, CAP_H(*out), SBT_SYNC_FENCE, "vkCreateFence",
+                 ci->flags, 0, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *ci,
+                                                   const VkAllocationCallbacks *alloc,
+                                                   VkSemaphore *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreateSemaphore(device, ci, alloc, out);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        uint32_t kind = SBT_SYNC_BINARY_SEMAPHORE;
+        uint64_t initial = 0;
+        for (const VkBaseInStructure *s = ci->pNext; s; s = s->pNext)
+            if (s->sType == VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO) {
+                const VkSemaphoreTypeCreateInfo *t = (const VkSemaphoreTypeCreateInfo *)s;
+                if (t->semaphoreType == VK_SEMAPHORE_TYPE_TIMELINE) {
+                    kind = SBT_SYNC_TIMELINE_SEMAPHORE;
+                    initial = t->initialValue;
+                }
+            }
+        pthread_mutex_lock(&cap.mu);
+        sync_new(d, CAP_T_SEM, VK_OBJECT_TYPE_SEMAPHORE, CAP_H(*out), kind, "vkCreateSemaphore",
+                 ci->flags, initial, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_CreateEvent(VkDevice device, const VkEventCreateInfo *ci,
+                                               const VkAllocationCallbacks *alloc, VkEvent *out)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.CreateEvent(device, ci, alloc, out);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        sync_new(d, CAP_T_EVENT, VK_OBJECT_TYPE_EVENT, CAP_H(*out), SBT_SYNC_EVENT, "vkCreateEvent",
+                 ci->flags, 0, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+static void sync_destroy(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_type,
+                         const char *name)
+{
+    if (!h || !CAP_ON())
+        return;
+    uint64_t t0 = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    struct cap_sync *s = cap_obj_del(h, t);
+    if (s)
+        cap_emit_destroy(d, name, vk_type, s->o.id, t0);
+    free(s);
+    pthread_mutex_unlock(&cap.mu);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyFence(VkDevice device, VkFence f,
+                                            const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    sync_destroy(d, CAP_H(f), CAP_T_FENCE, VK_OBJECT_TYPE_FENCE, "vkDestroyFence");
+    d->fn.DestroyFence(device, f, alloc);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroySemaphore(VkDevice device, VkSemaphore s,
+                                                const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    sync_destroy(d, CAP_H(s), CAP_T_SEM, VK_OBJECT_TYPE_SEMAPHORE, "vkDestroySemaphore");
+    d->fn.DestroySemaphore(device, s, alloc);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_DestroyEvent(VkDevice device, VkEvent e,
+                                            const VkAllocationCallbacks *alloc)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    sync_destroy(d, CAP_H(e), CAP_T_EVENT, VK_OBJECT_TYPE_EVENT, "vkDestroyEvent");
+    d->fn.DestroyEvent(device, e, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, const VkFence *f)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.ResetFences(device, n, f);
+    if (r == VK_SUCCESS && CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct sbt_vk_enc enc = {0};
+        sbt_vk_enc_begin(&enc, SBT_VK_RESET_SYNC);
+        sbt_vk_enc_arg(&enc, VK_OBJECT_TYPE_FENCE);
+        sbt_vk_enc_arg(&enc, n);
+        for (uint32_t i = 0; i < n; i++) {
+            struct cap_sync *s = cap_obj_find(CAP_H(f[i]), CAP_T_FENCE);
+            sbt_vk_enc_arg(&enc, s ? s->o.id : 0);
+            if (s)
+                s->n_sig = 0;
+        }
+        sbt_vk_enc_end(&enc, NULL, 0);
+        cap_emit_marker(d, "vkResetFences", &enc, t0);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return r;
+}
+
+/* A host-side SIGNAL / WAIT / EVENT op on the calling thread's stream. */
+static struct cap_ev *host_sync_op(struct cap_dev *d, uint32_t kind, const char *name,
+                                   const struct cap_sync *s, uint64_t value, uint64_t t0)
+{
+    struct cap_ev *e = cap_op_ev(d, kind, name, NULL, t0);
+    if (e && s) {
+        e->op.subkind = s->kind;
+        e->op.obj = s->o.id;
+        e->op.value = value;
+        e->op.flags = SBT_OPF_OBJ;
+    }
+    return e;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_WaitForFences(VkDevice device, uint32_t n, const VkFence *f,
+                                                 VkBool32 all, uint64_t timeout)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.WaitForFences(device, n, f, all, timeout);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    uint64_t now = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    struct cap_ev *head = NULL, **tail = &head;
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_sync *s = cap_obj_find(CAP_H(f[i]), CAP_T_FENCE);
+        if (!s)
+            continue;
+        /* with waitAll = false only the fences that are signaled now are known done */
+        if (!all && n > 1 && d->fn.GetFenceStatus(device, f[i]) != VK_SUCCESS)
+            continue;
+        struct cap_ev *e = host_sync_op(d, SBT_OP_WAIT, "vkWaitForFences", s, 0, t0);
+        if (e) {
+            *tail = e;
+            tail = &e->next;
+        }
+        cap_sync_reached(d, s, 0, &tail, now);
+    }
+    cap_emit(head);
+    pthread_mutex_unlock(&cap.mu);
+    cap_kick();
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.GetFenceStatus(device, f);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_sync *s = cap_obj_find(CAP_H(f), CAP_T_FENCE);
+    if (s && s->n_sig) {
+        struct cap_ev *head = host_sync_op(d, SBT_OP_WAIT, "vkGetFenceStatus", s, 0, t0);
+        struct cap_ev **tail = head ? &head->next : &head;
+        cap_sync_reached(d, s, 0, &tail, cap_now());
+        cap_emit(head);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_WaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *wi,
+                                                  uint64_t timeout)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.WaitSemaphores(device, wi, timeout);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    int any = (wi->flags & VK_SEMAPHORE_WAIT_ANY_BIT) && wi->semaphoreCount > 1;
+    uint64_t now = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    struct cap_ev *head = NULL, **tail = &head;
+    for (uint32_t i = 0; i < wi->semaphoreCount; i++) {
+        struct cap_sync *s = cap_obj_find(CAP_H(wi->pSemaphores[i]), CAP_T_SEM);
+        if (!s)
+            continue;
+        uint64_t v = wi->pValues[i];
+        if (any) {
+            uint64_t cur = 0;
+            if (d->fn.GetSemaphoreCounterValue(device, wi->pSemaphores[i], &cur) != VK_SUCCESS ||
+                cur < v)
+                continue;
+        }
+        struct cap_ev *e = host_sync_op(d, SBT_OP_WAIT, "vkWaitSemaphores", s, v, t0);
+        if (e) {
+            *tail = e;
+            tail = &e->next;
+        }
+        cap_sync_reached(d, s, v, &tail, now);
+    }
+    cap_emit(head);
+    pthread_mutex_unlock(&cap.mu);
+    cap_kick();
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkSemaphore sem,
+                                                            uint64_t *value)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.GetSemaphoreCounterValue(device, sem, value);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_sync *s = cap_obj_find(CAP_H(sem), CAP_T_SEM);
+    if (s && s->n_sig) {
+        /* a value read back completes the signals up to it, as a wait would */
+        struct cap_ev *head =
+            host_sync_op(d, SBT_OP_WAIT, "vkGetSemaphoreCounterValue", s, *value, t0);
+        struct cap_ev **tail = head ? &head->next : &head;
+        cap_sync_reached(d, s, *value, &tail, cap_now());
+        cap_emit(head);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_SignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *si)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    if (CAP_ON()) {
+        /* host writes before the signal may be read by work that waits for it */
+        pthread_mutex_lock(&cap.mu);
+        struct cap_ev *head = NULL, **tail = &head;
+        cap_mem_scan_all(d, &tail, t0);
+        struct cap_sync *s = cap_obj_find(CAP_H(si->semaphore), CAP_T_SEM);
+        if (s)
+            *tail = host_sync_op(d, SBT_OP_SIGNAL, "vkSignalSemaphore", s, si->value, t0);
+        cap_emit(head);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return d->fn.SignalSemaphore(device, si);
+}
+
+static VkResult host_event(VkDevice device, VkEvent ev, int set)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    if (CAP_ON()) {
+        pthread_mutex_lock(&cap.mu);
+        struct cap_ev *head = NULL, **tail = &head;
+        if (set)
+            cap_mem_scan_all(d, &tail, t0);
+        struct cap_sync *s = cap_obj_find(CAP_H(ev), CAP_T_EVENT);
+        if (s && set) {
+            *tail = host_sync_op(d, SBT_OP_EVENT_RECORD, "vkSetEvent", s, 0, t0);
+        } else if (s) {
+            struct sbt_vk_enc enc = {0};
+            sbt_vk_enc_rec(&enc, SBT_VK_RESET_SYNC, (uint64_t[]){VK_OBJECT_TYPE_EVENT, 1, s->o.id},
+                           3, NULL, 0);
+            *tail = cap_op_ev(d, SBT_OP_MARKER, "vkResetEvent", &enc, t0);
+            sbt_vk_enc_free(&enc);
+        }
+        cap_emit(head);
+        pthread_mutex_unlock(&cap.mu);
+    }
+    return set ? d->fn.SetEvent(device, ev) : d->fn.ResetEvent(device, ev);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_SetEvent(VkDevice device, VkEvent ev)
+{
+    return host_event(device, ev, 1);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_ResetEvent(VkDevice device, VkEvent ev)
+{
+    return host_event(device, ev, 0);
+}
+
+/* ========================================================================================== */
+/* Submission and idle waits                                                                  */
+/* ========================================================================================== */
+
+/* After the submission: --digests needs the results, so the queue is drained here. */
+static void after_submit(struct cap_dev *d, VkQueue q, struct cap_ev *chain)
+{
+    if (cap.digests && chain && d->fn.QueueWaitIdle(q) == VK_SUCCESS)
+        cap_digest_ops(chain);
+    cap_emit(chain);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si,
+                                               VkFence fence)
+{
+    struct cap_dev *d = cap_dev_of(queue);
+    CAP_COUNT();
+    if (!CAP_ON())
+        return d->fn.QueueSubmit(queue, n, si, fence);
+    uint64_t t0 = cap_now();
+    /* the lock is held across the call so that submissions keep the driver's order */
+    pthread_mutex_lock(&cap.mu);
+    /* host writes are found before the driver sees the submission: once it has, the device
+     * may be writing mapped memory already, and that is not the host's doing */
+    struct cap_ev *pre = NULL, **pre_tail = &pre;
+    cap_mem_scan_all(d, &pre_tail, t0);
+    VkResult r = d->fn.QueueSubmit(queue, n, si, fence);
+    struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
+    struct cap_ev *chain = NULL;
+    if (r == VK_SUCCESS && q) {
+        struct cap_submit_batch bb[64], *b = n <= 64 ? bb : calloc(n, sizeof *b);
+        if (!b) {
+            cap_fail("out of memory for %u submit batches", n);
+        } else {
+            uint64_t st[64];
+            for (uint32_t i = 0; i < n; i++) {
+                const VkTimelineSemaphoreSubmitInfo *tl = NULL;
+                for (const VkBaseInStructure *s = si[i].pNext; s; s = s->pNext)
+                    if (s->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO)
+                        tl = (const VkTimelineSemaphoreSubmitInfo *)s;
+                b[i] = (struct cap_submit_batch){0};
+                b[i].n_wait = si[i].waitSemaphoreCount;
+                b[i].wait = si[i].pWaitSemaphores;
+                b[i].n_cb = si[i].commandBufferCount;
+                b[i].cb = si[i].pCommandBuffers;
+                b[i].n_signal = si[i].signalSemaphoreCount;
+                b[i].signal = si[i].pSignalSemaphores;
+                if (tl && tl->pWaitSemaphoreValues &&
+                    tl->waitSemaphoreValueCount == si[i].waitSemaphoreCount)
+                    b[i].wait_value = tl->pWaitSemaphoreValues;
+                if (tl && tl->pSignalSemaphoreValues &&
+                    tl->signalSemaphoreValueCount == si[i].signalSemaphoreCount)
+                    b[i].signal_value = tl->pSignalSemaphoreValues;
+                /* stage masks are 32-bit in v1: widened into st when there are few */
+                if (si[i].pWaitDstStageMask && si[i].waitSemaphoreCount <= 64 && n == 1) {
+                    for (uint32_t k = 0; k < si[i].waitSemaphoreCount; k++)
+                        st[k] = si[i].pWaitDstStageMask[k];
+                    b[i].wait_stage = st;
+                }
+            }
+            chain = cap_submit_build(d, q, b, n, fence, 1, t0, cap_now(), pre);
+            pre = NULL;
+            if (b != bb)
+                free(b);
+        }
+    }
+    cap_emit(pre); /* not taken by a submission: the host writes stand on their own */
+    pthread_mutex_unlock(&cap.mu);
+    after_submit(d, queue, chain);
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si,
+                                                VkFence fence)
+{
+    struct cap_dev *d = cap_dev_of(queue);
+    CAP_COUNT();
+    if (!CAP_ON())
+        return d->fn.QueueSubmit2(queue, n, si, fence);
+    uint64_t t0 = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    /* host writes are found before the driver sees the submission: once it has, the device
+     * may be writing mapped memory already, and that is not the host's doing */
+    struct cap_ev *pre = NULL, **pre_tail = &pre;
+    cap_mem_scan_all(d, &pre_tail, t0);
+    VkResult r = d->fn.QueueSubmit2(queue, n, si, fence);
+    struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
+    struct cap_ev *chain = NULL;
+    if (r == VK_SUCCESS && q) {
+        /* flatten the v2 infos into arrays of handles / values / stages */
+        size_t nw = 0, nc = 0, ns = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            nw += si[i].waitSemaphoreInfoCount;
+            nc += si[i].commandBufferInfoCount;
+            ns += si[i].signalSemaphoreInfoCount;
+        }
+        struct cap_submit_batch *b = calloc(n ? n : 1, sizeof *b);
+        VkSemaphore *sem = calloc(nw + ns + 1, sizeof *sem);
+        uint64_t *val = calloc(2 * (nw + ns) + 1, sizeof *val);
+        VkCommandBuffer *cbs = calloc(nc + 1, sizeof *cbs);
+        if (!b || !sem || !val || !cbs) {
+            cap_fail("out of memory for a vkQueueSubmit2");
+        } else {
+            size_t is = 0, iv = 0, ic = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                b[i].n_wait = si[i].waitSemaphoreInfoCount;
+                b[i].wait = sem + is;
+                b[i].wait_value = val + iv;
+                b[i].wait_stage = val + iv + b[i].n_wait;
+                for (uint32_t k = 0; k < b[i].n_wait; k++) {
+                    sem[is++] = si[i].pWaitSemaphoreInfos[k].semaphore;
+                    val[iv + k] = si[i].pWaitSemaphoreInfos[k].value;
+                    val[iv + b[i].n_wait + k] = si[i].pWaitSemaphoreInfos[k].stageMask;
+                }
+                iv += 2 * b[i].n_wait;
+                b[i].n_cb = si[i].commandBufferInfoCount;
+                b[i].cb = cbs + ic;
+                for (uint32_t k = 0; k < b[i].n_cb; k++)
+                    cbs[ic++] = si[i].pCommandBufferInfos[k].commandBuffer;
+                b[i].n_signal = si[i].signalSemaphoreInfoCount;
+                b[i].signal = sem + is;
+                b[i].signal_value = val + iv;
+                b[i].signal_stage = val + iv + b[i].n_signal;
+                for (uint32_t k = 0; k < b[i].n_signal; k++) {
+                    sem[is++] = si[i].pSignalSemaphoreInfos[k].semaphore;
+                    val[iv + k] = si[i].pSignalSemaphoreInfos[k].value;
+                    val[iv + b[i].n_signal + k] = si[i].pSignalSemaphoreInfos[k].stageMask;
+                }
+                iv += 2 * b[i].n_signal;
+            }
+            chain = cap_submit_build(d, q, b, n, fence, 2, t0, cap_now(), pre);
+            pre = NULL;
+        }
+        free(b);
+        free(sem);
+        free(val);
+        free(cbs);
+    }
+    cap_emit(pre); /* not taken by a submission: the host writes stand on their own */
+    pthread_mutex_unlock(&cap.mu);
+    after_submit(d, queue, chain);
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue)
+{
+    struct cap_dev *d = cap_dev_of(queue);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.QueueWaitIdle(queue);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
+    if (q) {
+        struct cap_ev *head = cap_op_ev(d, SBT_OP_STREAM_SYNC, "vkQueueWaitIdle", NULL, t0);
+        struct cap_ev **tail = head ? &head->next : &head;
+        if (head) {
+            head->obj_queue = q->o.id;
+            head->op.flags = SBT_OPF_OBJ;
+        }
+        cap_complete(d, q->o.id, UINT64_MAX, &tail, cap_now());
+        cap_emit(head);
+    }
+    pthread_mutex_unlock(&cap.mu);
+    cap_kick();
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.DeviceWaitIdle(device);
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    pthread_mutex_lock(&cap.mu);
+    struct cap_ev *head = cap_op_ev(d, SBT_OP_DEVICE_SYNC, "vkDeviceWaitIdle", NULL, t0);
+    struct cap_ev **tail = head ? &head->next : &head;
+    if (head)
+        head->op.flags = SBT_OPF_OBJ;
+    cap_complete(d, 0, UINT64_MAX, &tail, cap_now());
+    cap_emit(head);
+    pthread_mutex_unlock(&cap.mu);
+    cap_kick();
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_QueueBindSparse(VkQueue q, uint32_t n,
+                                                   const VkBindSparseInfo *bi, VkFence f)
+{
+    struct cap_dev *d = cap_dev_of(q);
+    CAP_COUNT();
+    cap_unsupported("vkQueueBindSparse");
+    return d->fn.QueueBindSparse(q, n, bi, f);
+}
