@@ -208,44 +208,26 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
 /* Device                                                                                     */
 /* ========================================================================================== */
 
-/* Feature structs whose VkBool32 fields are recorded (they follow sType and pNext). */
+/* Every structure in VkDeviceCreateInfo's pNext chain: a features structure of the
+ * registry's table (format/sbt_vk.h; VkPhysicalDeviceFeatures2 included) becomes a FEATURES
+ * record with all its members, whatever structure it is; any other structure a DEVICE_CHAIN
+ * record with its sType (replay does not rebuild those). */
 static void enc_features(struct sbt_vk_enc *enc, const void *pnext)
 {
     for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
-        const VkBool32 *f = NULL;
-        size_t n = 0;
-        switch (s->sType) {
-        case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:
-            f = (const VkBool32 *)&((const VkPhysicalDeviceFeatures2 *)s)->features;
-            n = sizeof(VkPhysicalDeviceFeatures) / sizeof(VkBool32);
-            break;
-#define FEAT(ST, T)                                                                              \
-    case ST:                                                                                     \
-        f = (const VkBool32 *)((const uint8_t *)s + offsetof(VkPhysicalDeviceVulkan11Features,   \
-                                                             storageBuffer16BitAccess));         \
-        n = (sizeof(T) - offsetof(VkPhysicalDeviceVulkan11Features, storageBuffer16BitAccess)) / \
-            sizeof(VkBool32);                                                                    \
-        break;
-            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-                 VkPhysicalDeviceVulkan11Features)
-            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                 VkPhysicalDeviceVulkan12Features)
-            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
-                 VkPhysicalDeviceVulkan13Features)
-            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
-                 VkPhysicalDeviceTimelineSemaphoreFeatures)
-            FEAT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES,
-                 VkPhysicalDeviceSynchronization2Features)
-#undef FEAT
-        default:
-            break;
-        }
-        if (!f)
+        if (s->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO)
+            continue; /* the loader's own link: not the program's */
+        const struct sbt_vk_feature_struct *t = sbt_vk_feature_struct((uint32_t)s->sType);
+        if (!t) { /* counted too, so `reprise info` shows that replay leaves it out */
+            sbt_vk_enc_rec(enc, SBT_VK_DEVICE_CHAIN, (uint64_t[]){(uint64_t)s->sType}, 1, NULL, 0);
+            cap_unsupported("VkDeviceCreateInfo.pNext: a structure replay does not rebuild");
             continue;
+        }
+        const VkBool32 *f = (const VkBool32 *)(s + 1);
         sbt_vk_enc_begin(enc, SBT_VK_FEATURES);
-        sbt_vk_enc_arg(enc, (uint64_t)s->sType);
-        sbt_vk_enc_arg(enc, n);
-        for (size_t i = 0; i < n; i++)
+        sbt_vk_enc_arg(enc, t->stype);
+        sbt_vk_enc_arg(enc, t->n);
+        for (uint32_t i = 0; i < t->n; i++)
             sbt_vk_enc_arg(enc, f[i] ? 1 : 0);
         sbt_vk_enc_end(enc, NULL, 0);
     }

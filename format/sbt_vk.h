@@ -25,7 +25,7 @@
  * Where each payload goes (capture/cap_vk_*.c write them, replay reads them):
  *   device row ext        kind SBT_VK_EXT_DEVICE:   DEVICE, MEMORY_TYPE*, MEMORY_HEAP*,
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
- *                                                   FEATURES*
+ *                                                   FEATURES*, DEVICE_CHAIN*
  *   program row ext       kind SBT_VK_EXT_MODULE:   MODULE, MODULE_BINDING*, ENTRY_POINT*
  *   kernel row ext        kind SBT_VK_EXT_PIPELINE: PIPELINE, SPEC_ENTRY*, PIPELINE_LAYOUT,
  *                                                   SET_LAYOUT* (+ SET_BINDING* after each)
@@ -88,6 +88,9 @@ enum sbt_vk_kind {
        fields, then one argument per field (0/1) in declaration order */                           \
     X(FEATURES, 7)                                                                                 \
     X(QUEUE, 8) /* queue id, family, index, device id */                                           \
+    /* DEVICE_CHAIN: sType of a structure in VkDeviceCreateInfo's pNext chain that is not a        \
+       features structure (replay does not rebuild it; the capture counts it as unmodelled) */     \
+    X(DEVICE_CHAIN, 9)                                                                             \
     /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
     X(MODULE, 16) /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1) */      \
     /* set, binding, access (enum sbt_access_mode the shader allows: NonWritable -> READ,          \

@@ -679,6 +679,91 @@ Test(vulkan, another_memory_type_layout_still_replays)
     sbt_vk_enc_free(&e.enc);
 }
 
+/* A program that chains its core features in a VkPhysicalDeviceFeatures2 to
+ * VkDeviceCreateInfo (Dawn does) replays: replay rebuilds the chain from the registry's table
+ * instead of nesting the structure in its own query. */
+Test(vulkan, features2_in_the_device_chain_replays)
+{
+    need_vulkan();
+    setenv("VKT_FEATURES2", "1", 1);
+    capture("vk_compute", NULL, "t.sbt");
+    unsetenv("VKT_FEATURES2");
+    sbt_reader *r = open_tmp("t.sbt");
+    uint32_t n;
+    const struct sbt_device *d = sbt_reader_devices(r, &n);
+    cr_assert_eq(n, 1);
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec rec;
+    int found = 0;
+    sbt_vk_dec_init(&dec, d->ext.data, d->ext.len);
+    while (sbt_vk_dec_next(&dec, &rec) == 1)
+        found |= rec.call == SBT_VK_FEATURES && sbt_vk_arg(&rec, 0) == SBT_VK_STYPE_FEATURES2 &&
+                 sbt_vk_arg(&rec, 1) == 55;
+    sbt_vk_dec_free(&dec);
+    cr_assert(found, "the capture records VkPhysicalDeviceFeatures2 with its 55 members");
+    struct replay_result res;
+    cr_assert_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP), &res), 0, "%s",
+                 replay_errmsg());
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    cr_expect_gt(res.n_compared, 0);
+    cr_expect_eq(res.n_mismatch, 0);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+}
+
+/* A FEATURES record is checked against the registry before anything reaches the driver: a
+ * member count other than the structure's (which once sized the structure the driver then
+ * filled at its own size) is a corrupt trace, an unknown structure type an unsupported one. */
+static uint64_t features_count, features_stype;
+static void fix_features(struct sbt_vk_rec *r, uint64_t *a)
+{
+    if (r->call == SBT_VK_FEATURES &&
+        a[0] == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+        a[0] = features_stype;
+        a[1] = features_count;
+        if (features_count < r->n_arg - 2)
+            r->n_arg = 2 + (uint32_t)features_count;
+    }
+}
+static void edit_features(struct editor *e, struct sbt_device *d)
+{
+    recode(d->ext.data, d->ext.len, &e->enc, fix_features);
+    d->ext.data = e->enc.buf;
+    d->ext.len = (uint32_t)e->enc.len;
+}
+
+Test(vulkan, a_features_record_is_checked_against_the_registry)
+{
+    need_vulkan();
+    capture("vk_compute", NULL, "t.sbt");
+    static const struct {
+        uint64_t stype, count;
+        int status;
+        const char *msg;
+    } cases[] = {
+        {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, 3, SBT_ECORRUPT,
+         "FEATURES record of VkPhysicalDeviceVulkan12Features gives 3 members in 5 arguments; "
+         "the structure has 47"},
+        {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, 100000, SBT_ECORRUPT,
+         "gives 100000 members"},
+        {1234567, 47, REPLAY_EUNSUPPORTED, "features structure type 1234567"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        features_stype = cases[i].stype;
+        features_count = cases[i].count;
+        struct editor e = {.device = edit_features};
+        rewrite("t.sbt", "f.sbt", &e, 0);
+        sbt_reader *r = open_tmp("f.sbt");
+        struct replay_result res;
+        cr_expect_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_END), &res),
+                     cases[i].status, "case %zu: %s", i, replay_errmsg());
+        cr_expect(strstr(replay_errmsg(), cases[i].msg), "case %zu: %s", i, replay_errmsg());
+        replay_result_free(&res);
+        sbt_reader_close(r);
+        sbt_vk_enc_free(&e.enc);
+    }
+}
+
 /* Puts an unrecorded vkCmdDraw (as the capture marks commands outside its subset) right after
  * the first dispatch. */
 static int add_draw(struct editor *e, sbt_writer *w, struct sbt_op *op)

@@ -68,6 +68,17 @@ void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues)
                               .pNext = &f12,
                               .queueCreateInfoCount = 1,
                               .pQueueCreateInfos = &qci};
+    /* VKT_FEATURES2=1: the core features in a VkPhysicalDeviceFeatures2 chained to the create
+     * info, as Dawn does, instead of pEnabledFeatures (none here) */
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    if (getenv("VKT_FEATURES2") && atoi(getenv("VKT_FEATURES2"))) {
+        VkPhysicalDeviceFeatures have;
+        vkGetPhysicalDeviceFeatures(v->phys, &have);
+        f2.features.shaderInt64 = have.shaderInt64;
+        f2.features.shaderFloat64 = have.shaderFloat64;
+        f2.pNext = (void *)dci.pNext;
+        dci.pNext = &f2;
+    }
     VKT_CHECK(vkCreateDevice(v->phys, &dci, NULL, &v->dev));
     for (uint32_t i = 0; i < v->n_queues; i++)
         vkGetDeviceQueue(v->dev, v->family, i, &v->queue[i]);
