@@ -376,7 +376,10 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
         printf("result      %s\n", fo->out);
     if (res.n_errors) {
         cli_err("replay", "%s", res.first_error_msg);
-        rc = res.first_error_status == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
+        /* the device failed or lacks what an op needs (a limit): environment; else the trace */
+        rc = res.first_error_status == REPLAY_EDEVICE || res.first_error_status == REPLAY_ENODEV
+                 ? CLI_ENV
+                 : CLI_BADINPUT;
     } else if (res.n_mismatch || res.n_run_mismatch) {
         rc = CLI_FAIL;
     } else {

@@ -114,7 +114,7 @@ static int vk_read(void *be, uint64_t resource, uint64_t off, uint64_t len, void
 {
     struct vkbe *b = be;
     struct mem *m = idmap_get(&b->mems, resource);
-    if (!m || off + len > m->size)
+    if (!m || off > m->size || len > m->size - off)
         return replay__fail(SBT_EINVAL, "read of memory %" PRIu64 ": %s", resource,
                             m ? "out of bounds" : "no such memory");
     if (m->map) {

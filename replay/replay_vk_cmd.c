@@ -176,12 +176,6 @@ static int alloc_set(struct vkbe *b, struct batch *x, VkDescriptorSetLayout dsl,
     return replay__fail(REPLAY_EDEVICE, "cannot allocate a descriptor set");
 }
 
-static int is_texel(uint32_t t)
-{
-    return t == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER ||
-           t == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
-}
-
 static VkBufferView find_view(struct vkbe *b, uint64_t buf, uint64_t off, uint64_t range)
 {
     for (uint32_t i = 0; i < b->views.cap; i++) {
@@ -190,6 +184,25 @@ static VkBufferView find_view(struct vkbe *b, uint64_t buf, uint64_t off, uint64
             return v->view;
     }
     return VK_NULL_HANDLE;
+}
+
+/* A BINDING's (set, binding, element) must exist in the pipeline's set layout with the same
+ * descriptor type (the capture resolved it from there). */
+static int binding_in_layout(struct vkbe *b, const struct playout *pl, const struct sbt_vk_rec *r)
+{
+    uint64_t set = sbt_vk_arg(r, 0), binding = sbt_vk_arg(r, 1), elem = sbt_vk_arg(r, 2);
+    uint64_t type = sbt_vk_arg(r, 3);
+    struct setlayout *sl = set < pl->n_sets ? idmap_get(&b->setlayouts, pl->sets[set]) : NULL;
+    for (uint32_t i = 0; sl && i < sl->n_b; i++)
+        if (sl->binding[i] == binding) {
+            if (elem >= sl->count[i] || sl->type[i] != type)
+                break;
+            return 0;
+        }
+    return replay__fail(SBT_ECORRUPT,
+                        "binding of set %" PRIu64 " binding %" PRIu64 " element %" PRIu64
+                        " (descriptor type %" PRIu64 ") is not in the pipeline's set layout",
+                        set, binding, elem, type);
 }
 
 /* Records a DISPATCH payload into the open batch. */
@@ -206,13 +219,18 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     struct playout *pl = idmap_get(&b->playouts, p->layout);
     if (!pl)
         return replay__fail(SBT_EINVAL, "pipeline %" PRIu64 " without layout", pid);
+    if ((st = vkr_check_dispatch(&b->lim, d)) < 0)
+        return st;
     /* push constants, groups before the bindings overwrite the decoder's args */
     uint64_t g[6];
     for (int i = 0; i < 6; i++)
         g[i] = sbt_vk_arg(d, 2 + (uint32_t)i);
     uint64_t ind_buf = sbt_vk_arg(d, 8), ind_off = sbt_vk_arg(d, 9);
-    uint8_t push[256];
-    uint32_t push_len = d->n_bytes < sizeof push ? d->n_bytes : (uint32_t)sizeof push;
+    uint8_t push[4096];
+    if (d->n_bytes > sizeof push)
+        return replay__fail(REPLAY_EUNSUPPORTED, "dispatch with %u bytes of push constants (> %zu)",
+                            d->n_bytes, sizeof push);
+    uint32_t push_len = d->n_bytes;
     memcpy(push, d->bytes, push_len);
 
     VkDescriptorSet sets[MAX_SETS] = {0};
@@ -241,6 +259,9 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
         struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
         if (!bf)
             return st;
+        if ((st = vkr_check_binding(&b->lim, &r, bf->size)) < 0 ||
+            (st = binding_in_layout(b, pl, &r)) < 0)
+            return st;
         uint32_t type = (uint32_t)sbt_vk_arg(&r, 3);
         uint64_t off = sbt_vk_arg(&r, 6), range = sbt_vk_arg(&r, 7);
         w[nw] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -251,7 +272,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
                                        .descriptorType = (VkDescriptorType)type};
         if (type == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC)
             w[nw].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
-        if (is_texel(type)) {
+        if (vkr_is_texel(type)) {
             bv[nw] = find_view(b, bf->id, off, range);
             if (!bv[nw])
                 return replay__fail(REPLAY_EUNSUPPORTED,
@@ -302,6 +323,8 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
         struct buf *ib = buf_of(b, ind_buf, &st, "indirect dispatch");
         if (!ib)
             return st;
+        if ((st = vkr_check_indirect(ind_off, ib->size)) < 0)
+            return st;
         vkCmdDispatchIndirect(cb, ib->buf, ind_off);
     } else {
         /* always with an explicit base: lavapipe (Mesa 22.3) keeps the base of an earlier
@@ -324,7 +347,9 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
         struct buf *t = s ? buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination") : NULL;
         if (!t)
             return st;
-        uint32_t n = (uint32_t)sbt_vk_arg(d, 2);
+        uint32_t n;
+        if ((st = vkr_check_copy(d, s->size, t->size, &n)) < 0)
+            return st;
         for (uint32_t i = 0; i < n; i++) {
             VkBufferCopy c = {sbt_vk_arg(d, 3 + 3 * i), sbt_vk_arg(d, 4 + 3 * i),
                               sbt_vk_arg(d, 5 + 3 * i)};
@@ -335,7 +360,7 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
     }
     if (d->call == SBT_VK_FILL_BUFFER) {
         struct buf *t = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdFillBuffer");
-        if (!t)
+        if (!t || (st = vkr_check_fill(d, t->size)) < 0)
             return st;
         if (sbt_vk_arg(d, 2))
             vkCmdFillBuffer(cb, t->buf, sbt_vk_arg(d, 1), sbt_vk_arg(d, 2),
@@ -352,6 +377,10 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
         return replay__fail(SBT_EINVAL, "vkCmdUpdateBuffer without its data blob");
     if ((st = sbt_reader_blob(b->r, &op->blob, &data, &len)) < 0)
         return replay__fail(st, "%s", sbt_errmsg());
+    if ((st = vkr_check_update(d, len, t->size)) < 0) {
+        free(data);
+        return st;
+    }
     uint64_t off = sbt_vk_arg(d, 1);
     for (size_t a = 0; a < len; a += 65536) {
         size_t n = len - a < 65536 ? len - a : 65536;
@@ -366,9 +395,19 @@ static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct
                     uint32_t want)
 {
     uint64_t need = 0;
-    for (uint32_t i = 0; i < op->n_access; i++)
-        if (op->access[i].mode & want)
-            need += (op->access[i].len + 15) & ~(uint64_t)15;
+    int st;
+    for (uint32_t i = 0; i < op->n_access; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & want))
+            continue;
+        struct mem *m = idmap_get(&b->mems, a->resource);
+        if (!m)
+            return replay__fail(SBT_EINVAL, "access to memory %" PRIu64 " that does not exist",
+                                a->resource);
+        if ((st = vkr_check_access(a, m->size, op->seq)) < 0)
+            return st;
+        need += (a->len + 15) & ~(uint64_t)15; /* each len <= a memory size: no overflow */
+    }
     if (!need)
         return 0;
     struct staging *s = x->staging;
@@ -387,10 +426,7 @@ static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & want))
             continue;
-        struct mem *m = idmap_get(&b->mems, a->resource);
-        if (!m)
-            return replay__fail(SBT_EINVAL, "access to memory %" PRIu64 " that does not exist",
-                                a->resource);
+        struct mem *m = idmap_get(&b->mems, a->resource); /* checked above */
         if (grow((void **)&x->rbs, &x->cap_rb, x->n_rb + 1, sizeof *x->rbs) < 0)
             return SBT_ENOMEM;
         x->rbs[x->n_rb++] = (struct rb){i, s, s->used, a->len};

@@ -136,22 +136,10 @@ static void devreq_free(struct devreq *q)
  * describes, with as many members; the same structure twice adds up. */
 static int parse_features(const struct sbt_vk_rec *r, struct devreq *q)
 {
-    uint64_t stype = sbt_vk_arg(r, 0), n = sbt_vk_arg(r, 1);
-    const struct sbt_vk_feature_struct *t =
-        stype <= UINT32_MAX ? sbt_vk_feature_struct((uint32_t)stype) : NULL;
-    if (!t)
-        return replay__fail(REPLAY_EUNSUPPORTED,
-                            "the trace's device enabled features structure type %" PRIu64
-                            ", which this build's Vulkan registry (header version %s) does not "
-                            "describe",
-                            stype, sbt_vk_registry_version);
-    /* captures before the registry table counted the structure's tail padding as one more
-     * member (always 0): accept that, nothing else */
-    if (n < t->n || n > t->n + 1 || r->n_arg < 2 + n || (n > t->n && sbt_vk_arg(r, 2 + t->n)))
-        return replay__fail(SBT_ECORRUPT,
-                            "device row: FEATURES record of %s gives %" PRIu64
-                            " members in %u arguments; the structure has %u",
-                            t->name, n, r->n_arg, t->n);
+    const struct sbt_vk_feature_struct *t;
+    int st = vkr_check_features(r, &t);
+    if (st < 0)
+        return st;
     struct featreq *f = NULL;
     for (uint32_t i = 0; i < q->n_feat && !f; i++)
         if (q->feat[i].t == t)
@@ -349,6 +337,16 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     b->phys = pd[o->device];
     fill_info(b->phys, o->device, info);
     vkGetPhysicalDeviceProperties(b->phys, &b->props);
+    /* limits the checks compare with (replay_vk_check.c); subgroup sizes a pipeline may
+     * require, where the device reports them (Vulkan 1.3 or VK_EXT_subgroup_size_control) */
+    VkPhysicalDeviceSubgroupSizeControlProperties sgp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    if (b->props.apiVersion >= VK_API_VERSION_1_3) {
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &sgp};
+        vkGetPhysicalDeviceProperties2(b->phys, &p2);
+    }
+    vkr_limits_from(&b->lim, &b->props.limits, sgp.minSubgroupSize, sgp.maxSubgroupSize);
     vkGetPhysicalDeviceMemoryProperties(b->phys, &b->memp);
     b->n_fam = 32;
     vkGetPhysicalDeviceQueueFamilyProperties(b->phys, &b->n_fam, b->fam);

@@ -101,6 +101,18 @@ static inline void idmap_free(struct idmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* What the checks of replay_vk_check.c compare with: the replay device's limits. */
+struct vkr_limits {
+    uint32_t max_push_constants;
+    uint32_t max_group_count[3], max_group_size[3], max_invocations;
+    uint32_t max_shared;
+    uint64_t max_storage_range, max_uniform_range;
+    uint64_t storage_align, uniform_align, texel_align;
+    uint32_t max_texel_elements;
+    uint32_t max_bound_sets;
+    uint32_t min_subgroup, max_subgroup; /* required subgroup sizes it accepts; 0, 0 = none */
+};
+
 /* ========================================================================================== */
 /* State                                                                                      */
 /* ========================================================================================== */
@@ -138,7 +150,7 @@ struct playout {
     uint32_t n_sets;
     uint64_t sets[MAX_SETS];
     uint32_t n_push;
-    uint32_t push_stage[8], push_off[8], push_size[8];
+    uint32_t push_stage[32], push_off[32], push_size[32];
 };
 
 struct pipe {
@@ -215,6 +227,7 @@ struct vkbe {
     VkPhysicalDevice phys;
     VkDevice dev;
     VkPhysicalDeviceProperties props;
+    struct vkr_limits lim;
     VkPhysicalDeviceMemoryProperties memp;
     uint32_t n_fam;
     VkQueueFamilyProperties fam[32];
@@ -262,6 +275,37 @@ static inline int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
     *cap = c;
     return 0;
 }
+
+static inline int vkr_is_texel(uint32_t t)
+{
+    return t == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER ||
+           t == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
+
+/* ---- replay_vk_check.c ------------------------------------------------------------------ */
+/* Each returns 0, or a status with a message naming the value and what it exceeds:
+ * SBT_ECORRUPT when the trace cannot be right, REPLAY_ENODEV when this device's limit is the
+ * obstacle, REPLAY_EUNSUPPORTED for what replay does not do. No Vulkan calls (fuzzed). */
+void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint32_t min_subgroup,
+                     uint32_t max_subgroup);
+/* A FEATURES record: *t its structure in the registry's table (NULL if none). */
+int vkr_check_features(const struct sbt_vk_rec *r, const struct sbt_vk_feature_struct **t);
+int vkr_check_dispatch(const struct vkr_limits *l, const struct sbt_vk_rec *d);
+int vkr_check_indirect(uint64_t offset, uint64_t buf_size);
+int vkr_check_binding(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint64_t buf_size);
+/* *n_regions: how many regions the record holds (checked against its arguments). */
+int vkr_check_copy(const struct sbt_vk_rec *r, uint64_t src_size, uint64_t dst_size,
+                   uint32_t *n_regions);
+int vkr_check_fill(const struct sbt_vk_rec *r, uint64_t buf_size);
+int vkr_check_update(const struct sbt_vk_rec *r, uint64_t data_len, uint64_t buf_size);
+int vkr_check_set_binding(const struct sbt_vk_rec *r);
+int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint32_t max_sets);
+int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p);
+int vkr_check_spec_entry(const struct sbt_vk_rec *r, uint32_t data_len);
+int vkr_check_spirv(const void *code, size_t len);
+int vkr_check_buffer(const struct sbt_vk_rec *r);
+int vkr_check_view(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint64_t buf_size);
+int vkr_check_access(const struct sbt_access *a, uint64_t mem_size, uint64_t seq);
 
 /* ---- replay_vk_device.c ----------------------------------------------------------------- */
 int vkr_devices(struct replay_device_info *out, uint32_t max);

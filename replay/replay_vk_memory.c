@@ -29,8 +29,8 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
     sbt_vk_dec_free(&dec);
     if (f < 0)
         return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
-    if (!id)
-        return replay__fail(SBT_EINVAL, "allocation without a resource id");
+    if (!id || !size)
+        return replay__fail(SBT_ECORRUPT, "allocation %" PRIu64 " of %" PRIu64 " bytes", id, size);
     struct mem *m = calloc(1, sizeof *m);
     if (!m)
         return replay__fail(SBT_ENOMEM, "out of memory");
@@ -63,6 +63,16 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
         return replay__fail(REPLAY_EUNSUPPORTED,
                             "memory %" PRIu64 ": no memory type with flags 0x%x on this device", id,
                             need);
+    }
+    uint32_t heap = b->memp.memoryTypes[t].heapIndex;
+    if (size > b->memp.memoryHeaps[heap].size) {
+        vkDestroyBuffer(b->dev, m->whole, NULL);
+        free(m);
+        return replay__fail(REPLAY_ENODEV,
+                            "memory %" PRIu64 ": %" PRIu64
+                            " bytes, more than this device's heap %u "
+                            "(%" PRIu64 " bytes)",
+                            id, size, heap, (uint64_t)b->memp.memoryHeaps[heap].size);
     }
     m->type = t;
     uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
@@ -131,14 +141,15 @@ int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
         if (!(a->mode & SBT_ACCESS_WRITE))
             continue;
         struct mem *m = idmap_get(&b->mems, a->resource);
-        if (!m || !m->map || a->offset + a->len > m->size || pos + a->len > len) {
+        if (!m || !m->map || a->offset > m->size || a->len > m->size - a->offset ||
+            a->len > len - pos) {
             free(data);
             return replay__fail(SBT_EINVAL,
                                 "host write to memory %" PRIu64 " [%" PRIu64 ", +%" PRIu64 "): %s",
                                 a->resource, a->offset, a->len,
                                 !m                   ? "no such memory"
                                 : !m->map            ? "not host-visible here"
-                                : pos + a->len > len ? "blob shorter than the write"
+                                : a->len > len - pos ? "blob shorter than the write"
                                                      : "out of bounds");
         }
         memcpy(m->map + a->offset, (uint8_t *)data + pos, a->len);
@@ -167,11 +178,13 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
         if (!(a->mode & SBT_ACCESS_READ))
             continue;
         struct mem *m = idmap_get(&b->mems, a->resource);
-        if (!m || a->offset + a->len > m->size) {
-            st = replay__fail(SBT_EINVAL, "host read of memory %" PRIu64 ": %s", a->resource,
-                              m ? "out of bounds" : "no such memory");
+        if (!m) {
+            st = replay__fail(SBT_EINVAL, "host read of memory %" PRIu64 ": no such memory",
+                              a->resource);
             break;
         }
+        if ((st = vkr_check_access(a, m->size, op->seq)) < 0)
+            break;
         if (m->map) {
             if (!m->coherent) {
                 VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
@@ -226,6 +239,8 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
         switch (r.call) {
         case SBT_VK_CREATE_BUFFER: {
             uint64_t id = sbt_vk_arg(&r, 0);
+            if ((st = vkr_check_buffer(&r)) < 0)
+                break;
             struct buf *x = calloc(1, sizeof *x);
             if (!x) {
                 st = replay__fail(SBT_ENOMEM, "out of memory");
@@ -293,6 +308,8 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
         }
         case SBT_VK_CREATE_BUFFER_VIEW: {
             struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 1));
+            if (x && (st = vkr_check_view(&b->lim, &r, x->size)) < 0)
+                break;
             struct bview *v = x ? calloc(1, sizeof *v) : NULL;
             if (!v) {
                 st = x ? replay__fail(SBT_ENOMEM, "out of memory")

@@ -21,6 +21,13 @@ struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_
 {
     struct setlayout *s = idmap_get(&b->setlayouts, id);
     struct sbt_vk_rec r;
+    /* each SET_BINDING record takes at least 4 bytes of what is left */
+    if (n_b > (dec->len - dec->pos) / 4) {
+        *st = replay__fail(SBT_ECORRUPT,
+                           "set layout %" PRIu64 ": %u bindings announced, %zu bytes left", id, n_b,
+                           dec->len - dec->pos);
+        return NULL;
+    }
     VkDescriptorSetLayoutBinding *lb = calloc(n_b ? n_b : 1, sizeof *lb);
     struct setlayout *ns = s ? NULL : calloc(1, sizeof *ns);
     if (!lb || (!s && !ns)) {
@@ -35,6 +42,11 @@ struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_
         if (sbt_vk_dec_next(dec, &r) != 1 || r.call != SBT_VK_SET_BINDING) {
             dec->pos = save;
             break;
+        }
+        if ((*st = vkr_check_set_binding(&r)) < 0) {
+            free(lb);
+            free(ns);
+            return NULL;
         }
         lb[k] =
             (VkDescriptorSetLayoutBinding){.binding = (uint32_t)sbt_vk_arg(&r, 0),
@@ -87,13 +99,12 @@ struct playout *vkr_make_playout(struct vkbe *b, const struct sbt_vk_rec *r, int
         *st = replay__fail(SBT_ENOMEM, "out of memory");
         return NULL;
     }
-    uint32_t ns = (uint32_t)sbt_vk_arg(r, 2);
-    VkDescriptorSetLayout dsl[MAX_SETS];
-    if (ns > MAX_SETS) {
+    if ((*st = vkr_check_playout(&b->lim, r, MAX_SETS)) < 0) {
         free(p);
-        *st = replay__fail(REPLAY_EUNSUPPORTED, "pipeline layout with %u sets > %u", ns, MAX_SETS);
         return NULL;
     }
+    uint32_t ns = (uint32_t)sbt_vk_arg(r, 2);
+    VkDescriptorSetLayout dsl[MAX_SETS];
     for (uint32_t i = 0; i < ns; i++) {
         p->sets[i] = sbt_vk_arg(r, 3 + i);
         struct setlayout *s = idmap_get(&b->setlayouts, p->sets[i]);
@@ -109,10 +120,8 @@ struct playout *vkr_make_playout(struct vkbe *b, const struct sbt_vk_rec *r, int
         dsl[i] = s->dsl;
     }
     p->n_sets = ns;
-    uint32_t np = (uint32_t)sbt_vk_arg(r, 3 + ns);
-    VkPushConstantRange pr[8];
-    if (np > 8)
-        np = 8;
+    uint32_t np = (uint32_t)sbt_vk_arg(r, 3 + ns); /* <= 32: checked */
+    VkPushConstantRange pr[32];
     for (uint32_t i = 0; i < np; i++) {
         p->push_stage[i] = (uint32_t)sbt_vk_arg(r, 4 + ns + 3 * i);
         p->push_off[i] = (uint32_t)sbt_vk_arg(r, 5 + ns + 3 * i);
@@ -188,6 +197,8 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     }
     uint64_t id = sbt_vk_arg(&pr, 0);
     char msg[512];
+    if (st == 0)
+        st = vkr_check_pipeline(&b->lim, &pr);
     if (st < 0) {
         snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
         pipe_error(b, id, msg);
@@ -214,6 +225,11 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": SPIR-V blob: %s", id, sbt_errmsg());
         goto bad;
     }
+    if (vkr_check_spirv(code, code_len) < 0) {
+        free(code);
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
+        goto bad;
+    }
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_len, .pCode = code};
     VkResult vr = vkCreateShaderModule(b->dev, &mci, NULL, &mod);
@@ -229,12 +245,24 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     struct sbt_vk_dec d2;
     struct sbt_vk_rec r2;
     sbt_vk_dec_init(&d2, k->ext.data, k->ext.len);
-    while (sbt_vk_dec_next(&d2, &r2) == 1)
-        if (r2.call == SBT_VK_SPEC_ENTRY && nme < 64)
+    int bad_spec = 0;
+    while (!bad_spec && sbt_vk_dec_next(&d2, &r2) == 1) {
+        if (r2.call != SBT_VK_SPEC_ENTRY)
+            continue;
+        if (nme == 64) {
+            bad_spec = replay__fail(REPLAY_EUNSUPPORTED, "more than 64 specialization constants");
+        } else if (!(bad_spec = vkr_check_spec_entry(&r2, pr.n_bytes))) {
             me[nme++] = (VkSpecializationMapEntry){(uint32_t)sbt_vk_arg(&r2, 0),
                                                    (uint32_t)sbt_vk_arg(&r2, 1),
                                                    (size_t)sbt_vk_arg(&r2, 2)};
+        }
+    }
     sbt_vk_dec_free(&d2);
+    if (bad_spec) {
+        vkDestroyShaderModule(b->dev, mod, NULL);
+        snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
+        goto bad;
+    }
     VkSpecializationInfo si = {
         .mapEntryCount = nme, .pMapEntries = me, .dataSize = pr.n_bytes, .pData = pr.bytes};
     const char *entry = sbt_reader_string(b->r, k->name);

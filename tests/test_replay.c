@@ -25,6 +25,7 @@
 #include "format/sbt_vk.h"
 #include "replay/replay.h"
 #include "replay/replay_int.h"
+#include "replay/replay_vk_int.h"
 
 /* ========================================================================================== */
 /* A fake backend                                                                             */
@@ -762,6 +763,243 @@ Test(vulkan, a_features_record_is_checked_against_the_registry)
         sbt_reader_close(r);
         sbt_vk_enc_free(&e.enc);
     }
+}
+
+/* Values from the trace are checked before they reach the driver (replay_vk_check.c): each
+ * check with a value inside and one outside, and the status and message it gives. */
+Test(vulkan, payload_values_are_checked_before_the_driver)
+{
+    VkPhysicalDeviceLimits dl = {.maxPushConstantsSize = 128,
+                                 .maxComputeWorkGroupCount = {65535, 65535, 65535},
+                                 .maxComputeWorkGroupSize = {256, 256, 64},
+                                 .maxComputeWorkGroupInvocations = 256,
+                                 .maxStorageBufferRange = 1u << 27,
+                                 .maxUniformBufferRange = 16384,
+                                 .minStorageBufferOffsetAlignment = 64,
+                                 .minUniformBufferOffsetAlignment = 256,
+                                 .maxBoundDescriptorSets = 4};
+    struct vkr_limits l;
+    vkr_limits_from(&l, &dl, 8, 32);
+    static const struct {
+        uint32_t call, n;
+        uint64_t a[16];
+        uint32_t n_bytes;
+        uint64_t size0, size1;
+        int status;
+        const char *msg;
+    } c[] = {
+        {SBT_VK_DISPATCH, 8, {1, 2, 0, 0, 0, 65535, 1, 1}, 0, 0, 0, 0, ""},
+        {SBT_VK_DISPATCH,
+         8,
+         {1, 2, 10, 0, 0, 65535, 1, 1},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "groups 10..65545 on x exceeds this device's maxComputeWorkGroupCount[0] = 65535"},
+        {SBT_VK_DISPATCH,
+         8,
+         {1, 2, 0, 0, 0, 1, 1, 1},
+         132,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "132 bytes of push constants; this device's maxPushConstantsSize is 128"},
+        {SBT_VK_BINDING,
+         8,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 5, 6, 64, 64},
+         0,
+         128,
+         0,
+         0,
+         ""},
+        {SBT_VK_BINDING,
+         8,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 5, 6, 64, 65},
+         0,
+         128,
+         0,
+         SBT_ECORRUPT,
+         "range [64, +65) outside its buffer of 128 bytes"},
+        {SBT_VK_BINDING,
+         8,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 5, 6, 32, 16},
+         0,
+         128,
+         0,
+         REPLAY_ENODEV,
+         "needs minStorageBufferOffsetAlignment offsets aligned to 64"},
+        {SBT_VK_BINDING,
+         8,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 5, 6, 0, 32768},
+         0,
+         65536,
+         0,
+         REPLAY_ENODEV,
+         "spans 32768 bytes: this device's maxUniformBufferRange is 16384"},
+        {SBT_VK_COPY_BUFFER, 6, {3, 4, 1, 0, 100, 28}, 0, 128, 128, 0, ""},
+        {SBT_VK_COPY_BUFFER,
+         6,
+         {3, 4, 1, 0, 101, 28},
+         0,
+         128,
+         128,
+         SBT_ECORRUPT,
+         "copy region 0 [0, +28) -> [101, +28) outside its buffers (128 and 128 bytes)"},
+        {SBT_VK_COPY_BUFFER,
+         6,
+         {3, 4, 1, UINT64_MAX - 3, 0, 8},
+         0,
+         128,
+         128,
+         SBT_ECORRUPT,
+         "outside its buffers"},
+        {SBT_VK_COPY_BUFFER,
+         6,
+         {3, 4, 2, 0, 0, 8},
+         0,
+         128,
+         128,
+         SBT_ECORRUPT,
+         "COPY_BUFFER record of 2 regions in 6 arguments"},
+        {SBT_VK_COPY_BUFFER,
+         6,
+         {3, 3, 1, 0, 8, 16},
+         0,
+         128,
+         128,
+         SBT_ECORRUPT,
+         "copy region 0 overlaps itself"},
+        {SBT_VK_FILL_BUFFER, 4, {3, 64, 64, 7}, 0, 128, 0, 0, ""},
+        {SBT_VK_FILL_BUFFER, 4, {3, 66, 64, 7}, 0, 128, 0, SBT_ECORRUPT, "fill of [66, +64)"},
+        {SBT_VK_PIPELINE_LAYOUT,
+         7,
+         {9, 0, 0, 1, 32, 0, 132},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "push constants up to byte 132; this device's maxPushConstantsSize is 128"},
+        {SBT_VK_PIPELINE_LAYOUT,
+         3,
+         {9, 0, 5},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "with 5 sets: this device's maxBoundDescriptorSets is 4"},
+        {SBT_VK_PIPELINE, 9, {7, 0, 1, 2, 32, 64, 1, 1, 16}, 0, 0, 0, 0, ""},
+        {SBT_VK_PIPELINE,
+         9,
+         {7, 0, 1, 2, 32, 64, 1, 1, 64},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "required subgroup size 64; this device offers 8..32"},
+        {SBT_VK_PIPELINE,
+         9,
+         {7, 0, 1, 2, 32, 64, 8, 1, 0},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "512 invocations per workgroup"},
+        {SBT_VK_PIPELINE,
+         9,
+         {7, 0x8, 1, 2, 32, 1, 1, 1, 0},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "create flags 0x8"},
+        {SBT_VK_SPEC_ENTRY, 3, {0, 4, 4}, 0, 8, 0, 0, ""},
+        {SBT_VK_SPEC_ENTRY,
+         3,
+         {0, 6, 4},
+         0,
+         8,
+         0,
+         SBT_ECORRUPT,
+         "specialization constant 0: [6, +4) outside its 8 bytes of data"},
+    };
+    uint8_t bytes[256] = {0};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct sbt_vk_rec r = {c[i].call, c[i].n, c[i].a, c[i].n_bytes, bytes};
+        uint32_t n;
+        int st = 0;
+        switch (c[i].call) {
+        case SBT_VK_DISPATCH:
+            st = vkr_check_dispatch(&l, &r);
+            break;
+        case SBT_VK_BINDING:
+            st = vkr_check_binding(&l, &r, c[i].size0);
+            break;
+        case SBT_VK_COPY_BUFFER:
+            st = vkr_check_copy(&r, c[i].size0, c[i].size1, &n);
+            break;
+        case SBT_VK_FILL_BUFFER:
+            st = vkr_check_fill(&r, c[i].size0);
+            break;
+        case SBT_VK_PIPELINE_LAYOUT:
+            st = vkr_check_playout(&l, &r, 8);
+            break;
+        case SBT_VK_PIPELINE:
+            st = vkr_check_pipeline(&l, &r);
+            break;
+        case SBT_VK_SPEC_ENTRY:
+            st = vkr_check_spec_entry(&r, (uint32_t)c[i].size0);
+            break;
+        }
+        cr_expect_eq(st, c[i].status, "case %zu: %d %s", i, st, replay_errmsg());
+        if (c[i].status)
+            cr_expect(strstr(replay_errmsg(), c[i].msg), "case %zu: %s", i, replay_errmsg());
+    }
+}
+
+/* A trace whose copy reaches past its buffer's end: the op is an error naming it, the run
+ * goes on, the CLI exits 3 — the driver never sees the copy. */
+static int edit_copy(struct editor *e, sbt_writer *w, struct sbt_op *op)
+{
+    (void)w;
+    if (op->kind != SBT_OP_COPY || e->done || op->payload.kind != SBT_VK_PAYLOAD)
+        return 0;
+    struct sbt_vk_dec d;
+    struct sbt_vk_rec r;
+    if (sbt_vk_find(&d, op->payload.data, op->payload.len, SBT_VK_COPY_BUFFER, &r) == 1) {
+        uint64_t a[64];
+        memcpy(a, r.arg, r.n_arg * sizeof *a);
+        a[5] = 1ull << 40; /* the first region's size */
+        sbt_vk_enc_reset(&e->enc);
+        sbt_vk_enc_rec(&e->enc, r.call, a, r.n_arg, r.bytes, r.n_bytes);
+        op->payload.data = e->enc.buf;
+        op->payload.len = (uint32_t)e->enc.len;
+        e->done = (int)op->seq + 1;
+    }
+    sbt_vk_dec_free(&d);
+    return 0;
+}
+
+Test(vulkan, a_copy_past_its_buffer_is_an_op_error_not_a_crash)
+{
+    need_vulkan();
+    capture("vk_compute", NULL, "t.sbt");
+    struct editor e = {.op = edit_copy};
+    rewrite("t.sbt", "c.sbt", &e, 0);
+    cr_assert_gt(e.done, 0, "vk_compute has a vkCmdCopyBuffer");
+    sbt_reader *r = open_tmp("c.sbt");
+    struct replay_result res;
+    cr_assert_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP), &res), 0, "%s",
+                 replay_errmsg());
+    cr_expect_eq(res.first_error, (uint64_t)e.done - 1);
+    cr_expect_eq(res.first_error_status, SBT_ECORRUPT);
+    cr_expect(strstr(res.first_error_msg, "outside its buffers"), "%s", res.first_error_msg);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+    sbt_vk_enc_free(&e.enc);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' replay '%s/c.sbt' --mode full >/dev/null 2>&1", bin, tmpdir);
+    cr_expect_eq(WEXITSTATUS(system(cmd)), 3);
 }
 
 /* Puts an unrecorded vkCmdDraw (as the capture marks commands outside its subset) right after

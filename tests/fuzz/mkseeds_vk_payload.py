@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""tests/fuzz/mkseeds_vk_payload.py OUTDIR — seeds for tests/fuzz/fuzz_vk_payload.c: one small
+input per Vulkan payload record the replay backend checks (format/sbt_vk.h gives the layouts),
+valid and at the edges, each after the 16 bytes of object sizes the target reads first."""
+import os
+import struct
+import sys
+
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def rec(call, args, data=b""):
+    return (varint(call) + varint(len(args)) + b"".join(varint(a) for a in args)
+            + varint(len(data)) + data)
+
+
+SIZES = struct.pack("<QQ", 65536, 4096)
+U64 = (1 << 64) - 1
+SPIRV = struct.pack("<5I", 0x07230203, 0x00010000, 0, 8, 0)
+seeds = {
+    "features-vk12": rec(7, [1000049000, 47] + [1, 0] * 23 + [1]),
+    "features-core-padding": rec(7, [0, 56] + [0] * 56),
+    "features-unknown": rec(7, [12345, 2, 1, 1]),
+    "dispatch": rec(80, [7, 3, 0, 0, 0, 64, 1, 1, 0, 0, 9, 4], b"\x01\x00\x00\x00" * 4),
+    "dispatch-base-limit": rec(80, [7, 3, 65000, 0, 0, 600, 1, 1, 0, 0, 9, 4]),
+    "dispatch-indirect": rec(80, [7, 3, 0, 0, 0, 0, 0, 0, 12, 65532, 9, 4, 0, 0, 0, 0]),
+    "binding": rec(81, [0, 1, 0, 7, 12, 2, 256, 1024, 3]),
+    "binding-past-end": rec(81, [0, 1, 0, 7, 12, 2, 65280, 512, 3]),
+    "binding-image": rec(81, [0, 0, 0, 3, 12, 2, 0, 16, 1]),
+    "copy": rec(82, [4, 5, 2, 0, 0, 256, 256, 1024, 512, 9, 1]),
+    "copy-overflow": rec(82, [4, 5, 1, U64 - 8, 0, 16, 9, 1]),
+    "copy-count": rec(82, [4, 5, 1000000, 0, 0, 4]),
+    "fill": rec(83, [4, 0, 4096, 0xdeadbeef, 9, 2]),
+    "update": rec(84, [4, 16, 8, 9, 3], b"\x00" * 8),
+    "set-binding": rec(36, [0, 7, 1, 32, 0]) + rec(36, [1, 6, 4, 32, 0]),
+    "pipeline-layout": rec(34, [3, 0, 2, 1, 2, 1, 32, 0, 128]),
+    "pipeline-layout-push": rec(34, [3, 0, 0, 3, 32, 0, 4, 32, 4, 252, 32, 8, 300]),
+    "pipeline": rec(32, [7, 0, 2, 3, 32, 64, 1, 1, 32, 0], b"\x00" * 8, ) + rec(33, [0, 0, 4])
+    + rec(33, [1, 6, 4]),
+    "pipeline-spirv": rec(32, [7, 0x10, 2, 3, 32, 2048, 1, 1, 3, 0], SPIRV),
+    "buffer": rec(49, [4, 65536, 0x23, 0, 0, 0, 1]),
+    "buffer-view": rec(51, [8, 4, 109, 256, U64]),
+}
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+for name, payload in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(SIZES + payload)
