@@ -24,8 +24,19 @@ LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c checker/*.c)
 # Generated protobuf-c sources (export): format/*.proto -> $(BUILD)/gen/format/*.pb-c.{c,h}
 PROTO    := $(wildcard format/*.proto)
 PROTO_C  := $(PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
-# Generated from the Vulkan registry (libvulkan-dev): the features structures (format/sbt_vk.h)
+# Vulkan headers and registry: Debian 13's libvulkan-dev when scripts/vulkan-headers.sh has
+# fetched it into build/vulkan-headers (scripts/deps.sh does), else the system's (Debian 12:
+# 1.3.239, which lacks structures and commands today's programs and drivers use: the script
+# says which). $(BUILD)/vulkan-headers.txt names the choice; objects rebuild when it changes.
+VK_HDRS  := build/vulkan-headers/root/usr
+ifneq ($(wildcard $(VK_HDRS)/include/vulkan/vulkan_core.h),)
+CPPFLAGS += -I$(VK_HDRS)/include
+VK_XML   ?= $(VK_HDRS)/share/vulkan/registry/vk.xml
+endif
 VK_XML   ?= /usr/share/vulkan/registry/vk.xml
+VK_CHOICE := $(BUILD)/vulkan-headers.txt
+$(shell mkdir -p $(BUILD) && (echo "$(VK_XML)" | cmp -s - $(VK_CHOICE) || echo "$(VK_XML)" > $(VK_CHOICE)))
+# Generated from the Vulkan registry: the features structures (format/sbt_vk.h)
 VK_GEN_C := $(BUILD)/gen/format/sbt_vk_features.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o) $(VK_GEN_C:.c=.o)
 LIB      := $(BUILD)/libreprise.a
@@ -68,7 +79,7 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
 	@mkdir -p $(@D)
 	protoc-c --c_out=$(BUILD)/gen $<
 
-$(VK_GEN_C): format/gen_vk_features.py $(VK_XML)
+$(VK_GEN_C): format/gen_vk_features.py $(VK_XML) $(VK_CHOICE)
 	@mkdir -p $(@D)
 	python3 format/gen_vk_features.py $(VK_XML) $@
 
@@ -80,6 +91,8 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 
 # every library object may include generated headers
 $(LIB_SRC:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(TESTLIB_OBJ): | $(PROTO_C)
+# ... and every object the Vulkan headers
+$(ALL_OBJ) $(VK_GEN_C): $(VK_CHOICE)
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
