@@ -144,6 +144,7 @@ struct replay_run_stats {
 struct replay_result {
     char backend[16];
     char device[256];
+    char driver[128]; /* the device's driver name and version (replay_device_info.driver) */
     uint32_t device_index;
     uint32_t runs;
     /* what was executed (per run) */

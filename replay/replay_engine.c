@@ -482,6 +482,7 @@ static int write_result(struct eng *e, const char *path)
     TRY(sbt_writer_meta(w, "replay.of", e->o->source_path ? e->o->source_path : ""));
     TRY(sbt_writer_meta(w, "replay.backend", e->out->backend));
     TRY(sbt_writer_meta(w, "replay.device", e->out->device));
+    TRY(sbt_writer_meta(w, "replay.driver", e->out->driver));
     TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
     snprintf(buf, sizeof buf, "%u", e->run + 1);
     TRY(sbt_writer_meta(w, "replay.run", buf));
@@ -721,6 +722,7 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     if ((st = bk->open(r, &bo, &cb, &di, &e.be)) < 0)
         goto out;
     snprintf(out->device, sizeof out->device, "%s", di.name);
+    snprintf(out->driver, sizeof out->driver, "%s", di.driver);
     out->device_index = o.device;
 
     for (e.run = 0; e.run < runs; e.run++) {

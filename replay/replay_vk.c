@@ -179,6 +179,7 @@ static void vk_reset(void *be)
             if (p->pipe)
                 vkDestroyPipeline(b->dev, p->pipe, NULL);
             free(p->error);
+            free(p->used);
             free(p);
         }
     }

@@ -205,6 +205,38 @@ static int binding_in_layout(struct vkbe *b, const struct playout *pl, const str
                         set, binding, elem, type);
 }
 
+/* Every descriptor the shader declares (or, without reflection, every binding of the layout)
+ * must have been written by the dispatch's BINDING records: a driver reading an unwritten
+ * descriptor may crash (lavapipe does), and a trace that lacks one cannot replay right. */
+static int all_written(struct vkbe *b, const struct pipe *p, const struct playout *pl,
+                       const uint64_t *written, uint32_t nw)
+{
+    for (uint32_t s = 0; s < pl->n_sets; s++) {
+        struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[s]);
+        for (uint32_t i = 0; sl && i < sl->n_b; i++) {
+            uint64_t key = (uint64_t)s << 32 | sl->binding[i];
+            int used = p->used_all || !sl->count[i];
+            for (uint32_t u = 0; u < p->n_used && !used; u++)
+                used = p->used[u] == key;
+            if (!used || !sl->count[i])
+                continue;
+            int found = 0;
+            for (uint32_t k = 0; k < nw && !found; k++)
+                found = written[k] == key;
+            if (!found)
+                return replay__fail(REPLAY_EUNSUPPORTED,
+                                    "the dispatch leaves set %u binding %u (descriptor type %u) "
+                                    "unwritten: the trace holds no descriptor for it%s",
+                                    s, sl->binding[i], sl->type[i],
+                                    sl->type[i] >= VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER &&
+                                            sl->type[i] <= VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC
+                                        ? ""
+                                        : " (a descriptor type the capture does not record)");
+        }
+    }
+    return 0;
+}
+
 /* Records a DISPATCH payload into the open batch. */
 static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op,
                         const struct sbt_vk_rec *d, struct sbt_vk_dec *dec)
@@ -237,6 +269,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     VkWriteDescriptorSet w[64];
     VkDescriptorBufferInfo bi[64];
     VkBufferView bv[64];
+    uint64_t written[64]; /* set << 32 | binding of each write */
     uint32_t nw = 0;
     struct sbt_vk_rec r;
     int k;
@@ -264,6 +297,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
             return st;
         uint32_t type = (uint32_t)sbt_vk_arg(&r, 3);
         uint64_t off = sbt_vk_arg(&r, 6), range = sbt_vk_arg(&r, 7);
+        written[nw] = (uint64_t)set << 32 | (uint32_t)sbt_vk_arg(&r, 1);
         w[nw] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                        .dstSet = sets[set],
                                        .dstBinding = (uint32_t)sbt_vk_arg(&r, 1),
@@ -288,6 +322,8 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     }
     if (k < 0)
         return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
+    if ((st = all_written(b, p, pl, written, nw)) < 0)
+        return st;
     /* dynamic offsets: the binding's offset already has them applied */
     uint32_t dyn[64] = {0}, ndyn = 0;
     for (uint32_t s = 0; s < pl->n_sets; s++) {

@@ -157,6 +157,13 @@ struct pipe {
     VkPipeline pipe;
     uint64_t layout;
     char *error; /* why it could not be created */
+    /* the descriptors its shader declares, as set << 32 | binding, from the module's SPIR-V
+     * reflection (MODULE_BINDING records): a dispatch must write each one, or the driver
+     * reads an unwritten descriptor. used_all: no reflection, so every binding of the
+     * layout must be written. */
+    uint64_t *used;
+    uint32_t n_used;
+    int used_all;
 };
 
 /* Staging memory for read-backs (host-visible, mapped). */

@@ -183,6 +183,38 @@ static void pipe_error(struct vkbe *b, uint64_t id, const char *msg)
     }
 }
 
+/* The descriptors the pipeline's shader declares (struct pipe.used), from its program's
+ * reflection records. */
+static int used_bindings(const struct sbt_program *prog, struct pipe *p)
+{
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    int reflected = 0;
+    p->used_all = 1;
+    if (prog->ext.kind != SBT_VK_EXT_MODULE)
+        return 0;
+    sbt_vk_dec_init(&dec, prog->ext.data, prog->ext.len);
+    while (sbt_vk_dec_next(&dec, &r) == 1) {
+        if (r.call == SBT_VK_MODULE) {
+            reflected = sbt_vk_arg(&r, 3) != 0;
+        } else if (r.call == SBT_VK_MODULE_BINDING && reflected) {
+            uint64_t set = sbt_vk_arg(&r, 0), binding = sbt_vk_arg(&r, 1);
+            if (set > UINT32_MAX || binding > UINT32_MAX)
+                continue; /* no layout has it: the dispatch check names it */
+            uint64_t *v = realloc(p->used, (p->n_used + 1) * sizeof *v);
+            if (!v) {
+                sbt_vk_dec_free(&dec);
+                return SBT_ENOMEM;
+            }
+            p->used = v;
+            p->used[p->n_used++] = set << 32 | binding;
+        }
+    }
+    sbt_vk_dec_free(&dec);
+    p->used_all = !reflected;
+    return 0;
+}
+
 static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
 {
     if (k->ext.kind != SBT_VK_EXT_PIPELINE)
@@ -296,8 +328,9 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         return 0;
     }
     p->layout = layout;
-    if (idmap_put(&b->pipes, id, p) < 0) {
+    if (used_bindings(prog, p) < 0 || idmap_put(&b->pipes, id, p) < 0) {
         vkDestroyPipeline(b->dev, p->pipe, NULL);
+        free(p->used);
         free(p);
         return replay__fail(SBT_ENOMEM, "out of memory");
     }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "tests/testenv.h"
 
 static const char *bin, *build;
 
@@ -207,6 +209,52 @@ Test(capture, vkfft)
     /* two 2D FFTs (forward, inverse) of 256x256: two dispatches each, one submission each */
     struct expect x = {"vk_fft", 4, 2, 2, 1, 0, 0, 0, NULL, prog};
     capture_and_check(&x);
+}
+
+/* Programs we did not write: WGSL compute on Dawn, Chromium's WebGPU implementation (npm
+ * `webgpu`), which needs Mesa 25's lavapipe (Debian 12's lacks features it requires). Under
+ * capture each prints the same checksum of what it read back, and the trace is complete. */
+struct wgprog { /* arrays: Criterion copies parameters into another process */
+    char name[16];
+};
+
+ParameterizedTestParameters(capture, webgpu)
+{
+    static struct wgprog p[] = {
+        {"buffers"},  // storage buffers, uniforms, several submissions, mapped read-back
+        {"textures"}, // storage textures, sampled textures, samplers, image copies
+        {"mlp"},      // two dense layers and a softmax, three batches
+    };
+    return cr_make_param_array(struct wgprog, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct wgprog *p, capture, webgpu, .timeout = 300)
+{
+    char why[512], cmd[8192], plain[8192], pe[8192], cap[8192], ce[8192];
+    const char *mesa = tenv_mesa25(why, sizeof why),
+               *wg = mesa ? tenv_webgpu(why, sizeof why) : NULL;
+    if (!mesa || !wg)
+        cr_skip_test("%s", why);
+    snprintf(cmd, sizeof cmd, "%s%s node '%s/tests/webgpu/%s.mjs'", mesa, wg, tenv_src(), p->name);
+    cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s failed: %s", p->name, pe);
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt";
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s%s %s capture -o %s -- node '%s/tests/webgpu/%s.mjs'", mesa, wg,
+             bin, trace, tenv_src(), p->name);
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture of %s failed: %s", p->name,
+                 ce);
+    cr_assert_str_eq(cap, plain, "output changed under capture");
+    cr_assert_null(strstr(ce, "recording stopped"), "the layer failed: %s", ce);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    char inc[2048];
+    sbt_reader_incomplete_why(r, inc, sizeof inc);
+    cr_expect(sbt_reader_info(r)->complete, "%s: trace incomplete: %s", p->name, inc);
+    cr_assert_eq(sbt_reader_validate(r, NULL, NULL), 0, "validate found problems");
+    sbt_reader_close(r);
+    unlink(trace);
 }
 
 /* --api cuda is built (tests/test_cuda.c covers it); without a driver it is an environment

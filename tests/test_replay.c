@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "replay/replay.h"
 #include "replay/replay_int.h"
 #include "replay/replay_vk_int.h"
+#include "tests/testenv.h"
 
 /* ========================================================================================== */
 /* A fake backend                                                                             */
@@ -1000,6 +1002,75 @@ Test(vulkan, a_copy_past_its_buffer_is_an_op_error_not_a_crash)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' replay '%s/c.sbt' --mode full >/dev/null 2>&1", bin, tmpdir);
     cr_expect_eq(WEXITSTATUS(system(cmd)), 3);
+}
+
+/* Runs a shell command in tmpdir; its stdout in out (NUL-terminated); the exit status. */
+static int sh_out(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sh_out(char *out, size_t n, const char *fmt, ...)
+{
+    char cmd[8192], full[8800];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd '%s' && { %s; } 2>'%s/err'", tmpdir, cmd, tmpdir);
+    FILE *p = popen(full, "r");
+    cr_assert(p);
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* "verify      op: D digests, C compared with the capture, M differ": C, or -1. */
+static long compared(const char *replay_out)
+{
+    const char *v = strstr(replay_out, "digests, ");
+    return v ? strtol(v + 9, NULL, 10) : -1;
+}
+
+/* Programs we did not write, on the other driver: WGSL compute on Dawn (which needs Mesa 25)
+ * captured and replayed on Mesa 25 with every op's outputs read back; every read-back the
+ * program made is reproduced bit for bit. */
+ParameterizedTestParameters(vulkan, webgpu_programs_replay_exactly)
+{
+    static struct vkprog p[] = {{"buffers", ""}, {"textures", ""}, {"mlp", ""}};
+    return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct vkprog *p, vulkan, webgpu_programs_replay_exactly)
+{
+    char why[512], out[8192];
+    need_vulkan();
+    const char *mesa = tenv_mesa25(why, sizeof why),
+               *wg = mesa ? tenv_webgpu(why, sizeof why) : NULL;
+    if (!mesa || !wg)
+        cr_skip_test("%s", why);
+    cr_assert_eq(sh_out(out, sizeof out,
+                        "%s%s '%s' capture -o t.sbt -- node '%s/tests/webgpu/%s.mjs'", mesa, wg,
+                        bin, tenv_src(), p->prog),
+                 0, "capture of %s failed (see %s/err)", p->prog, tmpdir);
+    int rc = sh_out(out, sizeof out, "%s'%s' replay t.sbt --mode full --verify op", mesa, bin);
+    cr_assert_eq(rc, 0, "%s: replay exit %d: %s (stderr in %s/err)", p->prog, rc, out, tmpdir);
+    /* each program reads back at least twice (buffers: 3, textures: 2, mlp: 3) */
+    cr_expect_geq(compared(out), 2, "%s: read-backs compared: %s", p->prog, out);
+    cr_expect(strstr(out, ", 0 differ"), "%s", out);
+}
+
+/* The driver-upgrade gate: a capture made on the system's driver (Debian 12: Mesa 22.3) is
+ * replayed and checked on Mesa 25; a deterministic program passes. */
+Test(vulkan, a_capture_from_one_driver_passes_check_on_another)
+{
+    char why[512], out[8192];
+    need_vulkan();
+    const char *mesa = tenv_mesa25(why, sizeof why);
+    if (!mesa)
+        cr_skip_test("%s", why);
+    capture("vk_compute", NULL, "t.sbt");
+    int rc = sh_out(out, sizeof out, "%s'%s' check t.sbt --runs 2 --keep runs", mesa, bin);
+    cr_assert_eq(rc, 0, "check on Mesa 25 exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
+    rc = sh_out(out, sizeof out, "'%s' info runs/run1.sbt | grep replay.driver", bin);
+    cr_expect(strstr(out, "Mesa 25."), "the runs are on Mesa 25: %s", out);
 }
 
 /* Puts an unrecorded vkCmdDraw (as the capture marks commands outside its subset) right after

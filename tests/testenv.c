@@ -1,0 +1,64 @@
+/*
+ * tests/testenv.c — see testenv.h. The scripts are run once per process; a failure is
+ * remembered with its reason.
+ */
+#include "tests/testenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+const char *tenv_src(void)
+{
+    const char *s = getenv("REPRISE_SRC");
+    return s && *s ? s : ".";
+}
+
+/* Runs scripts/<script> <src>/build/<dir> once; 0 or its exit status. */
+static int fetch(const char *script, const char *dir, int *done, int *status)
+{
+    if (!*done) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "'%s/scripts/%s' '%s/build/%s' >/dev/null 2>&1", tenv_src(),
+                 script, tenv_src(), dir);
+        int st = system(cmd);
+        *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        *done = 1;
+    }
+    return *status;
+}
+
+const char *tenv_mesa25(char *why, size_t n)
+{
+    static int done, status;
+    static char prefix[4200];
+    if (fetch("mesa25.sh", "mesa25", &done, &status)) {
+        snprintf(why, n,
+                 "Mesa 25's lavapipe could not be had: scripts/mesa25.sh exited %d (it needs "
+                 "Debian's bookworm-backports mirror)",
+                 status);
+        return NULL;
+    }
+    snprintf(prefix, sizeof prefix, ". '%s/build/mesa25/env'; ", tenv_src());
+    return prefix;
+}
+
+const char *tenv_webgpu(char *why, size_t n)
+{
+    static int done, status;
+    static char env[4200];
+    if (system("command -v node >/dev/null 2>&1")) {
+        snprintf(why, n, "node not found (apt-get install nodejs npm): Dawn cannot run");
+        return NULL;
+    }
+    if (fetch("webgpu.sh", "webgpu", &done, &status)) {
+        snprintf(why, n,
+                 "Dawn could not be installed: scripts/webgpu.sh exited %d (it needs npm's "
+                 "registry)",
+                 status);
+        return NULL;
+    }
+    snprintf(env, sizeof env, "REPRISE_WEBGPU='%s/build/webgpu' ", tenv_src());
+    return env;
+}

@@ -1,0 +1,21 @@
+/*
+ * tests/testenv.h — what the tests need from outside the build, set up by the project's own
+ * scripts (idempotent; `make test` has already run them through scripts/deps.sh): a second
+ * Vulkan driver (Mesa 25's lavapipe, scripts/mesa25.sh) and Dawn (scripts/webgpu.sh).
+ * Each returns a string to use, or NULL after writing why into why[n] (for cr_skip_test).
+ * Needs REPRISE_SRC (set by `make check`).
+ */
+#ifndef REPRISE_TESTENV_H
+#define REPRISE_TESTENV_H
+
+#include <stddef.h>
+
+/* ". /path/build/mesa25/env; " — a shell prefix that runs what follows on Mesa 25. */
+const char *tenv_mesa25(char *why, size_t n);
+/* "REPRISE_WEBGPU=/path/build/webgpu " — the environment the tests/webgpu programs need (node
+ * found, Dawn installed). */
+const char *tenv_webgpu(char *why, size_t n);
+/* The source tree (REPRISE_SRC, else "."). */
+const char *tenv_src(void);
+
+#endif
