@@ -117,25 +117,7 @@ static int vk_read(void *be, uint64_t resource, uint64_t off, uint64_t len, void
     if (!m || off > m->size || len > m->size - off)
         return replay__fail(SBT_EINVAL, "read of memory %" PRIu64 ": %s", resource,
                             m ? "out of bounds" : "no such memory");
-    if (m->map) {
-        memcpy(dst, m->map + off, len);
-        return 0;
-    }
-    struct staging *s = vkr_staging_get(b, len);
-    if (!s)
-        return replay__fail(REPLAY_EDEVICE, "no staging memory for a read");
-    VkCommandBuffer cb;
-    int st = vkr_oneshot_begin(b, &cb);
-    if (st == 0) {
-        VkBufferCopy c = {off, 0, len};
-        vkCmdCopyBuffer(cb, m->whole, s->buf, 1, &c);
-        st = vkr_oneshot_end(b, cb);
-    }
-    if (st == 0)
-        memcpy(dst, s->map, len);
-    s->next = b->free_staging;
-    b->free_staging = s;
-    return st;
+    return vkr_mem_read(b, m, off, dst, len);
 }
 
 /* ========================================================================================== */
@@ -158,10 +140,8 @@ static void vk_reset(void *be)
     }
     for (uint32_t i = 0; i < b->bufs.cap; i++) {
         struct buf *x = b->bufs.v[i];
-        if (x) {
-            vkDestroyBuffer(b->dev, x->buf, NULL);
-            free(x);
-        }
+        if (x)
+            vkr_buf_destroy(b, x);
     }
     for (uint32_t i = 0; i < b->views.cap; i++) {
         struct bview *v = b->views.v[i];

@@ -466,10 +466,7 @@ static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct
         if (grow((void **)&x->rbs, &x->cap_rb, x->n_rb + 1, sizeof *x->rbs) < 0)
             return SBT_ENOMEM;
         x->rbs[x->n_rb++] = (struct rb){i, s, s->used, a->len};
-        if (a->len) {
-            VkBufferCopy c = {a->offset, s->used, a->len};
-            vkCmdCopyBuffer(x->cb, m->whole, s->buf, 1, &c);
-        }
+        vkr_mem_copy_out(x->cb, m, a->offset, a->len, s->buf, s->used);
         s->used += (a->len + 15) & ~(uint64_t)15;
         o->n_rb++;
     }

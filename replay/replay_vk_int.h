@@ -117,21 +117,32 @@ struct vkr_limits {
 /* State                                                                                      */
 /* ========================================================================================== */
 
+/* A captured allocation. Its bytes live in `mem` at their captured offsets, except the ranges
+ * of buffers this device could not bind there (alignment, memory type): those buffers have
+ * memory of their own and `reloc` sends their range there (replay_vk_memory.c). */
 struct mem {
     VkDeviceMemory mem;
     VkBuffer whole; /* over the whole allocation: zero-fill, read-back */
     uint64_t size;
     uint32_t type;
+    uint32_t flags; /* the captured memory type's VkMemoryPropertyFlags */
     int host_visible, coherent;
     uint8_t *map;
+    struct buf **bound; /* buffers bound to it (destroyed ones included until freed) */
+    uint32_t n_bound, cap_bound;
+    struct buf **reloc; /* relocated buffers among them, sorted by mem_off, disjoint */
+    uint32_t n_reloc, cap_reloc;
 };
 
 struct buf {
     VkBuffer buf;
     uint64_t size;
-    struct mem *mem; /* bound memory */
-    uint64_t mem_off;
+    struct mem *mem;  /* bound memory (NULL: none, or it was freed) */
+    uint64_t mem_off; /* where the capture bound it */
     uint64_t id;
+    VkDeviceMemory own; /* relocated: its own memory (the buffer at offset 0), else NULL */
+    uint8_t *own_map;
+    int own_coherent;
 };
 
 struct bview {
@@ -361,6 +372,14 @@ int vkr_exec_queue_mark(struct vkbe *b, const struct replay_x *rx, int32_t qi);
 /* ---- replay_vk_memory.c ----------------------------------------------------------------- */
 int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op);
 void vkr_mem_destroy(struct vkbe *b, struct mem *m);
+void vkr_buf_destroy(struct vkbe *b, struct buf *x);
+/* Bytes [off, off+len) of captured memory m (checked by the caller), wherever they live:
+ * read or written by the host (through mappings, or a one-shot copy through staging), or
+ * copied by commands in cb into dst at dst_off. */
+int vkr_mem_read(struct vkbe *b, struct mem *m, uint64_t off, void *dst, uint64_t len);
+int vkr_mem_write(struct vkbe *b, struct mem *m, uint64_t off, const void *src, uint64_t len);
+void vkr_mem_copy_out(VkCommandBuffer cb, const struct mem *m, uint64_t off, uint64_t len,
+                      VkBuffer dst, uint64_t dst_off);
 int vkr_host_write(struct vkbe *b, const struct sbt_op *op);
 int vkr_host_read(struct vkbe *b, const struct replay_x *rx);
 /* A MARKER op: API state changes (buffers, views, layouts) applied in API order. */

@@ -2,6 +2,15 @@
  * replay/replay_vk_memory.c — the Vulkan backend: host-side ops: allocations (memory types mapped
  * by property flags, zero-filled), host writes and reads through mappings, and the API state
  * markers (buffers, views, layouts) in API order.
+ *
+ * Placement. A buffer is bound where the capture bound it, at the same offset of the replay
+ * allocation standing for the captured one, so the trace's (memory, offset) accesses address
+ * it directly. Where this device cannot (the offset is not a multiple of its alignment for the
+ * buffer, or the allocation's memory type is not one the buffer accepts here), the buffer is
+ * relocated: it gets memory of its own, with what the allocation held in its range copied in,
+ * and every later host or device access to that range of the allocation goes there instead
+ * (mem_pieces). A relocated buffer may not alias another buffer: that is refused, naming both.
+ * REPRISE_VK_RELOCATE=1 relocates every buffer (tests).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -75,6 +84,7 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
                             id, size, heap, (uint64_t)b->memp.memoryHeaps[heap].size);
     }
     m->type = t;
+    m->flags = flags;
     uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
     m->host_visible = (tf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
     m->coherent = (tf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
@@ -119,8 +129,276 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
     return 0;
 }
 
+/* ---- placement ----------------------------------------------------------------------------- */
+
+/* The pieces of [off, off+len) of m: each piece lies either in m's own memory (x == NULL, at
+ * the same offset) or in the memory of relocated buffer x (at offset - x->mem_off). */
+typedef int (*piece_fn)(void *ctx, struct buf *x, uint64_t off, uint64_t len, uint64_t pos);
+
+static int mem_pieces(const struct mem *m, uint64_t off, uint64_t len, piece_fn fn, void *ctx)
+{
+    uint64_t end = off + len, pos = 0;
+    for (uint32_t i = 0; i < m->n_reloc && off < end; i++) {
+        struct buf *x = m->reloc[i];
+        uint64_t xe = x->mem_off + x->size;
+        if (xe <= off)
+            continue;
+        if (x->mem_off >= end)
+            break;
+        int st;
+        if (x->mem_off > off) {
+            if ((st = fn(ctx, NULL, off, x->mem_off - off, pos)) < 0)
+                return st;
+            pos += x->mem_off - off;
+            off = x->mem_off;
+        }
+        uint64_t n = (xe < end ? xe : end) - off;
+        if ((st = fn(ctx, x, off, n, pos)) < 0)
+            return st;
+        pos += n;
+        off += n;
+    }
+    return off < end ? fn(ctx, NULL, off, end - off, pos) : 0;
+}
+
+struct host_io {
+    struct vkbe *b;
+    struct mem *m;
+    uint8_t *bytes;
+    int write;
+};
+
+static int host_piece(void *ctx, struct buf *x, uint64_t off, uint64_t len, uint64_t pos)
+{
+    struct host_io *io = ctx;
+    struct vkbe *b = io->b;
+    uint8_t *map = x ? x->own_map : io->m->map;
+    uint64_t at = x ? off - x->mem_off : off;
+    VkDeviceMemory mem = x ? x->own : io->m->mem;
+    int coherent = x ? x->own_coherent : io->m->coherent;
+    VkMappedMemoryRange rg = {
+        .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = mem, .size = VK_WHOLE_SIZE};
+    if (map) {
+        if (io->write) {
+            memcpy(map + at, io->bytes + pos, len);
+            if (!coherent)
+                vkFlushMappedMemoryRanges(b->dev, 1, &rg);
+        } else {
+            if (!coherent)
+                vkInvalidateMappedMemoryRanges(b->dev, 1, &rg);
+            memcpy(io->bytes + pos, map + at, len);
+        }
+        return 0;
+    }
+    /* device-local: through staging and a one-shot copy */
+    struct staging *s = vkr_staging_get(b, len ? len : 1);
+    if (!s)
+        return replay__fail(REPLAY_EDEVICE, "no staging memory for %" PRIu64 " bytes", len);
+    VkBuffer dev_buf = x ? x->buf : io->m->whole;
+    VkCommandBuffer cb;
+    int st = vkr_oneshot_begin(b, &cb);
+    if (st == 0) {
+        if (io->write)
+            memcpy(s->map, io->bytes + pos, len);
+        if (io->write && !s->coherent) {
+            VkMappedMemoryRange sr = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                      .memory = s->mem,
+                                      .size = VK_WHOLE_SIZE};
+            vkFlushMappedMemoryRanges(b->dev, 1, &sr);
+        }
+        VkBufferCopy c = {io->write ? 0 : at, io->write ? at : 0, len};
+        if (len)
+            vkCmdCopyBuffer(cb, io->write ? s->buf : dev_buf, io->write ? dev_buf : s->buf, 1, &c);
+        st = vkr_oneshot_end(b, cb);
+    }
+    if (st == 0 && !io->write) {
+        if (!s->coherent) {
+            VkMappedMemoryRange sr = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                      .memory = s->mem,
+                                      .size = VK_WHOLE_SIZE};
+            vkInvalidateMappedMemoryRanges(b->dev, 1, &sr);
+        }
+        memcpy(io->bytes + pos, s->map, len);
+    }
+    s->next = b->free_staging;
+    b->free_staging = s;
+    return st;
+}
+
+int vkr_mem_read(struct vkbe *b, struct mem *m, uint64_t off, void *dst, uint64_t len)
+{
+    struct host_io io = {b, m, dst, 0};
+    return mem_pieces(m, off, len, host_piece, &io);
+}
+
+int vkr_mem_write(struct vkbe *b, struct mem *m, uint64_t off, const void *src, uint64_t len)
+{
+    struct host_io io = {b, m, (uint8_t *)src, 1};
+    return mem_pieces(m, off, len, host_piece, &io);
+}
+
+struct copy_out {
+    VkCommandBuffer cb;
+    const struct mem *m;
+    VkBuffer dst;
+    uint64_t dst_off;
+};
+
+static int copy_piece(void *ctx, struct buf *x, uint64_t off, uint64_t len, uint64_t pos)
+{
+    struct copy_out *c = ctx;
+    VkBufferCopy r = {x ? off - x->mem_off : off, c->dst_off + pos, len};
+    if (len)
+        vkCmdCopyBuffer(c->cb, x ? x->buf : c->m->whole, c->dst, 1, &r);
+    return 0;
+}
+
+void vkr_mem_copy_out(VkCommandBuffer cb, const struct mem *m, uint64_t off, uint64_t len,
+                      VkBuffer dst, uint64_t dst_off)
+{
+    struct copy_out c = {cb, m, dst, dst_off};
+    mem_pieces(m, off, len, copy_piece, &c);
+}
+
+static int ptr_push(struct buf ***v, uint32_t *n, uint32_t *cap, struct buf *x)
+{
+    if (grow((void **)v, cap, *n + 1, sizeof **v) < 0)
+        return SBT_ENOMEM;
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static void ptr_remove(struct buf **v, uint32_t *n, const struct buf *x)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if (v[i] == x) {
+            memmove(v + i, v + i + 1, (*n - i - 1) * sizeof *v);
+            (*n)--;
+            return;
+        }
+}
+
+static int overlaps(const struct buf *a, uint64_t off, uint64_t size)
+{
+    return a->mem_off < off + size && off < a->mem_off + a->size;
+}
+
+/* Gives x memory of its own holding what m held in [off, off+size), and sends that range of m
+ * there from now on. */
+static int relocate(struct vkbe *b, struct buf *x, struct mem *m, uint64_t off,
+                    const VkMemoryRequirements *mr)
+{
+    for (uint32_t i = 0; i < m->n_bound; i++)
+        if (m->bound[i] != x && overlaps(m->bound[i], off, x->size))
+            return replay__fail(REPLAY_ENODEV,
+                                "buffer %" PRIu64 " cannot stay at offset %" PRIu64
+                                " of its memory on this device (alignment or memory type), but "
+                                "it aliases buffer %" PRIu64 " there: aliased buffers cannot be "
+                                "relocated",
+                                x->id, off, m->bound[i]->id);
+    uint32_t need = m->flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    uint32_t t = vkr_find_type(b, mr->memoryTypeBits, need,
+                               m->flags & (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
+    if (t == UINT32_MAX)
+        return replay__fail(REPLAY_ENODEV,
+                            "buffer %" PRIu64 ": no memory type among 0x%x with the flags 0x%x of "
+                            "its captured memory",
+                            x->id, mr->memoryTypeBits, need);
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .allocationSize = mr->size,
+                               .memoryTypeIndex = t};
+    VkResult vr = vkAllocateMemory(b->dev, &ai, NULL, &x->own);
+    if (vr == VK_SUCCESS)
+        vr = vkBindBufferMemory(b->dev, x->buf, x->own, 0);
+    uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
+    if (vr == VK_SUCCESS && (tf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+        vr = vkMapMemory(b->dev, x->own, 0, VK_WHOLE_SIZE, 0, (void **)&x->own_map);
+    if (vr != VK_SUCCESS) {
+        if (x->own)
+            vkFreeMemory(b->dev, x->own, NULL);
+        x->own = VK_NULL_HANDLE;
+        return VKFAIL(vr, "allocating memory for a relocated buffer");
+    }
+    x->own_coherent = (tf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    /* what the allocation held there so far (zeros, host writes) moves with the buffer */
+    VkCommandBuffer cb;
+    int st = vkr_oneshot_begin(b, &cb);
+    if (st < 0)
+        return st;
+    VkBufferCopy c = {off, 0, x->size};
+    vkCmdCopyBuffer(cb, m->whole, x->buf, 1, &c);
+    if ((st = vkr_oneshot_end(b, cb)) < 0)
+        return st;
+    uint32_t i = 0;
+    while (i < m->n_reloc && m->reloc[i]->mem_off < off)
+        i++;
+    x->mem_off = off;
+    if (ptr_push(&m->reloc, &m->n_reloc, &m->cap_reloc, x) < 0)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    memmove(m->reloc + i + 1, m->reloc + i, (m->n_reloc - 1 - i) * sizeof *m->reloc);
+    m->reloc[i] = x;
+    return 0;
+}
+
+/* vkBindBufferMemory of buffer x to m at off: in place when this device allows it, else
+ * relocated (see the file's comment). */
+static int bind_buffer(struct vkbe *b, struct buf *x, struct mem *m, uint64_t off)
+{
+    if (x->mem)
+        return replay__fail(SBT_ECORRUPT, "buffer %" PRIu64 " is bound twice", x->id);
+    if (off > m->size || x->size > m->size - off)
+        return replay__fail(SBT_ECORRUPT,
+                            "buffer %" PRIu64 " of %" PRIu64 " bytes bound at offset %" PRIu64
+                            " of a %" PRIu64 "-byte allocation",
+                            x->id, x->size, off, m->size);
+    VkMemoryRequirements mr;
+    vkGetBufferMemoryRequirements(b->dev, x->buf, &mr);
+    const char *force = getenv("REPRISE_VK_RELOCATE");
+    int in_place = (mr.memoryTypeBits & (1u << m->type)) && off % mr.alignment == 0 &&
+                   mr.size <= m->size - off && !(force && *force == '1');
+    /* a buffer in place may not overlap one relocated out of this range */
+    for (uint32_t i = 0; in_place && i < m->n_reloc; i++)
+        if (overlaps(m->reloc[i], off, x->size))
+            return replay__fail(REPLAY_ENODEV,
+                                "buffer %" PRIu64 " aliases buffer %" PRIu64
+                                ", which this device needed placed apart: aliased buffers "
+                                "cannot be relocated",
+                                x->id, m->reloc[i]->id);
+    int st;
+    if (in_place) {
+        VkResult vr = vkBindBufferMemory(b->dev, x->buf, m->mem, off);
+        if (vr != VK_SUCCESS)
+            return VKFAIL(vr, "vkBindBufferMemory");
+        x->mem_off = off;
+    } else if ((st = relocate(b, x, m, off, &mr)) < 0) {
+        return st;
+    }
+    if (ptr_push(&m->bound, &m->n_bound, &m->cap_bound, x) < 0)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    x->mem = m;
+    return 0;
+}
+
+void vkr_buf_destroy(struct vkbe *b, struct buf *x)
+{
+    if (x->mem) {
+        ptr_remove(x->mem->bound, &x->mem->n_bound, x);
+        ptr_remove(x->mem->reloc, &x->mem->n_reloc, x);
+    }
+    vkDestroyBuffer(b->dev, x->buf, NULL);
+    if (x->own)
+        vkFreeMemory(b->dev, x->own, NULL);
+    free(x);
+}
+
 void vkr_mem_destroy(struct vkbe *b, struct mem *m)
 {
+    for (uint32_t i = 0; i < m->n_bound; i++)
+        m->bound[i]->mem = NULL; /* using them now is an error (buf_of says so) */
+    free(m->bound);
+    free(m->reloc);
     vkDestroyBuffer(b->dev, m->whole, NULL);
     vkFreeMemory(b->dev, m->mem, NULL);
     free(m);
@@ -136,7 +414,7 @@ int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
     if (st < 0)
         return replay__fail(st, "%s", sbt_errmsg());
     size_t pos = 0;
-    for (uint32_t i = 0; i < op->n_access; i++) {
+    for (uint32_t i = 0; i < op->n_access && st == 0; i++) {
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & SBT_ACCESS_WRITE))
             continue;
@@ -152,17 +430,11 @@ int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
                                 : a->len > len - pos ? "blob shorter than the write"
                                                      : "out of bounds");
         }
-        memcpy(m->map + a->offset, (uint8_t *)data + pos, a->len);
+        st = vkr_mem_write(b, m, a->offset, (uint8_t *)data + pos, a->len);
         pos += a->len;
-        if (!m->coherent) {
-            VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                      .memory = m->mem,
-                                      .size = VK_WHOLE_SIZE};
-            vkFlushMappedMemoryRanges(b->dev, 1, &rg);
-        }
     }
     free(data);
-    return 0;
+    return st;
 }
 
 int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
@@ -185,7 +457,7 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
         }
         if ((st = vkr_check_access(a, m->size, op->seq)) < 0)
             break;
-        if (m->map) {
+        if (m->map && !m->n_reloc) {
             if (!m->coherent) {
                 VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
                                           .memory = m->mem,
@@ -195,12 +467,12 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
             bytes[i] = m->map + a->offset;
         } else {
             tmp[i] = malloc(a->len ? a->len : 1);
-            if (!tmp[i] ||
-                (st = replay__vk_backend.read(b, a->resource, a->offset, a->len, tmp[i])) < 0) {
-                if (!tmp[i])
-                    st = replay__fail(SBT_ENOMEM, "out of memory");
+            if (!tmp[i]) {
+                st = replay__fail(SBT_ENOMEM, "out of memory");
                 break;
             }
+            if ((st = vkr_mem_read(b, m, a->offset, tmp[i], a->len)) < 0)
+                break;
             bytes[i] = tmp[i];
         }
         len[i] = a->len;
@@ -277,7 +549,6 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
         case SBT_VK_BIND_BUFFER: {
             struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 0));
             struct mem *m = idmap_get(&b->mems, sbt_vk_arg(&r, 1));
-            uint64_t off = sbt_vk_arg(&r, 2);
             if (!x || !m) {
                 st = replay__fail(SBT_EINVAL,
                                   "vkBindBufferMemory: buffer %" PRIu64 " or memory %" PRIu64
@@ -285,25 +556,7 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
                                   sbt_vk_arg(&r, 0), sbt_vk_arg(&r, 1));
                 break;
             }
-            VkMemoryRequirements mr;
-            vkGetBufferMemoryRequirements(b->dev, x->buf, &mr);
-            if (!(mr.memoryTypeBits & (1u << m->type)) || off % mr.alignment ||
-                off + mr.size > m->size + (mr.size - x->size)) {
-                st = replay__fail(REPLAY_EUNSUPPORTED,
-                                  "buffer %" PRIu64 " at offset %" PRIu64 " of memory %" PRIu64
-                                  ": this device needs alignment %" PRIu64
-                                  " and memory types 0x%x (chosen type %u)",
-                                  x->id, off, sbt_vk_arg(&r, 1), (uint64_t)mr.alignment,
-                                  mr.memoryTypeBits, m->type);
-                break;
-            }
-            VkResult vr = vkBindBufferMemory(b->dev, x->buf, m->mem, off);
-            if (vr != VK_SUCCESS) {
-                st = VKFAIL(vr, "vkBindBufferMemory");
-                break;
-            }
-            x->mem = m;
-            x->mem_off = off;
+            st = bind_buffer(b, x, m, sbt_vk_arg(&r, 2));
             break;
         }
         case SBT_VK_CREATE_BUFFER_VIEW: {

@@ -380,10 +380,8 @@ void vkr_poll_done(struct vkbe *b, struct rq *q)
 
 void vkr_dead_bufs_free(struct vkbe *b)
 {
-    for (uint32_t i = 0; i < b->n_dead; i++) {
-        vkDestroyBuffer(b->dev, b->dead_bufs[i]->buf, NULL);
-        free(b->dead_bufs[i]);
-    }
+    for (uint32_t i = 0; i < b->n_dead; i++)
+        vkr_buf_destroy(b, b->dead_bufs[i]);
     b->n_dead = 0;
 }
 

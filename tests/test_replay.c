@@ -1073,6 +1073,33 @@ Test(vulkan, a_capture_from_one_driver_passes_check_on_another)
     cr_expect(strstr(out, "Mesa 25."), "the runs are on Mesa 25: %s", out);
 }
 
+/* A device that cannot bind a buffer where the capture did (alignment, memory type) gets it
+ * relocated into memory of its own; REPRISE_VK_RELOCATE=1 relocates every buffer, so every
+ * host write, read, read-back and device access goes through the relocation: the outputs stay
+ * those of the capture. */
+ParameterizedTestParameters(vulkan, relocated_buffers_replay_the_same)
+{
+    static struct vkprog p[] = {{"vk_compute", ""}, {"vk_bench", "data"}};
+    return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct vkprog *p, vulkan, relocated_buffers_replay_the_same)
+{
+    need_vulkan();
+    capture(p->prog, p->args, "t.sbt");
+    sbt_reader *r = open_tmp("t.sbt");
+    struct replay_result res;
+    setenv("REPRISE_VK_RELOCATE", "1", 1);
+    cr_assert_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP), &res), 0, "%s",
+                 replay_errmsg());
+    unsetenv("REPRISE_VK_RELOCATE");
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    cr_expect_gt(res.n_compared, 0);
+    cr_expect_eq(res.n_mismatch, 0, "first mismatch at op %" PRIu64, res.first_mismatch);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+}
+
 /* Puts an unrecorded vkCmdDraw (as the capture marks commands outside its subset) right after
  * the first dispatch. */
 static int add_draw(struct editor *e, sbt_writer *w, struct sbt_op *op)
