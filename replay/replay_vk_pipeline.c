@@ -231,6 +231,10 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     char msg[512];
     if (st == 0)
         st = vkr_check_pipeline(&b->lim, &pr);
+    if (st == REPLAY_ENODEV) { /* a limit the trace needs: say so before replaying anything */
+        sbt_vk_dec_free(&dec);
+        return st;
+    }
     if (st < 0) {
         snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
         pipe_error(b, id, msg);
