@@ -4,7 +4,8 @@
  * wrappers call. Only capture/cap_cuda_*.c include this.
  *
  *   cap_cuda_tramp.c  one exported trampoline per stub symbol (weak; a wrapper overrides it),
- *                     the "next" pointer per symbol, call counters of unwrapped symbols
+ *                     the "next" pointer per symbol, call counters of unwrapped symbols, and
+ *                     the class of each symbol (capture/cap_cuda_class.h)
  *   cap_cuda_shim.c   loading the real driver, cuGetProcAddress dispatch, the wrappers
  *   cap_cuda_rec.c    the trace: devices, streams, events, modules, kernels, allocations
  *                     (interval map), launches with pointer detection, copies, syncs, timing
@@ -43,8 +44,21 @@ extern void *cap_cuda_real[CAP_SYM__COUNT];
  * up in the shim itself at load time. */
 extern void *cap_cuda_self[CAP_SYM__COUNT];
 extern const char *const cap_cuda_names[CAP_SYM__COUNT];
-/* Calls that went through a trampoline (unwrapped symbols), per symbol. x86-64 only. */
+/* Calls that went through a trampoline (unwrapped symbols), per symbol. */
 extern uint64_t cap_cuda_calls[CAP_SYM__COUNT];
+
+/* What the shim does with each export (capture/cap_cuda_class.h explains the classes). */
+enum cap_cuda_class {
+    CAP_CLASS_NONE = 0, /* never in the table: an export without a class is a build error */
+    CAP_CLASS_RECORDED,
+    CAP_CLASS_QUERY,
+    CAP_CLASS_HARMLESS,
+    CAP_CLASS_AFFECTS,
+};
+extern const uint8_t cap_cuda_class[CAP_SYM__COUNT];
+/* Called by a trampoline, with the caller's arguments saved, the first time its symbol is
+ * called (exactly once per symbol). */
+void cap_cuda_first_call(int sym);
 
 /* The next function of a wrapped symbol, typed as the symbol. */
 #define CAP_NEXT(name) ((__typeof__(&name))cap_cuda_next[CAP_SYM_##name])
@@ -75,9 +89,12 @@ uint64_t cap_cuda_now(void);
 void cap_cuda_rec_start(void);
 /* Logs once on stderr, marks the trace incomplete, stops recording. */
 void cap_cuda_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Counts an unrecorded event of one kind in the completeness record. */
-void cap_cuda_unsupported(const char *what);
-/* A cuGetProcAddress answer the shim could not identify. */
+/* Counts something the capture could not record, by kind, in the completeness record. With
+ * affects, the trace is incomplete and the entry names the next op (the op being recorded,
+ * which the caller marks SBT_OPF_UNSUPPORTED, or the first op after). Lock held or not. */
+void cap_cuda_unsupported(const char *what, int affects);
+/* A cuGetProcAddress answer the shim could not identify: the program may call that entry
+ * point without the shim seeing it. */
 void cap_cuda_unidentified(const char *symbol);
 
 /* Calls below are made with the lock held, after a successful real call, unless said. */
@@ -95,10 +112,22 @@ void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod);
 void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name);
 void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name);
 void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k);
-void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, const char *name);
-void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size);
+/* A module (mod) or library (lib) global: one of the two is NULL. */
+void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, CUlibrary lib, const char *name);
+/* origin: enum sbt_cuda_alloc_origin (MEM, POOL, PITCH). */
+void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size, uint32_t origin);
 void cap_cuda_rec_free(const struct cap_cuda_call *c, CUdeviceptr p);
-/* dst_host / src_host: the host side of H2D / D2H (NULL for device addresses). */
+/* Virtual memory management: a mapping of [p, p+size) to physical allocation h is a resource
+ * (origin VMM) until cuMemUnmap; two live mappings of one allocation, or adjacent mappings,
+ * mark the trace incomplete (replay gives each mapping memory of its own). */
+void cap_cuda_rec_map(const struct cap_cuda_call *c, CUdeviceptr p, size_t size,
+                      CUmemGenericAllocationHandle h);
+void cap_cuda_rec_unmap(const struct cap_cuda_call *c, CUdeviceptr p, size_t size);
+/* A copy of n bytes. Every side is classified before anything is read: an allocation the
+ * capture tracks, host memory (pageable, pinned or registered: read on the host), or memory it
+ * cannot record (managed, untracked device memory, a range spanning allocations) which makes
+ * the op unsupported. dst_host / src_host: the side the entry point declares a host pointer
+ * (NULL: a device address, or unified addressing for cuMemcpy[Async]). */
 void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdeviceptr src,
                        const void *src_host, void *dst_host, size_t n, int is_async);
 void cap_cuda_rec_fill(const struct cap_cuda_call *c, CUdeviceptr dst, uint32_t elem,

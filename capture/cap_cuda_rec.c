@@ -133,6 +133,9 @@ static void hfree(struct hmap *m, int free_vals)
 /* ========================================================================================== */
 
 #define MAX_DEV 64
+/* Parameter words at or above this are not addresses (user space is 47 bits on x86-64, at most
+ * 52 on aarch64 and 56 with 5-level paging), so they are not shown to the driver. */
+#define MAX_USER_ADDRESS (1ull << 57)
 
 struct stream {
     uint32_t id;  /* sbt stream id */
@@ -156,6 +159,8 @@ struct kern {
 
 struct alloc {
     uint64_t base, size, res;
+    uint32_t origin;                     /* enum sbt_cuda_alloc_origin */
+    CUmemGenericAllocationHandle handle; /* VMM: the physical allocation mapped here */
 };
 
 struct pending_read {
@@ -196,13 +201,18 @@ static struct {
     size_t n_reads, cap_reads;
     struct qop *qhead, **qtail;
     struct sbt_vk_enc enc;
+    uint64_t n_emitted; /* ops handed to the writer or its queue: the seq of the next op */
+    /* what the capture could not record, by kind; its own lock, never held across a call */
+    pthread_mutex_t unsup_mu;
     struct {
         char what[96];
-        uint64_t count;
+        uint64_t count, first_seq; /* SBT_SEQ_NONE: unknown */
+        uint32_t flags;            /* enum sbt_unmodelled_flags */
     } unsup[64];
     uint32_t n_unsup;
+    uint64_t sym_first[CAP_SYM__COUNT]; /* seq + 1 at an unwrapped symbol's first call */
     char fail_reason[256];
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .unsup_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local uint32_t my_tid;
 static _Thread_local int depth;
@@ -257,94 +267,119 @@ void cap_cuda_fail(const char *fmt, ...)
     __atomic_store_n(&g.on, 0, __ATOMIC_RELEASE);
 }
 
-static void unsup_add(const char *what, uint64_t n)
+static void unsup_note(const char *what, uint64_t n, uint64_t first_seq, uint32_t flags)
 {
-    for (uint32_t i = 0; i < g.n_unsup; i++)
-        if (!strcmp(g.unsup[i].what, what)) {
-            g.unsup[i].count += n;
-            return;
-        }
-    if (g.n_unsup < sizeof g.unsup / sizeof g.unsup[0]) {
-        snprintf(g.unsup[g.n_unsup].what, sizeof g.unsup[0].what, "%s", what);
-        g.unsup[g.n_unsup++].count = n;
+    pthread_mutex_lock(&g.unsup_mu);
+    uint32_t i = 0;
+    while (i < g.n_unsup && strcmp(g.unsup[i].what, what))
+        i++;
+    if (i == g.n_unsup && i < sizeof g.unsup / sizeof g.unsup[0]) {
+        snprintf(g.unsup[i].what, sizeof g.unsup[0].what, "%s", what);
+        g.unsup[i].first_seq = SBT_SEQ_NONE;
+        g.n_unsup++;
     }
+    if (i < g.n_unsup) {
+        g.unsup[i].count += n;
+        g.unsup[i].flags |= flags;
+        if (first_seq < g.unsup[i].first_seq)
+            g.unsup[i].first_seq = first_seq;
+    }
+    pthread_mutex_unlock(&g.unsup_mu);
 }
 
-void cap_cuda_unsupported(const char *what)
+void cap_cuda_unsupported(const char *what, int affects)
 {
-    unsup_add(what, 1);
+    unsup_note(what, 1, __atomic_load_n(&g.n_emitted, __ATOMIC_RELAXED),
+               affects ? SBT_UNMODELLED_AFFECTS : 0);
+}
+
+static uint64_t unsupported_marker(const char *what);
+static void writer_check(int st, const char *what);
+
+/* Where an unrecorded call that affects replay first happened: a MARKER op there when this
+ * thread may take the lock (not inside one of our own wrappers), else the next op's seq. */
+static uint64_t first_affecting(const char *what)
+{
+    if (depth > 0 || !__atomic_load_n(&g.on, __ATOMIC_ACQUIRE))
+        return __atomic_load_n(&g.n_emitted, __ATOMIC_RELAXED);
+    cap_cuda_lock();
+    uint64_t seq = unsupported_marker(what);
+    cap_cuda_unlock();
+    return seq;
+}
+
+void cap_cuda_first_call(int sym)
+{
+    if (sym < 0 || sym >= CAP_SYM__COUNT)
+        return;
+    uint8_t cls = cap_cuda_class[sym];
+    uint64_t seq;
+    if (cls == CAP_CLASS_AFFECTS)
+        seq = first_affecting(cap_cuda_names[sym]);
+    else if (cls == CAP_CLASS_HARMLESS)
+        seq = __atomic_load_n(&g.n_emitted, __ATOMIC_RELAXED);
+    else
+        return;
+    __atomic_store_n(&g.sym_first[sym], seq + 1, __ATOMIC_RELAXED);
+}
+
+/* 1 when every export named like symbol (symbol, symbol_vN, with _ptds / _ptsz) is a pure
+ * query or harmless: calling it unseen loses nothing. */
+static int passes_unseen_harmlessly(const char *symbol)
+{
+    static const char *const ver[] = {"", "_v2", "_v3", "_v4", "_v5", "_v6", "_v7", "_v8", "_v9"};
+    static const char *const pt[] = {"", "_ptds", "_ptsz"};
+    char name[256];
+    int found = 0;
+    for (size_t v = 0; v < sizeof ver / sizeof ver[0]; v++)
+        for (size_t p = 0; p < sizeof pt / sizeof pt[0]; p++) {
+            snprintf(name, sizeof name, "%.200s%s%s", symbol, ver[v], pt[p]);
+            int i = cap_cuda_sym_find(name);
+            if (i < 0)
+                continue;
+            if (cap_cuda_class[i] != CAP_CLASS_QUERY && cap_cuda_class[i] != CAP_CLASS_HARMLESS)
+                return 0;
+            found = 1;
+        }
+    return found;
 }
 
 void cap_cuda_unidentified(const char *symbol)
 {
     char what[96];
-    snprintf(what, sizeof what, "cuGetProcAddress(%.40s): not an exported variant", symbol);
-    cap_cuda_lock();
-    unsup_add(what, 1);
-    cap_cuda_unlock();
+    snprintf(what, sizeof what, "cuGetProcAddress(%.40s): unidentified entry point", symbol);
+    if (passes_unseen_harmlessly(symbol))
+        unsup_note(what, 1, __atomic_load_n(&g.n_emitted, __ATOMIC_RELAXED), 0);
+    else
+        unsup_note(what, 1, first_affecting(what), SBT_UNMODELLED_AFFECTS);
 }
 
-/* Entry points that may pass through unrecorded without losing anything replay needs:
- * queries, context bookkeeping, host memory, unloading. */
-static int harmless(const char *n)
+/* The completeness record: what the recorder could not record, and every unwrapped symbol that
+ * was called and is not a pure query (capture/cap_cuda_class.h). Returns the calls counted. */
+static uint64_t write_completeness(void)
 {
-    static const char *const prefixes[] = {"cuCtxSetCurrent",
-                                           "cuCtxPushCurrent",
-                                           "cuCtxPopCurrent",
-                                           "cuCtxDestroy",
-                                           "cuDevicePrimaryCtxRelease",
-                                           "cuDevicePrimaryCtxSetFlags",
-                                           "cuDevicePrimaryCtxReset",
-                                           "cuModuleUnload",
-                                           "cuLibraryUnload",
-                                           "cuMemAllocHost",
-                                           "cuMemHostAlloc",
-                                           "cuMemFreeHost",
-                                           "cuMemHostRegister",
-                                           "cuMemHostUnregister",
-                                           "cuOccupancy",
-                                           "cuProfiler",
-                                           "cuInit",
-                                           "cuDriverGetVersion",
-                                           "cuGetErrorString",
-                                           "cuGetErrorName",
-                                           "cuGetExportTable",
-                                           "cuDeviceCanAccessPeer",
-                                           "cuEventElapsedTime",
-                                           "cuStreamIsCapturing"};
-    if (strstr(n, "Get") || strstr(n, "Query"))
-        return 1;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(n, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
-}
-
-/* Unrecorded calls that change device memory or execution: the trace cannot replay faithfully. */
-static int changes_device(const char *n)
-{
-    static const char *const prefixes[] = {"cuMemcpy",
-                                           "cuMemset",
-                                           "cuLaunch",
-                                           "cuGraphLaunch",
-                                           "cuMemAlloc",
-                                           "cuMemFree",
-                                           "cuMemMap",
-                                           "cuMemCreate",
-                                           "cuStreamBeginCapture",
-                                           "cuStreamWriteValue",
-                                           "cuStreamBatchMemOp",
-                                           "cuModuleLoad",
-                                           "cuLibraryLoad",
-                                           "cuLink",
-                                           "cuMemPrefetch",
-                                           "cuFuncSetAttribute",
-                                           "cuKernelSetAttribute",
-                                           "cuCtxSetLimit"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (!strncmp(n, prefixes[i], strlen(prefixes[i])))
-            return 1;
-    return 0;
+    uint64_t total = 0;
+    pthread_mutex_lock(&g.unsup_mu);
+    for (uint32_t i = 0; i < g.n_unsup; i++) {
+        total += g.unsup[i].count;
+        writer_check(sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count,
+                                            g.unsup[i].first_seq, g.unsup[i].flags),
+                     "writing the completeness record");
+    }
+    pthread_mutex_unlock(&g.unsup_mu);
+    for (int i = 0; i < CAP_SYM__COUNT; i++) {
+        uint64_t n = __atomic_load_n(&cap_cuda_calls[i], __ATOMIC_RELAXED);
+        uint8_t cls = cap_cuda_class[i];
+        if (!n || (cls != CAP_CLASS_HARMLESS && cls != CAP_CLASS_AFFECTS))
+            continue;
+        uint64_t first = __atomic_load_n(&g.sym_first[i], __ATOMIC_RELAXED);
+        total += n;
+        writer_check(sbt_writer_unsupported(g.w, cap_cuda_names[i], n,
+                                            first ? first - 1 : SBT_SEQ_NONE,
+                                            cls == CAP_CLASS_AFFECTS ? SBT_UNMODELLED_AFFECTS : 0),
+                     "writing the completeness record");
+    }
+    return total;
 }
 
 /* ========================================================================================== */
@@ -445,6 +480,7 @@ static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc
     }
     if (!g.qhead && !ev1) {
         append(op);
+        __atomic_add_fetch(&g.n_emitted, 1, __ATOMIC_RELAXED);
         return;
     }
     struct qop *q = calloc(1, sizeof *q);
@@ -463,6 +499,7 @@ static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc
     q->ev0 = ev0, q->ev1 = ev1, q->dev = dev;
     *g.qtail = q;
     g.qtail = &q->next;
+    __atomic_add_fetch(&g.n_emitted, 1, __ATOMIC_RELAXED);
 }
 
 static void enc_call(const struct cap_cuda_call *c, CUresult r)
@@ -479,6 +516,27 @@ static void op_init(struct sbt_op *op, uint32_t kind, const struct cap_cuda_call
     op->host_begin = c->t0;
     op->host_end = c->t1 >= c->t0 ? c->t1 : c->t0;
     op->name = intern(sbt_cuda_api_name(c->api));
+}
+
+static uint32_t host_stream(void);
+
+/* A MARKER op named what, with the UNSUPPORTED mark, on the calling thread's host stream: where
+ * a call the trace cannot replay happened. Returns its seq. Lock held. */
+static uint64_t unsupported_marker(const char *what)
+{
+    uint64_t seq = g.n_emitted;
+    if (!g.on)
+        return seq;
+    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0};
+    c.t1 = c.t0;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_MARKER, &c);
+    op.name = intern(what);
+    op.stream = host_stream();
+    op.flags = SBT_OPF_UNSUPPORTED;
+    sbt_vk_enc_reset(&g.enc);
+    emit(&op, NULL, 0, NULL, NULL, 0);
+    return seq;
 }
 
 /* ========================================================================================== */
@@ -770,15 +828,25 @@ static long alloc_find(uint64_t p)
 static int resolve(uint64_t p, uint64_t n, uint64_t *res, uint64_t *off)
 {
     long i = alloc_find(p);
-    if (i < 0 || p - g.allocs[i].base + n > g.allocs[i].size)
+    if (i < 0 || n > g.allocs[i].size - (p - g.allocs[i].base))
         return 0;
     *res = g.allocs[i].res;
     *off = p - g.allocs[i].base;
     return 1;
 }
 
-static uint64_t alloc_insert(uint64_t base, uint64_t size)
+static uint64_t alloc_insert(uint64_t base, uint64_t size, uint32_t origin,
+                             CUmemGenericAllocationHandle h)
 {
+    if (!size)
+        size = 1;
+    /* entries overlapping the new range were freed behind our back (a context reset, an
+     * unwrapped free): drop them */
+    size_t o = 0;
+    for (size_t i = 0; i < g.n_allocs; i++)
+        if (g.allocs[i].base + g.allocs[i].size <= base || g.allocs[i].base >= base + size)
+            g.allocs[o++] = g.allocs[i];
+    g.n_allocs = o;
     if (g.n_allocs == g.cap_allocs) {
         size_t cap = g.cap_allocs ? g.cap_allocs * 2 : 256;
         struct alloc *a = realloc(g.allocs, cap * sizeof *a);
@@ -791,14 +859,8 @@ static uint64_t alloc_insert(uint64_t base, uint64_t size)
     size_t i = g.n_allocs;
     while (i > 0 && g.allocs[i - 1].base > base)
         i--;
-    /* a stale entry overlapping the new range was freed behind our back: drop it */
-    if (i > 0 && g.allocs[i - 1].base + g.allocs[i - 1].size > base) {
-        i--;
-        memmove(&g.allocs[i], &g.allocs[i + 1], (g.n_allocs - i - 1) * sizeof *g.allocs);
-        g.n_allocs--;
-    }
     memmove(&g.allocs[i + 1], &g.allocs[i], (g.n_allocs - i) * sizeof *g.allocs);
-    g.allocs[i] = (struct alloc){base, size ? size : 1, ++g.next_res};
+    g.allocs[i] = (struct alloc){base, size, ++g.next_res, origin, h};
     g.n_allocs++;
     return g.next_res;
 }
@@ -823,14 +885,38 @@ static void alloc_op(const struct cap_cuda_call *c, uint64_t res, uint64_t base,
     emit(&op, NULL, 0, NULL, NULL, 0);
 }
 
-void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size)
+static int on_stream(uint32_t api)
+{
+    return api == SBT_CUDA_API_cuMemAllocAsync || api == SBT_CUDA_API_cuMemFreeAsync ||
+           api == SBT_CUDA_API_cuMemAllocFromPoolAsync;
+}
+
+void cap_cuda_rec_alloc(const struct cap_cuda_call *c, CUdeviceptr p, size_t size, uint32_t origin)
 {
     if (!g.on)
         return;
-    uint64_t res = alloc_insert(p, size);
+    uint64_t res = alloc_insert(p, size, origin, 0);
     if (res)
-        alloc_op(c, res, p, size, SBT_CUDA_ALLOC_MEM, 0, NULL,
-                 c->api == SBT_CUDA_API_cuMemAllocAsync);
+        alloc_op(c, res, p, size, origin, 0, NULL, on_stream(c->api));
+}
+
+/* Removes allocation i from the map and emits its FREE op. */
+static void free_op(const struct cap_cuda_call *c, size_t i)
+{
+    struct alloc a = g.allocs[i];
+    memmove(&g.allocs[i], &g.allocs[i + 1], (g.n_allocs - i - 1) * sizeof *g.allocs);
+    g.n_allocs--;
+    uint32_t dev = 0;
+    struct sbt_op op;
+    op_init(&op, SBT_OP_FREE, c);
+    op.stream = on_stream(c->api) ? stream_of(c, &dev) : host_stream();
+    op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES;
+    op.resource = a.res;
+    op.bytes = a.size;
+    enc_call(c, CUDA_SUCCESS);
+    uint64_t args[4] = {a.origin, a.base, a.size, 0};
+    sbt_vk_enc_rec(&g.enc, SBT_CUDA_ALLOC, args, 4, NULL, 0);
+    emit(&op, NULL, 0, NULL, NULL, 0);
 }
 
 void cap_cuda_rec_free(const struct cap_cuda_call *c, CUdeviceptr p)
@@ -839,37 +925,135 @@ void cap_cuda_rec_free(const struct cap_cuda_call *c, CUdeviceptr p)
     if (!g.on)
         return;
     if (i < 0 || g.allocs[i].base != p) {
-        if (p)
-            cap_cuda_unsupported("cuMemFree of an address the capture never saw allocated");
+        if (p) /* its uses were marked where they happened; replay has nothing to free */
+            cap_cuda_unsupported("cuMemFree of an address the capture never saw allocated", 0);
         return;
     }
-    struct alloc a = g.allocs[i];
-    memmove(&g.allocs[i], &g.allocs[i + 1], (g.n_allocs - (size_t)i - 1) * sizeof *g.allocs);
-    g.n_allocs--;
-    uint32_t dev = 0;
-    struct sbt_op op;
-    op_init(&op, SBT_OP_FREE, c);
-    op.stream = c->api == SBT_CUDA_API_cuMemFreeAsync ? stream_of(c, &dev) : host_stream();
-    op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES;
-    op.resource = a.res;
-    op.bytes = a.size;
-    enc_call(c, CUDA_SUCCESS);
-    uint64_t args[4] = {SBT_CUDA_ALLOC_MEM, a.base, a.size, 0};
-    sbt_vk_enc_rec(&g.enc, SBT_CUDA_ALLOC, args, 4, NULL, 0);
-    emit(&op, NULL, 0, NULL, NULL, 0);
+    free_op(c, (size_t)i);
 }
 
-void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, const char *name)
+void cap_cuda_rec_map(const struct cap_cuda_call *c, CUdeviceptr p, size_t size,
+                      CUmemGenericAllocationHandle h)
+{
+    if (!g.on)
+        return;
+    int alias = 0, adjacent = 0;
+    for (size_t i = 0; i < g.n_allocs; i++) {
+        const struct alloc *a = &g.allocs[i];
+        if (a->origin != SBT_CUDA_ALLOC_VMM)
+            continue;
+        alias |= a->handle == h;
+        adjacent |= a->base + a->size == p || a->base == p + size;
+    }
+    /* the ALLOC op is the next op: the entries below name it */
+    if (alias)
+        cap_cuda_unsupported("cuMemMap of memory mapped elsewhere too (aliases are not replayed)",
+                             1);
+    if (adjacent)
+        cap_cuda_unsupported("cuMemMap next to another mapping (not kept contiguous in replay)", 1);
+    uint64_t res = alloc_insert(p, size, SBT_CUDA_ALLOC_VMM, h);
+    if (res)
+        alloc_op(c, res, p, size, SBT_CUDA_ALLOC_VMM, 0, NULL, 0);
+}
+
+void cap_cuda_rec_unmap(const struct cap_cuda_call *c, CUdeviceptr p, size_t size)
+{
+    if (!g.on)
+        return;
+    for (size_t i = 0; i < g.n_allocs;)
+        if (g.allocs[i].origin == SBT_CUDA_ALLOC_VMM && g.allocs[i].base >= p &&
+            g.allocs[i].base - p < size)
+            free_op(c, i);
+        else
+            i++;
+}
+
+void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, CUlibrary lib, const char *name)
 {
     long i = alloc_find(p);
     if (!g.on || (i >= 0 && g.allocs[i].base == p))
         return;
-    uint32_t prog = (uint32_t)(uintptr_t)hget(&g.modules, (uintptr_t)mod);
-    uint64_t res = alloc_insert(p, size);
-    struct cap_cuda_call c = {SBT_CUDA_API_cuModuleGetGlobal_v2, 0, NULL, cap_cuda_now(), 0};
+    uint32_t prog = (uint32_t)(uintptr_t)(mod ? hget(&g.modules, (uintptr_t)mod)
+                                              : hget(&g.libs, (uintptr_t)lib));
+    uint64_t res = alloc_insert(p, size, SBT_CUDA_ALLOC_GLOBAL, 0);
+    struct cap_cuda_call c = {mod ? SBT_CUDA_API_cuModuleGetGlobal_v2
+                                  : SBT_CUDA_API_cuLibraryGetGlobal,
+                              0, NULL, cap_cuda_now(), 0};
     c.t1 = c.t0;
+    if (!prog)
+        cap_cuda_unsupported("global of a module the capture did not see loaded", 1);
     if (res)
         alloc_op(&c, res, p, size, SBT_CUDA_ALLOC_GLOBAL, prog, name, 0);
+}
+
+/* ========================================================================================== */
+/* Pointers: what an address the program passes is, asked of the driver                       */
+/* ========================================================================================== */
+
+/* What one side of a copy, a fill or a parameter word points at. Only SIDE_HOST is ever read
+ * on the host. */
+enum side {
+    SIDE_TRACKED, /* inside an allocation of the map */
+    SIDE_HOST,    /* host memory: pageable (unknown to the driver), pinned or registered */
+    SIDE_MANAGED, /* managed memory: host access may fault or migrate pages */
+    SIDE_DEVICE,  /* device memory the capture did not see allocated (IPC, external, ...) */
+    SIDE_SPAN,    /* starts inside an allocation and runs past its end */
+    SIDE_UNKNOWN, /* the driver cannot say */
+};
+
+static const char *side_name(int k)
+{
+    static const char *const names[] = {
+        "tracked device memory",
+        "host memory",
+        "managed memory",
+        "device memory the capture did not see allocated",
+        "a range past the end of an allocation",
+        "memory the driver could not classify",
+    };
+    return names[k];
+}
+
+/* The driver's pointer attributes of p: 0 with *type (CUmemorytype; 0 when the driver does
+ * not know the address, i.e. pageable host memory) and *managed, or -1 when it cannot say. */
+static int ptr_attrs(uint64_t p, unsigned *type, int *managed)
+{
+    /* 8-byte slots, zeroed: the driver writes an unsigned int or a boolean */
+    uint64_t t = 0, m = 0;
+    CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&t, &m};
+    CUresult r = CAP_NEXT(cuPointerGetAttributes)(2, at, data, (CUdeviceptr)p);
+    if (r != CUDA_SUCCESS) { /* one at a time: INVALID_VALUE means "not a CUDA pointer" */
+        t = m = 0;
+        r = CAP_NEXT(cuPointerGetAttribute)(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p);
+        if (r == CUDA_SUCCESS &&
+            CAP_NEXT(cuPointerGetAttribute)(&m, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p) !=
+                CUDA_SUCCESS)
+            m = 0;
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            t = 0, r = CUDA_SUCCESS;
+    }
+    if (r != CUDA_SUCCESS)
+        return -1;
+    *type = (unsigned)t;
+    *managed = m != 0;
+    return 0;
+}
+
+/* Classifies [p, p+n). declared_host: the entry point types p as a host pointer, so the
+ * driver read or wrote it as one; trusted when the driver cannot classify it. */
+static int classify(uint64_t p, uint64_t n, int declared_host, uint64_t *res, uint64_t *off)
+{
+    long i = alloc_find(p);
+    if (i >= 0)
+        return resolve(p, n, res, off) ? SIDE_TRACKED : SIDE_SPAN;
+    unsigned type;
+    int managed;
+    if (ptr_attrs(p, &type, &managed) < 0)
+        return declared_host ? SIDE_HOST : SIDE_UNKNOWN;
+    if (managed)
+        return SIDE_MANAGED;
+    return type == 0 || type == CU_MEMORYTYPE_HOST ? SIDE_HOST : SIDE_DEVICE;
 }
 
 /* ========================================================================================== */
@@ -897,48 +1081,51 @@ void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdevicep
 {
     if (!g.on)
         return;
+    uint64_t dp = dst_host ? (uint64_t)(uintptr_t)dst_host : dst;
+    uint64_t sp = src_host ? (uint64_t)(uintptr_t)src_host : src;
     uint64_t dres = 0, doff = 0, sres = 0, soff = 0;
-    int dknown = !dst_host && resolve(dst, n, &dres, &doff);
-    int sknown = !src_host && resolve(src, n, &sres, &soff);
-    if (c->api == SBT_CUDA_API_cuMemcpy || c->api == SBT_CUDA_API_cuMemcpyAsync) {
-        /* unified addressing: a side the map does not know is host memory */
-        if (dknown && !sknown)
-            src_host = (const void *)(uintptr_t)src;
-        else if (sknown && !dknown)
-            dst_host = (void *)(uintptr_t)dst;
-    }
-    uint32_t dir = src_host ? SBT_COPY_H2D : dst_host ? SBT_COPY_D2H : SBT_COPY_D2D;
+    int dk = classify(dp, n, dst_host != NULL, &dres, &doff);
+    int sk = classify(sp, n, src_host != NULL, &sres, &soff);
+    int ok = (dk == SIDE_TRACKED || dk == SIDE_HOST) && (sk == SIDE_TRACKED || sk == SIDE_HOST);
+    /* the direction the memory says, whatever the entry point's name (with unified addressing
+     * the driver goes by the addresses too) */
+    uint32_t dir = dk == SIDE_TRACKED ? (sk == SIDE_TRACKED ? SBT_COPY_D2D : SBT_COPY_H2D)
+                                      : (sk == SIDE_TRACKED ? SBT_COPY_D2H : SBT_COPY_H2H);
     struct sbt_op op;
     op_init(&op, SBT_OP_COPY, c);
-    op.subkind = dir;
     op.stream = stream_of(c, NULL);
     op.flags = SBT_OPF_BYTES;
     op.bytes = n;
     struct sbt_access acc[2];
     uint32_t n_acc = 0;
-    int ok = (dir == SBT_COPY_H2D && dknown) || (dir == SBT_COPY_D2H && sknown) ||
-             (dir == SBT_COPY_D2D && dknown && sknown);
     if (!ok) {
+        dir = src_host ? SBT_COPY_H2D : dst_host ? SBT_COPY_D2H : SBT_COPY_D2D;
+        char what[96];
+        int bad_src = sk != SIDE_TRACKED && sk != SIDE_HOST;
+        snprintf(what, sizeof what, "copy %s %s", bad_src ? "from" : "to",
+                 side_name(bad_src ? sk : dk));
         op.flags |= SBT_OPF_UNSUPPORTED;
-        cap_cuda_unsupported("copy touching device memory the capture never saw allocated");
+        cap_cuda_unsupported(what, 1);
     } else {
-        if (dir != SBT_COPY_H2D)
+        if (sk == SIDE_TRACKED)
             acc[n_acc++] = (struct sbt_access){sres, soff, n, SBT_ACCESS_READ};
-        if (dir != SBT_COPY_D2H)
+        if (dk == SIDE_TRACKED)
             acc[n_acc++] = (struct sbt_access){dres, doff, n, SBT_ACCESS_WRITE};
-        if (dir == SBT_COPY_H2D) {
+        if (dir == SBT_COPY_H2D) { /* classified as host memory: safe to read */
             op.flags |= SBT_OPF_BLOB;
-            writer_check(sbt_writer_blob(g.w, src_host, n, &op.blob), "storing copy data");
+            writer_check(sbt_writer_blob(g.w, (const void *)(uintptr_t)sp, n, &op.blob),
+                         "storing copy data");
         }
     }
+    op.subkind = dir;
     enc_call(c, CUDA_SUCCESS);
-    uint64_t args[3] = {dst_host ? 0 : dst, src_host ? 0 : src, n};
+    uint64_t args[3] = {dk == SIDE_TRACKED ? dp : 0, sk == SIDE_TRACKED ? sp : 0, n};
     sbt_vk_enc_rec(&g.enc, SBT_CUDA_COPY, args, 3, NULL, 0);
     emit(&op, acc, n_acc, NULL, NULL, 0);
     if (dir != SBT_COPY_D2H || !ok || !n)
         return;
     if (!is_async) {
-        host_read(sres, soff, dst_host, n);
+        host_read(sres, soff, (const void *)(uintptr_t)dp, n);
         return;
     }
     if (g.n_reads == g.cap_reads) {
@@ -950,7 +1137,8 @@ void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdevicep
         }
         g.reads = r, g.cap_reads = cap;
     }
-    g.reads[g.n_reads++] = (struct pending_read){op.stream, dst_host, n, sres, soff, g.ord};
+    g.reads[g.n_reads++] =
+        (struct pending_read){op.stream, (void *)(uintptr_t)dp, n, sres, soff, g.ord};
 }
 
 void cap_cuda_rec_fill(const struct cap_cuda_call *c, CUdeviceptr dst, uint32_t elem,
@@ -967,11 +1155,14 @@ void cap_cuda_rec_fill(const struct cap_cuda_call *c, CUdeviceptr dst, uint32_t 
     op.value = value;
     struct sbt_access a;
     uint32_t n_acc = 0;
-    if (resolve(dst, bytes, &res, &off))
+    int k = classify(dst, bytes, 0, &res, &off);
+    if (k == SIDE_TRACKED) {
         a = (struct sbt_access){res, off, bytes, SBT_ACCESS_WRITE}, n_acc = 1;
-    else {
+    } else {
+        char what[96];
+        snprintf(what, sizeof what, "memset of %s", side_name(k));
         op.flags |= SBT_OPF_UNSUPPORTED;
-        cap_cuda_unsupported("memset of device memory the capture never saw allocated");
+        cap_cuda_unsupported(what, 1);
     }
     enc_call(c, CUDA_SUCCESS);
     uint64_t args[4] = {dst, elem, value, n};
@@ -1078,7 +1269,7 @@ static uint32_t add_program(const void *image, const char *file, uint32_t api)
     if (len)
         writer_check(sbt_writer_blob(g.w, image, len, &p.blob), "storing a module image");
     else
-        cap_cuda_unsupported("module image of unknown size (not stored)");
+        cap_cuda_unsupported("module image of unknown size (not stored)", 1);
     struct sbt_vk_enc e = {0};
     uint64_t a[3] = {api, len, p.kind};
     sbt_vk_enc_rec(&e, SBT_CUDA_MODULE, a, 3, file, file ? strlen(file) : 0);
@@ -1180,7 +1371,8 @@ static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_ke
     } else {
         g.kerns[g.n_kerns++] = k;
         if (!k->known)
-            cap_cuda_unsupported("kernel without a parameter layout (cuFuncGetParamInfo failed)");
+            cap_cuda_unsupported("kernel without a parameter layout (cuFuncGetParamInfo failed)",
+                                 0); /* its launches with kernelParams are marked */
         if (g.on)
             writer_check(sbt_writer_add_kernel(g.w, &row, &k->id), "adding a kernel");
     }
@@ -1337,17 +1529,29 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
     }
     /* Device addresses among the parameters: every aligned 8-byte word that falls inside a
      * live allocation. HRR also skips words whose low half is below 0x10000 (packed scalars),
-     * but allocations at 4 GiB-aligned addresses are common, so only the interval map decides. */
+     * but allocations at 4 GiB-aligned addresses are common, so only the interval map decides.
+     * A word outside the map that could be a user-space address is shown to the driver: memory
+     * it knows (pinned host memory through its device alias, managed or untracked device
+     * memory) is memory the kernel may touch and the trace does not hold. */
     struct sbt_access acc[64];
     uint32_t n_acc = 0;
+    int untracked = -1, too_many = 0;
     for (uint64_t o = 0; packed && o + 8 <= len; o += 8) {
         uint64_t v;
         memcpy(&v, buf + o, 8);
         if (v < 0x10000)
             continue;
         long i = alloc_find(v);
-        if (i < 0)
+        if (i < 0) {
+            unsigned type;
+            int managed;
+            if (v < MAX_USER_ADDRESS && untracked < 0 && ptr_attrs(v, &type, &managed) == 0 &&
+                (managed || type))
+                untracked = managed                      ? SIDE_MANAGED
+                            : type == CU_MEMORYTYPE_HOST ? SIDE_HOST
+                                                         : SIDE_DEVICE;
             continue;
+        }
         const struct alloc *a = &g.allocs[i];
         uint64_t pa[4] = {o, a->res, v - a->base, v};
         sbt_vk_enc_rec(&g.enc, SBT_CUDA_PTR, pa, 4, NULL, 0);
@@ -1357,12 +1561,24 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
         if (j == n_acc && n_acc < sizeof acc / sizeof acc[0])
             acc[n_acc++] = (struct sbt_access){a->res, 0, a->size, SBT_ACCESS_RW};
         else if (j == n_acc)
-            op.flags |= SBT_OPF_UNSUPPORTED;
+            too_many = 1;
+    }
+    if (too_many) {
+        op.flags |= SBT_OPF_UNSUPPORTED;
+        cap_cuda_unsupported("launch referencing more than 64 allocations", 1);
     }
     if (!packed || !k) {
         op.flags |= SBT_OPF_UNSUPPORTED;
         cap_cuda_unsupported(!k ? "launch of a function loaded outside the wrapped loaders"
-                                : "launch whose parameter bytes are unknown");
+                                : "launch whose parameter bytes are unknown",
+                             1);
+    }
+    if (untracked >= 0) {
+        char what[96];
+        snprintf(what, sizeof what, "launch with a parameter pointing into %s",
+                 untracked == SIDE_HOST ? "pinned host memory" : side_name(untracked));
+        op.flags |= SBT_OPF_UNSUPPORTED;
+        cap_cuda_unsupported(what, 1);
     }
     emit(&op, acc, n_acc, ev0, ev1, dev);
     if (g.qhead)
@@ -1416,7 +1632,8 @@ void cap_cuda_rec_start(void)
     meta("cuda.resources", "device allocations and module globals; parameter words inside one "
                            "are recorded as (offset, resource, offset in resource)");
     if (g.digests)
-        unsup_add("REPRISE_DIGESTS (per-launch digests are not implemented for CUDA)", 1);
+        unsup_note("REPRISE_DIGESTS (per-launch digests are not implemented for CUDA)", 1,
+                   SBT_SEQ_NONE, 0);
     atexit(rec_stop);
     cap_cuda_unlock();
 }
@@ -1453,20 +1670,9 @@ static void rec_stop(void)
         drain(1);
     }
     if (g.n_reads)
-        unsup_add("async device-to-host copies never synchronised (no digest)", g.n_reads);
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < g.n_unsup; i++) {
-        total += g.unsup[i].count;
-        sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count, SBT_SEQ_NONE, 0);
-    }
-    for (int i = 0; i < CAP_SYM__COUNT; i++) {
-        uint64_t n = __atomic_load_n(&cap_cuda_calls[i], __ATOMIC_RELAXED);
-        if (!n || harmless(cap_cuda_names[i]))
-            continue;
-        total += n;
-        sbt_writer_unsupported(g.w, cap_cuda_names[i], n, SBT_SEQ_NONE,
-                               changes_device(cap_cuda_names[i]) ? SBT_UNMODELLED_AFFECTS : 0);
-    }
+        unsup_note("async device-to-host copies never synchronised (no digest)", g.n_reads,
+                   SBT_SEQ_NONE, 0);
+    uint64_t total = write_completeness();
     if (g.fail_reason[0])
         sbt_writer_mark_incomplete(g.w, g.fail_reason);
     if (sbt_writer_close(g.w) < 0)

@@ -19,7 +19,8 @@
  * cuGetProcAddress dispatch (research/cuda.md 1.5): forward the request unchanged, identify the
  * returned pointer among the driver's exported variants {sym, sym_v2..v9} x {"", _ptds, _ptsz}
  * by address, and return the shim's export of that same variant (its wrapper, or its counting
- * trampoline). An answer that matches no export is returned as is and named in the trace.
+ * trampoline). An answer that matches no export is returned as is and named in the trace; the
+ * trace is then incomplete unless every export of that name is a pure query or harmless.
  * cuGetExportTable is a trampoline: the private tables pass through untouched (1.6).
  *
  * Wrappers call the real function through cap_cuda_next[], and the recorder (cap_cuda_rec.c)
@@ -404,7 +405,55 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, c
         if (bytes)
             *bytes = size;
     }
-    ENQ_END(cap_cuda_rec_global(p, size, hmod, name))
+    ENQ_END(cap_cuda_rec_global(p, size, hmod, NULL, name))
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+    size_t size = 0;
+    CUdeviceptr p = 0;
+    ENQ_BEGIN(cuLibraryGetGlobal, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryGetGlobal)(&p, &size, library, name);
+    if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = p;
+        if (bytes)
+            *bytes = size;
+    }
+    ENQ_END(cap_cuda_rec_global(p, size, NULL, library, name))
+}
+
+/* Handles handed out in bulk: named through the driver, so their launches are identified. */
+static void rec_functions(const CUfunction *fs, unsigned n, CUmodule mod)
+{
+    for (unsigned i = 0; fs && i < n; i++) {
+        const char *name = NULL;
+        if (CAP_NEXT(cuFuncGetName)(&name, fs[i]) == CUDA_SUCCESS && name)
+            cap_cuda_rec_function(fs[i], mod, name);
+    }
+}
+
+static void rec_kernels(const CUkernel *ks, unsigned n, CUlibrary lib)
+{
+    for (unsigned i = 0; ks && i < n; i++) {
+        const char *name = NULL;
+        if (CAP_NEXT(cuKernelGetName)(&name, ks[i]) == CUDA_SUCCESS && name)
+            cap_cuda_rec_kernel(ks[i], lib, name);
+    }
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod)
+{
+    ENQ_BEGIN(cuModuleLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleEnumerateFunctions)(functions, numFunctions, mod);
+    ENQ_END(rec_functions(functions, numFunctions, mod))
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryEnumerateKernels)(kernels, numKernels, lib);
+    ENQ_END(rec_kernels(kernels, numKernels, lib))
 }
 
 /* ---- memory -----------------------------------------------------------------------------------
@@ -414,7 +463,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     ENQ_BEGIN(cuMemAlloc_v2, 0, NULL)
     CUresult r = CAP_NEXT(cuMemAlloc_v2)(dptr, bytesize);
-    ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))
+    ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize, SBT_CUDA_ALLOC_MEM))
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
+{
+    ENQ_BEGIN(cuMemAllocPitch_v2, 0, NULL)
+    CUresult r = CAP_NEXT(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    ENQ_END(cap_cuda_rec_alloc(&c, *dptr, *pPitch * Height, SBT_CUDA_ALLOC_PITCH))
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -424,15 +481,41 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     ENQ_END(cap_cuda_rec_free(&c, dptr))
 }
 
-#define ALLOC_ASYNC(NAME, PT)                                           \
-    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) \
-    {                                                                   \
-        ENQ_BEGIN(cuMemAllocAsync, PT, hStream)                         \
-        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, hStream);           \
-        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize))                \
+#define ALLOC_ASYNC(NAME, PT)                                                \
+    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)      \
+    {                                                                        \
+        ENQ_BEGIN(cuMemAllocAsync, PT, hStream)                              \
+        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, hStream);                \
+        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize, SBT_CUDA_ALLOC_MEM)) \
     }
 ALLOC_ASYNC(cuMemAllocAsync, 0)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz, 1)
+
+#define ALLOC_POOL(NAME, PT)                                                               \
+    CUresult NAME(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) \
+    {                                                                                      \
+        ENQ_BEGIN(cuMemAllocFromPoolAsync, PT, hStream)                                    \
+        CUresult r = CAP_NEXT(NAME)(dptr, bytesize, pool, hStream);                        \
+        ENQ_END(cap_cuda_rec_alloc(&c, *dptr, bytesize, SBT_CUDA_ALLOC_POOL))              \
+    }
+ALLOC_POOL(cuMemAllocFromPoolAsync, 0)
+ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz, 1)
+
+/* Virtual memory management: a mapping is what kernels and copies address. */
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    ENQ_BEGIN(cuMemMap, 0, NULL)
+    CUresult r = CAP_NEXT(cuMemMap)(ptr, size, offset, handle, flags);
+    ENQ_END(cap_cuda_rec_map(&c, ptr, size, handle))
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    ENQ_BEGIN(cuMemUnmap, 0, NULL)
+    CUresult r = CAP_NEXT(cuMemUnmap)(ptr, size);
+    ENQ_END(cap_cuda_rec_unmap(&c, ptr, size))
+}
 
 #define FREE_ASYNC(NAME, PT)                          \
     CUresult NAME(CUdeviceptr dptr, CUstream hStream) \
@@ -542,6 +625,13 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
     ENQ_END(cap_cuda_rec_stream_destroy(&c, hStream))
 }
 
+CUresult cuStreamDestroy(CUstream hStream)
+{
+    ENQ_BEGIN(cuStreamDestroy, 0, hStream)
+    CUresult r = CAP_NEXT(cuStreamDestroy)(hStream);
+    ENQ_END(cap_cuda_rec_stream_destroy(&c, hStream))
+}
+
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     ENQ_BEGIN(cuEventCreate, 0, NULL)
@@ -553,6 +643,13 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
 {
     ENQ_BEGIN(cuEventDestroy_v2, 0, NULL)
     CUresult r = CAP_NEXT(cuEventDestroy_v2)(hEvent);
+    ENQ_END(cap_cuda_rec_event_destroy(&c, hEvent))
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+    ENQ_BEGIN(cuEventDestroy, 0, NULL)
+    CUresult r = CAP_NEXT(cuEventDestroy)(hEvent);
     ENQ_END(cap_cuda_rec_event_destroy(&c, hEvent))
 }
 

@@ -7,8 +7,9 @@
  * the calls below; encode and decode with sbt_vk_enc_* / sbt_vk_dec_*. Readers skip calls they
  * do not know and ignore arguments past the ones they know, so layouts only grow at the end.
  *
- * Resources. A trace resource is one device allocation (cuMemAlloc, cuMemAllocAsync) or one
- * module global (cuModuleGetGlobal); its id is the ALLOC op's resource. Accesses name
+ * Resources. A trace resource is one device allocation (cuMemAlloc, cuMemAllocAsync, a pool,
+ * pitch allocation or VMM mapping: enum sbt_cuda_alloc_origin) or one module or library global
+ * (cuModuleGetGlobal, cuLibraryGetGlobal); its id is the ALLOC op's resource. Accesses name
  * (resource, offset in it, length). Device addresses in kernel parameters are recorded as
  * (byte offset in the packed parameter buffer, resource, offset in resource), so replay can
  * write the replay-time address of the same byte there (relocation).
@@ -20,7 +21,8 @@
  *   kernel row ext   kind SBT_CUDA_EXT_KERNEL:  KERNEL (parameter layout)
  *   op payloads      kind SBT_CUDA_PAYLOAD:     CALL first, then per op kind:
  *     KERNEL      LAUNCH, LAUNCH_ATTR*, PTR*        (op.kernel, grid, block, shmem)
- *     COPY        COPY                              (accesses; H2D: op.blob = the bytes)
+ *     COPY        COPY                              (accesses; H2D: op.blob = the bytes;
+ *                                                    H2H: no accesses, nothing for the device)
  *     FILL        FILL                              (op.value = pattern, op.bytes = bytes)
  *     ALLOC       ALLOC                             FREE: ALLOC of the freed range
  *     MARKER      EVENT (cuEventCreate/Destroy)     EVENT_RECORD / EVENT_WAIT: EVENT
@@ -127,7 +129,14 @@ enum sbt_cuda_call {
     X(cuModuleLoadFatBinary, 39)      \
     X(cuLibraryLoadData, 40)          \
     X(cuLibraryLoadFromFile, 41)      \
-    X(cuModuleGetGlobal_v2, 42)
+    X(cuModuleGetGlobal_v2, 42)       \
+    X(cuMemAllocFromPoolAsync, 43)    \
+    X(cuMemAllocPitch_v2, 44)         \
+    X(cuMemMap, 45)                   \
+    X(cuMemUnmap, 46)                 \
+    X(cuLibraryGetGlobal, 47)         \
+    X(cuStreamDestroy, 48)            \
+    X(cuEventDestroy, 49)
 
 enum sbt_cuda_api {
 #define SBT_CUDA__API(name, val) SBT_CUDA_API_##name = val,
@@ -148,7 +157,10 @@ enum sbt_cuda_stream_origin {
 
 enum sbt_cuda_alloc_origin {
     SBT_CUDA_ALLOC_MEM = 1,    /* cuMemAlloc / cuMemAllocAsync */
-    SBT_CUDA_ALLOC_GLOBAL = 2, /* cuModuleGetGlobal: (program, name) */
+    SBT_CUDA_ALLOC_GLOBAL = 2, /* cuModuleGetGlobal / cuLibraryGetGlobal: (program, name) */
+    SBT_CUDA_ALLOC_POOL = 3,   /* cuMemAllocFromPoolAsync */
+    SBT_CUDA_ALLOC_PITCH = 4,  /* cuMemAllocPitch: size = pitch x height */
+    SBT_CUDA_ALLOC_VMM = 5,    /* cuMemMap of a cuMemCreate allocation, until cuMemUnmap */
 };
 
 /* Bytes of a module image passed to cuModuleLoadData / cuLibraryLoadData, which carry no
@@ -162,6 +174,89 @@ size_t sbt_cuda_image_size(const void **image, uint32_t *kind);
 
 /* Writes a CUDA payload as text, one record per line, for `reprise view` and tests. */
 int sbt_cuda_dump(const void *buf, size_t len, void (*line)(void *ctx, const char *s), void *ctx);
+
+/* ========================================================================================== */
+/* Decoding for replay: every value from the file checked before it can reach a driver          */
+/* ========================================================================================== */
+
+/* Kernel parameters a launch may carry (the driver's limit since CUDA 12.1 on Volta and later;
+ * older devices take 4 KiB, which the driver itself refuses cleanly). */
+#define SBT_CUDA_MAX_PARAM_BYTES 32764u
+#define SBT_CUDA_MAX_PARAMS      4096u
+#define SBT_CUDA_MAX_EVENT       (1u << 24) /* event ids are dense from 1 */
+
+/* A kernel row's parameter layout (its KERNEL ext). */
+struct sbt_cuda_layout {
+    int known;            /* the capture knew the layout (cuFuncGetParamInfo) */
+    uint32_t n_params;    /* <= SBT_CUDA_MAX_PARAMS */
+    uint32_t *off, *size; /* bytes, off[i] + size[i] <= SBT_CUDA_MAX_PARAM_BYTES; owned */
+    uint64_t param_bytes; /* max of off + size */
+};
+/* Decodes and checks a kernel row's ext (any kind but SBT_CUDA_EXT_KERNEL: an unknown layout).
+ * 0 with *out set (free with sbt_cuda_layout_free), or SBT_ECORRUPT / SBT_ENOMEM with a
+ * message and *out empty. */
+int sbt_cuda_layout_decode(const struct sbt_kernel *k, struct sbt_cuda_layout *out);
+void sbt_cuda_layout_free(struct sbt_cuda_layout *l);
+
+/* What a replaying device allows; 0 = not known (the CUDA maxima are assumed for geometry,
+ * nothing is assumed for memory and shared memory). */
+struct sbt_cuda_limits {
+    uint32_t max_grid[3], max_block[3], max_threads; /* per launch, per block */
+    uint32_t max_shmem;                              /* dynamic shared memory per block */
+    uint64_t max_alloc;                              /* bytes of device memory */
+};
+
+/* What an op is checked against: the trace's tables and the replay's live resources. */
+struct sbt_cuda_view {
+    const struct sbt_cuda_layout *kernels; /* by kernel id - 1 */
+    uint32_t n_kernels, n_programs, n_streams;
+    /* 1 with *size (bytes) when resource id is live in the replay, 0 when it is not. */
+    int (*resource)(void *ctx, uint64_t id, uint64_t *size);
+    void *ctx;
+    struct sbt_cuda_limits lim;
+};
+
+/* A device address to write into a launch's parameters: the replay address of (resource,
+ * res_off) at byte off of the parameter buffer. */
+struct sbt_cuda_reloc {
+    uint64_t off, resource, res_off;
+};
+
+/* An op as replay executes it. Access pointers point into the op; the rest is owned. */
+struct sbt_cuda_op {
+    uint32_t api; /* CALL: enum sbt_cuda_api (0 without a CALL record) */
+    int pt;       /* CALL: the _ptsz / _ptds variant */
+    /* ALLOC: origin, bytes to allocate (>= 1), program and global name (origin GLOBAL) */
+    uint32_t origin, program;
+    uint64_t size;
+    char name[256];
+    /* COPY: the written and read ranges (NULL where the direction has none); FILL: dst */
+    const struct sbt_access *dst, *src;
+    /* FILL: element size (1, 2, 4) and count; count * elem = dst->len */
+    uint32_t elem;
+    uint64_t count;
+    /* KERNEL: form (0 kernelParams at the layout's offsets, 1 an extra buffer), the packed
+     * parameters (param_len bytes, each parameter of the layout inside them) and the
+     * relocations, each an 8-byte word inside them pointing inside a live resource */
+    uint32_t form;
+    uint8_t *params;
+    uint64_t param_len;
+    struct sbt_cuda_reloc *relocs;
+    uint32_t n_relocs;
+};
+
+/* Decodes op (a CUDA op: its fields, accesses and SBT_CUDA_PAYLOAD) and checks every value
+ * replay will hand to a driver against v: stream, event, kernel and program ids; every access
+ * inside a live resource; copy and fill ranges, element sizes and counts; launch geometry and
+ * shared memory against the limits; the parameter buffer against the kernel's layout and
+ * SBT_CUDA_MAX_PARAM_BYTES; every relocation inside the buffer and inside its resource;
+ * allocation sizes; name lengths. Needs no device. 0 with *out set (free with
+ * sbt_cuda_op_free), or SBT_ECORRUPT (inconsistent or out-of-range values), SBT_EINVAL (a
+ * reference to something not live: a resource, a kernel), SBT_ELIMIT (past a device limit),
+ * SBT_ENOMEM, with a message; *out is then empty. */
+int sbt_cuda_op_decode(const struct sbt_cuda_view *v, const struct sbt_op *op,
+                       struct sbt_cuda_op *out);
+void sbt_cuda_op_free(struct sbt_cuda_op *o);
 
 #ifdef __cplusplus
 }

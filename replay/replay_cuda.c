@@ -14,6 +14,12 @@
  * issued through the same entry point variant as captured (_ptsz/_ptds or legacy). Kernel
  * device times come from a CUDA event pair around the launch (duration), placed at the host
  * time the launch was issued.
+ *
+ * Nothing from the file reaches the driver unchecked: each op is decoded and validated by
+ * sbt_cuda_op_decode (format/sbt_cuda.h; no device needed, fuzzed by
+ * tests/fuzz/fuzz_cuda_payload.c) against the trace's tables, the live allocations and the
+ * device's limits, and a kernel's recorded parameter layout must equal the one the driver
+ * reports for the replayed function before its launches run. A bad value is an op error.
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -47,7 +53,9 @@
                                         X(cuEventDestroy_v2) X(cuEventRecord)                     \
                                             X(cuEventRecord_ptsz) X(cuEventSynchronize)           \
                                                 X(cuEventElapsedTime) X(cuLaunchKernel)           \
-                                                    X(cuLaunchKernel_ptsz) X(cuGetErrorName)
+                                                    X(cuLaunchKernel_ptsz) X(cuGetErrorName)      \
+                                                        X(cuDeviceGetAttribute)                   \
+                                                            X(cuDeviceTotalMem_v2)
 /* clang-format on */
 
 struct drv {
@@ -55,6 +63,8 @@ struct drv {
 #define X(n) __typeof__(&n) n;
     DRV_FNS(X)
 #undef X
+    /* optional (driver >= 12.4): checks recorded layouts against the replayed functions */
+    __typeof__(&cuFuncGetParamInfo) cuFuncGetParamInfo;
 };
 
 static int drv_load(struct drv *d)
@@ -74,6 +84,7 @@ static int drv_load(struct drv *d)
     }
     DRV_FNS(X)
 #undef X
+    d->cuFuncGetParamInfo = (__typeof__(&cuFuncGetParamInfo))dlsym(d->h, "cuFuncGetParamInfo");
     CUresult r = d->cuInit(0);
     if (r != CUDA_SUCCESS) {
         dlclose(d->h);
@@ -140,8 +151,7 @@ struct res {
 
 struct kern {
     CUfunction f;
-    uint32_t n_params;
-    uint32_t *off, *size;
+    const char *why; /* why f cannot be launched (NULL when it can) */
 };
 
 struct be {
@@ -152,9 +162,11 @@ struct be {
     CUcontext ctx;
     CUmodule *mods; /* by program id - 1 */
     uint32_t n_mods;
-    struct kern *kerns; /* by kernel id - 1 */
+    struct kern *kerns;              /* by kernel id - 1 */
+    struct sbt_cuda_layout *layouts; /* by kernel id - 1: the trace's parameter layouts */
     uint32_t n_kerns;
-    struct res *res; /* sorted by id */
+    struct sbt_cuda_view view; /* what each op is validated against */
+    struct res *res;           /* sorted by id */
     size_t n_res, cap_res;
     CUstream *streams; /* by sbt stream id - 1: created streams, else NULL */
     uint8_t *stream_made;
@@ -211,31 +223,12 @@ static int addr(struct be *b, uint64_t res, uint64_t off, uint64_t len, CUdevice
     return 0;
 }
 
-/* The payload's CALL record: api, per-thread variant. */
-struct call {
-    uint32_t api;
-    int pt;
-};
-
-static int find_rec(const struct sbt_op *op, uint32_t call, struct sbt_vk_dec *d,
-                    struct sbt_vk_rec *rec)
+static int res_live(void *ctx, uint64_t id, uint64_t *size)
 {
-    sbt_vk_dec_init(d, NULL, 0);
-    if (!(op->flags & SBT_OPF_PAYLOAD) || op->payload.kind != SBT_CUDA_PAYLOAD)
-        return 0;
-    int st = sbt_vk_find(d, op->payload.data, op->payload.len, call, rec);
-    return st < 0 ? replay__fail(SBT_ECORRUPT, "CUDA payload: %s", sbt_errmsg()) : st;
-}
-
-static struct call get_call(const struct sbt_op *op)
-{
-    struct call c = {0, 0};
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec r;
-    if (find_rec(op, SBT_CUDA_CALL, &d, &r) == 1)
-        c.api = (uint32_t)sbt_vk_arg(&r, 0), c.pt = sbt_vk_arg(&r, 1) != 0;
-    sbt_vk_dec_free(&d);
-    return c;
+    struct res *r = res_get(ctx, id);
+    if (r)
+        *size = r->size;
+    return r != NULL;
 }
 
 /* The CUstream to replay an op of sbt stream id on: created streams by id; the legacy stream
@@ -333,6 +326,33 @@ static int cuda_open(sbt_reader *r, const struct replay_bk_opts *o, const struct
     info->api_version = (uint32_t)ver;
     snprintf(info->type, sizeof info->type, "cuda");
     sbt_reader_streams(r, &b->n_streams);
+    /* the limits ops are checked against; 0 (an attribute the driver does not answer) means
+     * unknown, and sbt_cuda_op_decode then assumes the CUDA maxima */
+    static const CUdevice_attribute lim_attr[8] = {
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    };
+    uint32_t *lim_val[8] = {&b->view.lim.max_grid[0],  &b->view.lim.max_grid[1],
+                            &b->view.lim.max_grid[2],  &b->view.lim.max_block[0],
+                            &b->view.lim.max_block[1], &b->view.lim.max_block[2],
+                            &b->view.lim.max_threads,  &b->view.lim.max_shmem};
+    for (int i = 0; i < 8; i++) {
+        int v = 0;
+        if (b->d.cuDeviceGetAttribute(&v, lim_attr[i], b->dev) == CUDA_SUCCESS && v > 0)
+            *lim_val[i] = (uint32_t)v;
+    }
+    size_t mem = 0;
+    if (b->d.cuDeviceTotalMem_v2(&mem, b->dev) == CUDA_SUCCESS)
+        b->view.lim.max_alloc = mem;
+    b->view.n_streams = b->n_streams;
+    b->view.resource = res_live;
+    b->view.ctx = b;
     b->streams = calloc(b->n_streams + 1, sizeof *b->streams);
     b->stream_made = calloc(b->n_streams + 1, 1);
     if (!b->streams || !b->stream_made) {
@@ -343,6 +363,29 @@ static int cuda_open(sbt_reader *r, const struct replay_bk_opts *o, const struct
     return 0;
 }
 
+/* The kernel's layout as the driver reports it for f equals the trace's: otherwise the driver
+ * would read parameters at offsets the packed buffer does not have. */
+static const char *layout_mismatch(const struct drv *d, CUfunction f,
+                                   const struct sbt_cuda_layout *l)
+{
+    if (!d->cuFuncGetParamInfo || !l->known)
+        return NULL; /* a launch with kernelParams then fails: the trace has no layout */
+    for (uint32_t i = 0; i <= l->n_params && i < SBT_CUDA_MAX_PARAMS; i++) {
+        size_t off = 0, size = 0;
+        CUresult r = d->cuFuncGetParamInfo(f, i, &off, &size);
+        if (i == l->n_params)
+            return r == CUDA_SUCCESS ? "the replayed kernel has more parameters than the trace's"
+                                     : NULL;
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            return "the replayed kernel has fewer parameters than the trace's";
+        if (r != CUDA_SUCCESS)
+            return NULL; /* the driver cannot say: nothing to compare */
+        if (off != l->off[i] || size != l->size[i])
+            return "the replayed kernel's parameter layout differs from the trace's";
+    }
+    return NULL;
+}
+
 static int cuda_prepare(void *p)
 {
     struct be *b = p;
@@ -350,8 +393,12 @@ static int cuda_prepare(void *p)
     const struct sbt_kernel *ks = sbt_reader_kernels(b->r, &b->n_kerns);
     b->mods = calloc(b->n_mods + 1, sizeof *b->mods);
     b->kerns = calloc(b->n_kerns + 1, sizeof *b->kerns);
-    if (!b->mods || !b->kerns)
+    b->layouts = calloc(b->n_kerns + 1, sizeof *b->layouts);
+    if (!b->mods || !b->kerns || !b->layouts)
         return replay__fail(SBT_ENOMEM, "out of memory");
+    b->view.kernels = b->layouts;
+    b->view.n_kernels = b->n_kerns;
+    b->view.n_programs = b->n_mods;
     for (uint32_t i = 0; i < b->n_mods; i++) {
         void *img = NULL;
         size_t len = 0;
@@ -365,26 +412,20 @@ static int cuda_prepare(void *p)
         const struct sbt_kernel *k = &ks[i];
         struct kern *kk = &b->kerns[i];
         const char *name = sbt_reader_string(b->r, k->name);
-        if (k->program && k->program <= b->n_mods && b->mods[k->program - 1] && name &&
-            b->d.cuModuleGetFunction(&kk->f, b->mods[k->program - 1], name) != CUDA_SUCCESS)
-            kk->f = NULL;
-        struct sbt_vk_dec d;
-        struct sbt_vk_rec rec;
-        if (k->ext.kind == SBT_CUDA_EXT_KERNEL &&
-            sbt_vk_find(&d, k->ext.data, k->ext.len, SBT_CUDA_KERNEL, &rec) == 1 &&
-            sbt_vk_arg(&rec, 1)) {
-            uint32_t n = (uint32_t)sbt_vk_arg(&rec, 2);
-            if (n < 4096 && 3 + 2 * (uint64_t)n <= rec.n_arg && (kk->off = calloc(n + 1, 4)) &&
-                (kk->size = calloc(n + 1, 4))) {
-                kk->n_params = n;
-                for (uint32_t j = 0; j < n; j++) {
-                    kk->off[j] = (uint32_t)rec.arg[3 + 2 * j];
-                    kk->size[j] = (uint32_t)rec.arg[4 + 2 * j];
-                }
-            }
+        if (sbt_cuda_layout_decode(k, &b->layouts[i]) < 0) {
+            kk->why = "its parameter layout in the trace is corrupt";
+            continue;
         }
-        if (k->ext.kind == SBT_CUDA_EXT_KERNEL)
-            sbt_vk_dec_free(&d);
+        if (!k->program || k->program > b->n_mods || !b->mods[k->program - 1] || !name) {
+            kk->why = "its program could not be loaded";
+            continue;
+        }
+        if (b->d.cuModuleGetFunction(&kk->f, b->mods[k->program - 1], name) != CUDA_SUCCESS) {
+            kk->f = NULL;
+            kk->why = "the driver does not find it in its program";
+            continue;
+        }
+        kk->why = layout_mismatch(&b->d, kk->f, &b->layouts[i]);
     }
     return 0;
 }
@@ -439,79 +480,53 @@ out:
     return st;
 }
 
-static int exec_launch(struct be *b, const struct replay_x *x, struct call c, CUstream s)
+static int exec_launch(struct be *b, const struct replay_x *x, const struct sbt_cuda_op *o,
+                       CUstream s)
 {
     const struct sbt_op *op = x->node->op;
-    if (!(op->flags & SBT_OPF_KERNEL) || !op->kernel || op->kernel > b->n_kerns)
-        return replay__fail(REPLAY_EUNSUPPORTED, "launch of a kernel the capture did not identify");
-    struct kern *k = &b->kerns[op->kernel - 1];
-    if (!k->f)
-        return replay__fail(REPLAY_EUNSUPPORTED, "kernel %s could not be loaded",
-                            sbt_reader_string(b->r, sbt_reader_kernel(b->r, op->kernel)->name));
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
-    sbt_vk_dec_init(&d, op->payload.data, op->payload.len);
-    uint8_t *buf = NULL;
-    uint64_t len = 0, form = 0;
-    int st = 0;
-    while ((st = sbt_vk_dec_next(&d, &rec)) == 1) {
-        if (rec.call == SBT_CUDA_LAUNCH) {
-            form = sbt_vk_arg(&rec, 0);
-            len = sbt_vk_arg(&rec, 1);
-            if (len != rec.n_bytes || !(buf = malloc(len + 8))) {
-                st = replay__fail(len != rec.n_bytes ? REPLAY_EUNSUPPORTED : SBT_ENOMEM,
-                                  "launch parameters were not captured (%u of %llu bytes)",
-                                  rec.n_bytes, (unsigned long long)len);
-                break;
-            }
-            memcpy(buf, rec.bytes, len);
-        } else if (rec.call == SBT_CUDA_PTR && buf) {
-            uint64_t o = sbt_vk_arg(&rec, 0);
-            CUdeviceptr p;
-            if (o + 8 > len) {
-                st = replay__fail(SBT_ECORRUPT, "pointer at %llu past the parameters",
-                                  (unsigned long long)o);
-                break;
-            }
-            if ((st = addr(b, sbt_vk_arg(&rec, 1), sbt_vk_arg(&rec, 2), 0, &p)) < 0)
-                break;
-            uint64_t v = p;
-            memcpy(buf + o, &v, 8); /* relocation */
-        }
-    }
-    sbt_vk_dec_free(&d);
-    if (st < 0 || !buf) {
-        free(buf);
-        return st < 0 ? st : replay__fail(SBT_ECORRUPT, "launch without a LAUNCH record");
+    struct kern *k = &b->kerns[op->kernel - 1]; /* decode checked the id */
+    const struct sbt_cuda_layout *l = &b->layouts[op->kernel - 1];
+    if (!k->f || k->why)
+        return replay__fail(REPLAY_EUNSUPPORTED, "kernel %s cannot be launched: %s",
+                            sbt_reader_string(b->r, sbt_reader_kernel(b->r, op->kernel)->name),
+                            k->why ? k->why : "not loaded");
+    /* relocation: each recorded device address becomes the replay address of its byte */
+    for (uint32_t i = 0; i < o->n_relocs; i++) {
+        CUdeviceptr p;
+        int st = addr(b, o->relocs[i].resource, o->relocs[i].res_off, 0, &p);
+        if (st < 0)
+            return st;
+        uint64_t v = p;
+        memcpy(o->params + o->relocs[i].off, &v, 8);
     }
     void **params = NULL, *extra[5];
-    size_t blen = len;
-    if (form == 1) {
-        extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, extra[1] = buf;
+    size_t blen = o->param_len;
+    if (o->form == 1) {
+        extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, extra[1] = o->params;
         extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, extra[3] = &blen, extra[4] = CU_LAUNCH_PARAM_END;
-    } else if (!(params = calloc(k->n_params + 1, sizeof *params))) {
-        free(buf);
-        return replay__fail(SBT_ENOMEM, "out of memory");
+    } else {
+        if (!(params = calloc(l->n_params + 1, sizeof *params)))
+            return replay__fail(SBT_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < l->n_params; i++) /* decode checked off + size <= param_len */
+            params[i] = o->params + l->off[i];
     }
-    for (uint32_t i = 0; params && i < k->n_params; i++)
-        params[i] = buf + (k->off[i] < len ? k->off[i] : 0);
     int timed = !(x->flags & REPLAY_X_UNTIMED);
     CUevent e0 = NULL, e1 = NULL;
     if (timed &&
         (b->d.cuEventCreate(&e0, 0) != CUDA_SUCCESS || b->d.cuEventCreate(&e1, 0) != CUDA_SUCCESS))
         timed = 0;
-    __typeof__(&cuEventRecord) record = c.pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord;
-    __typeof__(&cuLaunchKernel) launch = c.pt ? b->d.cuLaunchKernel_ptsz : b->d.cuLaunchKernel;
+    __typeof__(&cuEventRecord) record = o->pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord;
+    __typeof__(&cuLaunchKernel) launch = o->pt ? b->d.cuLaunchKernel_ptsz : b->d.cuLaunchKernel;
     uint64_t t0 = replay__now_ns();
     if (timed)
         record(e0, s);
-    CUresult r =
-        launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
-               op->block[2], op->shmem, s, form == 1 ? NULL : params, form == 1 ? extra : NULL);
+    CUresult r = launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
+                        op->block[2], op->shmem, s, o->form == 1 ? NULL : params,
+                        o->form == 1 ? extra : NULL);
     if (timed)
         record(e1, s);
     if (r == CUDA_SUCCESS)
-        r = (c.pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s);
+        r = (o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s);
     float ms = 0;
     int has_time = timed && r == CUDA_SUCCESS &&
                    b->d.cuEventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS && ms >= 0;
@@ -520,7 +535,6 @@ static int exec_launch(struct be *b, const struct replay_x *x, struct call c, CU
     if (e1)
         b->d.cuEventDestroy_v2(e1);
     free(params);
-    free(buf);
     if (r != CUDA_SUCCESS)
         return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED
                    ? cu_fail(&b->d, r, "cuLaunchKernel")
@@ -529,49 +543,34 @@ static int exec_launch(struct be *b, const struct replay_x *x, struct call c, CU
     return report(b, x, has_time, t0, t0 + (uint64_t)((double)ms * 1e6));
 }
 
-static int cuda_exec(void *p, const struct replay_x *x)
+/* One decoded, validated op. */
+static int exec_op(struct be *b, const struct replay_x *x, const struct sbt_cuda_op *o, CUstream s)
 {
-    struct be *b = p;
     const struct sbt_op *op = x->node->op;
-    struct call c = get_call(op);
-    CUstream s = NULL;
-    int st;
-    if (op->flags & SBT_OPF_UNSUPPORTED)
-        return replay__fail(REPLAY_EUNSUPPORTED, "the capture could not record this %s fully",
-                            sbt_op_kind_name(op->kind));
-    if ((st = stream_for(b, op->stream, &s)) < 0)
-        return st;
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
     CUdeviceptr dst = 0, src = 0;
+    int st;
     switch (op->kind) {
     case SBT_OP_ALLOC: {
-        if ((st = find_rec(op, SBT_CUDA_ALLOC, &d, &rec)) != 1) {
-            sbt_vk_dec_free(&d);
-            return st < 0 ? st : replay__fail(SBT_ECORRUPT, "allocation without an ALLOC record");
-        }
-        uint64_t origin = sbt_vk_arg(&rec, 0), prog = sbt_vk_arg(&rec, 3);
-        char name[512];
-        snprintf(name, sizeof name, "%.*s", (int)rec.n_bytes, (const char *)rec.bytes);
-        sbt_vk_dec_free(&d);
         CUdeviceptr a = 0;
         size_t size = 0;
-        if (origin == SBT_CUDA_ALLOC_GLOBAL) {
-            if (!prog || prog > b->n_mods || !b->mods[prog - 1])
-                return replay__fail(REPLAY_EUNSUPPORTED, "global %s of an unloaded module", name);
-            CU(b->d.cuModuleGetGlobal_v2(&a, &size, b->mods[prog - 1], name), "cuModuleGetGlobal");
+        if (o->origin == SBT_CUDA_ALLOC_GLOBAL) {
+            if (!b->mods[o->program - 1])
+                return replay__fail(REPLAY_EUNSUPPORTED, "global %s of an unloaded module",
+                                    o->name);
+            CU(b->d.cuModuleGetGlobal_v2(&a, &size, b->mods[o->program - 1], o->name),
+               "cuModuleGetGlobal");
+            if (size < op->bytes)
+                return replay__fail(SBT_ECORRUPT, "global %s has %zu bytes, the trace %llu",
+                                    o->name, size, (unsigned long long)op->bytes);
             st = res_add(b, op->resource, a, op->bytes, 0);
-        } else {
-            CU(b->d.cuMemAlloc_v2(&a, op->bytes ? op->bytes : 1), "cuMemAlloc");
+        } else { /* cuMemAlloc, pools, pitch, VMM mappings: memory of the same size */
+            CU(b->d.cuMemAlloc_v2(&a, o->size), "cuMemAlloc");
             st = res_add(b, op->resource, a, op->bytes, 1);
         }
         return st < 0 ? st : report(b, x, 0, 0, 0);
     }
     case SBT_OP_FREE: {
         struct res *r = res_get(b, op->resource);
-        if (!r)
-            return replay__fail(SBT_EINVAL, "free of resource %llu that was never allocated",
-                                (unsigned long long)op->resource);
         if (r->owned)
             CU(b->d.cuMemFree_v2(r->p), "cuMemFree");
         size_t i = (size_t)(r - b->res);
@@ -580,54 +579,49 @@ static int cuda_exec(void *p, const struct replay_x *x)
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_COPY: {
-        const struct sbt_access *ra = NULL, *wa = NULL;
-        for (uint32_t i = 0; i < op->n_access; i++)
-            *(op->access[i].mode == SBT_ACCESS_READ ? &ra : &wa) = &op->access[i];
-        if ((wa && (st = addr(b, wa->resource, wa->offset, wa->len, &dst)) < 0) ||
-            (ra && (st = addr(b, ra->resource, ra->offset, ra->len, &src)) < 0))
+        if ((o->dst && (st = addr(b, o->dst->resource, o->dst->offset, o->dst->len, &dst)) < 0) ||
+            (o->src && (st = addr(b, o->src->resource, o->src->offset, o->src->len, &src)) < 0))
             return st;
-        if (op->subkind == SBT_COPY_H2D && wa) {
+        if (op->subkind == SBT_COPY_H2D) {
             void *data = NULL;
             size_t len = 0;
             if ((st = sbt_reader_blob(b->r, &op->blob, &data, &len)) < 0)
                 return replay__fail(st, "copy data: %s", sbt_errmsg());
-            CUresult r = (c.pt ? b->d.cuMemcpyHtoD_v2_ptds
-                               : b->d.cuMemcpyHtoD_v2)(dst, data, len < wa->len ? len : wa->len);
+            if (len != o->dst->len) {
+                free(data);
+                return replay__fail(SBT_ECORRUPT, "copy data of %zu bytes for a %llu-byte copy",
+                                    len, (unsigned long long)o->dst->len);
+            }
+            CUresult r = (o->pt ? b->d.cuMemcpyHtoD_v2_ptds : b->d.cuMemcpyHtoD_v2)(dst, data, len);
             free(data);
             CU(r, "cuMemcpyHtoD");
-        } else if (op->subkind == SBT_COPY_D2D && wa && ra) {
-            CU((c.pt ? b->d.cuMemcpyDtoD_v2_ptds : b->d.cuMemcpyDtoD_v2)(dst, src, ra->len),
+        } else if (op->subkind == SBT_COPY_D2D) {
+            CU((o->pt ? b->d.cuMemcpyDtoD_v2_ptds : b->d.cuMemcpyDtoD_v2)(dst, src, o->src->len),
                "cuMemcpyDtoD");
-        } else if (op->subkind != SBT_COPY_D2H) {
-            return replay__fail(REPLAY_EUNSUPPORTED, "copy direction %u", op->subkind);
-        } /* D2H: the bytes are checked at the HOST_READ that follows */
+        } /* D2H: checked at the HOST_READ that follows; H2H: nothing for the device */
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_FILL: {
-        if (op->n_access != 1 || (st = addr(b, op->access[0].resource, op->access[0].offset,
-                                            op->access[0].len, &dst)) < 0)
-            return st < 0 ? st : replay__fail(SBT_ECORRUPT, "fill without its range");
-        uint64_t elem = 1;
-        if (find_rec(op, SBT_CUDA_FILL, &d, &rec) == 1)
-            elem = sbt_vk_arg(&rec, 1);
-        sbt_vk_dec_free(&d);
-        size_t n = (size_t)(op->bytes / (elem ? elem : 1));
-        CUresult r = elem == 4   ? (c.pt ? b->d.cuMemsetD32_v2_ptds
-                                         : b->d.cuMemsetD32_v2)(dst, (unsigned)op->value, n)
-                     : elem == 2 ? (c.pt ? b->d.cuMemsetD16_v2_ptds
-                                         : b->d.cuMemsetD16_v2)(dst, (unsigned short)op->value, n)
-                                 : (c.pt ? b->d.cuMemsetD8_v2_ptds
-                                         : b->d.cuMemsetD8_v2)(dst, (unsigned char)op->value, n);
+        if ((st = addr(b, o->dst->resource, o->dst->offset, o->dst->len, &dst)) < 0)
+            return st;
+        size_t n = (size_t)o->count; /* count * elem == dst->len, inside the resource */
+        CUresult r = o->elem == 4 ? (o->pt ? b->d.cuMemsetD32_v2_ptds
+                                           : b->d.cuMemsetD32_v2)(dst, (unsigned)op->value, n)
+                     : o->elem == 2
+                         ? (o->pt ? b->d.cuMemsetD16_v2_ptds
+                                  : b->d.cuMemsetD16_v2)(dst, (unsigned short)op->value, n)
+                         : (o->pt ? b->d.cuMemsetD8_v2_ptds
+                                  : b->d.cuMemsetD8_v2)(dst, (unsigned char)op->value, n);
         CU(r, "cuMemset");
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_KERNEL:
-        return exec_launch(b, x, c, s);
+        return exec_launch(b, x, o, s);
     case SBT_OP_EVENT_RECORD: {
         CUevent e;
         if ((st = event_for(b, op->obj, &e)) < 0)
             return st;
-        CU((c.pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord)(e, s), "cuEventRecord");
+        CU((o->pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord)(e, s), "cuEventRecord");
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_EVENT_WAIT: {
@@ -638,7 +632,7 @@ static int cuda_exec(void *p, const struct replay_x *x)
         if (ss && ss->kind == SBT_STREAM_HOST_THREAD)
             CU(b->d.cuEventSynchronize(e), "cuEventSynchronize");
         else
-            CU((c.pt ? b->d.cuStreamWaitEvent_ptsz : b->d.cuStreamWaitEvent)(s, e, 0),
+            CU((o->pt ? b->d.cuStreamWaitEvent_ptsz : b->d.cuStreamWaitEvent)(s, e, 0),
                "cuStreamWaitEvent");
         return report(b, x, 0, 0, 0);
     }
@@ -646,7 +640,7 @@ static int cuda_exec(void *p, const struct replay_x *x)
         CUstream t;
         if ((st = stream_for(b, (uint32_t)op->obj, &t)) < 0)
             return st;
-        CU((c.pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(t),
+        CU((o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(t),
            "cuStreamSynchronize");
         return report(b, x, 0, 0, 0);
     }
@@ -658,7 +652,7 @@ static int cuda_exec(void *p, const struct replay_x *x)
         return (st = stream_for(b, (uint32_t)op->obj, &t)) < 0 ? st : report(b, x, 0, 0, 0);
     }
     case SBT_OP_STREAM_DESTROY:
-        if (op->obj && op->obj <= b->n_streams && b->stream_made[op->obj - 1]) {
+        if (b->stream_made[op->obj - 1]) {
             b->d.cuStreamSynchronize(b->streams[op->obj - 1]);
             b->d.cuStreamDestroy_v2(b->streams[op->obj - 1]);
             b->stream_made[op->obj - 1] = 0;
@@ -671,6 +665,24 @@ static int cuda_exec(void *p, const struct replay_x *x)
         return replay__fail(REPLAY_EUNSUPPORTED, "%s ops are not part of a CUDA trace",
                             sbt_op_kind_name(op->kind));
     }
+}
+
+static int cuda_exec(void *p, const struct replay_x *x)
+{
+    struct be *b = p;
+    const struct sbt_op *op = x->node->op;
+    if (op->flags & SBT_OPF_UNSUPPORTED)
+        return replay__fail(REPLAY_EUNSUPPORTED, "the capture could not record this %s fully",
+                            sbt_op_kind_name(op->kind));
+    struct sbt_cuda_op o;
+    int st = sbt_cuda_op_decode(&b->view, op, &o);
+    if (st < 0)
+        return replay__fail(st, "%s", sbt_errmsg());
+    CUstream s = NULL;
+    if ((st = stream_for(b, op->stream, &s)) == 0)
+        st = exec_op(b, x, &o, s);
+    sbt_cuda_op_free(&o);
+    return st;
 }
 
 static int cuda_drain(void *p)
@@ -712,13 +724,13 @@ static void cuda_reset(void *p)
     for (uint32_t i = 0; b->mods && i < b->n_mods; i++)
         if (b->mods[i])
             b->d.cuModuleUnload(b->mods[i]);
-    for (uint32_t i = 0; b->kerns && i < b->n_kerns; i++) {
-        free(b->kerns[i].off);
-        free(b->kerns[i].size);
-    }
+    for (uint32_t i = 0; b->layouts && i < b->n_kerns; i++)
+        sbt_cuda_layout_free(&b->layouts[i]);
     free(b->mods);
     free(b->kerns);
-    b->mods = NULL, b->kerns = NULL;
+    free(b->layouts);
+    b->mods = NULL, b->kerns = NULL, b->layouts = NULL;
+    b->view.kernels = NULL, b->view.n_kernels = 0, b->view.n_programs = 0;
 }
 
 static void cuda_close(void *p)

@@ -45,6 +45,8 @@ typedef struct CUkern_st *CUkernel;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUctxCreateParams_st CUctxCreateParams; /* only passed through, by pointer */
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle;
 
 typedef struct CUuuid_st {
     char bytes[16];
@@ -73,12 +75,112 @@ typedef enum cudaError_enum {
 } CUresult;
 
 typedef enum CUdevice_attribute_enum {
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
     CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 } CUdevice_attribute;
+
+/* ---- memory: pointer attributes, pools, virtual memory, IPC, host memory ------------------- */
+
+typedef enum CUmemorytype_enum {
+    CU_MEMORYTYPE_HOST = 1,
+    CU_MEMORYTYPE_DEVICE = 2,
+    CU_MEMORYTYPE_ARRAY = 3,
+    CU_MEMORYTYPE_UNIFIED = 4
+} CUmemorytype;
+
+typedef enum CUpointer_attribute_enum {
+    CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, /* unsigned int (CUmemorytype) */
+    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+    CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
+    CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11, /* CUdeviceptr */
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,       /* size_t */
+    CU_POINTER_ATTRIBUTE_MAPPED = 13
+} CUpointer_attribute;
+
+typedef enum CUmemAttach_flags_enum {
+    CU_MEM_ATTACH_GLOBAL = 1,
+    CU_MEM_ATTACH_HOST = 2
+} CUmemAttach_flags;
+#define CU_MEMHOSTALLOC_PORTABLE     0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP    0x02
+#define CU_MEMHOSTREGISTER_PORTABLE  0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+
+typedef enum CUmemLocationType_enum {
+    CU_MEM_LOCATION_TYPE_INVALID = 0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1
+} CUmemLocationType;
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1
+} CUmemAllocationType;
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0
+} CUmemAllocationHandleType;
+typedef enum CUmemAccess_flags_enum {
+    CU_MEM_ACCESS_FLAGS_PROT_NONE = 0,
+    CU_MEM_ACCESS_FLAGS_PROT_READ = 1,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+} CUmemAccess_flags;
+typedef enum CUmemAllocationGranularity_flags_enum {
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
+    CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1
+} CUmemAllocationGranularity_flags;
+
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;
+} CUmemLocation;
+typedef struct CUmemAllocationProp_st {
+    CUmemAllocationType type;
+    CUmemAllocationHandleType requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+typedef struct CUmemAccessDesc_st {
+    CUmemLocation location;
+    CUmemAccess_flags flags;
+} CUmemAccessDesc;
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+typedef enum CUipcMem_flags_enum { CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1 } CUipcMem_flags;
+
+typedef enum CUfunction_attribute_enum {
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+} CUfunction_attribute;
 
 typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
 typedef enum CUlibraryOption_enum {
@@ -259,6 +361,52 @@ CUresult cuEventQuery(CUevent hEvent);
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 
+CUresult cuStreamDestroy(CUstream hStream);
+CUresult cuEventDestroy(CUevent hEvent);
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+CUresult cuFuncGetName(const char **name, CUfunction hfunc);
+CUresult cuKernelGetName(const char **name, CUkernel hfunc);
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod);
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod);
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib);
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                void **data, CUdeviceptr ptr);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes);
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize);
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+CUresult cuMemFreeHost(void *p);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void *p);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream);
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option);
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+
 /* ---- public names -> current ABI variants (as cuda.h maps them) ---------------------------- */
 #ifndef __CUDA_API_VERSION_INTERNAL
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
@@ -276,6 +424,12 @@ CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEn
 #define cuModuleGetGlobal         cuModuleGetGlobal_v2
 #define cuMemAlloc                cuMemAlloc_v2
 #define cuMemFree                 cuMemFree_v2
+#define cuMemAllocPitch           cuMemAllocPitch_v2
+#define cuMemAllocHost            cuMemAllocHost_v2
+#define cuMemHostRegister         cuMemHostRegister_v2
+#define cuMemHostGetDevicePointer cuMemHostGetDevicePointer_v2
+#define cuIpcOpenMemHandle        cuIpcOpenMemHandle_v2
+#define cuMemAllocFromPoolAsync   REPRISE__PTSZ(cuMemAllocFromPoolAsync)
 #define cuStreamDestroy           cuStreamDestroy_v2
 #define cuEventDestroy            cuEventDestroy_v2
 #define cuEventElapsedTime        cuEventElapsedTime_v2

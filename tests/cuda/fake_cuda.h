@@ -25,6 +25,9 @@
  *                into *out without any ordering or atomicity: the result varies run to run
  * Elements handled: min(n, grid.x * block.x). */
 #define FAKE_IMAGE "FAKECUDA 1\nsaxpy\niota\nscale_struct\nracy_sum\n"
+/* A line "@name bytes" declares a global of that size in device memory, zeroed at load
+ * (cuModuleGetGlobal, cuLibraryGetGlobal). */
+#define FAKE_IMAGE_GLOBALS "FAKECUDA 1\niota\n@table 4096\n"
 
 struct fake_span {
     float *p;

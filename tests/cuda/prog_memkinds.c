@@ -1,0 +1,385 @@
+/*
+ * tests/cuda/prog_memkinds.c — one Driver-API program per kind of memory the CUDA shim must
+ * classify before it touches a pointer, for tests/test_cuda.c. Each mode prints what it read
+ * back; under capture it must print the same bytes (and not crash: the fake's device memory is
+ * not host-readable, fake_cuda.h).
+ *
+ * Usage: prog_memkinds MODE, MODE one of
+ *   pool         allocations from a created pool and the default pool, unified-address copies
+ *   pitch        a pitch allocation written by a kernel
+ *   vmm          cuMemCreate + cuMemMap of one reserved range, written by a kernel
+ *   vmm_alias    one physical allocation mapped at two addresses (not replayable)
+ *   vmm_adjacent two mappings side by side in one reservation (not replayable)
+ *   ipc          an allocation opened through an IPC handle, read by cuMemcpy (not replayable)
+ *   managed      managed memory as a copy source and kernel argument (not replayable)
+ *   pinned       pinned and registered host memory as async copy ends
+ *   zerocopy     a kernel writing pinned host memory through its device alias (not replayable)
+ *   devhost      cuMemcpyHtoD whose "host" source is a device allocation (a device copy)
+ *   unmodelled   cuFuncSetAttribute between two launches (not replayable)
+ *   gpa          cuMemsetD32 through a cuGetProcAddress answer the shim cannot identify (run
+ *                with FAKE_CUDA_GPA_INTERNAL=cuMemsetD32; not replayable)
+ *   libglobal    a library global written by a kernel
+ *   enumerate    a kernel found by cuModuleEnumerateFunctions
+ */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/cuda/fake_cuda.h"
+
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        CUresult r_ = (call);                                                              \
+        if (r_ != CUDA_SUCCESS) {                                                          \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+#define N 1024
+
+static CUdevice dev;
+static CUmodule mod;
+static CUfunction f_saxpy, f_iota;
+
+static void print_words(const char *what, const void *p, size_t n)
+{
+    const unsigned *w = p;
+    unsigned long long sum = 0;
+    for (size_t i = 0; i < n / 4; i++)
+        sum = sum * 31 + w[i];
+    printf("%s: %08x %08x ... sum %016llx\n", what, w[0], w[n / 4 - 1], sum);
+}
+
+static void iota(CUdeviceptr out, unsigned n, unsigned start, CUstream s)
+{
+    void *params[] = {&out, &n, &start};
+    CK(cuLaunchKernel(f_iota, (n + 127) / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+}
+
+static void saxpy(float a, CUdeviceptr x, CUdeviceptr y, unsigned n, CUstream s)
+{
+    void *params[] = {&a, &x, &y, &n};
+    CK(cuLaunchKernel(f_saxpy, (n + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+static void fill_host(float *x, float *y)
+{
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i * 0.25f, y[i] = 3.0f - (float)i / 512.0f;
+}
+
+static CUmemAllocationProp device_prop(void)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    return p;
+}
+
+static void set_access(CUdeviceptr p, size_t n)
+{
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemSetAccess(p, n, &a, 1));
+}
+
+static int pool(void)
+{
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool mine, dflt;
+    CK(cuMemPoolCreate(&mine, &props));
+    CK(cuDeviceGetDefaultMemPool(&dflt, dev));
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x, y;
+    CK(cuMemAllocFromPoolAsync(&x, N * 4, mine, s));
+    CK(cuMemAllocFromPoolAsync(&y, N * 4, dflt, s));
+    static float hx[N], hy[N], out[N];
+    fill_host(hx, hy);
+    CK(cuMemcpyAsync(x, (CUdeviceptr)(uintptr_t)hx, sizeof hx, s)); /* unified: host -> pool */
+    CK(cuMemcpyHtoDAsync(y, hy, sizeof hy, s));
+    saxpy(1.5f, x, y, N, s);
+    CK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)out, y, sizeof out, s)); /* pool -> host */
+    CK(cuStreamSynchronize(s));
+    print_words("pool y", out, sizeof out);
+    CUdeviceptr z; /* cuMemAlloc'ed: a copy between it and the pool must not read either */
+    CK(cuMemAlloc(&z, N * 4));
+    CK(cuMemcpy(z, x, N * 4));
+    CK(cuMemcpy((CUdeviceptr)(uintptr_t)out, z, sizeof out));
+    print_words("pool x", out, sizeof out);
+    CK(cuMemFree(z));
+    CK(cuMemFreeAsync(x, s));
+    CK(cuMemFreeAsync(y, s));
+    CK(cuStreamSynchronize(s));
+    CK(cuStreamDestroy(s));
+    CK(cuMemPoolDestroy(mine));
+    return 0;
+}
+
+static int pitch(void)
+{
+    CUdeviceptr p;
+    size_t pt;
+    CK(cuMemAllocPitch(&p, &pt, 100 * 4, 8, 4));
+    unsigned n = (unsigned)(pt * 8 / 4);
+    iota(p, n, 40, NULL);
+    unsigned *out = malloc(pt * 8);
+    CK(cuMemcpyDtoH(out, p, pt * 8));
+    print_words("pitch", out, pt * 8);
+    free(out);
+    CK(cuMemFree(p));
+    return 0;
+}
+
+static int vmm(const char *mode)
+{
+    CUmemAllocationProp prop = device_prop();
+    size_t g;
+    CK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUdeviceptr va;
+    CK(cuMemAddressReserve(&va, 4 * g, 0, 0, 0));
+    CUmemGenericAllocationHandle h, h2;
+    CK(cuMemCreate(&h, g, &prop, 0));
+    CK(cuMemMap(va, g, 0, h, 0));
+    set_access(va, g);
+    CUdeviceptr other = 0;
+    if (!strcmp(mode, "vmm_alias")) { /* the same bytes at va + 2g */
+        other = va + 2 * g;
+        CK(cuMemMap(other, g, 0, h, 0));
+        set_access(other, g);
+    } else if (!strcmp(mode, "vmm_adjacent")) { /* new bytes right after the first mapping */
+        other = va + g;
+        CK(cuMemCreate(&h2, g, &prop, 0));
+        CK(cuMemMap(other, g, 0, h2, 0));
+        set_access(other, g);
+    }
+    iota(va, (unsigned)(g / 4), 5, NULL);
+    unsigned *out = malloc(g);
+    CK(cuMemcpyDtoH(out, other ? other : va, g));
+    print_words(mode, out, g);
+    free(out);
+    if (other) {
+        CK(cuMemUnmap(other, g));
+        if (!strcmp(mode, "vmm_adjacent"))
+            CK(cuMemRelease(h2));
+    }
+    CK(cuMemUnmap(va, g));
+    CK(cuMemRelease(h));
+    CK(cuMemAddressFree(va, 4 * g));
+    return 0;
+}
+
+static int ipc(void)
+{
+    CUdeviceptr d, o;
+    CK(cuMemAlloc(&d, N * 4));
+    iota(d, N, 9, NULL);
+    CUipcMemHandle h;
+    CK(cuIpcGetMemHandle(&h, d));
+    CK(cuIpcOpenMemHandle(&o, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    static unsigned out[N];
+    CK(cuMemcpy((CUdeviceptr)(uintptr_t)out, o, sizeof out)); /* from memory it never saw */
+    print_words("ipc", out, sizeof out);
+    CUdeviceptr e;
+    CK(cuMemAlloc(&e, N * 4));
+    CK(cuMemcpy(e, o, N * 4)); /* into tracked memory: the source must not be read */
+    CK(cuMemcpyDtoH(out, e, sizeof out));
+    print_words("ipc copy", out, sizeof out);
+    CK(cuMemFree(e));
+    CK(cuMemcpyDtoH(out, o + 64, 256));
+    print_words("ipc dtoh", out, 256);
+    CK(cuIpcCloseMemHandle(o));
+    CK(cuMemFree(d));
+    return 0;
+}
+
+static int managed(void)
+{
+    CUdeviceptr m, d;
+    CK(cuMemAllocManaged(&m, N * 4, CU_MEM_ATTACH_GLOBAL));
+    float *hm = (float *)(uintptr_t)m;
+    for (int i = 0; i < N; i++)
+        hm[i] = (float)i;
+    CK(cuMemAlloc(&d, N * 4));
+    CK(cuMemcpy(d, m, N * 4)); /* managed -> device */
+    saxpy(2.0f, d, m, N, NULL);
+    CK(cuCtxSynchronize());
+    print_words("managed", hm, N * 4);
+    CK(cuMemFree(d));
+    CK(cuMemFree(m));
+    return 0;
+}
+
+static int pinned(void)
+{
+    float *hp;
+    static float reg[N], out[N];
+    CK(cuMemAllocHost((void **)&hp, N * 4));
+    CK(cuMemHostRegister(reg, sizeof reg, 0));
+    fill_host(hp, reg);
+    CUdeviceptr x, y;
+    CK(cuMemAlloc(&x, N * 4));
+    CK(cuMemAlloc(&y, N * 4));
+    CUstream s;
+    CK(cuStreamCreate(&s, 0));
+    CK(cuMemcpyHtoDAsync(x, hp, N * 4, s));
+    CK(cuMemcpyAsync(y, (CUdeviceptr)(uintptr_t)reg, N * 4, s));
+    saxpy(-0.5f, x, y, N, s);
+    CK(cuMemcpyDtoHAsync(reg, y, N * 4, s));
+    CK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)hp, x, N * 4, s));
+    CK(cuStreamSynchronize(s));
+    print_words("pinned y", reg, sizeof reg);
+    memcpy(out, hp, sizeof out);
+    print_words("pinned x", out, sizeof out);
+    CK(cuStreamDestroy(s));
+    CK(cuMemHostUnregister(reg));
+    CK(cuMemFreeHost(hp));
+    CK(cuMemFree(x));
+    CK(cuMemFree(y));
+    return 0;
+}
+
+static int zerocopy(void)
+{
+    unsigned *hp;
+    CUdeviceptr dp;
+    CK(cuMemHostAlloc((void **)&hp, N * 4, CU_MEMHOSTALLOC_DEVICEMAP));
+    CK(cuMemHostGetDevicePointer(&dp, hp, 0));
+    iota(dp, N, 77, NULL); /* the kernel writes host memory */
+    CK(cuCtxSynchronize());
+    print_words("zerocopy", hp, N * 4);
+    CK(cuMemFreeHost(hp));
+    return 0;
+}
+
+static int devhost(void)
+{
+    CUdeviceptr a, b;
+    CK(cuMemAlloc(&a, N * 4));
+    CK(cuMemAlloc(&b, N * 4));
+    iota(a, N, 3, NULL);
+    CK(cuMemcpyHtoD(b, (const void *)(uintptr_t)a, N * 4)); /* the "host" side is device memory */
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, b, sizeof out));
+    print_words("devhost", out, sizeof out);
+    CK(cuMemFree(a));
+    CK(cuMemFree(b));
+    return 0;
+}
+
+static int unmodelled(void)
+{
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N * 4));
+    iota(d, N, 1, NULL);
+    CK(cuFuncSetAttribute(f_iota, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024));
+    iota(d, N / 2, 2, NULL);
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("unmodelled", out, sizeof out);
+    CK(cuMemFree(d));
+    return 0;
+}
+
+static int gpa(void)
+{
+    CUresult (*memset32)(CUdeviceptr, unsigned, size_t) = NULL;
+    CUdriverProcAddressQueryResult st;
+    CK(cuGetProcAddress("cuMemsetD32", (void **)&memset32, 12000, 0, &st));
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N * 4));
+    CK(memset32(d, 0x01020304u, N));
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("gpa", out, sizeof out);
+    CK(cuMemFree(d));
+    return 0;
+}
+
+static int libglobal(void)
+{
+    CUlibrary lib;
+    CK(cuLibraryLoadData(&lib, FAKE_IMAGE_GLOBALS, NULL, NULL, 0, NULL, NULL, 0));
+    CUkernel k;
+    CK(cuLibraryGetKernel(&k, lib, "iota"));
+    CUdeviceptr g;
+    size_t size;
+    CK(cuLibraryGetGlobal(&g, &size, lib, "table"));
+    unsigned n = (unsigned)(size / 4), start = 11;
+    void *params[] = {&g, &n, &start};
+    CK(cuLaunchKernel((CUfunction)k, (n + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+    unsigned *out = malloc(size);
+    CK(cuMemcpyDtoH(out, g, size));
+    print_words("libglobal", out, size);
+    free(out);
+    CK(cuLibraryUnload(lib));
+    return 0;
+}
+
+static int enumerate(void)
+{
+    unsigned n;
+    CK(cuModuleGetFunctionCount(&n, mod));
+    CUfunction fs[8];
+    CK(cuModuleEnumerateFunctions(fs, n < 8 ? n : 8, mod));
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N * 4));
+    for (unsigned i = 0; i < n && i < 8; i++) {
+        const char *name;
+        CK(cuFuncGetName(&name, fs[i]));
+        if (strcmp(name, "iota"))
+            continue;
+        unsigned m = N, start = 21;
+        void *params[] = {&d, &m, &start};
+        CK(cuLaunchKernel(fs[i], N / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+    }
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("enumerate", out, sizeof out);
+    CK(cuMemFree(d));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: prog_memkinds MODE\n");
+        return 2;
+    }
+    CUcontext ctx;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuModuleLoadData(&mod, FAKE_IMAGE));
+    CK(cuModuleGetFunction(&f_saxpy, mod, "saxpy"));
+    CK(cuModuleGetFunction(&f_iota, mod, "iota"));
+    const char *m = argv[1];
+    int r = !strcmp(m, "pool")         ? pool()
+            : !strcmp(m, "pitch")      ? pitch()
+            : !strncmp(m, "vmm", 3)    ? vmm(m)
+            : !strcmp(m, "ipc")        ? ipc()
+            : !strcmp(m, "managed")    ? managed()
+            : !strcmp(m, "pinned")     ? pinned()
+            : !strcmp(m, "zerocopy")   ? zerocopy()
+            : !strcmp(m, "devhost")    ? devhost()
+            : !strcmp(m, "unmodelled") ? unmodelled()
+            : !strcmp(m, "gpa")        ? gpa()
+            : !strcmp(m, "libglobal")  ? libglobal()
+            : !strcmp(m, "enumerate")  ? enumerate()
+                                       : 2;
+    if (r == 2)
+        fprintf(stderr, "prog_memkinds: unknown mode %s\n", m);
+    CK(cuModuleUnload(mod));
+    CK(cuDevicePrimaryCtxRelease(dev));
+    return r;
+}
