@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,4 +505,718 @@ Test(replay, devices_lists_the_fake)
     cr_assert(eq(int, n, 1), "%s", replay_errmsg());
     cr_assert(eq(str, d[0].name, "reprise fake CUDA device"));
     cr_assert(eq(u32, d[0].api, SBT_API_CUDA));
+}
+
+/* ========================================================================================== */
+/* Every export classified                                                                    */
+/* ========================================================================================== */
+
+struct class_row {
+    const char *name, *cls, *why;
+};
+
+static const struct class_row class_rows[] = {
+#define C(n, c, w) {#n, #c, w},
+#include "capture/cap_cuda_class.h"
+#undef C
+};
+
+static const char *const export_names[] = {
+#define X(n) #n,
+#include "capture/cap_cuda_exports.h"
+#undef X
+};
+
+Test(shim, every_export_has_exactly_one_class_with_a_reason)
+{
+    size_t n = sizeof export_names / sizeof export_names[0];
+    cr_assert(eq(sz, sizeof class_rows / sizeof class_rows[0], n));
+    for (size_t i = 0; i < n; i++) {
+        const struct class_row *c = &class_rows[i];
+        cr_assert(eq(str, (char *)c->name, (char *)export_names[i]),
+                  "capture/cap_cuda_class.h row %zu: %s, export %s (same order)", i, c->name,
+                  export_names[i]);
+        int known = !strcmp(c->cls, "RECORDED") || !strcmp(c->cls, "QUERY") ||
+                    !strcmp(c->cls, "HARMLESS") || !strcmp(c->cls, "AFFECTS");
+        cr_assert(known, "%s: class %s", c->name, c->cls);
+        if (!strcmp(c->cls, "HARMLESS") || !strcmp(c->cls, "AFFECTS"))
+            cr_assert(strlen(c->why) > 10, "%s is %s without a reason", c->name, c->cls);
+    }
+}
+
+/* RECORDED is exactly what cap_cuda_shim.c wraps: a strong definition in the shim (the
+ * trampolines are weak). */
+Test(shim, recorded_exports_are_the_wrapped_ones)
+{
+    paths();
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' | awk '$3 ~ /^cu/ {print $3, $2}'", shim);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    char name[128], type[8];
+    size_t seen = 0, n = sizeof class_rows / sizeof class_rows[0];
+    while (fscanf(f, "%127s %7s", name, type) == 2) {
+        size_t i = 0;
+        while (i < n && strcmp(class_rows[i].name, name))
+            i++;
+        cr_assert(lt(sz, i, n), "%s is exported but not classified", name);
+        int wrapped = !strcmp(type, "T");
+        cr_assert(eq(int, wrapped, !strcmp(class_rows[i].cls, "RECORDED")),
+                  "%s is %s but the shim %s it", name, class_rows[i].cls,
+                  wrapped ? "wraps" : "does not wrap");
+        seen++;
+    }
+    pclose(f);
+    cr_assert(eq(sz, seen, n));
+}
+
+/* ========================================================================================== */
+/* Memory of every kind: classified before it is touched                                      */
+/* ========================================================================================== */
+
+/* Criterion copies parameters into the test process by value: strings are arrays, not
+ * pointers. */
+struct memkind_case {
+    char mode[16];
+    int complete;  /* the trace must be complete, and replay must match it bit for bit */
+    char what[96]; /* incomplete: an affecting entry whose name contains this */
+};
+
+ParameterizedTestParameters(capture, memory_kinds)
+{
+    static struct memkind_case cases[] = {
+        {"pool", 1, ""},
+        {"pitch", 1, ""},
+        {"vmm", 1, ""},
+        {"pinned", 1, ""},
+        {"devhost", 1, ""},
+        {"libglobal", 1, ""},
+        {"enumerate", 1, ""},
+        {"vmm_alias", 0, "mapped elsewhere too"},
+        {"vmm_adjacent", 0, "next to another mapping"},
+        {"ipc", 0, "copy from device memory the capture did not see allocated"},
+        {"ipc", 0, "cuIpcOpenMemHandle_v2"},
+        {"managed", 0, "copy from managed memory"},
+        {"managed", 0, "launch with a parameter pointing into managed memory"},
+        {"managed", 0, "cuMemAllocManaged"},
+        {"zerocopy", 0, "launch with a parameter pointing into pinned host memory"},
+        {"unmodelled", 0, "cuFuncSetAttribute"},
+        {"gpa", 0, "cuGetProcAddress(cuMemsetD32): unidentified entry point"},
+    };
+    return cr_make_param_array(struct memkind_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+/* The op at seq, copied (NULL if the trace has none). */
+static int op_at(sbt_reader *r, uint64_t seq, struct sbt_op *out, char *name, size_t cap)
+{
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = seq, .seq_end = seq + 1};
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    int found = 0;
+    cr_assert(eq(int, sbt_cursor_open(r, &rg, &c), 0));
+    if (sbt_cursor_next(c, &op) == 1) {
+        *out = *op;
+        snprintf(name, cap, "%s", sbt_reader_string(r, op->name));
+        found = 1;
+    }
+    sbt_cursor_close(c);
+    return found;
+}
+
+ParameterizedTest(struct memkind_case *c, capture, memory_kinds)
+{
+    paths();
+    char trace[64], *plain, *cap;
+    snprintf(trace, sizeof trace, "memkinds_%s.sbt", c->mode);
+    const char *path = tpath(trace);
+    const char *env = "FAKE_CUDA_GPA_INTERNAL=cuMemsetD32";
+    cr_assert(eq(int, run_prog("prog_memkinds", c->mode, NULL, env, &plain), 0),
+              "prog_memkinds %s failed on the fake", c->mode);
+    cr_assert(eq(int, run_prog("prog_memkinds", c->mode, path, env, &cap), 0),
+              "prog_memkinds %s failed (or crashed) under capture", c->mode);
+    cr_assert(eq(str, plain, cap), "capture changed what %s printed", c->mode);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    char why[1024];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_assert(eq(int, sbt_reader_info(r)->complete, c->complete), "%s: %s", c->mode, why);
+    if (c->complete) {
+        sbt_reader_close(r);
+        struct replay_result res;
+        cr_assert(eq(int, replay_trace(path, 2, &res), 0), "%s", replay_errmsg());
+        cr_assert(eq(u64, res.n_errors, 0), "op %llu: %s", (unsigned long long)res.first_error,
+                  res.first_error_msg);
+        cr_assert(gt(u64, res.n_compared, 0));
+        cr_assert(eq(u64, res.n_mismatch + res.n_run_mismatch, 0), "first mismatch at op %llu",
+                  (unsigned long long)res.first_mismatch);
+        replay_result_free(&res);
+    } else {
+        uint32_t n;
+        const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+        uint32_t i = 0;
+        while (i < n && !strstr(sbt_reader_string(r, u[i].what), c->what))
+            i++;
+        cr_assert(lt(u32, i, n), "%s: no unmodelled entry naming \"%s\" (%s)", c->mode, c->what,
+                  why);
+        cr_assert(u[i].flags & SBT_UNMODELLED_AFFECTS);
+        cr_assert(ne(u64, u[i].first_seq, SBT_SEQ_NONE), "%s: where did it happen?", c->what);
+        /* the first op there is marked: the unsupported op itself or a MARKER named after the
+         * call (an unsupported mapping names the ALLOC it made) */
+        struct sbt_op op;
+        char name[256];
+        cr_assert(op_at(r, u[i].first_seq, &op, name, sizeof name), "%s: op %llu", c->what,
+                  (unsigned long long)u[i].first_seq);
+        if (op.kind == SBT_OP_MARKER)
+            cr_assert(eq(str, name, (char *)sbt_reader_string(r, u[i].what)));
+        int marked = (op.flags & SBT_OPF_UNSUPPORTED) || op.kind == SBT_OP_ALLOC;
+        cr_assert(marked, "%s: op %llu (%s) is not marked", c->what,
+                  (unsigned long long)u[i].first_seq, name);
+        sbt_reader_close(r);
+    }
+    free(plain);
+    free(cap);
+}
+
+/* The marker sits where the call happened: between the launch before and the one after. */
+Test(capture, unmodelled_call_is_marked_where_it_happened)
+{
+    paths();
+    const char *path = tpath("unmodelled_where.sbt");
+    char *out;
+    cr_assert(eq(int, run_prog("prog_memkinds", "unmodelled", path, NULL, &out), 0));
+    free(out);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cu), 0));
+    char kinds[64] = "";
+    while (sbt_cursor_next(cu, &op) == 1 && strlen(kinds) < sizeof kinds - 2)
+        if (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_MARKER)
+            strcat(kinds, op->kind == SBT_OP_KERNEL ? "K" : "M");
+    sbt_cursor_close(cu);
+    cr_assert(eq(str, kinds, "KMK"));
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Replay decoding: every value from the file is checked (no device)                          */
+/* ========================================================================================== */
+
+static int view_res(void *ctx, uint64_t id, uint64_t *size)
+{
+    (void)ctx;
+    static const uint64_t sizes[] = {0, 4096, 16};
+    if (id == 0 || id > 2)
+        return 0;
+    *size = sizes[id];
+    return 1;
+}
+
+static uint32_t saxpy_off[4] = {0, 8, 16, 24}, saxpy_size[4] = {4, 8, 8, 4};
+static const struct sbt_cuda_layout view_kernels[2] = {
+    {1, 4, saxpy_off, saxpy_size, 28}, /* kernel 1: saxpy's layout */
+    {0, 0, NULL, NULL, 0},             /* kernel 2: layout unknown */
+};
+static const struct sbt_cuda_view view = {
+    view_kernels,
+    2,
+    1,
+    3,
+    view_res,
+    NULL,
+    {{0x7fffffff, 65535, 65535}, {1024, 1024, 64}, 1024, 48 << 10, 1 << 30},
+};
+
+/* An op to decode; payload records are (call, args, bytes) rows. */
+struct dec_rec {
+    uint32_t call;
+    uint64_t arg[4];
+    uint32_t n_arg, n_bytes;
+};
+
+struct dec_case {
+    uint32_t kind, subkind, flags, kernel, grid, block, shmem;
+    uint64_t bytes, resource, obj;
+    struct sbt_access acc[2];
+    uint32_t n_acc;
+    struct dec_rec rec[3];
+    int status;
+    char msg[64];
+};
+
+#define LAUNCH_OK(len)                    \
+    {                                     \
+        SBT_CUDA_LAUNCH, {0, len}, 2, len \
+    }
+#define KOP(...) SBT_OP_KERNEL, 0, SBT_OPF_KERNEL | SBT_OPF_PAYLOAD, __VA_ARGS__
+#define RW1      {{1, 0, 4096, SBT_ACCESS_RW}}, 1
+
+ParameterizedTestParameters(decode, op)
+{
+    static struct dec_case cases[] = {
+        {KOP(1, 4, 256, 0), 0, 0, 0, RW1, {LAUNCH_OK(32), {SBT_CUDA_PTR, {8, 1, 64}, 3, 0}}, 0, ""},
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {LAUNCH_OK(32), {SBT_CUDA_PTR, {28, 1, 0}, 3, 0}},
+         SBT_ECORRUPT,
+         "pointer at byte 28 past the 32 parameter bytes"}, // relocation past buffer
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {LAUNCH_OK(32), {SBT_CUDA_PTR, {8, 9, 0}, 3, 0}},
+         SBT_EINVAL,
+         "resource 9, which is not allocated"}, // relocation into nothing
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {LAUNCH_OK(32), {SBT_CUDA_PTR, {8, 2, 16}, 3, 0}},
+         SBT_ECORRUPT,
+         "offset 16 of resource 2 (16 bytes)"}, // relocation past the allocation
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {LAUNCH_OK(16)},
+         SBT_ECORRUPT,
+         "parameters end at byte 28 of 16"}, // buffer shorter than the layout
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {{SBT_CUDA_LAUNCH, {0, 64}, 2, 32}},
+         SBT_ECORRUPT,
+         "32 of 64 bytes captured"},
+        {KOP(1, 4, 256, 0), 0, 0, 0, RW1, {LAUNCH_OK(40000)}, SBT_ELIMIT, "40000 parameter bytes"},
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {{SBT_CUDA_LAUNCH, {2, 32}, 2, 32}},
+         SBT_ECORRUPT,
+         "parameter form 2"},
+        {KOP(3, 4, 256, 0), 0, 0, 0, RW1, {LAUNCH_OK(32)}, SBT_EINVAL, "kernel 3: the trace has 2"},
+        {KOP(2, 4, 256, 0), 0, 0, 0, RW1, {LAUNCH_OK(32)}, SBT_ECORRUPT, "no parameter layout"},
+        {KOP(2, 4, 256, 0), 0, 0, 0, RW1, {{SBT_CUDA_LAUNCH, {1, 32}, 2, 32}}, 0, ""}, // extra
+        {KOP(1, 0, 256, 0), 0, 0, 0, RW1, {LAUNCH_OK(32)}, SBT_ELIMIT, "grid dimension x = 0"},
+        {KOP(1, 4, 2048, 0), 0, 0, 0, RW1, {LAUNCH_OK(32)}, SBT_ELIMIT, "block dimension x = 2048"},
+        {KOP(1, 4, 256, 1 << 20), 0, 0, 0, RW1, {LAUNCH_OK(32)}, SBT_ELIMIT, "shared memory"},
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         RW1,
+         {{SBT_CUDA_CALL, {33, 0, 0, 0}, 4, 0}},
+         SBT_ECORRUPT,
+         "without a LAUNCH record"},
+        {KOP(1, 4, 256, 0),
+         0,
+         0,
+         0,
+         {{1, 4000, 200, SBT_ACCESS_RW}},
+         1,
+         {LAUNCH_OK(32)},
+         SBT_ECORRUPT,
+         "range 4000+200 outside resource 1"}, // an access past the end
+        {SBT_OP_FILL,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         4096,
+         0,
+         0,
+         {{1, 0, 4096, SBT_ACCESS_WRITE}},
+         1,
+         {{SBT_CUDA_FILL, {0, 4, 7, 1024}, 4, 0}},
+         0,
+         ""},
+        {SBT_OP_FILL,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         1 << 20,
+         0,
+         0,
+         {{1, 0, 1 << 20, SBT_ACCESS_WRITE}},
+         1,
+         {{SBT_CUDA_FILL, {0, 4, 7, 1 << 18}, 4, 0}},
+         SBT_ECORRUPT,
+         "outside resource 1"}, // a fill past the allocation
+        {SBT_OP_FILL,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         6,
+         0,
+         0,
+         {{2, 0, 6, SBT_ACCESS_WRITE}},
+         1,
+         {{SBT_CUDA_FILL, {0, 4, 7, 1}, 4, 0}},
+         SBT_ECORRUPT,
+         "6 bytes in 4-byte elements"},
+        {SBT_OP_FILL,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         6,
+         0,
+         0,
+         {{2, 0, 6, SBT_ACCESS_WRITE}},
+         1,
+         {{SBT_CUDA_FILL, {0, 3, 7, 2}, 4, 0}},
+         SBT_ECORRUPT,
+         "3-byte elements"},
+        {SBT_OP_COPY,
+         SBT_COPY_H2D,
+         0,
+         0,
+         1,
+         1,
+         0,
+         16,
+         0,
+         0,
+         {{2, 0, 16, SBT_ACCESS_WRITE}},
+         1,
+         {{0}},
+         SBT_ECORRUPT,
+         "without its data"},
+        {SBT_OP_COPY,
+         SBT_COPY_D2D,
+         0,
+         0,
+         1,
+         1,
+         0,
+         16,
+         0,
+         0,
+         {{2, 0, 16, SBT_ACCESS_WRITE}, {1, 0, 32, SBT_ACCESS_READ}},
+         2,
+         {{0}},
+         SBT_ECORRUPT,
+         "copy of 32 bytes into 16"},
+        {SBT_OP_COPY,
+         SBT_COPY_D2H,
+         0,
+         0,
+         1,
+         1,
+         0,
+         16,
+         0,
+         0,
+         {{2, 0, 16, SBT_ACCESS_WRITE}},
+         1,
+         {{0}},
+         SBT_ECORRUPT,
+         "copy direction 2 with 1 ranges"},
+        {SBT_OP_COPY, 9, 0, 0, 1, 1, 0, 16, 0, 0, {{0}}, 0, {{0}}, SBT_ECORRUPT, "direction 9"},
+        {SBT_OP_COPY, SBT_COPY_H2H, 0, 0, 1, 1, 0, 16, 0, 0, {{0}}, 0, {{0}}, 0, ""},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         64,
+         3,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {SBT_CUDA_ALLOC_PITCH, 0, 64, 0}, 4, 0}},
+         0,
+         ""},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         64,
+         1,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {SBT_CUDA_ALLOC_MEM, 0, 64, 0}, 4, 0}},
+         SBT_ECORRUPT,
+         "resource 1, which is live"},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         64,
+         3,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {9, 0, 64, 0}, 4, 0}},
+         SBT_ECORRUPT,
+         "origin 9"},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         1ull << 40,
+         3,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {SBT_CUDA_ALLOC_MEM, 0, 0, 0}, 4, 0}},
+         SBT_ELIMIT,
+         "1099511627776"},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         64,
+         3,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {SBT_CUDA_ALLOC_GLOBAL, 0, 64, 5}, 4, 0}},
+         SBT_EINVAL,
+         "global of program 5"},
+        {SBT_OP_ALLOC,
+         0,
+         SBT_OPF_PAYLOAD,
+         0,
+         1,
+         1,
+         0,
+         64,
+         3,
+         0,
+         {{0}},
+         0,
+         {{SBT_CUDA_ALLOC, {SBT_CUDA_ALLOC_GLOBAL, 0, 64, 1}, 4, 0}},
+         SBT_ECORRUPT,
+         "global without a usable name"},
+        {SBT_OP_FREE, 0, 0, 0, 1, 1, 0, 0, 7, 0, {{0}}, 0, {{0}}, SBT_EINVAL, "resource 7"},
+        {SBT_OP_EVENT_RECORD,
+         0,
+         0,
+         0,
+         1,
+         1,
+         0,
+         0,
+         0,
+         0,
+         {{0}},
+         0,
+         {{0}},
+         SBT_ECORRUPT,
+         "event id 0"},
+        {SBT_OP_EVENT_WAIT,
+         0,
+         0,
+         0,
+         1,
+         1,
+         0,
+         0,
+         0,
+         1ull << 40,
+         {{0}},
+         0,
+         {{0}},
+         SBT_ECORRUPT,
+         "event id 1099511627776"},
+        {SBT_OP_STREAM_SYNC,
+         0,
+         0,
+         0,
+         1,
+         1,
+         0,
+         0,
+         0,
+         99,
+         {{0}},
+         0,
+         {{0}},
+         SBT_ECORRUPT,
+         "stream 99: the trace has 3 streams"},
+        {SBT_OP_DEVICE_SYNC,
+         0,
+         0,
+         0,
+         1,
+         1,
+         0,
+         0,
+         0,
+         0,
+         {{2, 0, 4, 0}},
+         1,
+         {{0}},
+         SBT_ECORRUPT,
+         "access 0 of mode 0"},
+    };
+    return cr_make_param_array(struct dec_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct dec_case *c, decode, op)
+{
+    struct sbt_vk_enc e = {0};
+    for (int i = 0; i < 3 && c->rec[i].call; i++) {
+        uint8_t *bytes = calloc(1, c->rec[i].n_bytes + 1);
+        sbt_vk_enc_rec(&e, c->rec[i].call, c->rec[i].arg, c->rec[i].n_arg, bytes,
+                       c->rec[i].n_bytes);
+        free(bytes);
+    }
+    struct sbt_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = c->kind;
+    op.subkind = c->subkind;
+    op.flags = c->flags | (e.len ? SBT_OPF_PAYLOAD : 0);
+    op.stream = 1;
+    op.kernel = c->kernel;
+    op.grid[0] = c->grid, op.grid[1] = op.grid[2] = 1;
+    op.block[0] = c->block, op.block[1] = op.block[2] = 1;
+    op.shmem = c->shmem;
+    op.bytes = c->bytes;
+    op.resource = c->resource;
+    op.obj = c->obj;
+    op.n_access = c->n_acc;
+    op.access = c->acc;
+    op.payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)e.len, e.buf};
+    struct sbt_cuda_op o;
+    int st = sbt_cuda_op_decode(&view, &op, &o);
+    cr_assert(eq(int, st, c->status), "%s", sbt_errmsg());
+    if (st < 0)
+        cr_assert(strstr(sbt_errmsg(), c->msg) != NULL, "message: %s", sbt_errmsg());
+    else if (c->kind == SBT_OP_KERNEL && c->rec[1].call == SBT_CUDA_PTR)
+        cr_assert(eq(u32, o.n_relocs, 1));
+    else if (c->kind == SBT_OP_FILL)
+        cr_assert(eq(u64, o.count * o.elem, c->acc[0].len));
+    sbt_cuda_op_free(&o);
+    sbt_vk_enc_free(&e);
+}
+
+Test(decode, layout_past_the_parameter_limit)
+{
+    struct sbt_vk_enc e = {0};
+    uint64_t a[5] = {0, 1, 1, 32760, 8};
+    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, a, 5, NULL, 0);
+    struct sbt_kernel k = {7, 1, 1, {SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf}};
+    struct sbt_cuda_layout l;
+    cr_assert(eq(int, sbt_cuda_layout_decode(&k, &l), SBT_ECORRUPT));
+    cr_assert(strstr(sbt_errmsg(), "kernel 7: parameter 0 at 32760+8") != NULL, "%s", sbt_errmsg());
+    uint64_t b[3] = {0, 1, 5000};
+    sbt_vk_enc_reset(&e);
+    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, b, 3, NULL, 0);
+    k.ext = (struct sbt_ext){SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf};
+    cr_assert(eq(int, sbt_cuda_layout_decode(&k, &l), SBT_ECORRUPT));
+    cr_assert(strstr(sbt_errmsg(), "5000 parameters") != NULL, "%s", sbt_errmsg());
+    sbt_vk_enc_free(&e);
+}
+
+/* A crafted trace through the whole replay against the fake: an op error naming the op. */
+Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
+{
+    paths();
+    need_replay();
+    const char *path = tpath("crafted.sbt");
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t dev, host, strm, prog, kern, name;
+    struct sbt_device d = {0};
+    d.api = SBT_API_CUDA;
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &dev), 0));
+    struct sbt_stream s = {0};
+    s.device = dev;
+    s.kind = SBT_STREAM_HOST_THREAD;
+    cr_assert(eq(int, sbt_writer_add_stream(w, &s, &host), 0));
+    struct sbt_vk_enc e = {0};
+    uint64_t sa[5] = {SBT_CUDA_STREAM_LEGACY, 0, 0, 0, 1};
+    sbt_vk_enc_rec(&e, SBT_CUDA_STREAM, sa, 5, NULL, 0);
+    s.kind = SBT_STREAM_CUDA;
+    s.ext = (struct sbt_ext){SBT_CUDA_EXT_STREAM, (uint32_t)e.len, e.buf};
+    cr_assert(eq(int, sbt_writer_add_stream(w, &s, &strm), 0));
+    struct sbt_program p = {0};
+    p.kind = SBT_PROGRAM_HOST;
+    cr_assert(eq(int, sbt_writer_blob(w, FAKE_IMAGE, sizeof FAKE_IMAGE, &p.blob), 0));
+    cr_assert(eq(int, sbt_writer_add_program(w, &p, &prog), 0));
+    sbt_vk_enc_reset(&e);
+    uint64_t ka[11] = {0, 1, 4, 0, 4, 8, 8, 16, 8, 24, 4};
+    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, ka, 11, NULL, 0);
+    struct sbt_kernel k = {0};
+    k.program = prog;
+    cr_assert(eq(int, sbt_writer_intern(w, "saxpy", &name), 0));
+    k.name = name;
+    k.ext = (struct sbt_ext){SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf};
+    cr_assert(eq(int, sbt_writer_add_kernel(w, &k, &kern), 0));
+    struct sbt_op op;
+    memset(&op, 0, sizeof op); /* an allocation of 4 KiB */
+    op.kind = SBT_OP_ALLOC;
+    op.stream = host;
+    op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES | SBT_OPF_PAYLOAD;
+    op.resource = 1;
+    op.bytes = 4096;
+    sbt_vk_enc_reset(&e);
+    uint64_t aa[4] = {SBT_CUDA_ALLOC_MEM, 0, 4096, 0};
+    sbt_vk_enc_rec(&e, SBT_CUDA_ALLOC, aa, 4, NULL, 0);
+    op.payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)e.len, e.buf};
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0));
+    memset(&op, 0, sizeof op); /* a launch whose pointer lies past its 32 parameter bytes */
+    op.kind = SBT_OP_KERNEL;
+    op.stream = strm;
+    op.flags = SBT_OPF_KERNEL | SBT_OPF_GEOM | SBT_OPF_PAYLOAD;
+    op.kernel = kern;
+    op.grid[0] = op.grid[1] = op.grid[2] = op.block[1] = op.block[2] = 1;
+    op.block[0] = 256;
+    struct sbt_access acc = {1, 0, 4096, SBT_ACCESS_RW};
+    op.n_access = 1;
+    op.access = &acc;
+    sbt_vk_enc_reset(&e);
+    uint8_t params[32] = {0};
+    uint64_t la[2] = {0, 32}, pa[4] = {30, 1, 0, 0};
+    sbt_vk_enc_rec(&e, SBT_CUDA_LAUNCH, la, 2, params, 32);
+    sbt_vk_enc_rec(&e, SBT_CUDA_PTR, pa, 4, NULL, 0);
+    op.payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)e.len, e.buf};
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0));
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_vk_enc_free(&e);
+    struct replay_result res;
+    cr_assert(eq(int, replay_trace(path, 1, &res), 0), "%s", replay_errmsg());
+    cr_assert(eq(u64, res.n_errors, 1));
+    cr_assert(eq(u64, res.first_error, 1));
+    cr_assert(strstr(res.first_error_msg, "pointer at byte 30 past the 32 parameter bytes") != NULL,
+              "%s", res.first_error_msg);
+    replay_result_free(&res);
 }

@@ -1,6 +1,7 @@
 /*
  * tests/cuda/fake_cuda.c — a test-only fake CUDA driver (libcuda.so.1 ABI) with no GPU behind
- * it: device memory is host memory at a configurable base, "kernels" are host functions found
+ * it: device memory sits behind addresses the program cannot touch, at a configurable base
+ * (fake_cuda.h), "kernels" are host functions found
  * by name in fake module images, streams run each op as it is enqueued, events carry host
  * timestamps. It implements the entry points the shim wraps and the test programs and the
  * replay backend call, answers cuGetProcAddress_v2 by (name, version, flags) the way the real

@@ -7,12 +7,23 @@
  * find a name listed in the image that the fake also implements (a host function, below).
  *
  * Environment of the fake driver:
- *   FAKE_CUDA_BASE   device heap base address (hex, default 0x7e0000000000): replay runs with
+ *   FAKE_CUDA_BASE   device address base (hex, default 0x7e0000000000): replay runs with
  *                    another base so that every device address must be relocated
- *   FAKE_CUDA_HEAP   heap bytes (default 64 MiB)
- * Device memory is host memory at that base. Kernels and copies check that every device range
- * lies in the heap and fail with CUDA_ERROR_ILLEGAL_ADDRESS otherwise (a missed relocation is a
- * clean error, not a crash). Streams execute each op when it is enqueued, in order.
+ *   FAKE_CUDA_HEAP   bytes of device addresses and memory (default 64 MiB)
+ *   FAKE_CUDA_GPA_INTERNAL=cuMemsetD32   cuGetProcAddress("cuMemsetD32") returns a function that
+ *                    is not an exported symbol (what the shim cannot identify)
+ * Device addresses are reserved PROT_NONE in the process: like GPU memory, device memory cannot
+ * be read or written by host code (the program's or the capture shim's); a host access crashes.
+ * The fake itself reaches the bytes through a second mapping. Kernels and copies check that
+ * every device range lies in live device-accessible memory and fail with
+ * CUDA_ERROR_ILLEGAL_ADDRESS / CUDA_ERROR_INVALID_VALUE otherwise (a missed relocation is a clean
+ * error). The kinds of memory a real driver has exist with their pointer attributes
+ * (cuPointerGetAttribute[s]: memory type, managed, context, range start and size): cuMemAlloc,
+ * async and pool allocations, pitch allocations (rows padded to 512 bytes), VMM
+ * (cuMemAddressReserve, cuMemCreate, cuMemMap with aliasing, 64 KiB granularity), IPC handles
+ * (the same bytes at other addresses), managed memory (host-accessible), pinned and registered
+ * host memory (device-accessible at the same address). Streams execute each op when it is
+ * enqueued, in order.
  */
 #ifndef REPRISE_TESTS_FAKE_CUDA_H
 #define REPRISE_TESTS_FAKE_CUDA_H
