@@ -68,44 +68,65 @@ static uint16_t rd16(const uint8_t *p)
     return v;
 }
 
+/* The image parsers read at most lim bytes from p: MAX_IMAGE at capture (the driver was given
+ * the pointer, so the bytes are there), the blob's length at replay. */
+
 /* Concatenated fatbin headers: each is followed by its payload; the chain ends at the first
  * word that is not the magic. */
-static size_t fatbin_size(const uint8_t *p)
+static size_t fatbin_size(const uint8_t *p, uint64_t lim)
 {
-    size_t n = 0;
-    while (rd32(p + n) == FATBIN_MAGIC) {
+    uint64_t n = 0;
+    while (n + 16 <= lim && rd32(p + n) == FATBIN_MAGIC) {
         uint64_t step = (uint64_t)rd16(p + n + 6) + rd64(p + n + 8);
-        if (step < 16 || n + step > MAX_IMAGE)
+        if (step < 16 || step > lim - n)
             return 0;
         n += step;
     }
-    return n;
+    return (size_t)n;
 }
 
 /* 64-bit little-endian ELF: the furthest of the section header table, the program header
  * table and the sections' file extents. */
-static size_t elf_size(const uint8_t *p)
+static size_t elf_size(const uint8_t *p, uint64_t lim)
 {
-    if (p[4] != 2 || p[5] != 1) /* ELFCLASS64, ELFDATA2LSB */
+    if (lim < 64 || p[4] != 2 || p[5] != 1) /* ELFCLASS64, ELFDATA2LSB */
         return 0;
     uint64_t phoff = rd64(p + 0x20), shoff = rd64(p + 0x28);
     uint16_t phentsize = rd16(p + 0x36), phnum = rd16(p + 0x38);
     uint16_t shentsize = rd16(p + 0x3a), shnum = rd16(p + 0x3c);
-    if (shoff > MAX_IMAGE || phoff > MAX_IMAGE)
+    if (shoff > lim || phoff > lim)
         return 0;
     uint64_t end = 64;
     if (phoff + (uint64_t)phentsize * phnum > end)
         end = phoff + (uint64_t)phentsize * phnum;
     if (shoff + (uint64_t)shentsize * shnum > end)
         end = shoff + (uint64_t)shentsize * shnum;
+    if (end > lim)
+        return 0;
     for (uint16_t i = 0; shentsize >= 0x28 && i < shnum; i++) {
         const uint8_t *sh = p + shoff + (uint64_t)i * shentsize;
         uint32_t type = rd32(sh + 4);
         uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
-        if (type != 8 /* SHT_NOBITS */ && off + size > end && off + size <= MAX_IMAGE)
+        if (type != 8 /* SHT_NOBITS */ && off <= lim && size <= lim - off && off + size > end)
             end = off + size;
     }
-    return end <= MAX_IMAGE ? (size_t)end : 0;
+    return (size_t)end;
+}
+
+/* p is not a __fatBinC_Wrapper_t. */
+static size_t image_size(const uint8_t *p, uint64_t lim, uint32_t *kind)
+{
+    if (lim >= 4 && rd32(p) == FATBIN_MAGIC) {
+        *kind = SBT_PROGRAM_FATBIN;
+        return fatbin_size(p, lim);
+    }
+    if (lim >= 4 && !memcmp(p, "\177ELF", 4)) {
+        *kind = SBT_PROGRAM_CUBIN;
+        return elf_size(p, lim);
+    }
+    size_t n = strnlen((const char *)p, (size_t)lim);
+    *kind = n >= 8 && !strncmp((const char *)p, "FAKECUDA", 8) ? SBT_PROGRAM_HOST : SBT_PROGRAM_PTX;
+    return n < lim ? n + 1 : 0;
 }
 
 size_t sbt_cuda_image_size(const void **image, uint32_t *kind)
@@ -114,8 +135,7 @@ size_t sbt_cuda_image_size(const void **image, uint32_t *kind)
     *kind = 0;
     if (!p)
         return 0;
-    uint32_t magic = rd32(p);
-    if (magic == FATBINC_MAGIC) {
+    if (rd32(p) == FATBINC_MAGIC) {
         if (rd32(p + 4) != 1) /* version 2 (RDC) points at a list of prelinked fatbins */
             return 0;
         const uint8_t *data;
@@ -124,19 +144,18 @@ size_t sbt_cuda_image_size(const void **image, uint32_t *kind)
             return 0;
         *image = data;
         *kind = SBT_PROGRAM_FATBIN;
-        return fatbin_size(data);
+        return fatbin_size(data, MAX_IMAGE);
     }
-    if (magic == FATBIN_MAGIC) {
-        *kind = SBT_PROGRAM_FATBIN;
-        return fatbin_size(p);
-    }
-    if (!memcmp(p, "\177ELF", 4)) {
-        *kind = SBT_PROGRAM_CUBIN;
-        return elf_size(p);
-    }
-    size_t n = strnlen((const char *)p, (size_t)MAX_IMAGE);
-    *kind = !strncmp((const char *)p, "FAKECUDA", 8) ? SBT_PROGRAM_HOST : SBT_PROGRAM_PTX;
-    return n + 1;
+    return image_size(p, MAX_IMAGE, kind);
+}
+
+size_t sbt_cuda_image_size_in(const void *image, size_t len, uint32_t *kind)
+{
+    const uint8_t *p = image;
+    *kind = 0;
+    if (!p || (len >= 4 && rd32(p) == FATBINC_MAGIC)) /* a wrapper holds a pointer */
+        return 0;
+    return image_size(p, len, kind);
 }
 
 /* ========================================================================================== */

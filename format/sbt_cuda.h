@@ -171,6 +171,11 @@ enum sbt_cuda_alloc_origin {
  * Returns the length, or 0 when the image is not recognised (a version-2 RDC wrapper). *kind
  * receives an enum sbt_program_kind. The caller must trust the pointer: the driver reads it. */
 size_t sbt_cuda_image_size(const void **image, uint32_t *kind);
+/* The same rules for an image read from a file (a program blob), before it is handed to a
+ * driver that takes no length: every read stays inside [image, image + len), and a
+ * __fatBinC_Wrapper_t (it holds a pointer) is refused. Returns the image's own length, which is
+ * <= len, or 0 when image is not a complete image. */
+size_t sbt_cuda_image_size_in(const void *image, size_t len, uint32_t *kind);
 
 /* Writes a CUDA payload as text, one record per line, for `reprise view` and tests. */
 int sbt_cuda_dump(const void *buf, size_t len, void (*line)(void *ctx, const char *s), void *ctx);

@@ -402,9 +402,12 @@ static int cuda_prepare(void *p)
     for (uint32_t i = 0; i < b->n_mods; i++) {
         void *img = NULL;
         size_t len = 0;
+        uint32_t kind;
         if (sbt_hash_is_zero(progs[i].blob) || sbt_reader_blob(b->r, &progs[i].blob, &img, &len))
             continue; /* the first launch of one of its kernels fails */
-        if (b->d.cuModuleLoadData(&b->mods[i], img) != CUDA_SUCCESS)
+        /* cuModuleLoadData takes no length: the image must end inside the blob */
+        if (sbt_cuda_image_size_in(img, len, &kind) == 0 ||
+            b->d.cuModuleLoadData(&b->mods[i], img) != CUDA_SUCCESS)
             b->mods[i] = NULL;
         free(img);
     }
@@ -417,7 +420,7 @@ static int cuda_prepare(void *p)
             continue;
         }
         if (!k->program || k->program > b->n_mods || !b->mods[k->program - 1] || !name) {
-            kk->why = "its program could not be loaded";
+            kk->why = "its program is not a complete image, or the driver refused it";
             continue;
         }
         if (b->d.cuModuleGetFunction(&kk->f, b->mods[k->program - 1], name) != CUDA_SUCCESS) {

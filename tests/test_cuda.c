@@ -1220,3 +1220,26 @@ Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
               "%s", res.first_error_msg);
     replay_result_free(&res);
 }
+
+/* cuModuleLoadData takes no length: replay hands it only images that end inside their blob. */
+Test(decode, program_images_must_end_inside_their_blob)
+{
+    uint8_t fb[64] = {0};
+    uint32_t magic = 0xBA55ED50u, kind;
+    uint16_t hdr = 16;
+    uint64_t payload = 48;
+    memcpy(fb, &magic, 4), memcpy(fb + 6, &hdr, 2), memcpy(fb + 8, &payload, 8);
+    cr_assert(eq(sz, sbt_cuda_image_size_in(fb, sizeof fb, &kind), 64));
+    cr_assert(eq(u32, kind, SBT_PROGRAM_FATBIN));
+    cr_assert(eq(sz, sbt_cuda_image_size_in(fb, 40, &kind), 0)); /* the header claims 64 */
+    uint8_t elf[64] = {0x7f, 'E', 'L', 'F', 2, 1};
+    uint64_t shoff = 4096;
+    uint16_t shentsize = 64, shnum = 2;
+    memcpy(elf + 0x28, &shoff, 8), memcpy(elf + 0x3a, &shentsize, 2), memcpy(elf + 0x3c, &shnum, 2);
+    cr_assert(eq(sz, sbt_cuda_image_size_in(elf, sizeof elf, &kind), 0)); /* sections past it */
+    cr_assert(
+        eq(sz, sbt_cuda_image_size_in(FAKE_IMAGE, sizeof FAKE_IMAGE, &kind), sizeof FAKE_IMAGE));
+    cr_assert(eq(sz, sbt_cuda_image_size_in(FAKE_IMAGE, sizeof FAKE_IMAGE - 1, &kind), 0));
+    uint8_t wrapper[16] = {0xB1, 0x43, 0x62, 0x46, 1}; /* __fatBinC_Wrapper_t: holds a pointer */
+    cr_assert(eq(sz, sbt_cuda_image_size_in(wrapper, sizeof wrapper, &kind), 0));
+}

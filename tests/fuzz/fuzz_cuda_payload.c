@@ -3,7 +3,8 @@
  * sbt_cuda_layout_decode, format/sbt_cuda.h) on arbitrary ops, with no device: any outcome is
  * fine but a crash, a leak, a failure without a message, or a success that breaks what the
  * replay backend relies on (every parameter, relocation, copy and fill range inside its
- * buffer or resource, geometry inside the limits).
+ * buffer or resource, geometry inside the limits). The payload bytes also go through
+ * sbt_cuda_image_size_in (a program image must end inside its blob).
  *
  * Input: a 24-byte header (little-endian) | n_access x 6 bytes | a kernel layout ext |
  * the op's payload:
@@ -128,5 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     sbt_cuda_op_free(&o);
     sbt_cuda_layout_free(&layouts[0]);
+    /* the payload bytes as a program image (replay's check before cuModuleLoadData) */
+    uint32_t kind;
+    need(sbt_cuda_image_size_in(data + pos, size - pos, &kind) <= size - pos);
     return 0;
 }
