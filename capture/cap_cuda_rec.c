@@ -212,6 +212,7 @@ static struct {
     uint32_t n_unsup;
     uint64_t sym_first[CAP_SYM__COUNT]; /* seq + 1 at an unwrapped symbol's first call */
     char fail_reason[256];
+    char affects[400]; /* the unmodelled calls that make the trace incomplete, for the summary */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .unsup_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local uint32_t my_tid;
@@ -269,21 +270,23 @@ void cap_cuda_fail(const char *fmt, ...)
 
 static void unsup_note(const char *what, uint64_t n, uint64_t first_seq, uint32_t flags)
 {
+    const uint32_t cap = sizeof g.unsup / sizeof g.unsup[0];
     pthread_mutex_lock(&g.unsup_mu);
     uint32_t i = 0;
     while (i < g.n_unsup && strcmp(g.unsup[i].what, what))
         i++;
-    if (i == g.n_unsup && i < sizeof g.unsup / sizeof g.unsup[0]) {
-        snprintf(g.unsup[i].what, sizeof g.unsup[0].what, "%s", what);
+    if (i == cap) /* the table is full: the last entry stands for every later kind */
+        i = cap - 1;
+    if (i == g.n_unsup) {
+        snprintf(g.unsup[i].what, sizeof g.unsup[0].what, "%s",
+                 i == cap - 1 ? "other things the capture could not record" : what);
         g.unsup[i].first_seq = SBT_SEQ_NONE;
         g.n_unsup++;
     }
-    if (i < g.n_unsup) {
-        g.unsup[i].count += n;
-        g.unsup[i].flags |= flags;
-        if (first_seq < g.unsup[i].first_seq)
-            g.unsup[i].first_seq = first_seq;
-    }
+    g.unsup[i].count += n;
+    g.unsup[i].flags |= flags;
+    if (first_seq < g.unsup[i].first_seq)
+        g.unsup[i].first_seq = first_seq;
     pthread_mutex_unlock(&g.unsup_mu);
 }
 
@@ -354,6 +357,15 @@ void cap_cuda_unidentified(const char *symbol)
         unsup_note(what, 1, first_affecting(what), SBT_UNMODELLED_AFFECTS);
 }
 
+/* Adds "what xN" to the summary of what makes the trace incomplete. */
+static void affects_note(const char *what, uint64_t n)
+{
+    size_t len = strlen(g.affects);
+    if (len + 8 < sizeof g.affects)
+        snprintf(g.affects + len, sizeof g.affects - len, "%s%s x%" PRIu64,
+                 len ? ", " : "unmodelled calls that affect replay: ", what, n);
+}
+
 /* The completeness record: what the recorder could not record, and every unwrapped symbol that
  * was called and is not a pure query (capture/cap_cuda_class.h). Returns the calls counted. */
 static uint64_t write_completeness(void)
@@ -362,6 +374,8 @@ static uint64_t write_completeness(void)
     pthread_mutex_lock(&g.unsup_mu);
     for (uint32_t i = 0; i < g.n_unsup; i++) {
         total += g.unsup[i].count;
+        if (g.unsup[i].flags & SBT_UNMODELLED_AFFECTS)
+            affects_note(g.unsup[i].what, g.unsup[i].count);
         writer_check(sbt_writer_unsupported(g.w, g.unsup[i].what, g.unsup[i].count,
                                             g.unsup[i].first_seq, g.unsup[i].flags),
                      "writing the completeness record");
@@ -374,6 +388,8 @@ static uint64_t write_completeness(void)
             continue;
         uint64_t first = __atomic_load_n(&g.sym_first[i], __ATOMIC_RELAXED);
         total += n;
+        if (cls == CAP_CLASS_AFFECTS)
+            affects_note(cap_cuda_names[i], n);
         writer_check(sbt_writer_unsupported(g.w, cap_cuda_names[i], n,
                                             first ? first - 1 : SBT_SEQ_NONE,
                                             cls == CAP_CLASS_AFFECTS ? SBT_UNMODELLED_AFFECTS : 0),
@@ -1640,10 +1656,10 @@ void cap_cuda_rec_start(void)
 
 static void write_stats(uint64_t n_unsup_calls)
 {
+    const char *why = g.fail_reason[0] ? g.fail_reason : g.affects;
     if (cap__env_flag(CAP_ENV_SUMMARY))
         fprintf(stderr, "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
-                g.path, g.n_ops, n_unsup_calls, g.fail_reason[0] ? "; incomplete: " : "",
-                g.fail_reason);
+                g.path, g.n_ops, n_unsup_calls, why[0] ? "; incomplete: " : "", why);
     const char *p = getenv(CAP_ENV_STATS);
     FILE *f = p && *p ? fopen(p, "w") : NULL;
     if (!f)
@@ -1652,7 +1668,7 @@ static void write_stats(uint64_t n_unsup_calls)
             g.n_ops, g.n_calls, n_unsup_calls);
     for (uint32_t i = 0; i < g.n_unsup; i++)
         fprintf(f, "unsupported.%s=%" PRIu64 "\n", g.unsup[i].what, g.unsup[i].count);
-    fprintf(f, "incomplete=%s\n", g.fail_reason);
+    fprintf(f, "incomplete=%s\n", why);
     fclose(f);
 }
 
