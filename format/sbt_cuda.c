@@ -275,29 +275,37 @@ static int check_stream(const struct sbt_cuda_view *v, uint64_t id, const char *
     return 0;
 }
 
+/* Values past CUDA's own maxima are corrupt (SBT_ECORRUPT); values within them but past what
+ * this device allows are SBT_ELIMIT (the trace is fine, the device cannot run it). */
 static int check_geometry(const struct sbt_cuda_view *v, const struct sbt_op *op)
 {
-    static const uint32_t dflt_grid[3] = {0x7fffffffu, 65535, 65535},
-                          dflt_block[3] = {1024, 1024, 64};
+    static const uint32_t cuda_grid[3] = {0x7fffffffu, 65535, 65535},
+                          cuda_block[3] = {1024, 1024, 64};
     uint64_t threads = 1;
     for (int i = 0; i < 3; i++) {
-        uint32_t mg = v->lim.max_grid[i] ? v->lim.max_grid[i] : dflt_grid[i];
-        uint32_t mb = v->lim.max_block[i] ? v->lim.max_block[i] : dflt_block[i];
-        if (op->grid[i] == 0 || op->grid[i] > mg)
-            return sbt__fail(SBT_ELIMIT, "grid dimension %c = %u outside 1..%u", "xyz"[i],
-                             op -> grid[i], mg);
-        if (op->block[i] == 0 || op->block[i] > mb)
-            return sbt__fail(SBT_ELIMIT, "block dimension %c = %u outside 1..%u", "xyz"[i],
-                             op -> block[i], mb);
+        if (op->grid[i] == 0 || op->grid[i] > cuda_grid[i])
+            return sbt__fail(SBT_ECORRUPT, "grid dimension %c = %u outside 1..%u", "xyz"[i],
+                             op -> grid[i], cuda_grid[i]);
+        if (op->block[i] == 0 || op->block[i] > cuda_block[i])
+            return sbt__fail(SBT_ECORRUPT, "block dimension %c = %u outside 1..%u", "xyz"[i],
+                             op -> block[i], cuda_block[i]);
+        if (v->lim.max_grid[i] && op->grid[i] > v->lim.max_grid[i])
+            return sbt__fail(SBT_ELIMIT, "grid dimension %c = %u > the device's %u", "xyz"[i],
+                             op -> grid[i], v -> lim.max_grid[i]);
+        if (v->lim.max_block[i] && op->block[i] > v->lim.max_block[i])
+            return sbt__fail(SBT_ELIMIT, "block dimension %c = %u > the device's %u", "xyz"[i],
+                             op -> block[i], v -> lim.max_block[i]);
         threads *= op->block[i];
     }
-    uint32_t mt = v->lim.max_threads ? v->lim.max_threads : 1024;
-    if (threads > mt)
-        return sbt__fail(SBT_ELIMIT, "%llu threads per block > %u", (unsigned long long)threads,
-                         mt);
+    if (threads > 1024)
+        return sbt__fail(SBT_ECORRUPT, "%llu threads per block > 1024",
+                         (unsigned long long)threads);
+    if (v->lim.max_threads && threads > v->lim.max_threads)
+        return sbt__fail(SBT_ELIMIT, "%llu threads per block > the device's %u",
+                         (unsigned long long)threads, v->lim.max_threads);
     if (v->lim.max_shmem && op->shmem > v->lim.max_shmem)
-        return sbt__fail(SBT_ELIMIT, "%u bytes of dynamic shared memory > %u", op->shmem,
-                         v->lim.max_shmem);
+        return sbt__fail(SBT_ELIMIT, "%u bytes of dynamic shared memory > the device's %u",
+                         op->shmem, v->lim.max_shmem);
     return 0;
 }
 
@@ -330,7 +338,7 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
                 st = sbt__fail(SBT_ECORRUPT, "launch parameters: %u of %llu bytes captured",
                                rec.n_bytes, (unsigned long long)len);
             else if (len > SBT_CUDA_MAX_PARAM_BYTES)
-                st = sbt__fail(SBT_ELIMIT, "%llu parameter bytes > %u", (unsigned long long)len,
+                st = sbt__fail(SBT_ECORRUPT, "%llu parameter bytes > %u", (unsigned long long)len,
                                SBT_CUDA_MAX_PARAM_BYTES);
             else if (form == 0 && !k->known)
                 st = sbt__fail(SBT_ECORRUPT, "kernel %u has no parameter layout", op->kernel);

@@ -203,8 +203,7 @@ struct sbt_cuda_layout {
 int sbt_cuda_layout_decode(const struct sbt_kernel *k, struct sbt_cuda_layout *out);
 void sbt_cuda_layout_free(struct sbt_cuda_layout *l);
 
-/* What a replaying device allows; 0 = not known (the CUDA maxima are assumed for geometry,
- * nothing is assumed for memory and shared memory). */
+/* What a replaying device allows; 0 = not known (only CUDA's own maxima are checked). */
 struct sbt_cuda_limits {
     uint32_t max_grid[3], max_block[3], max_threads; /* per launch, per block */
     uint32_t max_shmem;                              /* dynamic shared memory per block */
@@ -256,8 +255,9 @@ struct sbt_cuda_op {
  * shared memory against the limits; the parameter buffer against the kernel's layout and
  * SBT_CUDA_MAX_PARAM_BYTES; every relocation inside the buffer and inside its resource;
  * allocation sizes; name lengths. Needs no device. 0 with *out set (free with
- * sbt_cuda_op_free), or SBT_ECORRUPT (inconsistent or out-of-range values), SBT_EINVAL (a
- * reference to something not live: a resource, a kernel), SBT_ELIMIT (past a device limit),
+ * sbt_cuda_op_free), or SBT_ECORRUPT (inconsistent values, or past CUDA's own maxima),
+ * SBT_EINVAL (a reference to something not live: a resource, a kernel), SBT_ELIMIT (within
+ * CUDA's maxima but past this device's limits: the trace is fine, the device cannot run it),
  * SBT_ENOMEM, with a message; *out is then empty. */
 int sbt_cuda_op_decode(const struct sbt_cuda_view *v, const struct sbt_op *op,
                        struct sbt_cuda_op *out);

@@ -679,8 +679,8 @@ static int cuda_exec(void *p, const struct replay_x *x)
                             sbt_op_kind_name(op->kind));
     struct sbt_cuda_op o;
     int st = sbt_cuda_op_decode(&b->view, op, &o);
-    if (st < 0)
-        return replay__fail(st, "%s", sbt_errmsg());
+    if (st < 0) /* past this device's limits: the environment's fault, not the trace's */
+        return replay__fail(st == SBT_ELIMIT ? REPLAY_ENODEV : st, "%s", sbt_errmsg());
     CUstream s = NULL;
     if ((st = stream_for(b, op->stream, &s)) == 0)
         st = exec_op(b, x, &o, s);
