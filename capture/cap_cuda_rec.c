@@ -8,9 +8,12 @@
  *   programs     every module / library image, stored as a blob (cuModuleLoad* and
  *                cuLibraryLoad*); kernels by (program, name) with their parameter layout from
  *                cuFuncGetParamInfo / cuKernelGetParamInfo
- *   resources    device allocations and module globals, kept in a sorted interval map; every
- *                8-byte-aligned word of a launch's parameters that falls in a live allocation is
- *                recorded as (offset, resource, offset in resource) so replay can relocate it
+ *   resources    device allocations (cuMemAlloc[Async], pools, pitch, VMM mappings) and module
+ *                and library globals, kept in a sorted interval map; every 8-byte-aligned word
+ *                of a launch's parameters that falls in a live allocation is recorded as
+ *                (offset, resource, offset in resource) so replay can relocate it
+ *   pointers     an address outside the map is classified with the driver's pointer
+ *                attributes before anything reads it: only host memory is read on the host
  *   ops          launches (geometry, packed parameters, RW access to each referenced
  *                allocation), copies (H2D bytes as blobs), fills, allocations, event
  *                record/wait, stream/device syncs, and HOST_READ ops carrying the digest of what
@@ -19,6 +22,9 @@
  *   timing       with REPRISE_TIMING=1, a pair of CUDA events around each launch; ops wait in
  *                a queue, in order, until their events complete, then get device times mapped
  *                onto the host clock through a reference event synchronised once per device
+ *   completeness what could not be recorded, by kind, and every unwrapped export by its class
+ *                (capture/cap_cuda_class.h): affecting ones with a MARKER op where they first
+ *                happened; the END record carries them (FORMAT.md section 5)
  *
  * One mutex guards everything here and the writer (the capture is "a mutex-protected writer":
  * simple and correct with several threads; chunk compression happens under it when a chunk
