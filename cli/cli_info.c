@@ -35,7 +35,7 @@ int cli_info(int argc, char **argv)
     if (rc)
         return rc;
     const struct sbt_info *in = sbt_reader_info(r);
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32];
     printf("trace      %s\n", argv[1]);
     printf("format     version %u (reads with >= %u), %s, footer index %s\n", in->writer_version,
            in->min_reader_version, cli_fmt_bytes((double)in->file_bytes, b1, sizeof b1),
@@ -102,7 +102,7 @@ int cli_info(int argc, char **argv)
            cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_H2D], b1, sizeof b1),
            cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_D2H], b2, sizeof b2),
            cli_fmt_bytes((double)st->copy_bytes[SBT_COPY_D2D], b3, sizeof b3),
-           cli_fmt_bytes((double)st->fill_bytes, b1, sizeof b1));
+           cli_fmt_bytes((double)st->fill_bytes, b4, sizeof b4));
     sbt_stats_free(st);
 
     const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
