@@ -58,14 +58,15 @@ TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
 TESTLIB_SRC := $(filter-out tests/test_%.c,$(wildcard tests/*.c))
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-CORPUS_RUNNERS := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/tests/fuzz/replay_%)
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+CORPUS_RUNNERS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
 
 BENCH_SRC := $(wildcard bench/*.c)
 BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz bench install clean demo test format-check extra golden
+.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -106,11 +107,29 @@ $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB_OBJ) $(LIB)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TESTLIB_OBJ) $(LIB) -o $@ \
 	  $(LDFLAGS) -lcriterion $(LDLIBS)
 
-# Fuzz targets replayed over their corpus with a main() from corpus_driver.c (gcc, no libFuzzer)
-$(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/corpus_driver.c $(LIB)
+# ---- fuzzing ----------------------------------------------------------------------------------
+# Every tests/fuzz/fuzz_<name>.c is a libFuzzer target. Its inputs: tests/fuzz/seeds/<name>
+# (small files written by tests/fuzz/mkseeds.c, `make seeds`), tests/fuzz/corpus/<name> (what
+# fuzzing found, minimized by `make fuzz-merge`), and the directories in CORPUS_<name>. `make
+# check` replays them all through a main() from corpus_driver.c (gcc, no libFuzzer); `make fuzz`
+# fuzzes each target for FUZZ_SECONDS. Both build in the fuzzing mode,
+# -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, where checksums are computed but not enforced
+# (format/sbt_int.h) so that mutated inputs reach the decoders. No other build sets it: the
+# corpus runners link fuzzing-mode copies of the library objects that use it, placed before
+# the library so that the archive's own copies are never pulled in.
+FUZZ_DEF := -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+FUZZMODE_SRC := $(shell grep -l 'SBT__ENFORCE_CHECKSUMS\|FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION' $(LIB_SRC))
+FUZZMODE_OBJ := $(FUZZMODE_SRC:%.c=$(BUILD)/fuzzmode/%.o)
+CORPUS_sbt_reader := tests/data/format/good tests/data/format/bad
+corpus_of = tests/fuzz/seeds/$(1) tests/fuzz/corpus/$(1) $(CORPUS_$(1))
+$(FUZZMODE_OBJ): $(VK_CHOICE)
+$(BUILD)/fuzzmode/%.o: %.c | $(PROTO_C)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $< tests/fuzz/corpus_driver.c $(LIB) -o $@ \
-	  $(LDFLAGS) $(LDLIBS)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/corpus_driver.c $(FUZZMODE_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) $< tests/fuzz/corpus_driver.c \
+	  $(FUZZMODE_OBJ) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(@D)
@@ -257,32 +276,48 @@ SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUI
 
 extra: $(EXTRA)
 
-# Seed inputs per fuzz target, beside tests/fuzz/corpus/<name> (grown by `make fuzz`)
-CORPUS_sbt_reader := tests/data/format/good tests/data/format/bad
-corpus_of = $(CORPUS_$(1)) tests/fuzz/corpus/$(1)
-
 check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS)
 	@mkdir -p $(BUILD)/tap
 	@set -e; for t in $(TESTS); do echo "== $$t"; tap=$(BUILD)/tap/$${t##*/}.tap; \
 	  $(TEST_ENV) $(SAN_RUN) $$t --jobs 2 --tap=$$tap; \
 	  sed -n 's/^ok - \(.*\)  # SKIP \(.*\)/[SKIP] \1: \2/p' $$tap; done
-	@set -e; $(foreach r,$(CORPUS_RUNNERS),echo "== $(r)"; \
-	  $(SAN_RUN) $(r) $(call corpus_of,$(patsubst replay_%,%,$(notdir $(r))));)
+	@set -e; $(foreach n,$(FUZZ_NAMES),echo "== $(BUILD)/tests/fuzz/replay_$(n)"; \
+	  $(SAN_RUN) $(BUILD)/tests/fuzz/replay_$(n) $(call corpus_of,$(n));)
 
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	  -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" check
 
+# `make fuzz`: what each target found goes to build/fuzz/corpus-<name> (crashes: build/fuzz/
+# crash-*); `make fuzz-merge` then minimizes it with the committed corpus into
+# tests/fuzz/corpus/<name> (inputs that add no coverage beyond the others, seeds included, are
+# dropped). FUZZ_ARGS adds libFuzzer options (-jobs=N, -dict=...).
 FUZZ_BUILD := build/fuzz
-fuzz:
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link" \
+FUZZ_ARGS ?=
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined $(FUZZ_DEF)
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link" \
 	  $(FUZZ_BUILD)/libreprise.a
-	@set -e; $(foreach f,$(FUZZ_SRC),n=$(patsubst fuzz_%,%,$(basename $(notdir $(f)))); \
-	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen -O1 -g -fsanitize=address,undefined,fuzzer $(f) \
-	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/$(basename $(notdir $(f))) $(LDLIBS); \
-	  mkdir -p tests/fuzz/corpus/$$n $(FUZZ_BUILD)/corpus-$$n; \
-	  $(FUZZ_BUILD)/$(basename $(notdir $(f))) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-	    -timeout=10 $(FUZZ_BUILD)/corpus-$$n $(call corpus_of,$(patsubst fuzz_%,%,$(basename $(notdir $(f))))) ;)
+	@set -e; $(foreach n,$(FUZZ_NAMES), \
+	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen $(FUZZ_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_$(n).c \
+	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/fuzz_$(n) $(LDLIBS);)
+fuzz: fuzz-build
+	@set -e; $(foreach n,$(FUZZ_NAMES),mkdir -p $(FUZZ_BUILD)/corpus-$(n); \
+	  echo "== fuzz_$(n) for $(FUZZ_SECONDS) s"; \
+	  (cd $(FUZZ_BUILD) && ./fuzz_$(n) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -print_final_stats=1 $(FUZZ_ARGS) corpus-$(n) $(addprefix $(CURDIR)/,$(call corpus_of,$(n))));)
+fuzz-merge: fuzz-build
+	@set -e; $(foreach n,$(FUZZ_NAMES),rm -rf $(FUZZ_BUILD)/merge-$(n); \
+	  mkdir -p $(FUZZ_BUILD)/merge-$(n) $(FUZZ_BUILD)/corpus-$(n) tests/fuzz/corpus/$(n); \
+	  $(FUZZ_BUILD)/fuzz_$(n) -merge=1 -max_len=65536 -timeout=10 $(FUZZ_BUILD)/merge-$(n) \
+	    tests/fuzz/seeds/$(n) tests/fuzz/corpus/$(n) $(FUZZ_BUILD)/corpus-$(n); \
+	  for f in tests/fuzz/seeds/$(n)/*; do rm -f $(FUZZ_BUILD)/merge-$(n)/$$(sha1sum < $$f | cut -c1-40); done; \
+	  rm -rf tests/fuzz/corpus/$(n); mv $(FUZZ_BUILD)/merge-$(n) tests/fuzz/corpus/$(n);)
+
+# Seed inputs of the fuzz targets (committed; deterministic)
+seeds: $(LIB)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) tests/fuzz/mkseeds.c $(LIB) -o $(BUILD)/mkseeds $(LDLIBS)
+	$(BUILD)/mkseeds tests/fuzz/seeds
 
 bench: $(BIN) $(BENCHES)
 
@@ -316,4 +351,4 @@ test:
 clean:
 	rm -rf build
 
--include $(ALL_OBJ:.o=.d) $(TESTS:=.d)
+-include $(ALL_OBJ:.o=.d) $(TESTS:=.d) $(FUZZMODE_OBJ:.o=.d)

@@ -32,6 +32,17 @@
 #define SBT_MAX_CHUNK_DEFAULT  (1u << 30)
 #define SBT_TRACESMITH_MAGIC   "SBT\0"
 
+/* Checksums (file header, chunk header and payload CRCs, the trailer CRC, blob hashes) are
+ * always computed, and enforced everywhere but in a fuzzing build: `make fuzz` and the corpus
+ * runners of `make check` define FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (the name libFuzzer
+ * and OSS-Fuzz use) so that mutated inputs get past the CRCs into the decoders behind them. No
+ * other build defines it; a reader built with it must never read real traces. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define SBT__ENFORCE_CHECKSUMS 0
+#else
+#define SBT__ENFORCE_CHECKSUMS 1
+#endif
+
 /* Record types. Types >= SBT_REC_SKIPPABLE may be skipped by readers that do not know them;
  * an unknown type below it makes the file unreadable (EVERSION). */
 enum sbt_rec {
