@@ -18,6 +18,8 @@
 #define CAP_VK_LAYER_NAME     "VK_LAYER_REPRISE_capture"
 #define CAP_VK_LAYER_LIB      "libVkLayer_reprise_capture.so"
 #define CAP_VK_LAYER_MANIFEST "VK_LAYER_REPRISE_capture.json"
+/* The CUDA shim, installed under the name libcuda.so.1 in a directory of its own. */
+#define CAP_CUDA_SHIM_LIB "libreprise_cuda.so"
 
 /* Output path of the trace. Unset: reprise-<pid>.sbt in the working directory. "%p" in the
  * value is replaced by the process id (for programs that start children). */

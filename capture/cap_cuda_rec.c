@@ -29,7 +29,8 @@
  * One mutex guards everything here and the writer (the capture is "a mutex-protected writer":
  * simple and correct with several threads; chunk compression happens under it when a chunk
  * fills). Any internal failure (no memory, I/O) logs once, marks the trace incomplete and turns
- * recording off; wrappers keep passing calls through.
+ * recording off; wrappers keep passing calls through. The pump thread of cap_common.c takes
+ * the mutex every CAP_FLUSH_MS to cut the chunk, and at once on a fatal signal (cap_int.h).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -1622,6 +1623,26 @@ static void meta(const char *k, const char *v)
 
 static void rec_stop(void);
 
+/* The pump's work (cap_int.h): every CAP_FLUSH_MS, and at once for a fatal signal, the chunk
+ * being filled is cut and written, so that a killed or crashed program keeps its ops. Ops
+ * waiting in the queue for their device times (REPRISE_TIMING=1) are not written: reading
+ * their events would call the driver from this thread. */
+static void flush_work(unsigned what)
+{
+    if (!(what & CAP_PUMP_FLUSH))
+        return;
+    int urgent = (what & CAP_PUMP_URGENT) != 0;
+    if (!cap__lock_bounded(&g.mu, urgent))
+        return; /* held by the thread that crashed, perhaps: the timer's flushes remain */
+    if (g.w && !g.closed && g.on) {
+        char why[512];
+        if (urgent && cap__flush_reasons(why, sizeof why))
+            meta("capture.flush_reason", why);
+        writer_check(sbt_writer_flush(g.w), "flushing the trace");
+    }
+    cap_cuda_unlock();
+}
+
 void cap_cuda_rec_start(void)
 {
     cap_cuda_lock();
@@ -1657,6 +1678,10 @@ void cap_cuda_rec_start(void)
         unsup_note("REPRISE_DIGESTS (per-launch digests are not implemented for CUDA)", 1,
                    SBT_SEQ_NONE, 0);
     atexit(rec_stop);
+    if (cap__pump_start(CAP_FLUSH_MS, flush_work))
+        fprintf(stderr, "reprise: CUDA capture: cannot start the flush thread; the trace is "
+                        "written when chunks fill and at exit only\n");
+    cap__signals_install();
     cap_cuda_unlock();
 }
 
@@ -1681,6 +1706,7 @@ static void write_stats(uint64_t n_unsup_calls)
 /* atexit (registered after the real cuInit, so it runs before the driver's own teardown). */
 static void rec_stop(void)
 {
+    cap__pump_stop(); /* before the lock: its last flush takes it */
     cap_cuda_lock();
     if (g.closed || !g.w) {
         cap_cuda_unlock();

@@ -807,7 +807,8 @@ void cap_timing_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial);
 /* cap.mu held. cb is about to be re-recorded, reset, freed or submitted again: pending
  * submissions reading its pools are resolved now with what is available. */
 void cap_timing_settle_cb(const struct cap_cmdbuf *cb);
-/* Writer, at the end, cap.mu held: forgets the pending list (the batches are written now). */
+/* Writer, at the end or in an urgent flush, cap.mu held: forgets the pending list and marks
+ * its batches ready, so that they are written without device times. */
 void cap_timing_drop_all(void);
 /* Device creation under --timing: the extension to add to the app's list (or NULL), and
  * loading its entry point afterwards. */

@@ -297,8 +297,11 @@ void cap_timing_settle_cb(const struct cap_cmdbuf *cb)
 
 void cap_timing_drop_all(void)
 {
-    for (uint32_t i = 0; i < cap.n_tpend; i++)
+    for (uint32_t i = 0; i < cap.n_tpend; i++) {
         atomic_fetch_add(&cap.n_untimed, cap.tpend[i]->n);
+        /* written without device times from here on (an urgent flush: the program goes on) */
+        atomic_store_explicit(&cap.tpend[i]->ready, 1, memory_order_release);
+    }
     cap.n_tpend = 0;
 }
 

@@ -11,6 +11,12 @@
  * back until it arrives. The sbt_writer assigns op seq in add order, so the trace's order is
  * the capture's.
  *
+ * Keeping what happened. The writer thread is the pump of cap_common.c (cap_int.h): it cuts
+ * the chunk every CAP_FLUSH_MS, so a process killed with SIGKILL loses at most that much; on a
+ * fatal signal or cap_flush_now() it writes everything queued at once (urgent), without
+ * waiting on a lock the crashed thread may hold, and names the reason in the metadata
+ * (capture.flush_reason). The trace of a process that died is read up to its last flush.
+ *
  * Failure. Anything that goes wrong here or in the layer calls cap_fail(): one line on
  * stderr, recording off, the reason kept for sbt_writer_mark_incomplete. The program goes on.
  */
@@ -377,11 +383,7 @@ static struct tbuf *tb_get(void)
 /* ========================================================================================== */
 
 static struct {
-    pthread_t th;
-    int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop, kicked;
+    int started; /* the pump runs: events are queued */
     sbt_writer *w;
     int broken; /* the sbt_writer failed: drain and free, write nothing */
     char path[4096];
@@ -392,17 +394,17 @@ static struct {
     /* capture id -> sbt ids (stored as pointer-sized integers) */
     struct cap_map devs, queues, progs, kernels, host_streams, names;
     uint64_t n_ops;
-} wr = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} wr;
 
 static atomic_int initialised, closed;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 void cap_kick(void)
 {
-    pthread_mutex_lock(&wr.mu);
-    wr.kicked = 1;
-    pthread_cond_signal(&wr.cv);
-    pthread_mutex_unlock(&wr.mu);
+    cap__pump_kick();
+    /* after a wait the program has run for a while: a handler it installed meanwhile goes
+     * under ours (cap_int.h) */
+    cap__signals_reassert();
 }
 
 void cap_emit(struct cap_ev *e)
@@ -437,7 +439,7 @@ void cap_emit(struct cap_ev *e)
     size_t n = tb->n;
     pthread_mutex_unlock(&tb->mu);
     if (n >= 256)
-        cap_kick();
+        cap__pump_kick();
 }
 
 static int heap_push(struct cap_ev *e)
@@ -484,6 +486,12 @@ static void writer_failed(const char *what)
     if (!wr.broken)
         cap_fail("trace %s: %s: %s", wr.path, what, sbt_errmsg());
     wr.broken = 1;
+}
+
+static void meta_now(const char *key, const char *val)
+{
+    if (sbt_writer_meta(wr.w, key, val) < 0)
+        writer_failed("writing metadata");
 }
 
 static uint32_t name_id(const char *s)
@@ -620,14 +628,19 @@ static void write_one(struct cap_ev *e)
     wr.n_ops++;
 }
 
-/* Takes everything out of the thread buffers into the heap. */
-static void drain(void)
+/* Takes everything out of the thread buffers into the heap. urgent: a thread that crashed
+ * may hold its buffer's lock (or the list's); what cannot be locked soon stays for later. */
+static void drain(int urgent)
 {
-    pthread_mutex_lock(&tb_list_mu);
+    if (!cap__lock_bounded(&tb_list_mu, urgent))
+        return;
     struct tbuf **pp = &tb_list;
     while (*pp) {
         struct tbuf *tb = *pp;
-        pthread_mutex_lock(&tb->mu);
+        if (!cap__lock_bounded(&tb->mu, urgent)) {
+            pp = &tb->next;
+            continue;
+        }
         struct cap_ev **v = tb->v;
         size_t n = tb->n;
         int dead = tb->dead;
@@ -667,47 +680,41 @@ static void write_ready(int final)
     }
 }
 
-static void *writer_main(void *arg)
+/* The pump's work (cap_int.h), every 5 ms or when kicked: batches into order and into the
+ * sbt_writer; every CAP_FLUSH_MS the chunk is cut, so a killed process keeps its ops. */
+static void writer_work(unsigned what)
 {
-    (void)arg;
-    pthread_mutex_lock(&wr.mu);
-    for (;;) {
-        if (!wr.stop && !wr.kicked) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 5 * 1000000;
-            if (ts.tv_nsec >= 1000000000)
-                ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&wr.cv, &wr.mu, &ts);
-        }
-        int stop = wr.stop;
-        wr.kicked = 0;
-        pthread_mutex_unlock(&wr.mu);
-        drain();
-        write_ready(0);
-        if (stop) {
-            /* what is still waiting for device times is written without them; cap.mu keeps
-             * a late completion from filling ops being freed here */
-            pthread_mutex_lock(&cap.mu);
-            cap_timing_drop_all();
-            drain();
-            write_ready(1);
-            pthread_mutex_unlock(&cap.mu);
-            return NULL;
-        }
-        pthread_mutex_lock(&wr.mu);
+    int urgent = (what & CAP_PUMP_URGENT) != 0;
+    drain(urgent);
+    if (what & CAP_PUMP_STOP) {
+        /* what is still waiting for device times is written without them; cap.mu keeps
+         * a late completion from filling ops being freed here */
+        pthread_mutex_lock(&cap.mu);
+        cap_timing_drop_all();
+        drain(0);
+        write_ready(1);
+        pthread_mutex_unlock(&cap.mu);
+        return; /* cap_shutdown closes the trace */
     }
+    /* urgent (the process may be about to end): batches waiting for device times go without
+     * them, unless cap.mu is held (by a thread in the driver, perhaps the crashed one) */
+    if (urgent && cap.timing && cap__lock_bounded(&cap.mu, 1)) {
+        cap_timing_drop_all();
+        pthread_mutex_unlock(&cap.mu);
+    }
+    write_ready(0);
+    if (!(what & CAP_PUMP_FLUSH) || !wr.w || wr.broken)
+        return;
+    char why[512];
+    if (urgent && cap__flush_reasons(why, sizeof why))
+        meta_now("capture.flush_reason", why);
+    if (!wr.broken && sbt_writer_flush(wr.w) < 0)
+        writer_failed("flushing the trace");
 }
 
 /* ========================================================================================== */
 /* Open and close                                                                             */
 /* ========================================================================================== */
-
-static void meta_now(const char *key, const char *val)
-{
-    if (sbt_writer_meta(wr.w, key, val) < 0)
-        writer_failed("writing metadata");
-}
 
 static void atfork_child(void)
 {
@@ -742,13 +749,14 @@ static void init(void)
                                  "(memory, bind offset + buffer offset)");
     if (wr.broken)
         return;
-    if (pthread_create(&wr.th, NULL, writer_main, NULL)) {
+    if (cap__pump_start(5, writer_work)) {
         cap_fail("cannot start the writer thread");
         return;
     }
     wr.started = 1;
     atomic_store(&cap.on, 1);
     atomic_store(&initialised, 1);
+    cap__signals_install();
 }
 
 void cap_init_once(void)
@@ -788,11 +796,7 @@ void cap_shutdown(void)
         return;
     atomic_store(&cap.on, 0);
     if (wr.started) {
-        pthread_mutex_lock(&wr.mu);
-        wr.stop = 1;
-        pthread_cond_signal(&wr.cv);
-        pthread_mutex_unlock(&wr.mu);
-        pthread_join(wr.th, NULL);
+        cap__pump_stop();
         wr.started = 0;
     }
     if (wr.w) {

@@ -3,12 +3,14 @@
  * here (lavapipe in CI): each tests/vk program runs without and with `reprise capture`, with
  * the Khronos validation layer loaded next to ours when it is installed; the program's output
  * must not change, validation must report nothing, and the trace must hold the ops, bytes and
- * read-back digests the program is known to issue.
+ * read-back digests the program is known to issue. Programs that are killed or crash keep what
+ * they submitted, and end as they would without the capture.
  * Needs REPRISE_BIN and REPRISE_BUILD (set by `make check`).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 
 #include "format/sbt.h"
 #include "tests/testenv.h"
+#include "tests/tproc.h"
 
 static const char *bin, *build;
 
@@ -321,4 +324,128 @@ Test(capture, leak_check_blames_only_our_modules)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     run(cmd, out, sizeof out, err, sizeof err);
 #endif
+}
+
+/* ========================================================================================== */
+/* A program that dies keeps what it did (tests/vk/vk_dies.c)                                 */
+/* ========================================================================================== */
+
+/* Runs vk_dies with args (NULL-terminated), under the layer when trace is not NULL (the
+ * environment `reprise capture` sets, without the CLI in between: the wait status is the
+ * program's own). With kill_after: SIGKILL one second after that many submissions finished. */
+static int run_dies(const char *const *args, const char *trace, int kill_after, char *out,
+                    size_t n_out)
+{
+    char prog[4200], layers[4200], tenv[4200];
+    snprintf(prog, sizeof prog, "%s/tests/vk/vk_dies", build);
+    snprintf(layers, sizeof layers, "VK_ADD_LAYER_PATH=%s", build);
+    snprintf(tenv, sizeof tenv, "REPRISE_TRACE=%s", trace ? trace : "");
+    char *argv[8] = {prog};
+    for (int i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = (char *)args[i];
+    char *env[] = {layers, "VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_capture",
+                   "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_capture", tenv, NULL};
+    struct tproc p;
+    cr_assert_eq(tproc_start(&p, argv, trace ? env : NULL), 0);
+    if (kill_after) {
+        cr_assert_eq(tproc_wait_for(&p, "done\n", kill_after), kill_after, "%s", p.text);
+        sleep(1);
+        kill(p.pid, SIGKILL);
+    }
+    int st = tproc_finish(&p);
+    snprintf(out, n_out, "%s", p.text);
+    return st;
+}
+
+/* The trace of a program that died: read by scanning, "the writer did not finish", and at
+ * least `submits` submissions, each with its dispatch. */
+static void check_died(const char *trace, uint64_t submits, const char *flush_reason)
+{
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(!in->writer_finished && !in->has_footer);
+    char why[512];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_assert_not_null(strstr(why, "the writer did not finish"), "%s", why);
+    struct sbt_stats *st = NULL;
+    cr_assert_eq(sbt_stats_compute(r, NULL, &st), 0, "%s", sbt_errmsg());
+    cr_assert_geq(st->by_kind[SBT_OP_SUBMIT], submits);
+    cr_assert_geq(st->by_kind[SBT_OP_KERNEL], submits);
+    sbt_stats_free(st);
+    const char *reason = sbt_reader_meta_get(r, "capture.flush_reason");
+    if (flush_reason)
+        cr_assert(reason && strstr(reason, flush_reason), "capture.flush_reason: %s",
+                  reason ? reason : "(none)");
+    cr_assert_eq(sbt_reader_validate(r, NULL, NULL), 0, "validate found problems");
+    sbt_reader_close(r);
+    /* and `reprise info` says so */
+    char cmd[8400], out[8192], err[8192];
+    snprintf(cmd, sizeof cmd, "%s info %s", bin, trace);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(strstr(out, "the writer did not finish"), "%s", out);
+}
+
+/* kill -9 of a program that submits every 300 ms, one second after its 9th submission
+ * finished: every op submitted at least a second before the kill is in the trace */
+Test(capture, sigkill_keeps_every_op_submitted_a_second_before)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-kill-XXXXXX.sbt", out[16384];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *args[] = {"slow", "40", NULL};
+    int st = run_dies(args, trace, 9, out, sizeof out);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#x", st);
+    check_died(trace, 9, NULL);
+    unlink(trace);
+}
+
+/* A crash after N submissions: the trace holds them, the program's own handler (if any) still
+ * runs, and the wait status is the one it has without the capture. */
+static void crash(const char *mode, const char *when, const char *reason)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-crash-XXXXXX.sbt", plain[16384], cap[16384];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *args[] = {mode, "3", when, NULL};
+    int st_plain = run_dies(args, NULL, 0, plain, sizeof plain);
+    int st_cap = run_dies(args, trace, 0, cap, sizeof cap);
+    cr_assert(WIFSIGNALED(st_plain) || WEXITSTATUS(st_plain) != 0, "%s did not die", mode);
+    cr_assert_eq(st_cap, st_plain, "wait status %#x under capture, %#x without", st_cap, st_plain);
+    cr_assert_str_eq(cap, plain, "output changed under capture");
+    cr_assert_not_null(strstr(plain, "submit 3 done"), "%s", plain);
+    if (when)
+        cr_assert_not_null(strstr(cap, "handler ran"), "the program's handler did not run: %s",
+                           cap);
+    check_died(trace, 3, reason);
+    unlink(trace);
+}
+
+Test(capture, segv_keeps_the_ops_before_it)
+{
+    crash("segv", NULL, "SIGSEGV");
+}
+
+/* the program's handler, installed before the layer, runs after the layer wrote the trace */
+Test(capture, segv_chains_to_the_programs_earlier_handler)
+{
+    crash("segv", "early", "SIGSEGV");
+}
+
+/* installed after the layer: the layer puts its own back on top at its next safe point (after
+ * a wait) and chains to it */
+Test(capture, segv_goes_through_a_handler_installed_later)
+{
+    crash("segv", "late", "SIGSEGV");
+}
+
+Test(capture, abort_keeps_the_ops_before_it)
+{
+    crash("abort", NULL, "SIGABRT");
 }

@@ -3,7 +3,8 @@
  * cuGetProcAddress dispatch, capture of Driver-API programs against the test-only fake driver
  * (tests/cuda/fake_cuda.c), and replay of those traces against the fake at another device base
  * address (every pointer relocated) with outputs compared bit for bit; a racy fake kernel must
- * make the comparison fail. Nothing here proves anything about a real GPU (README "CUDA").
+ * make the comparison fail; programs that are killed or crash keep what they did. Nothing here
+ * proves anything about a real GPU (README "CUDA").
  *
  * Needs REPRISE_BUILD (make check sets it). The comparison with NVIDIA's stub library runs when
  * REPRISE_CUDA_STUB names one, and is skipped with a message otherwise.
@@ -13,9 +14,11 @@
 #include <criterion/new/assert.h>
 #include <criterion/parameterized.h>
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cuda.h>
@@ -25,6 +28,7 @@
 #include "replay/replay.h"
 #include "replay/replay_int.h"
 #include "tests/cuda/fake_cuda.h"
+#include "tests/tproc.h"
 
 /* The replay engine is linked only when the Makefile asks for the CUDA backend (once
  * replay/replay_engine.c and replay/replay_vk.c exist); without it the replay tests skip. */
@@ -1265,4 +1269,109 @@ Test(decode, program_images_must_end_inside_their_blob)
     cr_assert(eq(sz, sbt_cuda_image_size_in(FAKE_IMAGE, sizeof FAKE_IMAGE - 1, &kind), 0));
     uint8_t wrapper[16] = {0xB1, 0x43, 0x62, 0x46, 1}; /* __fatBinC_Wrapper_t: holds a pointer */
     cr_assert(eq(sz, sbt_cuda_image_size_in(wrapper, sizeof wrapper, &kind), 0));
+}
+
+/* ========================================================================================== */
+/* A program that dies keeps what it did (tests/cuda/prog_dies.c)                             */
+/* ========================================================================================== */
+
+/* Runs prog_dies with args (NULL-terminated) on the fake driver, through the shim when trace is
+ * not NULL. With kill_after: SIGKILL one second after that many rounds finished. Returns the
+ * wait status; *out: its stdout. */
+static int run_dies(const char *const *args, const char *trace, int kill_after, char *out,
+                    size_t n_out)
+{
+    char prog[1300], lib[1300], drv[1300], tenv[1300];
+    snprintf(prog, sizeof prog, "%s/tests/cuda/prog_dies", build);
+    if (trace)
+        snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s", shim_dir);
+    else
+        snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s/tests/cuda/fake", build);
+    snprintf(drv, sizeof drv, "REPRISE_CUDA_DRIVER=%s", fake);
+    snprintf(tenv, sizeof tenv, "REPRISE_TRACE=%s", trace ? trace : "");
+    char *argv[8] = {prog};
+    for (int i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = (char *)args[i];
+    char *env[] = {lib, drv, tenv, NULL};
+    struct tproc p;
+    cr_assert(eq(int, tproc_start(&p, argv, env), 0));
+    if (kill_after) {
+        cr_assert(eq(int, tproc_wait_for(&p, "done\n", kill_after), kill_after), "%s", p.text);
+        sleep(1);
+        kill(p.pid, SIGKILL);
+    }
+    int st = tproc_finish(&p);
+    snprintf(out, n_out, "%s", p.text);
+    return st;
+}
+
+/* The trace of a program that died: read by scanning, the writer did not finish, and at least
+ * `launches` launches, each with its H2D copies and its read-back. */
+static void check_died(const char *trace, uint64_t launches, const char *flush_reason)
+{
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(in->writer_finished == 0 && in->has_footer == 0);
+    char why[512];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_assert(strstr(why, "the writer did not finish") != NULL, "%s", why);
+    uint64_t k[SBT_OP__COUNT] = {0}, n_ptr, n_pt;
+    count_ops(r, k, &n_ptr, &n_pt);
+    cr_assert(ge(u64, k[SBT_OP_KERNEL], launches));
+    cr_assert(ge(u64, k[SBT_OP_HOST_READ], launches));
+    cr_assert(ge(u64, k[SBT_OP_COPY], 3 * launches));
+    const char *reason = sbt_reader_meta_get(r, "capture.flush_reason");
+    if (flush_reason)
+        cr_assert(reason && strstr(reason, flush_reason), "capture.flush_reason: %s",
+                  reason ? reason : "(none)");
+    cr_assert(eq(int, sbt_reader_validate(r, NULL, NULL), 0));
+    sbt_reader_close(r);
+}
+
+/* kill -9 one second after the 9th of rounds that come every 300 ms: every op issued at least
+ * a second before the kill is in the trace */
+Test(capture, sigkill_keeps_every_op_issued_a_second_before)
+{
+    paths();
+    const char *trace = tpath("cuda_killed.sbt");
+    const char *args[] = {"slow", "40", NULL};
+    char out[16384];
+    int st = run_dies(args, trace, 9, out, sizeof out);
+    cr_assert(eq(int, WIFSIGNALED(st) ? WTERMSIG(st) : 0, SIGKILL), "status %#x", st);
+    check_died(trace, 9, NULL);
+}
+
+/* A crash after 3 rounds: the trace holds them, the program's own handler still runs, and the
+ * wait status is the one it has without the capture. */
+static void crash(const char *mode, const char *when, const char *reason)
+{
+    paths();
+    const char *trace = tpath("cuda_crash.sbt");
+    const char *args[] = {mode, "3", when, NULL};
+    char plain[16384], cap[16384];
+    int st_plain = run_dies(args, NULL, 0, plain, sizeof plain);
+    int st_cap = run_dies(args, trace, 0, cap, sizeof cap);
+    cr_assert(st_plain != 0, "%s did not die", mode);
+    cr_assert(eq(int, st_cap, st_plain), "wait status under capture vs without");
+    cr_assert(eq(str, cap, plain), "capture changed the program's output");
+    cr_assert(strstr(plain, "launch 3 done") != NULL, "%s", plain);
+    if (when)
+        cr_assert(strstr(cap, "handler ran") != NULL, "the program's handler did not run");
+    check_died(trace, 3, reason);
+}
+
+Test(capture, segv_keeps_the_ops_before_it)
+{
+    crash("segv", NULL, "SIGSEGV");
+}
+
+Test(capture, segv_chains_to_the_programs_handler)
+{
+    crash("segv", "early", "SIGSEGV");
+}
+
+Test(capture, abort_keeps_the_ops_before_it)
+{
+    crash("abort", NULL, "SIGABRT");
 }

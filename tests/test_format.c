@@ -700,6 +700,50 @@ Test(recovery, abandoned_writer_is_readable)
     sbt_reader_close(r);
 }
 
+/* What a killed capture leaves: ops cut into a chunk by sbt_writer_flush are on disk, those
+ * after the last flush are not, and the reader says the writer did not finish. */
+Test(recovery, unfinished_writer_keeps_what_it_flushed)
+{
+    const char *path = tpath("flushed.sbt");
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), SBT_OK), "%s", sbt_errmsg());
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    struct sbt_stream s = {.kind = SBT_STREAM_HOST_THREAD};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &s.device), SBT_OK));
+    uint32_t stream;
+    cr_assert(eq(int, sbt_writer_add_stream(w, &s, &stream), SBT_OK));
+    for (uint64_t i = 0; i < 15; i++) {
+        if (i == 10)
+            cr_assert(eq(int, sbt_writer_flush(w), SBT_OK), "%s", sbt_errmsg());
+        struct sbt_op op = {.kind = SBT_OP_MARKER,
+                            .stream = stream,
+                            .host_begin = 100 * i,
+                            .host_end = 100 * i + 50};
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), SBT_OK), "%s", sbt_errmsg());
+    }
+    sbt_writer_abandon(w); /* the process died: ops 10..14 were only in memory */
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(eq(u64, in->n_ops, 10));
+    cr_assert(eq(u64, in->lost_bytes, 0));
+    cr_assert(0 == (in->has_footer | in->writer_finished | in->complete));
+    char why[256];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_assert(strstr(why, "the writer did not finish") != NULL, "%s", why);
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &c), SBT_OK));
+    for (uint64_t i = 0; i < 10; i++) {
+        cr_assert(eq(int, sbt_cursor_next(c, &op), 1), "%s", sbt_errmsg());
+        cr_assert(eq(u64, op->host_begin, 100 * i));
+    }
+    cr_assert(eq(int, sbt_cursor_next(c, &op), 0));
+    sbt_cursor_close(c);
+    cr_assert(eq(int, sbt_reader_validate(r, NULL, NULL), 0));
+    sbt_reader_close(r);
+}
+
 Test(recovery, force_scan_equals_footer)
 {
     const char *path = tpath("f.sbt");

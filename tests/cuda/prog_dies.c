@@ -1,0 +1,112 @@
+/*
+ * tests/cuda/prog_dies.c — a Driver-API program that does not end well, for the capture tests
+ * of what a trace keeps when its process dies (as tests/vk/vk_dies.c for Vulkan). Each round
+ * copies its input in, launches saxpy, copies the result out (a synchronous copy: the round is
+ * finished) and prints "launch K done" (flushed):
+ *
+ *   prog_dies slow N               sleeps 300 ms between rounds; exits 0 after N (the test
+ *                                  kills it with SIGKILL long before)
+ *   prog_dies segv N [early]       writes through a null pointer after N rounds; "early"
+ *                                  installs a SIGSEGV handler before cuInit (the shim chains
+ *                                  to it) that prints "handler ran", restores the default and
+ *                                  returns, so the fault repeats and ends the process
+ *   prog_dies abort N              calls abort() after N rounds
+ */
+#include <cuda.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/cuda/fake_cuda.h"
+
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        CUresult r_ = (call);                                                              \
+        if (r_ != CUDA_SUCCESS) {                                                          \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+#define N 256
+
+static void on_segv(int sig)
+{
+    static const char msg[] = "handler ran\n";
+    ssize_t r = write(1, msg, sizeof msg - 1);
+    (void)r;
+    signal(sig, SIG_DFL); /* returning runs the faulting store again, now fatally */
+}
+
+static void install_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_segv;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+}
+
+static void pause_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: prog_dies slow|segv|abort N [early]\n");
+        return 2;
+    }
+    const char *mode = argv[1], *when = argc > 3 ? argv[3] : "";
+    int n = atoi(argv[2]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(when, "early"))
+        install_handler();
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction f;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuModuleLoadData(&mod, FAKE_IMAGE));
+    CK(cuModuleGetFunction(&f, mod, "saxpy"));
+    CUdeviceptr x, y;
+    CK(cuMemAlloc(&x, N * 4));
+    CK(cuMemAlloc(&y, N * 4));
+    static float hx[N], hy[N];
+    unsigned long long sum = 0;
+    for (int k = 1; k <= n; k++) {
+        for (int i = 0; i < N; i++)
+            hx[i] = (float)(i + k), hy[i] = 1.0f;
+        CK(cuMemcpyHtoD(x, hx, sizeof hx));
+        CK(cuMemcpyHtoD(y, hy, sizeof hy));
+        float a = 0.5f * (float)k;
+        unsigned cnt = N;
+        void *params[] = {&a, &x, &y, &cnt};
+        CK(cuLaunchKernel(f, N / 64, 1, 1, 64, 1, 1, 0, NULL, params, NULL));
+        CK(cuMemcpyDtoH(hy, y, sizeof hy));
+        for (int i = 0; i < N; i++)
+            sum = sum * 31 + (unsigned long long)hy[i];
+        printf("launch %d done\n", k);
+        if (!strcmp(mode, "slow"))
+            pause_ms(300);
+    }
+    if (!strcmp(mode, "segv")) {
+        volatile int *volatile null = NULL; /* the compiler may not drop the store */
+        *null = 1;
+    }
+    if (!strcmp(mode, "abort"))
+        abort();
+    printf("prog_dies sum %016llx\n", sum);
+    CK(cuMemFree(x));
+    CK(cuMemFree(y));
+    CK(cuModuleUnload(mod));
+    CK(cuDevicePrimaryCtxRelease(dev));
+    return 0;
+}
