@@ -305,13 +305,14 @@ fuzz: fuzz-build
 	@set -e; $(foreach n,$(FUZZ_NAMES),mkdir -p $(FUZZ_BUILD)/corpus-$(n); \
 	  echo "== fuzz_$(n) for $(FUZZ_SECONDS) s"; \
 	  (cd $(FUZZ_BUILD) && ./fuzz_$(n) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
-	    -print_final_stats=1 $(FUZZ_ARGS) corpus-$(n) $(addprefix $(CURDIR)/,$(call corpus_of,$(n))));)
+	    -print_final_stats=1 $(FUZZ_ARGS) corpus-$(n) $(addprefix $(CURDIR)/,$(wildcard $(call corpus_of,$(n)))));)
 fuzz-merge: fuzz-build
 	@set -e; $(foreach n,$(FUZZ_NAMES),rm -rf $(FUZZ_BUILD)/merge-$(n); \
 	  mkdir -p $(FUZZ_BUILD)/merge-$(n) $(FUZZ_BUILD)/corpus-$(n) tests/fuzz/corpus/$(n); \
 	  $(FUZZ_BUILD)/fuzz_$(n) -merge=1 -max_len=65536 -timeout=10 $(FUZZ_BUILD)/merge-$(n) \
-	    tests/fuzz/seeds/$(n) tests/fuzz/corpus/$(n) $(FUZZ_BUILD)/corpus-$(n); \
-	  for f in tests/fuzz/seeds/$(n)/*; do rm -f $(FUZZ_BUILD)/merge-$(n)/$$(sha1sum < $$f | cut -c1-40); done; \
+	    $(wildcard tests/fuzz/seeds/$(n)) tests/fuzz/corpus/$(n) $(FUZZ_BUILD)/corpus-$(n); \
+	  for f in tests/fuzz/seeds/$(n)/*; do [ -f $$f ] || continue; \
+	    rm -f $(FUZZ_BUILD)/merge-$(n)/$$(sha1sum < $$f | cut -c1-40); done; \
 	  rm -rf tests/fuzz/corpus/$(n); mv $(FUZZ_BUILD)/merge-$(n) tests/fuzz/corpus/$(n);)
 
 # Seed inputs of the fuzz targets (committed; deterministic)

@@ -95,7 +95,7 @@ int cap_fault_claim_add(cap_fault_claim_fn fn);
 void cap__signals_install(void);
 /* At a safe point (the pump does it every 100 ms; the Vulkan layer after each wait): for each
  * signal whose handler the program replaced after us, put ours back on top, chaining to the
- * program's. Costs 8 sigaction calls. */
+ * program's. Looks at most once per 10 ms (8 sigaction calls, a few microseconds). */
 void cap__signals_reassert(void);
 
 #endif

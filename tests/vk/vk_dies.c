@@ -8,10 +8,9 @@
  *   vk_dies segv N [early|late]   writes through a null pointer after N submissions; with
  *                            "early" it installs a SIGSEGV handler before Vulkan starts (the
  *                            capture layer finds it and chains to it), with "late" after the
- *                            device exists (the layer puts its own back on top); the handler
- *                            prints "handler ran", restores the default and returns, so the
- *                            fault repeats and ends the process
- *   vk_dies abort N          calls abort() after N submissions
+ *                            device exists (the layer puts its own back on top at a wait); the
+ * handler prints "handler ran", restores the default and returns, so the fault repeats and ends the
+ * process vk_dies abort N          calls abort() after N submissions
  */
 #include <signal.h>
 #include <stdio.h>
@@ -54,8 +53,12 @@ int main(int argc, char **argv)
         install_handler();
     struct vkt v;
     vkt_init(&v, argv[0], 1);
-    if (!strcmp(when, "late"))
+    if (!strcmp(when, "late")) {
         install_handler();
+        /* the layer looks for handlers installed after it at most every 10 ms: 50 ms on, the
+         * first wait below is sure to look (if the layer has not already) */
+        nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+    }
     VkDescriptorType types[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     struct vkt_pipe ps;
