@@ -1643,6 +1643,14 @@ static void flush_work(unsigned what)
     cap_cuda_unlock();
 }
 
+/* A forked child shares the trace's file descriptor but not the pump: it records nothing, and
+ * at its exit it must not write its copy of the writer's state over the parent's trace. */
+static void atfork_child(void)
+{
+    __atomic_store_n(&g.on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g.closed, 1, __ATOMIC_RELEASE);
+}
+
 void cap_cuda_rec_start(void)
 {
     cap_cuda_lock();
@@ -1678,6 +1686,7 @@ void cap_cuda_rec_start(void)
         unsup_note("REPRISE_DIGESTS (per-launch digests are not implemented for CUDA)", 1,
                    SBT_SEQ_NONE, 0);
     atexit(rec_stop);
+    pthread_atfork(NULL, NULL, atfork_child);
     if (cap__pump_start(CAP_FLUSH_MS, flush_work))
         fprintf(stderr, "reprise: CUDA capture: cannot start the flush thread; the trace is "
                         "written when chunks fill and at exit only\n");
@@ -1706,6 +1715,8 @@ static void write_stats(uint64_t n_unsup_calls)
 /* atexit (registered after the real cuInit, so it runs before the driver's own teardown). */
 static void rec_stop(void)
 {
+    if (__atomic_load_n(&g.closed, __ATOMIC_ACQUIRE))
+        return; /* a forked child (its copy of the lock may be held by no thread of its own) */
     cap__pump_stop(); /* before the lock: its last flush takes it */
     cap_cuda_lock();
     if (g.closed || !g.w) {

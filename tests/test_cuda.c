@@ -1375,3 +1375,23 @@ Test(capture, abort_keeps_the_ops_before_it)
 {
     crash("abort", NULL, "SIGABRT");
 }
+
+/* A forked child shares the trace's file but not the capture: when it exits, the parent's trace
+ * stays whole (the child once wrote its copy of the writer's state into it) */
+Test(capture, forked_child_leaves_the_trace_alone)
+{
+    paths();
+    const char *trace = tpath("cuda_fork.sbt");
+    const char *args[] = {"fork", "3", NULL};
+    char out[16384];
+    cr_assert(eq(int, run_dies(args, trace, 0, out, sizeof out), 0), "%s", out);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(in->complete != 0 && in->has_footer != 0);
+    uint64_t k[SBT_OP__COUNT] = {0}, n_ptr, n_pt;
+    count_ops(r, k, &n_ptr, &n_pt);
+    cr_assert(eq(u64, k[SBT_OP_KERNEL], 3));
+    cr_assert(eq(int, sbt_reader_validate(r, NULL, NULL), 0));
+    sbt_reader_close(r);
+}
