@@ -290,8 +290,9 @@ asan:
 
 # `make fuzz`: what each target found goes to build/fuzz/corpus-<name> (crashes: build/fuzz/
 # crash-*); `make fuzz-merge` then minimizes it with the committed corpus into
-# tests/fuzz/corpus/<name> (inputs that add no coverage beyond the others, seeds included, are
-# dropped). FUZZ_ARGS adds libFuzzer options (-jobs=N, -dict=...).
+# tests/fuzz/corpus/<name>: inputs that reach no edge the others (seeds included) do not reach
+# are dropped (hit counts are not kept: a regression corpus, not a fuzzing state). FUZZ_ARGS
+# adds libFuzzer options (-jobs=N, -use_value_profile=1, ...).
 FUZZ_BUILD := build/fuzz
 FUZZ_ARGS ?=
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined $(FUZZ_DEF)
@@ -309,7 +310,7 @@ fuzz: fuzz-build
 fuzz-merge: fuzz-build
 	@set -e; $(foreach n,$(FUZZ_NAMES),rm -rf $(FUZZ_BUILD)/merge-$(n); \
 	  mkdir -p $(FUZZ_BUILD)/merge-$(n) $(FUZZ_BUILD)/corpus-$(n) tests/fuzz/corpus/$(n); \
-	  $(FUZZ_BUILD)/fuzz_$(n) -merge=1 -max_len=65536 -timeout=10 $(FUZZ_BUILD)/merge-$(n) \
+	  $(FUZZ_BUILD)/fuzz_$(n) -merge=1 -use_counters=0 -max_len=65536 -timeout=10 $(FUZZ_BUILD)/merge-$(n) \
 	    $(wildcard tests/fuzz/seeds/$(n)) tests/fuzz/corpus/$(n) $(FUZZ_BUILD)/corpus-$(n); \
 	  for f in tests/fuzz/seeds/$(n)/*; do [ -f $$f ] || continue; \
 	    rm -f $(FUZZ_BUILD)/merge-$(n)/$$(sha1sum < $$f | cut -c1-40); done; \

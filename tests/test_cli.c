@@ -145,7 +145,7 @@ Test(cli, tracesmith_named_and_imported)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "cp tests/fuzz/corpus/tracesmith/example-2-events %s/body && "
+             "cp tests/fuzz/seeds/tracesmith/example-2-events %s/body && "
              "(printf 'SBT\\0'; cat %s/body) > %s/ts.sbt",
              tmpdir, tmpdir, tmpdir);
     cr_assert(eq(int, system(cmd), 0));
