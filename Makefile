@@ -109,8 +109,8 @@ $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB_OBJ) $(LIB)
 
 # ---- fuzzing ----------------------------------------------------------------------------------
 # Every tests/fuzz/fuzz_<name>.c is a libFuzzer target. Its inputs: tests/fuzz/seeds/<name>
-# (small files written by tests/fuzz/mkseeds.c, `make seeds`), tests/fuzz/corpus/<name> (what
-# fuzzing found, minimized by `make fuzz-merge`), and the directories in CORPUS_<name>. `make
+# (small files: tests/fuzz/mkseeds* write them, `make seeds`, or by hand), tests/fuzz/corpus/
+# <name> (what fuzzing found, minimized by `make fuzz-merge`), the directories in CORPUS_<name>. `make
 # check` replays them all through a main() from corpus_driver.c (gcc, no libFuzzer); `make fuzz`
 # fuzzes each target for FUZZ_SECONDS. Both build in the fuzzing mode,
 # -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, where checksums are computed but not enforced
@@ -320,6 +320,7 @@ fuzz-merge: fuzz-build
 seeds: $(LIB)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) tests/fuzz/mkseeds.c $(LIB) -o $(BUILD)/mkseeds $(LDLIBS)
 	$(BUILD)/mkseeds tests/fuzz/seeds
+	python3 tests/fuzz/mkseeds_vk_payload.py tests/fuzz/seeds/vk_payload
 
 bench: $(BIN) $(BENCHES)
 

@@ -13,7 +13,7 @@
  *   ext_len u16, pad u16
  *   access: resource u8, offset u16, len u16, mode u8
  * Kernel 1 has the fuzzed layout, kernel 2 saxpy's, kernel 3 none. Resources 1 (4096 bytes)
- * and 2 (16 bytes) are live. Seeds: tests/fuzz/corpus/cuda_payload (one per op kind).
+ * and 2 (16 bytes) are live. Seeds: tests/fuzz/seeds/cuda_payload (one per op kind).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""tests/fuzz/mkseeds_vk_payload.py OUTDIR — seeds for tests/fuzz/fuzz_vk_payload.c: one small
+"""tests/fuzz/mkseeds_vk_payload.py [OUTDIR] — seeds for tests/fuzz/fuzz_vk_payload.c: one small
 input per Vulkan payload record the replay backend checks (format/sbt_vk.h gives the layouts),
-valid and at the edges, each after the 16 bytes of object sizes the target reads first."""
+valid and at the edges, each after the 16 bytes of object sizes the target reads first.
+OUTDIR defaults to tests/fuzz/seeds/vk_payload, where the Makefile finds a target's seeds."""
 import os
 import struct
 import sys
@@ -51,7 +52,7 @@ seeds = {
     "buffer": rec(49, [4, 65536, 0x23, 0, 0, 0, 1]),
     "buffer-view": rec(51, [8, 4, 109, 256, U64]),
 }
-out = sys.argv[1]
+out = sys.argv[1] if len(sys.argv) > 1 else "tests/fuzz/seeds/vk_payload"
 os.makedirs(out, exist_ok=True)
 for name, payload in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
