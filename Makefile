@@ -104,7 +104,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 
 $(BUILD)/tests/test_%: tests/test_%.c $(TESTLIB_OBJ) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TESTLIB_OBJ) $(LIB) -o $@ \
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(TESTLIB_OBJ) $(TEST_OBJ) $(LIB) -o $@ \
 	  $(LDFLAGS) -lcriterion $(LDLIBS)
 
 # ---- fuzzing ----------------------------------------------------------------------------------
@@ -158,6 +158,9 @@ $(CAP_VK_JSON): capture/VK_LAYER_REPRISE_capture.json.in
 	@mkdir -p $(@D)
 	sed 's|@LIBRARY_PATH@|./libVkLayer_reprise_capture.so|' $< > $@
 EXTRA += $(CAP_VK_SO) $(CAP_VK_JSON)
+# test_capture also tests the fatal-signal handling of cap_common.c in its own processes
+$(BUILD)/tests/test_capture: $(BUILD)/capture/cap_common.o
+$(BUILD)/tests/test_capture: TEST_OBJ = $(BUILD)/capture/cap_common.o
 define INSTALL_CAP_VK
 install -m 755 $(CAP_VK_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so
 sed 's|@LIBRARY_PATH@|$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so|' capture/VK_LAYER_REPRISE_capture.json.in > $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json

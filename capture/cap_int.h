@@ -70,9 +70,10 @@ size_t cap__flush_reasons(char *buf, size_t cap);
  * the thread that crashed. Returns 1 when locked, 0 when not. */
 int cap__lock_bounded(pthread_mutex_t *mu, int urgent);
 
-/* Writes what the capture holds now, before something that may end the process: the Vulkan
- * layer calls it when a call returns VK_ERROR_DEVICE_LOST. why (copied) is recorded in the
- * trace's metadata. Waits for the pump, at most CAP_FLUSH_WAIT_MS. Not for signal handlers. */
+/* Writes what the capture holds now, before something that may end the process (for the
+ * Vulkan layer when a call returns VK_ERROR_DEVICE_LOST). why (copied) is recorded in the
+ * trace's metadata, and said once on stderr. Waits for the pump, at most CAP_FLUSH_WAIT_MS. Not
+ * for signal handlers. */
 void cap_flush_now(const char *why);
 
 /* ==========================================================================================

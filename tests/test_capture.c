@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -336,17 +337,23 @@ Test(capture, leak_check_blames_only_our_modules)
 static int run_dies(const char *const *args, const char *trace, int kill_after, char *out,
                     size_t n_out)
 {
-    char prog[4200], layers[4200], tenv[4200];
+    char prog[4200], layers[4200], tenv[4200], asan[4200];
     snprintf(prog, sizeof prog, "%s/tests/vk/vk_dies", build);
     snprintf(layers, sizeof layers, "VK_ADD_LAYER_PATH=%s", build);
     snprintf(tenv, sizeof tenv, "REPRISE_TRACE=%s", trace ? trace : "");
     char *argv[8] = {prog};
     for (int i = 0; args[i] && i < 6; i++)
         argv[i + 1] = (char *)args[i];
-    char *env[] = {layers, "VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_capture",
-                   "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_capture", tenv, NULL};
+    char *env[] = {tproc_env_fault_kills(asan, sizeof asan),
+                   layers,
+                   "VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_capture",
+                   "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_capture",
+                   tenv,
+                   NULL};
+    if (!trace)
+        env[1] = NULL; /* without the capture */
     struct tproc p;
-    cr_assert_eq(tproc_start(&p, argv, trace ? env : NULL), 0);
+    cr_assert_eq(tproc_start(&p, argv, env), 0);
     if (kill_after) {
         cr_assert_eq(tproc_wait_for(&p, "done\n", kill_after), kill_after, "%s", p.text);
         sleep(1);
@@ -448,4 +455,183 @@ Test(capture, segv_goes_through_a_handler_installed_later)
 Test(capture, abort_keeps_the_ops_before_it)
 {
     crash("abort", NULL, "SIGABRT");
+}
+
+/* ========================================================================================== */
+/* The fatal-signal machinery itself (capture/cap_common.c, linked into this test)            */
+/* ========================================================================================== */
+
+/* What the capture libraries share (capture/cap_int.h); only these are used here. */
+typedef int (*cap_fault_claim_fn)(int sig, siginfo_t *si, void *uctx);
+int cap_fault_claim_add(cap_fault_claim_fn fn);
+void cap__signals_install(void);
+void cap__signals_reassert(void);
+
+static volatile sig_atomic_t calls_below, calls_above, order[8], n_order;
+static void *page;
+
+static void note_call(int who)
+{
+    if (n_order < 8)
+        order[n_order++] = who;
+}
+
+static void below_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    calls_below++;
+    note_call(1);
+    if (!si || si->si_signo != sig)
+        _exit(90); /* the siginfo did not come through */
+}
+
+static struct sigaction above_old;
+static void above_handler(int sig, siginfo_t *si, void *uc)
+{
+    calls_above++;
+    note_call(2);
+    if (calls_above > 1)
+        _exit(91);                       /* called again: a cycle through our handlers */
+    above_old.sa_sigaction(sig, si, uc); /* not ours: hand it on, as V8 and Breakpad do */
+}
+
+static void handler_of(int sig, struct sigaction *a)
+{
+    cr_assert_eq(sigaction(sig, NULL, a), 0);
+}
+
+static void install(int sig, void (*fn)(int, siginfo_t *, void *), int flags, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fn;
+    sa.sa_flags = SA_SIGINFO | flags;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(sig, &sa, old), 0);
+}
+
+/* the program's handler from before the capture runs, with its siginfo */
+Test(signals, chains_to_the_handler_installed_before)
+{
+    install(SIGTERM, below_handler, 0, NULL);
+    cap__signals_install();
+    struct sigaction cur;
+    handler_of(SIGTERM, &cur);
+    cr_assert_neq((void *)cur.sa_sigaction, (void *)below_handler, "the capture is not on top");
+    raise(SIGTERM);
+    cr_assert_eq(calls_below, 1);
+}
+
+/* a handler installed after the capture that hands faults on to its old action: the capture
+ * goes back on top, and each handler runs once, top to bottom, with no cycle */
+Test(signals, reasserted_over_a_later_handler_without_a_cycle)
+{
+    install(SIGTERM, below_handler, 0, NULL);
+    cap__signals_install();
+    install(SIGTERM, above_handler, 0, &above_old);
+    usleep(20000); /* re-assertion looks at most every 10 ms */
+    cap__signals_reassert();
+    struct sigaction cur;
+    handler_of(SIGTERM, &cur);
+    cr_assert_neq((void *)cur.sa_sigaction, (void *)above_handler, "not re-asserted");
+    raise(SIGTERM);
+    cr_assert_eq(calls_above, 1);
+    cr_assert_eq(calls_below, 1);
+    cr_assert(n_order == 2 && order[0] == 2 && order[1] == 1, "order %d %d", order[0], order[1]);
+}
+
+/* an ignored signal stays ignored (children started with exec inherit SIG_IGN) */
+Test(signals, ignored_signals_are_left_alone)
+{
+    signal(SIGHUP, SIG_IGN);
+    cap__signals_install();
+    struct sigaction cur;
+    handler_of(SIGHUP, &cur);
+    cr_assert_eq((void *)cur.sa_handler, (void *)SIG_IGN);
+    raise(SIGHUP); /* nothing happens */
+}
+
+static int claimed;
+static int claim_page(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (sig != SIGSEGV || (char *)si->si_addr < (char *)page ||
+        (char *)si->si_addr >= (char *)page + 4096)
+        return 0;
+    claimed++;
+    return mprotect(page, 4096, PROT_READ | PROT_WRITE) == 0;
+}
+
+/* a write fault the capture caused itself (a write-protected page) is claimed and the program
+ * goes on; the program's own handler never sees it */
+Test(signals, a_claimed_fault_resumes_the_program)
+{
+    install(SIGSEGV, below_handler, 0, NULL);
+    page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(page != MAP_FAILED);
+    cr_assert_eq(cap_fault_claim_add(claim_page), 0);
+    cap__signals_install();
+    *(volatile int *)page = 42;
+    cr_assert_eq(*(volatile int *)page, 42);
+    cr_assert_eq(claimed, 1);
+    cr_assert_eq(calls_below, 0);
+}
+
+/* Runs fn in a child; returns its wait status. */
+static int in_child(void (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        fn();
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+/* A store through a null pointer that neither the compiler nor UBSan takes away. */
+__attribute__((noinline, no_sanitize("undefined"))) static void write_null_here(void)
+{
+    volatile int *volatile null = NULL;
+    *null = 1;
+}
+
+static void default_segv(void)
+{
+    signal(SIGSEGV, SIG_DFL); /* no handler: not even a sanitizer's (make asan) */
+    cap__signals_install();
+    write_null_here();
+}
+
+static void default_term(void)
+{
+    cap__signals_install();
+    raise(SIGTERM);
+}
+
+static void resethand_twice(void)
+{
+    install(SIGTERM, below_handler, SA_RESETHAND, NULL);
+    cap__signals_install();
+    raise(SIGTERM); /* the program's one-shot handler */
+    if (calls_below != 1)
+        _exit(92);
+    raise(SIGTERM); /* then the default action */
+    _exit(93);
+}
+
+/* with no handler of the program's, the process ends by the signal as it would have (the
+ * default action restored, the fault repeated or the signal raised again); SA_RESETHAND
+ * handlers run once */
+Test(signals, the_default_action_ends_the_process_as_without_us)
+{
+    int st = in_child(default_segv);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %#x", st);
+    st = in_child(default_term);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
+    st = in_child(resethand_twice);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
 }

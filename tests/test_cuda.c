@@ -1281,7 +1281,7 @@ Test(decode, program_images_must_end_inside_their_blob)
 static int run_dies(const char *const *args, const char *trace, int kill_after, char *out,
                     size_t n_out)
 {
-    char prog[1300], lib[1300], drv[1300], tenv[1300];
+    char prog[1300], lib[1300], drv[1300], tenv[1300], asan[1300];
     snprintf(prog, sizeof prog, "%s/tests/cuda/prog_dies", build);
     if (trace)
         snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s", shim_dir);
@@ -1292,7 +1292,7 @@ static int run_dies(const char *const *args, const char *trace, int kill_after, 
     char *argv[8] = {prog};
     for (int i = 0; args[i] && i < 6; i++)
         argv[i + 1] = (char *)args[i];
-    char *env[] = {lib, drv, tenv, NULL};
+    char *env[] = {lib, drv, tenv, tproc_env_fault_kills(asan, sizeof asan), NULL};
     struct tproc p;
     cr_assert(eq(int, tproc_start(&p, argv, env), 0));
     if (kill_after) {

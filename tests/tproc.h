@@ -24,5 +24,9 @@ int tproc_start(struct tproc *p, char *const argv[], char *const env[]);
 int tproc_wait_for(struct tproc *p, const char *what, int n);
 /* Reads the rest of the output, waits for the program, returns its wait status. */
 int tproc_finish(struct tproc *p);
+/* "ASAN_OPTIONS=<the current ones>:handle_segv=0:handle_sigbus=0" into buf, for programs that
+ * are meant to die of a fault: in an ASan build (make asan) the sanitizer would otherwise report
+ * the fault as an error and exit instead of dying of it. Harmless in other builds. */
+char *tproc_env_fault_kills(char *buf, size_t n);
 
 #endif
