@@ -20,8 +20,12 @@ static int fetch(const char *script, const char *dir, int *done, int *status)
 {
     if (!*done) {
         char cmd[4096];
-        snprintf(cmd, sizeof cmd, "'%s/scripts/%s' '%s/build/%s' >/dev/null 2>&1", tenv_src(),
-                 script, tenv_src(), dir);
+        /* under a lock: tests run in parallel, and a fetch must not rewrite what another
+         * test's process is loading */
+        snprintf(cmd, sizeof cmd,
+                 "mkdir -p '%s/build' && flock '%s/build/.fetch.lock' '%s/scripts/%s' "
+                 "'%s/build/%s' >/dev/null 2>&1",
+                 tenv_src(), tenv_src(), tenv_src(), script, tenv_src(), dir);
         int st = system(cmd);
         *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
         *done = 1;
