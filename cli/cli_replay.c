@@ -17,16 +17,21 @@ static const char replay_help[] =
     "usage: reprise replay TRACE --mode dry-run|full [--time-range A:B] [--ops A:B]\n"
     "                            [--stream S] [--json F]\n"
     "                            [--verify none|end|submit|op] [--runs N] [-o result.sbt]\n"
-    "                            [--device N] [--dump DIR] [--timing op|none]\n\n"
+    "                            [--device N] [--dump DIR] [--timing op|none]\n"
+    "                            [--allow-incomplete]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
     "must re-execute first) and predicts the range's duration from the recorded ones, streams\n"
-    "running concurrently as far as the dependencies allow.\n\n"
+    "running concurrently as far as the dependencies allow. An incomplete trace (unmodelled\n"
+    "calls that change what the device computes, a capture that stopped recording) is an\n"
+    "error finding.\n\n"
     "Full replay (--mode full): executes the trace on a device (Vulkan traces on any Vulkan\n"
     "driver, lavapipe included) in the dependency graph's order, independent queues\n"
     "concurrently. With a range, the range's backward slice (and the object creations before\n"
-    "it) runs first, untimed (fast-forward); then the range, timed and verified.\n\n"
+    "it) runs first, untimed (fast-forward); then the range, timed and verified. An incomplete\n"
+    "trace, or one whose dependency graph has errors, is refused (exit 3) naming what it lacks\n"
+    "or the first errors, before anything reaches the device.\n\n"
     "  --mode M           dry-run (default), or full (execute on a device)\n"
     "  --time-range A:B   ops whose span overlaps [A, B), relative to the trace start\n"
     "                     (times like 5ms, 1.5s; either side may be empty)\n"
@@ -44,10 +49,13 @@ static const char replay_help[] =
     "                     op's outputs, to DIR/<op seq>.bin (first run)\n"
     "  --timing T         full: op (default: device timestamps around each op, where the queue\n"
     "                     has them) or none (host times only; lavapipe drains the queue at each\n"
-    "                     timestamp, so none is the faster replay there)\n\n"
+    "                     timestamp, so none is the faster replay there)\n"
+    "  --allow-incomplete replay (full) an incomplete trace or one with graph errors anyway;\n"
+    "                     the result trace is marked incomplete with the reason. Dry run:\n"
+    "                     incompleteness becomes a warning\n\n"
     "Exit codes: 0 replayable / replayed and verified, 1 an output differs from the capture's\n"
-    "(or between runs), 2 usage, 3 not replayable (errors found, unsupported op, corrupt\n"
-    "trace), 4 no device or driver, 5 internal error.\n";
+    "(or between runs), 2 usage, 3 not replayable (incomplete trace, graph errors, unsupported\n"
+    "op, corrupt trace), 4 no device or driver, 5 internal error.\n";
 
 #define SHOW_PER_KIND 5
 
@@ -134,7 +142,8 @@ static void print_findings(FILE *tx, const struct report *rep, const struct sche
 
 static int write_json(const char *path, const char *trace, const sbt_reader *r,
                       const struct report *rep, const struct sched_graph_stats *gs,
-                      const struct sched_slice *sl, int has_range, const sched_sim *sim)
+                      const struct sched_slice *sl, int has_range, const sched_sim *sim,
+                      const char *incomplete, int allow)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     if (!f) {
@@ -143,12 +152,16 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
     }
     fprintf(f, "{\"trace\":");
     json_str(f, trace);
+    uint64_t inc_err = incomplete && !allow, inc_warn = incomplete && allow;
     fprintf(f,
-            ",\"mode\":\"dry-run\",\"n_ops\":%" PRIu64 ",\"replayable\":%s,\"errors\":%" PRIu64
-            ",\"warnings\":%" PRIu64 ",\"findings_by_kind\":{",
-            sbt_reader_info(r)->n_ops, gs->n_errors ? "false" : "true", gs->n_errors,
-            gs->n_warnings);
-    int first = 1;
+            ",\"mode\":\"dry-run\",\"n_ops\":%" PRIu64 ",\"complete\":%s,\"replayable\":%s,"
+            "\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"findings_by_kind\":{",
+            sbt_reader_info(r)->n_ops, incomplete ? "false" : "true",
+            gs->n_errors || inc_err ? "false" : "true", gs->n_errors + inc_err,
+            gs->n_warnings + inc_warn);
+    int first = !incomplete;
+    if (incomplete)
+        fprintf(f, "\"incomplete\":1");
     for (uint32_t k = 0; k < SCHED_F__COUNT; k++)
         if (gs->findings[k]) {
             fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",", sched_finding_name(k),
@@ -156,10 +169,17 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
             first = 0;
         }
     fprintf(f, "},\"findings\":[");
+    if (incomplete) {
+        fprintf(f, "{\"kind\":\"incomplete\",\"severity\":\"%s\",\"message\":",
+                allow ? "warning" : "error");
+        json_str(f, incomplete);
+        fprintf(f, "}");
+    }
     for (size_t i = 0; i < rep->n; i++) {
         const struct sched_finding *x = &rep->v[i].f;
-        fprintf(f, "%s{\"kind\":\"%s\",\"severity\":\"%s\",\"seq\":%" PRIu64, i ? "," : "",
-                sched_finding_name(x->kind), sched_severity_name(x->severity), x->seq);
+        fprintf(f, "%s{\"kind\":\"%s\",\"severity\":\"%s\",\"seq\":%" PRIu64,
+                i || incomplete ? "," : "", sched_finding_name(x->kind),
+                sched_severity_name(x->severity), x->seq);
         if (x->other != SCHED_NONE)
             fprintf(f, ",\"other\":%" PRIu64, x->other);
         fprintf(f, ",\"message\":");
@@ -197,7 +217,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
     return CLI_OK;
 }
 
-static int dry_run(const char *path, const struct cli_range *cr, const char *json)
+static int dry_run(const char *path, const struct cli_range *cr, const char *json, int allow)
 {
     sbt_reader *r;
     int rc = cli_open_trace("replay", path, &r);
@@ -240,10 +260,20 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     FILE *tx = json && !strcmp(json, "-") ? stderr : stdout; /* JSON owns stdout */
     fprintf(tx, "trace       %s: %" PRIu64 " ops, %u streams on %u devices\n", path, in->n_ops, ns,
             nd);
+    /* incompleteness is a finding: an error, or a warning when allowed */
+    char why[600] = "";
+    int incomplete = !in->complete;
+    if (incomplete)
+        replay_incomplete_why(r, why, sizeof why);
+    uint64_t n_err = gs.n_errors + (uint64_t)(incomplete && !allow);
     fprintf(tx,
             "validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
             " checked)\n",
-            gs.n_errors, gs.n_warnings, hi);
+            n_err, gs.n_warnings + (uint64_t)(incomplete && allow), hi);
+    if (incomplete)
+        fprintf(tx, "  %-7s incomplete: %s; a replay of it cannot be trusted%s\n",
+                allow ? "warning" : "error", why,
+                allow ? " (--allow-incomplete)" : " (--allow-incomplete replays it anyway)");
     print_findings(tx, &rep, &gs);
     if (has_range) {
         if (sl.range_first == SCHED_NONE)
@@ -265,11 +295,11 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     fprintf(tx, "predicted   %s for %" PRIu64 " ops (captured %s)\n",
             cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
             cli_fmt_ns((double)res->captured_ns, b[1], 32));
-    fprintf(tx, "result      %s\n",
-            gs.n_errors ? "not replayable: see the errors above" : "replayable");
-    rc = gs.n_errors ? CLI_BADINPUT : CLI_OK;
+    fprintf(tx, "result      %s\n", n_err ? "not replayable: see the errors above" : "replayable");
+    rc = n_err ? CLI_BADINPUT : CLI_OK;
     if (json) {
-        int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim);
+        int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim, incomplete ? why : NULL,
+                            allow);
         if (jr)
             rc = jr;
     }
@@ -292,7 +322,7 @@ out:
 /* ========================================================================================== */
 
 struct full_opts {
-    int verify;
+    int verify, allow_incomplete;
     uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
@@ -312,6 +342,8 @@ static int full_exit_for(int st)
         return CLI_BADINPUT;
     if (st == REPLAY_EDEVICE)
         return CLI_ENV;
+    if (st == REPLAY_EINCOMPLETE || st == REPLAY_EGRAPH)
+        return CLI_BADINPUT;
     return cli_exit_for(st);
 }
 
@@ -329,7 +361,8 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
                         &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
                                      .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
                                      .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
-                                     .progress = full_progress, .timing = fo->timing),
+                                     .progress = full_progress, .timing = fo->timing,
+                                     .allow_incomplete = fo->allow_incomplete),
                         &res);
     cli_progress_end();
     if (st < 0) {
@@ -342,6 +375,13 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     printf("replayed    %s: %" PRIu64 " ops on %s (%s backend, device %u), %u run%s\n", path,
            in->n_ops, res.device, res.backend, res.device_index, res.runs,
            res.runs == 1 ? "" : "s");
+    if (res.incomplete)
+        printf("WARNING     incomplete trace replayed anyway (--allow-incomplete): %s\n",
+               res.incomplete_why);
+    if (res.n_graph_errors)
+        printf("WARNING     %" PRIu64 " dependency graph errors, replayed anyway "
+               "(--allow-incomplete): %s\n",
+               res.n_graph_errors, res.first_graph_error);
     if (has_range)
         printf("range       %" PRIu64 " ops, %s uploaded; fast-forward first: %" PRIu64
                " ops, %s uploaded (%" PRIu64 " ops not needed, skipped)\n",
@@ -393,13 +433,19 @@ out:
 
 int cli_replay(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"mode", required_argument, 0, 'm'}, {"time-range", required_argument, 0, 't'},
-        {"ops", required_argument, 0, 'P'},  {"stream", required_argument, 0, 's'},
-        {"json", required_argument, 0, 'j'}, {"verify", required_argument, 0, 'V'},
-        {"runs", required_argument, 0, 'R'}, {"device", required_argument, 0, 'D'},
-        {"dump", required_argument, 0, 'U'}, {"timing", required_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+    static const struct option lo[] = {{"mode", required_argument, 0, 'm'},
+                                       {"time-range", required_argument, 0, 't'},
+                                       {"ops", required_argument, 0, 'P'},
+                                       {"stream", required_argument, 0, 's'},
+                                       {"json", required_argument, 0, 'j'},
+                                       {"verify", required_argument, 0, 'V'},
+                                       {"runs", required_argument, 0, 'R'},
+                                       {"device", required_argument, 0, 'D'},
+                                       {"dump", required_argument, 0, 'U'},
+                                       {"timing", required_argument, 0, 'T'},
+                                       {"allow-incomplete", no_argument, 0, 'I'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *mode = "dry-run", *json = NULL;
     struct full_opts fo = {.verify = REPLAY_VERIFY_END, .runs = 1};
@@ -436,6 +482,9 @@ int cli_replay(int argc, char **argv)
             break;
         case 'm':
             mode = optarg;
+            break;
+        case 'I':
+            fo.allow_incomplete = 1;
             break;
         case 't':
             if (cli_range_time("replay", optarg, &cr))
@@ -475,5 +524,5 @@ int cli_replay(int argc, char **argv)
     if (full_only)
         return cli_usage("replay",
                          "--verify, --runs, -o, --device, --dump and --timing need --mode full");
-    return dry_run(argv[optind], &cr, json);
+    return dry_run(argv[optind], &cr, json, fo.allow_incomplete);
 }

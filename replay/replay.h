@@ -23,6 +23,19 @@
  *   5. Errors are per op ("op 812: vkCmdDraw is not supported", "op 40: blob ...: hash
  *      mismatch"): the op is skipped, the run goes on, the error is in the result.
  *
+ * Before anything reaches a device (replay_preflight): an incomplete trace (sbt_info.complete
+ * = 0: unmodelled calls that affect replay, a capture that stopped recording, a writer that
+ * did not finish) is refused with REPLAY_EINCOMPLETE naming what it lacks, and a trace whose
+ * dependency graph has error findings (cycles, waits nothing satisfies, use after free, ops the
+ * capture marked unsupported, ...) up to the range's end with REPLAY_EGRAPH naming the first
+ * ones; opts.allow_incomplete replays them anyway, and the result trace then carries the
+ * reason (it is marked incomplete itself, so whatever reads it says so).
+ *
+ * The result records the replay's regime in metadata, which timing comparisons check
+ * (checker/chk.h): replay.verify (none|end|submit|op), replay.timing (op|none), replay.device
+ * and replay.driver (as the backend reports them), replay.backend; and replay.of, replay.run,
+ * replay.range_seq, replay.host.
+ *
  * Conventions as format/sbt.h: 0 / counts on success, a negative status on failure with a
  * one-line message in replay_errmsg() (thread-local). Statuses are the SBT_E* codes plus the
  * REPLAY_E* codes below. One thread per run; separate runs are independent.
@@ -40,10 +53,12 @@ extern "C" {
 #endif
 
 /* Statuses beyond SBT_E* (which keep their meaning: SBT_ECORRUPT is bad input, ...). */
-#define REPLAY_STATUS_MAP(X)                                                        \
-    X(ENODEV, -32, "no device or driver can replay this trace")                     \
-    X(EUNSUPPORTED, -33, "the trace holds an op or object replay does not support") \
-    X(EDEVICE, -34, "the device failed (lost, out of memory, API error)")
+#define REPLAY_STATUS_MAP(X)                                                         \
+    X(ENODEV, -32, "no device or driver can replay this trace")                      \
+    X(EUNSUPPORTED, -33, "the trace holds an op or object replay does not support")  \
+    X(EDEVICE, -34, "the device failed (lost, out of memory, API error)")            \
+    X(EINCOMPLETE, -35, "the trace is incomplete: a replay of it cannot be trusted") \
+    X(EGRAPH, -36, "the trace's dependency graph has errors")
 
 enum replay_status {
 #define REPLAY__ENUM(name, val, msg) REPLAY_##name = val,
@@ -128,6 +143,8 @@ struct replay_opts {
     /* Device timestamps around each timed op: REPLAY_TIMING_OP (0, default) or
      * REPLAY_TIMING_NONE (host times only: on lavapipe each timestamp drains the queue). */
     uint32_t timing;
+    /* Replay an incomplete trace, or one whose graph has errors, anyway (see above). */
+    int allow_incomplete;
 };
 enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
 #define REPLAY_OPTS(...) ((struct replay_opts){.sz = sizeof(struct replay_opts), __VA_ARGS__})
@@ -162,15 +179,30 @@ struct replay_result {
     uint64_t n_errors;
     uint64_t first_error; /* seq, or UINT64_MAX */
     char first_error_msg[512];
-    int first_error_status;       /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
-    uint64_t n_dumped;            /* files written to dump_dir */
+    int first_error_status; /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
+    uint64_t n_dumped;      /* files written to dump_dir */
+    char driver[128];       /* as the backend reports it */
+    /* replayed with allow_incomplete although: */
+    int incomplete; /* the trace is incomplete (why: incomplete_why) */
+    char incomplete_why[512];
+    uint64_t n_graph_errors; /* error findings of the dependency graph */
+    char first_graph_error[512];
     struct replay_run_stats *run; /* [runs], malloc'd */
 };
 
+/* What makes r incomplete, on one line ("" when sbt_info.complete): the writer did not finish,
+ * the capture's own reason, and each unmodelled call (name and count). Returns buf. */
+const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap);
+/* The checks replay_run makes before it opens a device: 0 when r (over the range, NULL = all)
+ * can be replayed; REPLAY_EINCOMPLETE or REPLAY_EGRAPH (or SBT_E* for a trace that cannot be
+ * read) with the reason in replay_errmsg() otherwise. *n_graph_errors (may be NULL): the
+ * graph's error findings. */
+int replay_preflight(sbt_reader *r, const struct sbt_range *range, uint64_t *n_graph_errors);
+
 /* Replays r (borrowed) per opts. Returns 0 when the replay ran to its end (op errors and
  * mismatches are in *out, not in the status), or < 0 when it could not start or the device
- * failed (REPLAY_ENODEV, REPLAY_EDEVICE, SBT_E*). *out is filled either way (zeroed first);
- * free it with replay_result_free. */
+ * failed (REPLAY_EINCOMPLETE, REPLAY_EGRAPH, REPLAY_ENODEV, REPLAY_EDEVICE, SBT_E*). *out is filled
+ * either way (zeroed first); free it with replay_result_free. */
 int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_result *out);
 void replay_result_free(struct replay_result *res); /* NULL accepted */
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "replay/replay_int.h"
 
@@ -326,16 +327,120 @@ static int node_visit(void *ctx, struct sched_node *n)
     return 0;
 }
 
-static void on_finding(void *ctx, const struct sched_finding *f)
+/* ========================================================================================== */
+/* Before a device: completeness and the graph's errors                                       */
+/* ========================================================================================== */
+
+static void put(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
 {
-    (void)ctx;
-    (void)f; /* validation is the dry run's job; replay executes what it can */
+    if (*pos + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *pos, cap - *pos, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *pos = *pos + (size_t)n < cap ? *pos + (size_t)n : cap - 1;
+}
+
+const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap)
+{
+    const struct sbt_info *in = sbt_reader_info(r);
+    size_t pos = 0;
+    if (!cap)
+        return buf;
+    buf[0] = 0;
+    if (in->complete)
+        return buf;
+    if (!in->writer_finished)
+        put(buf, cap, &pos, "the capture did not finish writing it (no completeness record)");
+    const char *why = in->incomplete_reason ? sbt_reader_string(r, in->incomplete_reason) : NULL;
+    if (why && *why)
+        put(buf, cap, &pos, "%s%s", pos ? "; " : "", why);
+    uint32_t n = 0;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *name = sbt_reader_string(r, u[i].what);
+        put(buf, cap, &pos, "%s%s %s x%" PRIu64, pos ? (i ? ", " : "; ") : "",
+            i ? "" : "unmodelled calls:", name && *name ? name : "?", u[i].count);
+    }
+    if (!pos)
+        put(buf, cap, &pos, "marked incomplete");
+    return buf;
+}
+
+struct pf {
+    uint32_t n_msg;
+    char msg[512];
+};
+
+static void pf_finding(void *ctx, const struct sched_finding *f)
+{
+    struct pf *p = ctx;
+    if (f->severity != SCHED_ERROR || p->n_msg >= 3)
+        return;
+    size_t n = strlen(p->msg);
+    snprintf(p->msg + n, sizeof p->msg - n, "%s%s: %s", p->n_msg ? "; " : "",
+             sched_finding_name(f->kind), f->msg);
+    p->n_msg++;
+}
+
+/* Completeness, then the graph up to the range's end. why/graph_msg: the reasons. */
+static int preflight(sbt_reader *r, const struct sbt_range *range, int *incomplete, char *why,
+                     size_t why_cap, uint64_t *n_graph, char *graph_msg, size_t graph_cap)
+{
+    *incomplete = !sbt_reader_info(r)->complete;
+    if (*incomplete)
+        replay_incomplete_why(r, why, why_cap);
+    uint64_t lo = 0, hi = SCHED_NONE;
+    if (range)
+        sched_range_bounds(r, range, &lo, &hi);
+    struct pf p = {0};
+    struct sched_visitor v = {.finding = pf_finding, .ctx = &p};
+    struct sched_graph_stats gs;
+    int st = sched_graph_run(r, hi, NULL, &v, &gs);
+    if (st < 0)
+        return replay__fail(st, "%s", sched_errmsg());
+    *n_graph = gs.n_errors;
+    snprintf(graph_msg, graph_cap, "%s", p.msg);
+    return 0;
+}
+
+/* The refusal, with its reasons. */
+static int refuse(int incomplete, const char *why, uint64_t ng, const char *gmsg)
+{
+    if (incomplete)
+        return replay__fail(REPLAY_EINCOMPLETE,
+                            "the trace is incomplete: %s. A replay of it cannot be trusted to "
+                            "compute what the program did (--allow-incomplete replays it anyway)",
+                            why);
+    if (ng)
+        return replay__fail(REPLAY_EGRAPH,
+                            "the dependency graph has %" PRIu64 " error%s: %s%s. Replay would "
+                            "execute ops the trace does not describe or order (reprise replay "
+                            "--mode dry-run lists them; --allow-incomplete replays it anyway)",
+                            ng, ng == 1 ? "" : "s", gmsg, ng > 3 ? "; ..." : "");
+    return 0;
+}
+
+int replay_preflight(sbt_reader *r, const struct sbt_range *range, uint64_t *n_graph_errors)
+{
+    int incomplete;
+    char why[512], gmsg[512];
+    uint64_t ng = 0;
+    int st = preflight(r, range, &incomplete, why, sizeof why, &ng, gmsg, sizeof gmsg);
+    if (n_graph_errors)
+        *n_graph_errors = ng;
+    return st < 0 ? st : refuse(incomplete, why, ng, gmsg);
 }
 
 /* One pass of the graph over [seq_first, hi), draining before the range starts. */
 static int run_graph(struct eng *e)
 {
-    struct sched_visitor v = {.node = node_visit, .finding = on_finding, .ctx = e};
+    /* the graph's findings were looked at before (replay_preflight) */
+    struct sched_visitor v = {.node = node_visit, .ctx = e};
     sched_graph *g = NULL;
     int st = sched_graph_create(e->r, &SCHED_GRAPH_OPTS(.keep_implied = 1), &v, &g);
     if (st < 0)
@@ -484,6 +589,27 @@ static int write_result(struct eng *e, const char *path)
     TRY(sbt_writer_meta(w, "replay.device", e->out->device));
     TRY(sbt_writer_meta(w, "replay.driver", e->out->driver));
     TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
+    TRY(sbt_writer_meta(w, "replay.timing", e->o->timing == REPLAY_TIMING_NONE ? "none" : "op"));
+    {
+        char host[256] = "";
+        if (gethostname(host, sizeof host - 1) == 0)
+            TRY(sbt_writer_meta(w, "replay.host", host));
+    }
+    /* a result inherits what its source lacks: whatever reads it says so */
+    if (e->out->incomplete || e->out->n_graph_errors) {
+        char why[1200];
+        if (e->out->incomplete)
+            snprintf(why, sizeof why,
+                     "replay of an incomplete trace (--allow-incomplete): %.500s%s%.40s",
+                     e->out->incomplete_why, e->out->n_graph_errors ? "; and graph errors: " : "",
+                     e->out->n_graph_errors ? e->out->first_graph_error : "");
+        else
+            snprintf(why, sizeof why,
+                     "replay of a trace whose dependency graph has %" PRIu64
+                     " errors (--allow-incomplete): %.500s",
+                     e->out->n_graph_errors, e->out->first_graph_error);
+        TRY(sbt_writer_mark_incomplete(w, why));
+    }
     snprintf(buf, sizeof buf, "%u", e->run + 1);
     TRY(sbt_writer_meta(w, "replay.run", buf));
     if (e->range) {
@@ -662,6 +788,17 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
                                 "device %u of the trace is %s; the %s backend replays %s only",
                                 i + 1, sbt_api_name(devs[i].api), bk->name, sbt_api_name(bk->api));
     snprintf(out->backend, sizeof out->backend, "%s", bk->name);
+    /* nothing reaches a device before the trace has been found fit to replay */
+    {
+        int st =
+            preflight(r, o.range, &out->incomplete, out->incomplete_why, sizeof out->incomplete_why,
+                      &out->n_graph_errors, out->first_graph_error, sizeof out->first_graph_error);
+        if (st < 0)
+            return st;
+        if (!o.allow_incomplete && (st = refuse(out->incomplete, out->incomplete_why,
+                                                out->n_graph_errors, out->first_graph_error)))
+            return st;
+    }
     out->runs = runs;
     out->run = calloc(runs, sizeof *out->run);
     if (!out->run)

@@ -2,7 +2,8 @@
  * tests/test_replay.c — the replay engine and its Vulkan backend.
  *
  * engine: a fake backend (host memory; a "kernel" writes a hash of what it reads) runs
- * synthetic traces, so ranges, slices, errors and result files are checked without a device.
+ * synthetic traces, so ranges, slices, errors, result files (and the regime they record) and
+ * the refusal of incomplete traces and of graph errors are checked without a device.
  * vulkan: captures every tests/vk program with the layer (through `reprise capture`, so the
  * binary and layer of this build: REPRISE_BIN / REPRISE_BUILD, set by `make check`), replays
  * them on the first Vulkan device (lavapipe in CI) and compares with the capture; edits traces
@@ -364,6 +365,138 @@ Test(engine, op_errors_are_recorded_at_the_op_and_the_run_goes_on)
     sbt_reader_close(rr);
     replay_result_free(&res);
     sbt_reader_close(r);
+}
+
+/* A small synthetic trace by hand: alloc r1, a kernel writing it, another reading it into r2;
+ * use_after_free: r1 freed before the reader; incomplete: the reason it is marked with. */
+static sbt_reader *hand_trace(const char *name, int use_after_free, const char *incomplete)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sbt_writer *w;
+    cr_assert_eq(sbt_writer_open(path, NULL, &w), 0, "%s", sbt_errmsg());
+    uint32_t dev, st, k;
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    cr_assert_eq(sbt_writer_add_device(w, &d, &dev), 0);
+    struct sbt_stream s = {.device = dev, .kind = SBT_STREAM_QUEUE};
+    cr_assert_eq(sbt_writer_add_stream(w, &s, &st), 0);
+    struct sbt_kernel kk = {0};
+    cr_assert_eq(sbt_writer_add_kernel(w, &kk, &k), 0);
+    struct sbt_access wr1 = {1, 0, 64, SBT_ACCESS_WRITE};
+    struct sbt_access rd1[] = {{1, 0, 64, SBT_ACCESS_READ}, {2, 0, 64, SBT_ACCESS_WRITE}};
+    struct sbt_op ops[] = {
+        {.kind = SBT_OP_ALLOC,
+         .flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES,
+         .resource = 1,
+         .bytes = 64},
+        {.kind = SBT_OP_ALLOC,
+         .flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES,
+         .resource = 2,
+         .bytes = 64},
+        {.kind = SBT_OP_KERNEL,
+         .flags = SBT_OPF_KERNEL,
+         .kernel = k,
+         .n_access = 1,
+         .access = &wr1},
+        {.kind = SBT_OP_FREE, .flags = SBT_OPF_RESOURCE, .resource = 1},
+        {.kind = SBT_OP_KERNEL, .flags = SBT_OPF_KERNEL, .kernel = k, .n_access = 2, .access = rd1},
+    };
+    for (uint32_t i = 0; i < 5; i++) {
+        if (i == 3 && !use_after_free)
+            continue;
+        ops[i].stream = st;
+        ops[i].host_begin = 1000 * (i + 1), ops[i].host_end = 1000 * (i + 1) + 10;
+        cr_assert_eq(sbt_writer_add_op(w, &ops[i], NULL), 0, "%s", sbt_errmsg());
+    }
+    if (incomplete)
+        cr_assert_eq(sbt_writer_mark_incomplete(w, incomplete), 0);
+    cr_assert_eq(sbt_writer_close(w), 0, "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert_eq(sbt_reader_open(path, NULL, &r), 0, "%s", sbt_errmsg());
+    return r;
+}
+
+Test(engine, an_incomplete_trace_is_refused_unless_allowed)
+{
+    sbt_reader *r = hand_trace("i.sbt", 0, "vkCmdCopyQueryPoolResults passed through unrecorded");
+    struct replay_result res;
+    int st = replay_run(r, &REPLAY_OPTS(.backend_impl = &fake_backend), &res);
+    cr_expect_eq(st, REPLAY_EINCOMPLETE);
+    cr_expect(strstr(replay_errmsg(), "incomplete: vkCmdCopyQueryPoolResults"), "%s",
+              replay_errmsg());
+    cr_expect_eq(fake_last ? fake_last->n_exec : 0, 0, "nothing reached the device");
+    replay_result_free(&res);
+    /* allowed: replayed, and the result says what its source lacked */
+    char out[512];
+    snprintf(out, sizeof out, "%s/res.sbt", tmpdir);
+    st = replay_run(r,
+                    &REPLAY_OPTS(.backend_impl = &fake_backend, .allow_incomplete = 1,
+                                 .verify = REPLAY_VERIFY_OP, .out_path = out),
+                    &res);
+    cr_assert_eq(st, 0, "%s", replay_errmsg());
+    cr_expect_eq(res.incomplete, 1);
+    cr_expect(strstr(res.incomplete_why, "vkCmdCopyQueryPoolResults"));
+    sbt_reader *rr;
+    cr_assert_eq(sbt_reader_open(out, NULL, &rr), 0);
+    cr_expect_eq(sbt_reader_info(rr)->complete, 0);
+    const char *why = sbt_reader_string(rr, sbt_reader_info(rr)->incomplete_reason);
+    cr_expect(why && strstr(why, "replay of an incomplete trace"), "%s", why ? why : "");
+    sbt_reader_close(rr);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+    fake_last = NULL;
+}
+
+Test(engine, graph_errors_are_refused_before_the_device)
+{
+    sbt_reader *r = hand_trace("u.sbt", 1, NULL);
+    struct replay_result res;
+    fake_last = NULL;
+    uint64_t ne = 0;
+    cr_expect_eq(replay_preflight(r, NULL, &ne), REPLAY_EGRAPH);
+    cr_expect_eq(ne, 1);
+    int st = replay_run(r, &REPLAY_OPTS(.backend_impl = &fake_backend), &res);
+    cr_expect_eq(st, REPLAY_EGRAPH);
+    cr_expect(
+        strstr(replay_errmsg(), "use-after-free: op 4 (kernel) reads resource 1 freed by op 3"),
+        "%s", replay_errmsg());
+    cr_expect(fake_last == NULL, "the backend was never opened");
+    replay_result_free(&res);
+    st = replay_run(r, &REPLAY_OPTS(.backend_impl = &fake_backend, .allow_incomplete = 1), &res);
+    cr_expect_eq(st, 0, "%s", replay_errmsg());
+    cr_expect_eq(res.n_graph_errors, 1);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+    /* the same without the free: nothing to say */
+    r = hand_trace("ok.sbt", 0, NULL);
+    cr_expect_eq(replay_preflight(r, NULL, &ne), 0);
+    cr_expect_eq(ne, 0);
+    sbt_reader_close(r);
+    fake_last = NULL;
+}
+
+Test(engine, the_result_records_its_regime)
+{
+    sbt_reader *r = hand_trace("ok.sbt", 0, NULL);
+    char out[512];
+    snprintf(out, sizeof out, "%s/res.sbt", tmpdir);
+    struct replay_result res;
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .timing = REPLAY_TIMING_NONE, .out_path = out),
+                            &res),
+                 0, "%s", replay_errmsg());
+    sbt_reader *rr;
+    cr_assert_eq(sbt_reader_open(out, NULL, &rr), 0);
+    cr_expect_str_eq(sbt_reader_meta_get(rr, "replay.verify"), "op");
+    cr_expect_str_eq(sbt_reader_meta_get(rr, "replay.timing"), "none");
+    cr_expect_str_eq(sbt_reader_meta_get(rr, "replay.device"), "fake device");
+    cr_expect(sbt_reader_meta_get(rr, "replay.driver") != NULL);
+    cr_expect_eq(sbt_reader_info(rr)->complete, 1);
+    sbt_reader_close(rr);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+    fake_last = NULL;
 }
 
 Test(engine, no_backend_for_a_synthetic_trace)
@@ -1130,21 +1263,36 @@ Test(vulkan, an_unsupported_op_is_named)
     cr_assert_gt(e.done, 0);
     sbt_reader *r = open_tmp("u.sbt");
     struct replay_result res;
-    cr_assert_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_END), &res), 0, "%s",
-                 replay_errmsg());
+    /* the graph says so before anything runs */
+    char want[160];
+    snprintf(want, sizeof want, "op %d (marker 'unsupported command') is marked unsupported",
+             e.done);
+    cr_expect_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_END), &res), REPLAY_EGRAPH);
+    cr_expect(strstr(replay_errmsg(), want), "%s", replay_errmsg());
+    replay_result_free(&res);
+    /* replayed anyway, the op itself fails naming the command */
+    cr_assert_eq(
+        replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_END, .allow_incomplete = 1), &res), 0,
+        "%s", replay_errmsg());
     cr_expect_eq(res.first_error, (uint64_t)e.done);
     cr_expect_eq(res.first_error_status, REPLAY_EUNSUPPORTED);
-    char want[128];
     snprintf(want, sizeof want, "op %d (unsupported command): vkCmdDraw is not supported", e.done);
     cr_expect_str_eq(res.first_error_msg, want);
     replay_result_free(&res);
     sbt_reader_close(r);
     sbt_vk_enc_free(&e.enc);
-    /* and the CLI exits 3 naming it */
+    /* and the CLI exits 3 naming it, either way */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' replay '%s/u.sbt' --mode full 2>'%s/err' >/dev/null", bin,
              tmpdir, tmpdir);
     int rc = system(cmd);
+    cr_expect_eq(WEXITSTATUS(rc), 3);
+    snprintf(cmd, sizeof cmd, "grep -q 'is marked unsupported' '%s/err'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' replay '%s/u.sbt' --mode full --allow-incomplete 2>'%s/err' >/dev/null", bin,
+             tmpdir, tmpdir);
+    rc = system(cmd);
     cr_expect_eq(WEXITSTATUS(rc), 3);
     snprintf(cmd, sizeof cmd, "grep -q 'vkCmdDraw is not supported' '%s/err'", tmpdir);
     cr_expect_eq(system(cmd), 0);
