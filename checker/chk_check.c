@@ -1,7 +1,9 @@
 /*
  * checker/chk_check.c — `check`: the capture and N replay results read in lockstep by seq (one
- * cursor each, so memory does not grow with the trace), every op classified, timings gathered;
- * then the first-divergence pass (chk_roots.c) over the ops that mismatched.
+ * cursor each, so memory does not grow with the trace), every op classified, every device op
+ * counted as compared or listed as unverified, timings gathered per group and run; the
+ * baseline results read once each before; then the timing tests (chk_util.c) and the
+ * first-divergence pass (chk_roots.c) over the ops that mismatched.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -122,40 +124,87 @@ static void op_interval(const struct sbt_op *op, uint64_t t0, uint64_t *ts, uint
     *dur = e > b ? e - b : 0;
 }
 
-static int cmp_optime(const void *a, const void *b)
+/* Reads one reference run (a baseline result) into the groups' reference reservoirs. */
+static int read_reference(struct chk_timing *tm, sbt_reader *r, const struct sbt_range *rr)
 {
-    const struct chk_op_timing *x = a, *y = b;
-    return x->rel_diff > y->rel_diff ? -1 : x->rel_diff < y->rel_diff;
+    sbt_cursor *c;
+    int st = sbt_cursor_open(r, rr, &c);
+    if (st < 0)
+        return chk__fail_sbt(st);
+    const struct sbt_op *op;
+    char gb[160];
+    while ((st = sbt_cursor_next(c, &op)) == 1) {
+        uint64_t ns;
+        const char *g;
+        struct chk_tgroup *tg;
+        if (!chk__op_dur(op, &ns) || !(g = chk_group_name(r, op, gb, sizeof gb)))
+            continue;
+        if ((st = chk__timing_group(tm, g, &tg)) ||
+            (st = chk__samples_add(&tg->ref, (double)ns, &tm->rng)))
+            break;
+    }
+    sbt_cursor_close(c);
+    if (st < 0)
+        return st == SBT_ENOMEM || st == SBT_ELIMIT ? st : chk__fail_sbt(st);
+    return chk__timing_ref_done(tm);
 }
 
-#define MAX_OP_ROWS 20
-
-/* Keeps the MAX_OP_ROWS largest per-op regressions. */
-static int op_row_add(struct chk_report *rep, const struct chk_op_timing *row)
+/* The regimes of the runs and the baseline must be one (the first run's, else the first
+ * baseline result's); a difference fails or, when allowed, is noted. */
+static int check_regimes(struct chk_report *rep, sbt_reader *const *runs, uint32_t n_runs,
+                         sbt_reader *const *base, uint32_t n_base, const char *const *base_names,
+                         int allow)
 {
-    if (!rep->ops && !(rep->ops = chk__calloc(MAX_OP_ROWS, sizeof *rep->ops)))
-        return chk__fail(SBT_ENOMEM, "out of memory for op timings");
-    if (rep->n_ops < MAX_OP_ROWS) {
-        rep->ops[rep->n_ops++] = *row;
-    } else {
-        uint32_t min = 0;
-        for (uint32_t i = 1; i < rep->n_ops; i++)
-            if (rep->ops[i].rel_diff < rep->ops[min].rel_diff)
-                min = i;
-        if (row->rel_diff > rep->ops[min].rel_diff)
-            rep->ops[min] = *row;
+    sbt_reader *first = n_runs ? runs[0] : base[0];
+    const char *first_name = n_runs ? rep->run_names[0] : base_names ? base_names[0] : "baseline 1";
+    chk_regime(first, rep->regime, sizeof rep->regime);
+    size_t pos = 0;
+    for (uint32_t i = 0; i < n_runs + n_base; i++) {
+        sbt_reader *r = i < n_runs ? runs[i] : base[i - n_runs];
+        char why[300], nb[32];
+        if (r == first || chk_regime_same(first, r, why, sizeof why))
+            continue;
+        const char *name = i < n_runs ? rep->run_names[i] : NULL;
+        if (!name) {
+            snprintf(nb, sizeof nb, "baseline %u", i - n_runs + 1);
+            name = base_names && base_names[i - n_runs] ? base_names[i - n_runs] : nb;
+        }
+        if (!allow)
+            return chk__fail(SBT_EINVAL,
+                             "timing regimes differ: %s vs %s: %s. Timings compare only within "
+                             "one regime (verify level, timing mode, device, driver); replay "
+                             "the baseline the same way, or --allow-regime-change",
+                             first_name, name, why);
+        if (pos + 1 < sizeof rep->regime_note) {
+            int n = snprintf(rep->regime_note + pos, sizeof rep->regime_note - pos, "%s%s: %s",
+                             pos ? "; " : "", name, why);
+            pos = n > 0 ? pos + (size_t)n : pos;
+        }
     }
     return 0;
 }
 
-int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_reader *baseline,
-              const struct chk_opts *o, struct chk_report **out)
+int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_reader *const *base,
+              uint32_t n_base, const struct chk_opts *o, struct chk_report **out)
 {
     *out = NULL;
-    if (!cap || (n_runs && !runs))
+    if (!cap || (n_runs && !runs) || (n_base && !base))
         return chk__fail(SBT_EINVAL, "check: a capture and the result traces are required");
     if (n_runs > 1024)
         return chk__fail(SBT_ELIMIT, "check: %u result traces > 1024", n_runs);
+    uint32_t tref = CHK_OPT(o, timing_ref, (uint32_t)CHK_TREF_AUTO);
+    if (tref == CHK_TREF_AUTO)
+        tref = n_base ? CHK_TREF_BASELINE : CHK_TREF_NONE;
+    if (tref > CHK_TREF_BASELINE)
+        return chk__fail(SBT_EINVAL, "check: timing reference %u unknown", tref);
+    if (tref == CHK_TREF_BASELINE && !n_base)
+        return chk__fail(SBT_EINVAL,
+                         "check: the timing reference is a baseline, and none is given");
+    if (tref != CHK_TREF_BASELINE && n_base)
+        return chk__fail(SBT_EINVAL,
+                         "check: %u baseline results given, but the timing reference "
+                         "is %s",
+                         n_base, tref == CHK_TREF_CAPTURE ? "the capture" : "none");
     struct chk_report *rep;
     int st = chk__report_alloc(&rep, o, CHK_MODE_CHECK, n_runs);
     if (st)
@@ -167,10 +216,14 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
     chk_expect *upd = CHK_OPT(o, expect_update, (chk_expect *)NULL);
     const char *ref_dump = CHK_OPT(o, ref_dump, (const char *)NULL);
     const char *const *run_dumps = CHK_OPT(o, run_dumps, (const char *const *)NULL);
+    const char *const *base_names = CHK_OPT(o, base_names, (const char *const *)NULL);
     int collect = CHK_OPT(o, collect_events, 0);
+    int allow_regime = CHK_OPT(o, allow_regime_change, 0);
     void (*progress)(void *, uint64_t, uint64_t) = CHK_OPT(o, progress, NULL);
     void *pctx = CHK_OPT(o, progress_ctx, (void *)NULL);
-    double thr = rep->threshold, alpha = 1 - rep->confidence;
+    double thr = rep->threshold;
+    rep->timing_ref = tref;
+    rep->n_ref_runs = tref == CHK_TREF_BASELINE ? n_base : tref == CHK_TREF_CAPTURE ? 1 : 0;
 
     /* device of the expectations: the first run's device 1, else the capture's */
     {
@@ -182,6 +235,23 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
             return chk__fail(SBT_ENOMEM, "out of memory");
         }
     }
+    /* completeness of everything read */
+    chk__note_complete(rep, cap, rep->ref_name);
+    for (uint32_t i = 0; i < n_runs; i++)
+        chk__note_complete(rep, runs[i], rep->run_names[i]);
+    for (uint32_t i = 0; i < n_base; i++) {
+        char nb[32];
+        snprintf(nb, sizeof nb, "baseline %u", i + 1);
+        chk__note_complete(rep, base[i], base_names && base_names[i] ? base_names[i] : nb);
+    }
+    /* the regime of the timings */
+    if (n_runs)
+        chk_regime(runs[0], rep->regime, sizeof rep->regime);
+    if (tref == CHK_TREF_BASELINE && thr >= 0 &&
+        (st = check_regimes(rep, runs, n_runs, base, n_base, base_names, allow_regime)) < 0) {
+        chk_report_free(rep);
+        return st;
+    }
 
     const struct sbt_info *ci = sbt_reader_info(cap);
     uint64_t lo = ci->seq_first, hi = ci->seq_end;
@@ -190,31 +260,37 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         return chk__fail(st, "check: %s", sched_errmsg());
     }
     struct chk_status status;
-    struct chk_kmap km = {.rng = 0x5eed};
-    struct runcur *rc = chk__calloc(n_runs + 2, sizeof *rc);
+    struct chk_timing tm = {.n_runs = n_runs, .rng = 0x5eed};
+    struct chk_idgen idg = {0};
+    struct runcur *rc = chk__calloc(n_runs + 1, sizeof *rc);
     sbt_cursor *cc = NULL;
     uint64_t *dig_dur = chk__calloc(n_runs + 1, sizeof *dig_dur);
-    double *samples = chk__calloc(n_runs + 1, sizeof *samples);
+    uint8_t *run_used = chk__calloc(n_runs + 1, 1);
+    int ref_compared = 0;
     if ((st = chk__status_init(&status, lo, hi)))
         goto done;
-    if (!rc || !dig_dur || !samples) {
+    if (!rc || !dig_dur || !run_used) {
         st = chk__fail(SBT_ENOMEM, "out of memory");
         goto done;
     }
+    /* the baseline: each result is one reference run of every group it has (by seq in the
+     * range when there is one) */
+    struct sbt_range br = {.has_seq = 1, .seq_begin = lo, .seq_end = hi};
+    for (uint32_t i = 0; tref == CHK_TREF_BASELINE && i < n_base; i++)
+        if ((st = read_reference(&tm, base[i], range ? &br : NULL)) < 0)
+            goto done;
     /* runs read [lo, hi) plus what lies beyond the capture (extra ops) */
     struct sbt_range rr = {.has_seq = 1, .seq_begin = lo, .seq_end = UINT64_MAX};
     if (hi < ci->seq_end)
         rr.seq_end = hi;
-    for (uint32_t i = 0; i < n_runs + (baseline != NULL); i++) {
-        sbt_reader *r = i < n_runs ? runs[i] : baseline;
-        if ((st = sbt_cursor_open(r, &rr, &rc[i].c)) < 0) {
+    for (uint32_t i = 0; i < n_runs; i++) {
+        if ((st = sbt_cursor_open(runs[i], &rr, &rc[i].c)) < 0) {
             st = chk__fail_sbt(st);
             goto done;
         }
         if ((st = rc_next(&rc[i])))
             goto done;
     }
-    struct runcur *bc = baseline ? &rc[n_runs] : NULL;
     if ((st = sbt_cursor_open(cap, range, &cc)) < 0) {
         st = chk__fail_sbt(st);
         goto done;
@@ -226,7 +302,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
 
     const struct sbt_op *op;
     const struct sbt_op *rop[1024 + 1];
-    char name[160], gbuf[160];
+    char name[160], gbuf[160], idbuf[512];
     uint64_t done_ops = 0, total = hi - lo;
     while ((st = sbt_cursor_next(cc, &op)) == 1) {
         rep->n_ref_ops++;
@@ -234,9 +310,9 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
             progress(pctx, done_ops, total);
         /* bring every run to this seq; ops before it not selected by the range are skipped,
          * ops outside the capture's seq span are extra */
-        for (uint32_t i = 0; i < n_runs + (bc != NULL); i++) {
+        for (uint32_t i = 0; i < n_runs; i++) {
             while (rc[i].op && rc[i].op->seq < op->seq) {
-                if (i < n_runs && rc[i].op->seq < ci->seq_first) {
+                if (rc[i].op->seq < ci->seq_first) {
                     struct chk_finding *f = chk__finding_add(rep, max_f, CHK_EXTRA);
                     fill_finding(f, runs[i], rc[i].op);
                     if (f)
@@ -249,13 +325,20 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         }
         name[0] = 0;
 #define NAME() (name[0] ? name : chk__op_name(cap, op, name, sizeof name))
+        const char *id = NULL;
+        if (expect || upd) {
+            if ((st = chk__identity_next(&idg, cap, op, idbuf, sizeof idbuf)) < 0)
+                goto done;
+            id = idbuf;
+        }
         uint32_t label = CHK_LABEL_OK;
         sbt_hash exp_d = {0, 0};
-        int has_exp = expect && chk_expect_get(expect, rep->device, op->seq, &label, &exp_d) == 1;
+        int has_exp =
+            expect && chk_expect_get(expect, rep->device, id, op->seq, &label, &exp_d) == 1;
         uint32_t opst = CHK_ST_UNKNOWN;
 
         /* missing, kind changes, errors */
-        uint32_t n_missing = 0, first_missing = 0;
+        uint32_t n_missing = 0, first_missing = 0, n_err = 0, n_have = 0;
         for (uint32_t i = 0; i < n_runs; i++) {
             if (rop[i] && rop[i]->kind != op->kind) {
                 struct chk_finding *f = chk__finding_add(rep, max_f, CHK_EXTRA);
@@ -269,6 +352,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
             }
             if (!rop[i] && !n_missing++)
                 first_missing = i;
+            n_have += rop[i] != NULL;
         }
         if (n_missing) {
             struct chk_finding *f = chk__finding_add(rep, max_f, CHK_MISSING);
@@ -283,31 +367,35 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         for (uint32_t i = 0; i < n_runs; i++) {
             if (!rop[i] || !(rop[i]->flags & SBT_OPF_ERROR))
                 continue;
-            struct chk_finding *f = chk__finding_add(rep, max_f, CHK_REPLAY_ERROR);
-            fill_finding(f, cap, op);
-            if (f) {
-                f->run = i + 1;
-                const char *m = sbt_reader_string(runs[i], rop[i]->error);
-                snprintf(f->note, sizeof f->note, "%s", m && *m ? m : "error");
+            if (!n_err++) {
+                struct chk_finding *f = chk__finding_add(rep, max_f, CHK_REPLAY_ERROR);
+                fill_finding(f, cap, op);
+                if (f) {
+                    f->run = i + 1;
+                    const char *m = sbt_reader_string(runs[i], rop[i]->error);
+                    snprintf(f->note, sizeof f->note, "%s", m && *m ? m : "error");
+                }
             }
             opst = CHK_ST_MISMATCH;
-            break;
         }
 
         /* outputs */
+        int compared = 0, unv = -1;
+        int first = -1, varied = -1, n_d = 0;
+        for (uint32_t i = 0; i < n_runs; i++) {
+            if (!rop[i] || !(rop[i]->flags & SBT_OPF_DIGEST) || (rop[i]->flags & SBT_OPF_ERROR))
+                continue;
+            n_d++;
+            if (first < 0)
+                first = (int)i;
+            else if (varied < 0 && !sbt_hash_eq(rop[i]->digest, rop[first]->digest))
+                varied = (int)i;
+        }
+        int cap_d = (op->flags & SBT_OPF_DIGEST) != 0;
         if (has_exp && label == CHK_LABEL_SKIP) {
             rep->n_skipped++;
+            unv = CHK_UNV_SKIPPED;
         } else {
-            int first = -1, varied = -1;
-            for (uint32_t i = 0; i < n_runs; i++) {
-                if (!rop[i] || !(rop[i]->flags & SBT_OPF_DIGEST) || (rop[i]->flags & SBT_OPF_ERROR))
-                    continue;
-                if (first < 0)
-                    first = (int)i;
-                else if (varied < 0 && !sbt_hash_eq(rop[i]->digest, rop[first]->digest))
-                    varied = (int)i;
-            }
-            int cap_d = (op->flags & SBT_OPF_DIGEST) != 0;
             int has_ref = (has_exp && label == CHK_LABEL_OK) || cap_d;
             sbt_hash ref = has_exp && label == CHK_LABEL_OK ? exp_d : op->digest;
             const char *ref_what = has_exp && label == CHK_LABEL_OK ? "expected" : "capture";
@@ -329,6 +417,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                     varied = -1; /* agree within the tolerance: compare with the reference */
                 } else if (has_exp && label == CHK_LABEL_FLAKY) {
                     rep->n_flaky++;
+                    unv = CHK_UNV_FLAKY;
                     if (opst == CHK_ST_UNKNOWN)
                         opst = CHK_ST_FLAKY;
                 } else {
@@ -350,11 +439,12 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                     if (tol < 0 && rep->tol.kind != CHK_TOL_BITWISE)
                         rep->n_bytes_unavailable++;
                     opst = CHK_ST_MISMATCH;
+                    compared = 1;
                 }
-                rep->n_verified++;
             }
             if (varied < 0 && first >= 0 && has_ref) {
-                rep->n_verified++;
+                compared = 1;
+                ref_compared = 1;
                 const struct sbt_op *a = rop[first];
                 if (sbt_hash_eq(a->digest, ref)) {
                     rep->n_matched++;
@@ -396,79 +486,73 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                         opst = CHK_ST_MISMATCH;
                     }
                 }
-            } else if (varied < 0 && first >= 0) {
+            } else if (varied < 0 && first >= 0 && n_d >= 2) {
                 /* no reference: agreement across runs is all there is to check. It counts as
-                 * matched, but for the first divergence the op stays unknown (passes its input
-                 * taint on): runs that agree say nothing about a difference from the capture
-                 * that came in through its inputs (a copy of a changed upload, say). */
-                int n_d = 0;
-                for (uint32_t i = 0; i < n_runs; i++)
-                    n_d += rop[i] && (rop[i]->flags & SBT_OPF_DIGEST) != 0;
-                if (n_d >= 2) {
-                    rep->n_verified++;
-                    rep->n_matched++;
-                } else {
-                    rep->n_unverified++;
-                }
-            } else if (first < 0 && (cap_d || has_exp)) {
-                rep->n_unverified++;
+                 * compared and matched, but for the first divergence the op stays unknown
+                 * (passes its input taint on): runs that agree say nothing about a difference
+                 * from the capture that came in through its inputs (a copy of a changed
+                 * upload, say). */
+                compared = 1;
+                rep->n_matched++;
             }
             /* expectations out: what these runs say about the op */
             if (upd && (first >= 0 || (n_runs == 0 && cap_d))) {
                 /* flaky: the digest varied across these runs (established by repetition) */
                 int flaky = varied >= 0 || opst == CHK_ST_FLAKY;
                 sbt_hash d = first >= 0 ? rop[first]->digest : op->digest;
-                if ((st = chk_expect_set(upd, rep->device, op->seq,
+                if ((st = chk_expect_set(upd, rep->device, id, op->seq,
                                          flaky ? CHK_LABEL_FLAKY : CHK_LABEL_OK, flaky ? NULL : &d,
                                          NAME())) < 0)
                     goto done;
             }
         }
         if (upd && has_exp && label == CHK_LABEL_SKIP &&
-            (st = chk_expect_set(upd, rep->device, op->seq, CHK_LABEL_SKIP, NULL, NAME())) < 0)
+            (st = chk_expect_set(upd, rep->device, id, op->seq, CHK_LABEL_SKIP, NULL, NAME())) < 0)
             goto done;
         chk__status_set(&status, op->seq, opst);
-
-        /* timing */
-        const struct sbt_op *tref = bc ? rop[n_runs] : op;
-        uint64_t ref_ns = 0;
-        int has_ref_t = tref && chk__op_dur(tref, &ref_ns);
-        uint32_t n_t = 0;
-        for (uint32_t i = 0; i < n_runs; i++)
-            if (rop[i] && chk__op_dur(rop[i], &dig_dur[n_t]))
-                samples[n_t] = (double)dig_dur[n_t], n_t++;
-        const char *g = chk__group_name(cap, op, gbuf, sizeof gbuf);
-        if (g && (has_ref_t || n_t)) {
-            uint32_t k;
-            if ((st = chk__kmap_find(&km, g, &k)) ||
-                (has_ref_t && (st = chk__samples_add(&km.k[k].ref, (double)ref_ns, &km.rng))))
-                goto done;
-            for (uint32_t i = 0; i < n_t; i++)
-                if ((st = chk__samples_add(&km.k[k].run, samples[i], &km.rng)))
-                    goto done;
+        /* coverage: compared, or listed as unverified with the reason */
+        if (compared) {
+            rep->n_verified++;
+            for (uint32_t i = 0; i < n_runs; i++)
+                if (rop[i] && (rop[i]->flags & SBT_OPF_DIGEST) && !(rop[i]->flags & SBT_OPF_ERROR))
+                    run_used[i] = 1;
         }
-        if (has_ref_t && n_t) {
-            rep->n_timed++;
-            double lim = (double)ref_ns * (1 + (thr > 0 ? thr : 0));
-            uint32_t above = 0;
-            for (uint32_t i = 0; i < n_t; i++)
-                above += samples[i] > lim;
-            if (thr >= 0 && above * 2 > n_t) {
-                struct chk_op_timing row = {.seq = op->seq, .ref_ns = (double)ref_ns};
-                if ((st = chk_summarize(samples, n_t, rep->confidence, &row.run)))
+        if (chk__is_device_op(op) || n_d) {
+            rep->n_device_ops++;
+            if (!compared) {
+                if (unv < 0)
+                    unv = n_have && n_err == n_have                            ? CHK_UNV_ERROR
+                          : n_d || cap_d || (has_exp && label == CHK_LABEL_OK) ? CHK_UNV_ONE_SIDE
+                                                                               : CHK_UNV_NO_DIGEST;
+                if ((st = chk__unverified_add(rep, max_f, cap, op, (uint32_t)unv)))
                     goto done;
-                row.rel_diff = ref_ns ? row.run.median / (double)ref_ns - 1 : INFINITY;
-                row.p_value = chk_sign_test(above, n_t);
-                if (row.run.median > lim && row.p_value < alpha) {
-                    snprintf(row.name, sizeof row.name, "%.79s", NAME()); /* name[80]: cut */
-                    rep->count[CHK_TIMING]++;
-                    if ((st = op_row_add(rep, &row)))
-                        goto done;
-                }
             }
         }
 
-        /* events for the Perfetto diff: the capture against the first run */
+        /* timing: each run's launches into its own reservoir of the op's group */
+        uint64_t ref_ns = 0;
+        int has_ref_t = tref == CHK_TREF_CAPTURE && chk__op_dur(op, &ref_ns);
+        uint32_t n_t = 0;
+        for (uint32_t i = 0; i < n_runs; i++)
+            if (rop[i] && chk__op_dur(rop[i], &dig_dur[i]))
+                n_t++;
+            else
+                dig_dur[i] = UINT64_MAX;
+        const char *g = has_ref_t || n_t ? chk_group_name(cap, op, gbuf, sizeof gbuf) : NULL;
+        if (g) {
+            struct chk_tgroup *tg;
+            if ((st = chk__timing_group(&tm, g, &tg)) ||
+                (has_ref_t && (st = chk__samples_add(&tg->ref, (double)ref_ns, &tm.rng))))
+                goto done;
+            for (uint32_t i = 0; i < n_runs; i++)
+                if (dig_dur[i] != UINT64_MAX &&
+                    (st = chk__samples_add(&tg->run[i], (double)dig_dur[i], &tm.rng)))
+                    goto done;
+        }
+        rep->n_timed += n_t != 0;
+
+        /* events for the Perfetto diff: the capture against the first run; per-op slower and
+         * faster only when the capture is the timing reference */
         if (collect && n_runs) {
             struct chk_event e = {.seq = op->seq, .seq_run = UINT64_MAX, .stream = op->stream};
             op_interval(op, rep->priv->ref_t0, &e.ref_ts, &e.ref_dur);
@@ -483,11 +567,12 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
                 e.d_run = rop[0]->digest;
                 uint64_t a, b;
                 int ta = chk__op_dur(op, &a), tb = chk__op_dur(rop[0], &b);
+                int timed = ta && tb && thr >= 0 && tref == CHK_TREF_CAPTURE;
                 if (opst == CHK_ST_MISMATCH)
                     e.verdict = CHK_V_MISMATCH;
-                else if (ta && tb && thr >= 0 && (double)b > (double)a * (1 + thr))
+                else if (timed && (double)b > (double)a * (1 + thr))
                     e.verdict = CHK_V_SLOWER;
-                else if (ta && tb && thr >= 0 && (double)b < (double)a * (1 - thr))
+                else if (timed && (double)b < (double)a * (1 - thr))
                     e.verdict = CHK_V_FASTER;
             }
             if ((st = chk__event_add(rep, &e, NAME())))
@@ -499,6 +584,8 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         st = chk__fail_sbt(st);
         goto done;
     }
+    if (tref == CHK_TREF_CAPTURE && (st = chk__timing_ref_done(&tm)))
+        goto done;
     /* what the runs hold beyond the capture */
     for (uint32_t i = 0; i < n_runs; i++) {
         for (; rc[i].op; st = rc_next(&rc[i])) {
@@ -530,22 +617,47 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
     }
     if (progress)
         progress(pctx, total, total);
-    if ((st = chk__kmap_report(&km, rep)) || (st = chk__roots(cap, &status, rep)))
+    if ((st = chk__timing_report(&tm, rep, tref != CHK_TREF_NONE)) ||
+        (st = chk__roots(cap, &status, rep)))
         goto done;
-    if (rep->n_ops > 1)
-        qsort(rep->ops, rep->n_ops, sizeof *rep->ops, cmp_optime);
+    /* what a pass means: with a reference, each run is a trial; across runs only, the first
+     * run is the yardstick of the others */
+    uint32_t n_used = 0;
+    for (uint32_t i = 0; i < n_runs; i++)
+        n_used += run_used[i];
+    rep->n_compared_runs = ref_compared ? n_used : n_used ? n_used - 1 : 0;
+    rep->pass_bound = chk_no_difference_bound(rep->n_compared_runs, rep->confidence);
+    if (expect)
+        rep->n_expect_unused = chk_expect_unused(expect, rep->device);
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         rep->failed |= rep->count[c] != 0;
+    if (!rep->n_verified) {
+        rep->failed = 1;
+        if (!rep->n_device_ops)
+            snprintf(rep->fail_reason, sizeof rep->fail_reason,
+                     "nothing was verified: the %s holds no device op", range ? "range" : "trace");
+        else if (!n_runs)
+            snprintf(rep->fail_reason, sizeof rep->fail_reason,
+                     "nothing was verified: no replay results to compare (%" PRIu64 " device ops)",
+                     rep->n_device_ops);
+        else
+            snprintf(rep->fail_reason, sizeof rep->fail_reason,
+                     "nothing was verified: none of %" PRIu64
+                     " device ops has digests to compare (replay with --verify op, or capture "
+                     "with --digests)",
+                     rep->n_device_ops);
+    }
     st = 0;
 done:
     if (rc)
-        for (uint32_t i = 0; i < n_runs + 1; i++)
+        for (uint32_t i = 0; i < n_runs; i++)
             sbt_cursor_close(rc[i].c);
     sbt_cursor_close(cc);
     free(rc);
     free(dig_dur);
-    free(samples);
-    chk__kmap_free(&km);
+    free(run_used);
+    chk__timing_free(&tm);
+    chk__idgen_free(&idg);
     chk__status_free(&status);
     if (st < 0) {
         chk_report_free(rep);

@@ -1,13 +1,17 @@
 /*
- * checker/chk_diff.c — `diff A B`: two captures or replays aligned op by op, per stream, with a
- * bounded look-ahead window (the rule is stated in chk.h), then compared like check compares a
- * capture with one run.
+ * checker/chk_diff.c — `diff A B`: two captures or replays aligned op by op, per stream, by a
+ * windowed shortest edit script (the rule is stated in chk.h), then compared like check
+ * compares a capture with one run.
  *
  * Both traces are read once, in seq order, alternately one op from each side; ops wait in a
  * per-stream queue until the other side's ops of that stream arrive. Equal keys at the heads
- * match at once; otherwise the step waits until both queues hold W ops (or the side ended) and
- * picks the nearest anchor. Keys compare names by content through a per-trace cache of string
- * hashes, so the two files' string ids need not agree.
+ * match at once (a common prefix belongs to some shortest edit script). Otherwise the step
+ * waits until both queues hold W ops (or the side ended), computes Myers' O(ND) greedy
+ * shortest edit script of the two windows (E. Myers, "An O(ND) difference algorithm and its
+ * variations", Algorithmica 1, 1986: forward pass saving each round's furthest-reaching
+ * diagonals, then the path traced back) and commits its first half, where every decision has
+ * seen at least W/2 ops of context. Keys hash (kind, direction, names by content, geometry,
+ * bytes): a per-trace cache of string hashes means the two files' string ids need not agree.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -38,7 +42,11 @@ struct diff {
     uint32_t window;
     struct chk_report *rep;
     struct chk_status status;
-    struct chk_kmap km;
+    struct chk_timing tm;
+    /* Myers: saved rounds (V of round d at vsave + d * d, k in [-d, d]) and the script */
+    int32_t *vsave, *v;
+    uint8_t *script;
+    uint32_t cap_v, cap_vsave, cap_script;
     uint32_t max_f;
     int collect;
     double thr;
@@ -69,7 +77,9 @@ static uint64_t op_key(struct side *s, const struct sbt_op *op)
     h = mix(h, str_hash(s, op->name));
     if (op->flags & SBT_OPF_KERNEL) {
         const struct sbt_kernel *k = sbt_reader_kernel(s->r, op->kernel);
+        const struct sbt_program *p = k ? sbt_reader_program(s->r, k->program) : NULL;
         h = mix(h, k ? str_hash(s, k->name) : 0);
+        h = mix(h, p ? str_hash(s, p->name) : 0);
     }
     if (op->flags & SBT_OPF_GEOM)
         for (int i = 0; i < 3; i++)
@@ -185,6 +195,16 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
         mism = 1;
     }
     int da = (a->flags & SBT_OPF_DIGEST) != 0, db = (b->flags & SBT_OPF_DIGEST) != 0;
+    if (chk__is_device_op(a) || db) {
+        rep->n_device_ops++;
+        int err = (b->flags & SBT_OPF_ERROR) != 0;
+        if (!(da && db)) {
+            uint32_t why = err ? CHK_UNV_ERROR : da || db ? CHK_UNV_ONE_SIDE : CHK_UNV_NO_DIGEST;
+            int st = chk__unverified_add(rep, D->max_f, D->s[0].r, a, why);
+            if (st)
+                return st;
+        }
+    }
     if (da && db) {
         rep->n_verified++;
         if (sbt_hash_eq(a->digest, b->digest)) {
@@ -200,8 +220,6 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
             }
             mism = 1;
         }
-    } else if (da || db) {
-        rep->n_unverified++;
     }
     chk__status_set(&D->status, a->seq,
                     mism       ? CHK_ST_MISMATCH
@@ -209,16 +227,16 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
                                : CHK_ST_UNKNOWN);
     uint64_t ta = 0, tb = 0;
     int ha = chk__op_dur(a, &ta), hb = chk__op_dur(b, &tb);
-    const char *g = chk__group_name(D->s[0].r, a, gb, sizeof gb);
-    if (g && (ha || hb)) {
-        uint32_t k;
+    const char *g = ha || hb ? chk_group_name(D->s[0].r, a, gb, sizeof gb) : NULL;
+    if (g) {
+        struct chk_tgroup *tg;
         int st;
-        if ((st = chk__kmap_find(&D->km, g, &k)) ||
-            (ha && (st = chk__samples_add(&D->km.k[k].ref, (double)ta, &D->km.rng))) ||
-            (hb && (st = chk__samples_add(&D->km.k[k].run, (double)tb, &D->km.rng))))
+        if ((st = chk__timing_group(&D->tm, g, &tg)) ||
+            (ha && (st = chk__samples_add(&tg->ref, (double)ta, &D->tm.rng))) ||
+            (hb && (st = chk__samples_add(&tg->run[0], (double)tb, &D->tm.rng))))
             return st;
     }
-    rep->n_timed += ha && hb;
+    rep->n_timed += ha || hb;
     if (!D->collect)
         return 0;
     struct chk_event e = {.seq = a->seq,
@@ -237,6 +255,116 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
     return chk__event_add(rep, &e, nb);
 }
 
+#define MYERS_MAX_D 2048 /* saved rounds up to (2049)^2 x 4 bytes = 16 MiB */
+
+/* Myers' greedy forward pass over a[0..n) and b[0..m), then the path traced back: the
+ * shortest edit script into D->script ('M' match, 'D' a[x] deleted, 'I' b[y] inserted), in
+ * order; its length into *len. */
+/* Ops align when their keys are equal and their digests do not say otherwise: with digests on
+ * both sides, equal digests too. That places a duplicated launch (same key as its neighbour)
+ * where its outputs say it is, instead of shifting every later op of that key by one; a
+ * genuine output difference becomes a deletion next to an insertion of the same key, which
+ * the commit pairs back into one mismatched match. */
+static int same_op(const struct q *qa, uint32_t i, const struct q *qb, uint32_t j)
+{
+    const struct sbt_op *a = &qa->op[qa->head + i], *b = &qb->op[qb->head + j];
+    if (qa->key[qa->head + i] != qb->key[qb->head + j])
+        return 0;
+    return !(a->flags & SBT_OPF_DIGEST) || !(b->flags & SBT_OPF_DIGEST) ||
+           sbt_hash_eq(a->digest, b->digest);
+}
+
+static int myers(struct diff *D, const struct q *qa, uint32_t n, const struct q *qb, uint32_t m,
+                 uint32_t *len)
+{
+    uint32_t max = n + m;
+    int st;
+    if ((st = chk__grow((void **)&D->v, &D->cap_v, 2 * max + 3, sizeof *D->v)) ||
+        (st = chk__grow((void **)&D->script, &D->cap_script, max + 1, 1)))
+        return st;
+    int32_t *v = D->v + max + 1; /* v[k], k in [-max - 1, max + 1] */
+    v[1] = 0;
+    int32_t N = (int32_t)n, M = (int32_t)m, dend = -1;
+    for (int32_t d = 0; d <= (int32_t)max && dend < 0; d++) {
+        for (int32_t k = -d; k <= d; k += 2) {
+            int32_t x = k == -d || (k != d && v[k - 1] < v[k + 1]) ? v[k + 1] : v[k - 1] + 1;
+            int32_t y = x - k;
+            while (x < N && y < M && same_op(qa, (uint32_t)x, qb, (uint32_t)y))
+                x++, y++;
+            v[k] = x;
+            if (x >= N && y >= M)
+                dend = d;
+        }
+        /* V of round d keeps diagonals k in [-d, d]: (d + 1)^2 values up to round d, grown as
+         * rounds come, so memory follows the edit distance, not the window */
+        uint64_t need = (uint64_t)(d + 1) * (uint64_t)(d + 1);
+        if (d > MYERS_MAX_D) { /* no alignment worth the memory: all deleted, all inserted */
+            memset(D->script, 'D', n);
+            memset(D->script + n, 'I', m);
+            *len = max;
+            return 0;
+        }
+        if ((st = chk__grow((void **)&D->vsave, &D->cap_vsave, (uint32_t)need, sizeof *D->vsave)))
+            return st;
+        memcpy(D->vsave + (size_t)d * (size_t)d, v - d, (size_t)(2 * d + 1) * sizeof *v);
+    }
+    /* back from (n, m): each round contributes one edit and the snake after it */
+    uint32_t pos = max + 1; /* written backwards from the end */
+    int32_t x = N, y = M;
+    for (int32_t d = dend; d > 0; d--) {
+        const int32_t *pv = D->vsave + (size_t)(d - 1) * (size_t)(d - 1) + (d - 1); /* pv[k] */
+        int32_t k = x - y;
+        int down = k == -d || (k != d && pv[k - 1] < pv[k + 1]);
+        int32_t pk = down ? k + 1 : k - 1;
+        int32_t px = pv[pk], py = px - pk;
+        int32_t mx = down ? px : px + 1; /* where the snake of round d starts */
+        while (x > mx)
+            D->script[--pos] = 'M', x--, y--;
+        D->script[--pos] = down ? 'I' : 'D';
+        x = px, y = py;
+    }
+    while (x > 0)
+        D->script[--pos] = 'M', x--;
+    *len = max + 1 - pos;
+    memmove(D->script, D->script + pos, *len);
+    return 0;
+}
+
+/* Emits a run of deletions (A ops [0, nd) of the queue) and insertions (B ops [0, ni)) that
+ * lie between two matches: those of equal keys pair up in order as matches (their outputs
+ * differ: a mismatch), the rest are missing and extra. */
+static int emit_block(struct diff *D, struct q *qa, uint32_t nd, struct q *qb, uint32_t ni)
+{
+    int st;
+    while (nd || ni) {
+        /* the first deletion whose key some later insertion has */
+        uint32_t j = 0;
+        while (nd && j < ni && qb->key[qb->head + j] != qa->key[qa->head])
+            j++;
+        if (!nd || j == ni) {
+            if (nd) { /* no partner: missing */
+                if ((st = emit_missing(D, &qa->op[qa->head])))
+                    return st;
+                qa->head++, qa->n--, nd--;
+                continue;
+            }
+            j = ni; /* no deletions left: the insertions are extra */
+        }
+        for (uint32_t k = 0; k < j; k++, ni--) {
+            if ((st = emit_extra(D, &qb->op[qb->head])))
+                return st;
+            qb->head++, qb->n--;
+        }
+        if (nd && ni) {
+            if ((st = emit_match(D, &qa->op[qa->head], &qb->op[qb->head])))
+                return st;
+            qa->head++, qa->n--, nd--;
+            qb->head++, qb->n--, ni--;
+        }
+    }
+    return 0;
+}
+
 /* Aligns what stream s has queued; final: both sides ended. */
 static int process(struct diff *D, uint32_t s, int final)
 {
@@ -246,37 +374,42 @@ static int process(struct diff *D, uint32_t s, int final)
     for (;;) {
         if (!qa->n || !qb->n)
             break;
-        struct sbt_op *a = &qa->op[qa->head], *b = &qb->op[qb->head];
-        if (qa->key[qa->head] == qb->key[qb->head]) {
-            if ((st = emit_match(D, a, b)))
+        if (same_op(qa, 0, qb, 0)) {
+            if ((st = emit_match(D, &qa->op[qa->head], &qb->op[qb->head])))
                 return st;
             qa->head++, qa->n--, qb->head++, qb->n--;
             continue;
         }
-        int full_a = qa->n >= W || D->s[0].eof, full_b = qb->n >= W || D->s[1].eof;
-        if (!final && !(full_a && full_b))
-            break;
-        /* nearest anchor: smallest i + j with A[i] == B[j] inside the window */
+        int end_a = final || D->s[0].eof, end_b = final || D->s[1].eof;
+        if (!(qa->n >= W || end_a) || !(qb->n >= W || end_b))
+            break; /* wait for a full window of context on both sides */
         uint32_t na = qa->n < W ? qa->n : W, nb = qb->n < W ? qb->n : W;
-        uint32_t bi = UINT32_MAX, bj = 0;
-        for (uint32_t d = 1; d < na + nb - 1 && bi == UINT32_MAX; d++)
-            for (uint32_t i = 0; i <= d && i < na; i++) {
-                uint32_t j = d - i;
-                if (j < nb && qa->key[qa->head + i] == qb->key[qb->head + j]) {
-                    bi = i, bj = j;
-                    break;
-                }
+        uint32_t len;
+        if ((st = myers(D, qa, na, qb, nb, &len)))
+            return st;
+        /* the whole script when it reaches both queues' ends and nothing more can come;
+         * else its first half (at least one step; a run of edits is taken whole) */
+        int all = end_a && end_b && na == qa->n && nb == qb->n;
+        uint32_t ia = 0, ib = 0, t = 0;
+        while (t < len && (all || !t || ia + ib < (na + nb) / 2)) {
+            if (D->script[t] == 'M') {
+                if ((st = emit_match(D, &qa->op[qa->head], &qb->op[qb->head])))
+                    return st;
+                qa->head++, qa->n--, qb->head++, qb->n--;
+                ia++, ib++, t++;
+                continue;
             }
-        if (bi == UINT32_MAX)
-            bi = 1, bj = 1; /* no anchor: A[0] missing, B[0] extra */
-        for (uint32_t i = 0; i < bi; i++)
-            if ((st = emit_missing(D, &qa->op[qa->head++])))
+            uint32_t nd = 0, ni = 0;
+            for (; t < len && D->script[t] != 'M'; t++) {
+                if (D->script[t] == 'D')
+                    nd++;
+                else
+                    ni++;
+            }
+            if ((st = emit_block(D, qa, nd, qb, ni)))
                 return st;
-        qa->n -= bi;
-        for (uint32_t j = 0; j < bj; j++)
-            if ((st = emit_extra(D, &qb->op[qb->head++])))
-                return st;
-        qb->n -= bj;
+            ia += nd, ib += ni;
+        }
     }
     /* one side ran far ahead, or everything ended: the rest cannot match */
     for (int k = 0; k < 2; k++) {
@@ -295,7 +428,7 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
     *out = NULL;
     if (!a || !b)
         return chk__fail(SBT_EINVAL, "diff: two traces are required");
-    struct diff D = {.window = CHK_OPT(o, window, 64u)};
+    struct diff D = {.window = CHK_OPT(o, window, 256u)};
     if (D.window < 2)
         D.window = 2;
     int st = chk__report_alloc(&D.rep, o, CHK_MODE_DIFF, 1);
@@ -305,7 +438,8 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
     D.max_f = CHK_OPT(o, max_findings, 1000u);
     D.collect = CHK_OPT(o, collect_events, 0);
     D.thr = rep->threshold;
-    D.km.rng = 0x5eed;
+    D.tm.rng = 0x5eed;
+    D.tm.n_runs = 1;
     void (*progress)(void *, uint64_t, uint64_t) = CHK_OPT(o, progress, NULL);
     void *pctx = CHK_OPT(o, progress_ctx, (void *)NULL);
     const struct sbt_range *range = CHK_OPT(o, range, (const struct sbt_range *)NULL);
@@ -344,6 +478,9 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
         }
     }
     rep->device = chk__strdup("*");
+    chk__note_complete(rep, a, rep->ref_name);
+    chk__note_complete(rep, b, rep->run_names[0]);
+    chk_regime(b, rep->regime, sizeof rep->regime);
     rep->priv->ref_t0 = D.s[0].t0;
     rep->priv->run_t0 = D.s[1].t0;
     uint64_t done_ops = 0, total = ia->n_ops + sbt_reader_info(b)->n_ops;
@@ -377,8 +514,13 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
     for (uint32_t i = 0; i < D.n_streams; i++)
         if ((st = process(&D, i, 1)))
             goto done;
-    if ((st = chk__kmap_report(&D.km, rep)) || (st = chk__roots(a, &D.status, rep)))
+    if ((st = chk__timing_ref_done(&D.tm)) || (st = chk__timing_report(&D.tm, rep, 0)) ||
+        (st = chk__roots(a, &D.status, rep)))
         goto done;
+    rep->timing_ref = CHK_TREF_BASELINE; /* A is B's reference: one run a side, not tested */
+    rep->n_ref_runs = 1;
+    rep->n_compared_runs = rep->n_verified ? 1 : 0;
+    rep->pass_bound = chk_no_difference_bound(rep->n_compared_runs, rep->confidence);
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         rep->failed |= rep->count[c] != 0;
 done:
@@ -392,7 +534,10 @@ done:
             }
         free(D.s[k].q);
     }
-    chk__kmap_free(&D.km);
+    chk__timing_free(&D.tm);
+    free(D.vsave);
+    free(D.v);
+    free(D.script);
     chk__status_free(&D.status);
     if (st < 0) {
         chk_report_free(rep);

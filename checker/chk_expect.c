@@ -1,7 +1,10 @@
 /*
  * checker/chk_expect.c — expectation files: per device, the expected output digest of each op
- * with a label (ok, flaky, skip). The format is in chk.h; it is line-based so that a diff of two
- * versions in review shows which ops changed.
+ * with a label (ok, flaky, skip), keyed by the op's identity (chk.h: stream, program and entry
+ * point, geometry, occurrence) so that a re-capture with inserted or removed ops keeps them
+ * attached to the right ops. Version 1 files keyed ops by seq; they are still read (entries
+ * keyed by seq, written back as "@<seq>"). Line-based so that a diff of two versions in review
+ * shows which ops changed.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,17 +15,24 @@
 #include "checker/chk_int.h"
 
 struct exp_op {
+    char *id; /* identity, NULL = keyed by seq */
     uint64_t seq;
     uint32_t label;
     sbt_hash digest;
     char *name;
+    int used; /* found by chk_expect_get */
 };
 
 struct exp_dev {
     char *device;
     struct exp_op *ops;
     uint32_t n, cap;
-    int sorted;
+    struct chk_strmap ids; /* identity -> index into id_op */
+    uint32_t *id_op;
+    uint32_t cap_id_op;
+    uint32_t *by_seq; /* indices of seq-keyed entries, sorted by seq when by_seq_sorted */
+    uint32_t n_by_seq, cap_by_seq;
+    int by_seq_sorted;
 };
 
 struct chk_expect {
@@ -38,14 +48,28 @@ int chk_expect_create(chk_expect **out)
     return *out ? 0 : chk__fail(SBT_ENOMEM, "out of memory for expectations");
 }
 
+static void dev_clear(struct exp_dev *d)
+{
+    for (uint32_t k = 0; k < d->n; k++) {
+        free(d->ops[k].name);
+        free(d->ops[k].id);
+    }
+    free(d->ops);
+    chk__strmap_free(&d->ids);
+    free(d->id_op);
+    free(d->by_seq);
+    d->ops = NULL, d->n = d->cap = 0;
+    d->id_op = NULL, d->cap_id_op = 0;
+    d->by_seq = NULL, d->n_by_seq = d->cap_by_seq = 0;
+    d->by_seq_sorted = 1;
+}
+
 void chk_expect_free(chk_expect *e)
 {
     if (!e)
         return;
     for (uint32_t i = 0; i < e->n; i++) {
-        for (uint32_t k = 0; k < e->dev[i].n; k++)
-            free(e->dev[i].ops[k].name);
-        free(e->dev[i].ops);
+        dev_clear(&e->dev[i]);
         free(e->dev[i].device);
     }
     free(e->dev);
@@ -69,7 +93,7 @@ static int dev_get(chk_expect *e, const char *device, struct exp_dev **out)
         return st;
     struct exp_dev *d = &e->dev[e->n];
     memset(d, 0, sizeof *d);
-    d->sorted = 1;
+    d->by_seq_sorted = 1;
     if (!(d->device = chk__strdup(device)))
         return chk__fail(SBT_ENOMEM, "out of memory for expectations");
     e->n++;
@@ -77,56 +101,105 @@ static int dev_get(chk_expect *e, const char *device, struct exp_dev **out)
     return 0;
 }
 
-static int cmp_op(const void *a, const void *b)
+static struct exp_dev *sort_dev; /* qsort has no context argument; one caller at a time */
+
+static int cmp_by_seq(const void *a, const void *b)
 {
-    const struct exp_op *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    uint64_t x = sort_dev->ops[*(const uint32_t *)a].seq;
+    uint64_t y = sort_dev->ops[*(const uint32_t *)b].seq;
+    return x < y ? -1 : x > y;
 }
 
-static struct exp_op *op_find(struct exp_dev *d, uint64_t seq)
+static struct exp_op *seq_find(struct exp_dev *d, uint64_t seq)
 {
-    if (!d->sorted) {
-        qsort(d->ops, d->n, sizeof *d->ops, cmp_op);
-        d->sorted = 1;
+    if (!d->by_seq_sorted) {
+        sort_dev = d;
+        qsort(d->by_seq, d->n_by_seq, sizeof *d->by_seq, cmp_by_seq);
+        sort_dev = NULL;
+        d->by_seq_sorted = 1;
     }
-    uint32_t a = 0, b = d->n;
+    uint32_t a = 0, b = d->n_by_seq;
     while (a < b) {
         uint32_t m = a + (b - a) / 2;
-        if (d->ops[m].seq < seq)
+        if (d->ops[d->by_seq[m]].seq < seq)
             a = m + 1;
         else
             b = m;
     }
-    return a < d->n && d->ops[a].seq == seq ? &d->ops[a] : NULL;
+    return a < d->n_by_seq && d->ops[d->by_seq[a]].seq == seq ? &d->ops[d->by_seq[a]] : NULL;
 }
 
-int chk_expect_set(chk_expect *e, const char *device, uint64_t seq, uint32_t label,
+/* "@<seq>" keys an op by seq */
+static int id_is_seq(const char *id, uint64_t *seq)
+{
+    if (!id || id[0] != '@' || !id[1])
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(id + 1, &end, 10);
+    if (*end || errno || !(id[1] >= '0' && id[1] <= '9'))
+        return 0;
+    *seq = v;
+    return 1;
+}
+
+static struct exp_op *id_find(struct exp_dev *d, const char *id)
+{
+    uint32_t i = chk__strmap_get(&d->ids, id);
+    return i == UINT32_MAX ? NULL : &d->ops[d->id_op[i]];
+}
+
+int chk_expect_set(chk_expect *e, const char *device, const char *id, uint64_t seq, uint32_t label,
                    const sbt_hash *digest, const char *name)
 {
     if (label > CHK_LABEL_SKIP)
         return chk__fail(SBT_EINVAL, "expectation label %u unknown", label);
+    if (id && (!*id || strpbrk(id, " \t\r\n")))
+        return chk__fail(SBT_EINVAL, "expectation identity '%.60s': empty or with blanks", id);
+    uint64_t s2;
+    if (id_is_seq(id, &s2))
+        id = NULL, seq = s2;
     struct exp_dev *d;
     int st = dev_get(e, device && *device ? device : "*", &d);
     if (st)
         return st;
-    /* appending in seq order (as check does) keeps the section sorted without searching */
-    struct exp_op *o = d->n && d->ops[d->n - 1].seq < seq ? NULL : op_find(d, seq);
+    struct exp_op *o = id ? id_find(d, id) : seq_find(d, seq);
     if (!o) {
         if ((st = chk__grow((void **)&d->ops, &d->cap, d->n + 1, sizeof *d->ops)))
             return st;
-        o = &d->ops[d->n++];
+        uint32_t k = d->n;
+        o = &d->ops[k];
         memset(o, 0, sizeof *o);
-        if (d->n > 1 && d->ops[d->n - 2].seq > seq)
-            d->sorted = 0;
-        o->seq = seq;
+        if (id) {
+            uint32_t idx;
+            int added;
+            if (!(o->id = chk__strdup(id)))
+                return chk__fail(SBT_ENOMEM, "out of memory for expectations");
+            if ((st = chk__strmap_find(&d->ids, id, &idx, &added)) ||
+                (st = chk__grow((void **)&d->id_op, &d->cap_id_op, idx + 1, sizeof *d->id_op))) {
+                free(o->id);
+                return st;
+            }
+            d->id_op[idx] = k;
+        } else {
+            if ((st = chk__grow((void **)&d->by_seq, &d->cap_by_seq, d->n_by_seq + 1,
+                                sizeof *d->by_seq)))
+                return st;
+            /* appending in seq order (as check does) keeps the index sorted */
+            if (d->n_by_seq && d->ops[d->by_seq[d->n_by_seq - 1]].seq > seq)
+                d->by_seq_sorted = 0;
+            d->by_seq[d->n_by_seq++] = k;
+        }
+        d->n++;
     }
+    o->seq = seq;
     o->label = label;
     o->digest = digest ? *digest : (sbt_hash){0, 0};
     if (name) {
         char *n = chk__strdup(name);
         if (!n)
             return chk__fail(SBT_ENOMEM, "out of memory for expectations");
-        /* names are one word-free field at the end of the line: no newlines */
+        /* names are the free-form rest of the line: no newlines */
         for (char *p = n; *p; p++)
             if (*p == '\n' || *p == '\r')
                 *p = ' ';
@@ -136,15 +209,20 @@ int chk_expect_set(chk_expect *e, const char *device, uint64_t seq, uint32_t lab
     return 0;
 }
 
-int chk_expect_get(const chk_expect *e, const char *device, uint64_t seq, uint32_t *label,
-                   sbt_hash *digest)
+int chk_expect_get(const chk_expect *e, const char *device, const char *id, uint64_t seq,
+                   uint32_t *label, sbt_hash *digest)
 {
     struct exp_dev *d = dev_find(e, device && *device ? device : "*");
     if (!d)
         d = dev_find(e, "*");
-    struct exp_op *o = d ? op_find(d, seq) : NULL;
+    if (!d)
+        return 0;
+    struct exp_op *o = id ? id_find(d, id) : NULL;
+    if (!o)
+        o = seq_find(d, seq);
     if (!o)
         return 0;
+    o->used = 1; /* bookkeeping of the lookups, not a visible change of the set */
     *label = o->label;
     *digest = o->digest;
     return 1;
@@ -154,6 +232,17 @@ uint64_t chk_expect_count(const chk_expect *e, const char *device)
 {
     struct exp_dev *d = dev_find(e, device && *device ? device : "*");
     return d ? d->n : 0;
+}
+
+uint64_t chk_expect_unused(const chk_expect *e, const char *device)
+{
+    struct exp_dev *d = dev_find(e, device && *device ? device : "*");
+    if (!d)
+        d = dev_find(e, "*");
+    uint64_t n = 0;
+    for (uint32_t k = 0; d && k < d->n; k++)
+        n += !d->ops[k].used;
+    return n;
 }
 
 static int parse_hex(const char *s, sbt_hash *h)
@@ -199,7 +288,7 @@ int chk_expect_load(const char *path, chk_expect **out)
     char line[4096];
     char device[1024] = "*";
     uint64_t ln = 0;
-    int seen_header = 0;
+    int version = 0;
     while (fgets(line, sizeof line, f)) {
         ln++;
         if (!strchr(line, '\n') && !feof(f)) {
@@ -208,21 +297,25 @@ int chk_expect_load(const char *path, chk_expect **out)
             goto fail;
         }
         char *hash = strchr(line, '#');
-        if (hash && (hash == line || hash[-1] == ' ' || hash[-1] == '\t'))
+        /* '#' starts a comment at the start of a line or after a blank; identities hold '#'
+         * after a non-blank */
+        while (hash && hash != line && hash[-1] != ' ' && hash[-1] != '\t')
+            hash = strchr(hash + 1, '#');
+        if (hash)
             *hash = 0;
         char *s = trim(line);
         if (!*s)
             continue;
-        if (!seen_header) {
-            if (strcmp(s, "reprise-expect 1")) {
-                st =
-                    chk__fail(SBT_ECORRUPT,
-                              "%s:%" PRIu64 ": expected the header 'reprise-expect 1', got '%.40s'",
-                              path, ln, s);
-                goto fail;
+        if (!version) {
+            if (!strcmp(s, "reprise-expect 1") || !strcmp(s, "reprise-expect 2")) {
+                version = s[15] - '0';
+                continue;
             }
-            seen_header = 1;
-            continue;
+            st = chk__fail(SBT_ECORRUPT,
+                           "%s:%" PRIu64 ": expected the header 'reprise-expect 2' (or 1), got "
+                           "'%.40s'",
+                           path, ln, s);
+            goto fail;
         }
         if (!strncmp(s, "device ", 7)) {
             snprintf(device, sizeof device, "%s", trim(s + 7));
@@ -233,17 +326,48 @@ int chk_expect_load(const char *path, chk_expect **out)
         }
         if (strncmp(s, "op ", 3)) {
             st = chk__fail(SBT_ECORRUPT,
-                           "%s:%" PRIu64 ": expected 'device NAME' or 'op SEQ "
-                           "DIGEST|- ok|flaky|skip [NAME]', got '%.40s'",
-                           path, ln, s);
+                           "%s:%" PRIu64 ": expected 'device NAME' or 'op %s DIGEST|- "
+                           "ok|flaky|skip%s', got '%.40s'",
+                           path, ln, version == 1 ? "SEQ" : "IDENTITY",
+                           version == 1 ? " [NAME]" : " SEQ|- [NAME]", s);
             goto fail;
         }
-        char dig[64], lab[16];
-        unsigned long long seq;
-        int used = 0;
-        if (sscanf(s + 3, "%llu %63s %15s %n", &seq, dig, lab, &used) < 3) {
-            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": expected 'op SEQ DIGEST|- LABEL [NAME]'",
-                           path, ln);
+        char key[1024], dig[64], lab[16], sq[32] = "-";
+        int used = 0, got;
+        if (version == 1)
+            got = sscanf(s + 3, "%1023s %63s %15s %n", key, dig, lab, &used) + 1;
+        else
+            got = sscanf(s + 3, "%1023s %63s %15s %31s %n", key, dig, lab, sq, &used);
+        if (got < 4) {
+            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": expected 'op %s DIGEST|- LABEL%s'", path,
+                           ln, version == 1 ? "SEQ" : "IDENTITY",
+                           version == 1 ? " [NAME]" : " SEQ|- [NAME]");
+            goto fail;
+        }
+        uint64_t seq = UINT64_MAX;
+        const char *id = key;
+        char *end;
+        if (version == 1) {
+            errno = 0;
+            seq = strtoull(key, &end, 10);
+            if (*end || errno || !(key[0] >= '0' && key[0] <= '9')) {
+                st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": op '%.40s': expected a seq number",
+                               path, ln, key);
+                goto fail;
+            }
+            id = NULL;
+        } else if (strcmp(sq, "-")) {
+            errno = 0;
+            seq = strtoull(sq, &end, 10);
+            if (*end || errno || !(sq[0] >= '0' && sq[0] <= '9')) {
+                st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": seq '%.31s': expected a number or -",
+                               path, ln, sq);
+                goto fail;
+            }
+        }
+        if (id && key[0] == '@' && !id_is_seq(key, &seq)) {
+            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": identity '%.40s': @ needs a seq number",
+                           path, ln, key);
             goto fail;
         }
         uint32_t label = 3;
@@ -263,20 +387,20 @@ int chk_expect_load(const char *path, chk_expect **out)
             goto fail;
         }
         if (label == CHK_LABEL_OK && !strcmp(dig, "-")) {
-            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": op %llu: label ok needs a digest", path,
-                           ln, seq);
+            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": op %s: label ok needs a digest", path, ln,
+                           key);
             goto fail;
         }
         const char *name = used ? trim(s + 3 + used) : "";
-        if ((st = chk_expect_set(e, device, seq, label, &h, *name ? name : NULL)))
+        if ((st = chk_expect_set(e, device, id, seq, label, &h, *name ? name : NULL)))
             goto fail;
     }
     if (ferror(f)) {
         st = chk__fail(SBT_EIO, "%s: read error", path);
         goto fail;
     }
-    if (!seen_header) {
-        st = chk__fail(SBT_ECORRUPT, "%s: empty; expected the header 'reprise-expect 1'", path);
+    if (!version) {
+        st = chk__fail(SBT_ECORRUPT, "%s: empty; expected the header 'reprise-expect 2'", path);
         goto fail;
     }
     fclose(f);
@@ -293,6 +417,15 @@ static int cmp_dev(const void *a, const void *b)
     return strcmp(((const struct exp_dev *)a)->device, ((const struct exp_dev *)b)->device);
 }
 
+static int cmp_op_ptr(const void *a, const void *b)
+{
+    const struct exp_op *x = *(const struct exp_op *const *)a,
+                        *y = *(const struct exp_op *const *)b;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return strcmp(x->id ? x->id : "", y->id ? y->id : "");
+}
+
 int chk_expect_save(const chk_expect *ce, const char *path)
 {
     chk_expect *e = (chk_expect *)ce; /* sorting sections is not a visible change */
@@ -302,24 +435,41 @@ int chk_expect_save(const chk_expect *ce, const char *path)
     if (!f)
         return chk__fail(SBT_EIO, "%s: %s", tmp, strerror(errno));
     qsort(e->dev, e->n, sizeof *e->dev, cmp_dev);
-    fprintf(f, "reprise-expect 1\n"
-               "# Expected output digests per device and op (reprise check --expect).\n"
-               "# op SEQ DIGEST|- ok|flaky|skip [NAME]: ok = must match; flaky = varied across\n"
-               "# repeated runs, not checked; skip = ignored (kept by --update-expect).\n");
+    fprintf(f,
+            "reprise-expect 2\n"
+            "# Expected output digests per device and op (reprise check --expect).\n"
+            "# op IDENTITY DIGEST|- ok|flaky|skip SEQ|- [NAME]: ok = must match; flaky = varied\n"
+            "# across repeated runs, not checked; skip = ignored (kept by --update-expect).\n"
+            "# IDENTITY = s<stream>/<program:entry or kind>/<geometry or bytes>#<occurrence on\n"
+            "# the stream>, or @<seq>; SEQ and NAME are informational.\n");
     for (uint32_t i = 0; i < e->n; i++) {
         struct exp_dev *d = &e->dev[i];
-        if (!d->sorted) {
-            qsort(d->ops, d->n, sizeof *d->ops, cmp_op);
-            d->sorted = 1;
+        struct exp_op **ord = chk__calloc(d->n + 1, sizeof *ord);
+        if (!ord) {
+            fclose(f);
+            remove(tmp);
+            return chk__fail(SBT_ENOMEM, "out of memory writing %s", path);
         }
+        for (uint32_t k = 0; k < d->n; k++)
+            ord[k] = &d->ops[k];
+        qsort(ord, d->n, sizeof *ord, cmp_op_ptr);
         fprintf(f, "\ndevice %s\n", d->device);
         for (uint32_t k = 0; k < d->n; k++) {
             char hex[33];
-            const struct exp_op *o = &d->ops[k];
-            fprintf(f, "op %" PRIu64 " %s %s%s%s\n", o->seq,
-                    o->label == CHK_LABEL_OK ? sbt_hash_hex(o->digest, hex) : "-",
-                    label_names[o->label], o->name ? " " : "", o->name ? o->name : "");
+            const struct exp_op *o = ord[k];
+            if (o->id)
+                fprintf(f, "op %s", o->id);
+            else
+                fprintf(f, "op @%" PRIu64, o->seq);
+            fprintf(f, " %s %s", o->label == CHK_LABEL_OK ? sbt_hash_hex(o->digest, hex) : "-",
+                    label_names[o->label]);
+            if (o->seq != UINT64_MAX)
+                fprintf(f, " %" PRIu64, o->seq);
+            else
+                fputs(" -", f);
+            fprintf(f, "%s%s\n", o->name ? " " : "", o->name ? o->name : "");
         }
+        free(ord);
     }
     int bad = ferror(f);
     if (fclose(f) || bad) {
@@ -344,10 +494,12 @@ int chk_expect_replace(chk_expect *dst, chk_expect *src, const char *device)
     int st = dev_get(dst, dn, &d);
     if (st)
         return st;
-    for (uint32_t k = 0; k < d->n; k++)
-        free(d->ops[k].name);
-    free(d->ops);
-    d->ops = s->ops, d->n = s->n, d->cap = s->cap, d->sorted = s->sorted;
-    s->ops = NULL, s->n = s->cap = 0;
+    dev_clear(d);
+    char *dname = d->device, *sname = s->device;
+    *d = *s;
+    d->device = dname;
+    memset(s, 0, sizeof *s); /* src keeps an empty section */
+    s->by_seq_sorted = 1;
+    s->device = sname;
     return 0;
 }

@@ -114,7 +114,8 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
     uint64_t u_mism = sbt_export_uuid(DIFF_RUN, TK_DELTA, 2, 0);
     uint64_t u_div = sbt_export_uuid(DIFF_RUN, TK_DIV, 0, 0);
     char pname[256];
-    snprintf(pname, sizeof pname, "diff: %s vs %s", cand, rep->ref_name);
+    snprintf(pname, sizeof pname, "diff: %s vs %s%s", cand, rep->ref_name,
+             rep->incomplete ? " [INCOMPLETE TRACE]" : "");
     const struct sbt_export_track fixed[] = {
         {.uuid = proc, .kind = SBT_EXPORT_TRACK_PROCESS, .name = pname, .pid = DIFF_PID},
         {.uuid = u_div,
@@ -280,6 +281,35 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
     }
     if (P->n_ev) {
         if (last_delta && (st = sbt_export_counter(em, u_delta, t_end, 0)) < 0) {
+            st = chk__fail_sbt(st);
+            goto done;
+        }
+    }
+
+    /* the gate's verdict and what it rests on, at the start of the divergences track */
+    {
+        char verdict[64];
+        snprintf(verdict, sizeof verdict, "gate: %s%s", rep->failed ? "FAIL" : "PASS",
+                 rep->incomplete ? " (incomplete trace)" : "");
+        struct sbt_export_arg args[] = {
+            {.name = "outputs_compared", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_verified},
+            {.name = "device_ops", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_device_ops},
+            {.name = "unverified", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_unverified},
+            {.name = "runs_compared", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_compared_runs},
+            {.name = "per_run_difference_bound",
+             .type = SBT_EXPORT_ARG_DOUBLE,
+             .v.d = rep->pass_bound},
+            {.name = "trace_complete",
+             .type = SBT_EXPORT_ARG_STR,
+             .v.s = rep->incomplete ? "no" : "yes"},
+            {.name = "incomplete_reason", .type = SBT_EXPORT_ARG_STR, .v.s = rep->incomplete_why},
+            {.name = "fail_reason", .type = SBT_EXPORT_ARG_STR, .v.s = rep->fail_reason},
+        };
+        struct sbt_export_event ev = {.name = verdict,
+                                      .category = "diff",
+                                      .args = args,
+                                      .n_args = sizeof args / sizeof args[0]};
+        if ((st = sbt_export_instant(em, u_div, T0, &ev)) < 0) {
             st = chk__fail_sbt(st);
             goto done;
         }

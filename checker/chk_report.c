@@ -49,9 +49,89 @@ static void finding_line(FILE *f, const struct chk_finding *x)
     fputc('\n', f);
 }
 
+static const char *tref_name(uint32_t t)
+{
+    return t == CHK_TREF_BASELINE ? "baseline" : t == CHK_TREF_CAPTURE ? "capture" : "none";
+}
+
+/* "+12.3%" or "-" */
+static const char *fmt_pct(double v, char *b, size_t n)
+{
+    if (isnan(v))
+        snprintf(b, n, "-");
+    else
+        snprintf(b, n, "%+.1f%%", v * 100);
+    return b;
+}
+
+static void timing_text(const struct chk_report *rep, FILE *f)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    uint32_t n_reg = (uint32_t)rep->count[CHK_TIMING];
+    if (rep->mode == CHK_MODE_DIFF) {
+        if (rep->n_kernels)
+            fprintf(f,
+                    "  timing: %u groups, one run a side: effects shown, not tested (check "
+                    "--baseline tests them over runs)\n",
+                    rep->n_kernels);
+    } else if (rep->timing_ref == CHK_TREF_NONE) {
+        if (rep->n_kernels)
+            fprintf(f, "  timing: not gated (no reference: --baseline RESULTS, or "
+                       "--timing-reference capture); medians over the runs' per-run medians:\n");
+    } else {
+        fprintf(f, "  timing: reference = %s (%u run%s)",
+                rep->timing_ref == CHK_TREF_CAPTURE ? "the capture's timings" : "baseline results",
+                rep->n_ref_runs, rep->n_ref_runs == 1 ? "" : "s");
+        if (rep->regime[0])
+            fprintf(f, ", regime %s", rep->regime);
+        fputc('\n', f);
+        if (rep->regime_note[0])
+            fprintf(f, "    regimes differ (compared anyway, --allow-regime-change): %s\n",
+                    rep->regime_note);
+        if (rep->threshold < 0)
+            fprintf(f, "    timing gate off (--timing-threshold off)\n");
+        else
+            fprintf(
+                f,
+                "    %u group%s tested: slower by more than %.1f%%? (one-sided Mann-Whitney U on "
+                "per-run medians, Holm over the tests at %.2f): %u regression%s\n",
+                rep->n_tests, rep->n_tests == 1 ? "" : "s", rep->threshold * 100,
+                1 - rep->confidence, n_reg, n_reg == 1 ? "" : "s");
+        if (rep->n_tests && rep->threshold >= 0 &&
+            rep->min_p >= (1 - rep->confidence) / rep->n_tests)
+            fprintf(f,
+                    "    WARNING: this gate cannot detect a slowdown: the smallest p-value %u "
+                    "runs against %u reference runs can give is %.3g, not below %.3g; keep more "
+                    "baseline results or run more replays\n",
+                    rep->n_runs, rep->n_ref_runs, rep->min_p, (1 - rep->confidence) / rep->n_tests);
+    }
+    for (uint32_t i = 0, shown = 0; i < rep->n_kernels && shown < 6; i++) {
+        const struct chk_timing_row *k = &rep->kernels[i];
+        if (k->verdict == CHK_TIME_NO_DATA && rep->timing_ref != CHK_TREF_NONE)
+            continue;
+        shown++;
+        if (rep->timing_ref == CHK_TREF_NONE && rep->mode == CHK_MODE_CHECK) {
+            fprintf(f, "    %-44.44s %s (%u runs, CI %s..%s @%.0f%%)\n", k->name,
+                    fmt_ns(k->run.median, b1, sizeof b1), k->n_runs,
+                    fmt_ns(k->run.ci_lo, b2, sizeof b2), fmt_ns(k->run.ci_hi, b3, sizeof b3),
+                    k->run.ci_level * 100);
+            continue;
+        }
+        fprintf(f, "    %-11s %-44.44s %s -> %s (%s", chk_time_verdict_name(k->verdict), k->name,
+                fmt_ns(k->ref_median, b1, sizeof b1), fmt_ns(k->run.median, b2, sizeof b2),
+                fmt_pct(k->effect, b3, sizeof b3));
+        if (rep->mode == CHK_MODE_CHECK && k->effect_level > 0)
+            fprintf(f, ", CI %s..%s @%.0f%%", fmt_pct(k->effect_lo, b4, sizeof b4),
+                    fmt_pct(k->effect_hi, b5, sizeof b5), k->effect_level * 100);
+        if (rep->mode == CHK_MODE_CHECK && rep->n_tests)
+            fprintf(f, ", p_adj=%.3g", k->p_adj);
+        fputs(")\n", f);
+    }
+}
+
 int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
 {
-    char tb[32], b1[32], b2[32];
+    char tb[32];
     if (rep->mode == CHK_MODE_DIFF)
         fprintf(f, "reprise diff: %s  %s vs %s (%" PRIu64 " ops)\n", rep->failed ? "FAIL" : "PASS",
                 rep->ref_name, rep->n_runs ? rep->run_names[0] : "?", rep->n_ref_ops);
@@ -59,26 +139,51 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
         fprintf(f, "reprise check: %s  %s vs %u run%s (%" PRIu64 " ops)\n",
                 rep->failed ? "FAIL" : "PASS", rep->ref_name, rep->n_runs,
                 rep->n_runs == 1 ? "" : "s", rep->n_ref_ops);
+    if (rep->incomplete)
+        fprintf(f, "  INCOMPLETE TRACE, compared anyway: %s\n", rep->incomplete_why);
+    if (rep->fail_reason[0])
+        fprintf(f, "  FAIL: %s\n", rep->fail_reason);
     if (rep->mode == CHK_MODE_CHECK) {
         fprintf(f, "  runs:");
         for (uint32_t i = 0; i < rep->n_runs; i++)
             fprintf(f, " %s", rep->run_names[i]);
         fprintf(f, "%s\n", rep->n_runs ? "" : " none (capture digests only)");
     }
-    fprintf(f, "  outputs (%s): %" PRIu64 " verified, %" PRIu64 " matched, %" PRIu64 " unverified",
-            tol_str(&rep->tol, tb, sizeof tb), rep->n_verified, rep->n_matched, rep->n_unverified);
+    fprintf(f, "  outputs (%s): %" PRIu64 " of %" PRIu64 " device ops compared, %" PRIu64 " agreed",
+            tol_str(&rep->tol, tb, sizeof tb), rep->n_verified, rep->n_device_ops, rep->n_matched);
     if (rep->n_tolerated)
         fprintf(f, ", %" PRIu64 " within tolerance (largest difference %g)", rep->n_tolerated,
                 rep->max_diff);
-    if (rep->n_flaky)
-        fprintf(f, ", %" PRIu64 " known-flaky varied", rep->n_flaky);
-    if (rep->n_skipped)
-        fprintf(f, ", %" PRIu64 " skipped", rep->n_skipped);
     fputc('\n', f);
+    if (rep->n_unverified) {
+        fprintf(f, "  unverified: %" PRIu64 " device op%s not compared (", rep->n_unverified,
+                rep->n_unverified == 1 ? "" : "s");
+        for (uint32_t w = 0, k = 0; w < 5; w++)
+            if (rep->n_unverified_why[w])
+                fprintf(f, "%s%s %" PRIu64, k++ ? ", " : "", chk_unverified_name(w),
+                        rep->n_unverified_why[w]);
+        fprintf(f, ")%s\n", rep->n_unverified > 3 ? "; --json lists them" : "");
+        for (uint32_t i = 0; i < rep->n_unverified_listed && i < 3; i++)
+            fprintf(f, "    op %" PRIu64 " %s \"%s\" (stream %u): %s\n", rep->unverified[i].seq,
+                    sbt_op_kind_name(rep->unverified[i].op_kind), rep->unverified[i].name,
+                    rep->unverified[i].stream, chk_unverified_name(rep->unverified[i].why));
+    }
+    if (rep->n_expect_unused)
+        fprintf(f, "  expectations: %" PRIu64 " entries matched no op of this trace\n",
+                rep->n_expect_unused);
+    if (rep->n_verified && rep->mode == CHK_MODE_CHECK)
+        fprintf(f,
+                "  a pass means: no output differed in %u run%s; so at %.0f%% confidence an op "
+                "differs in a given run with probability below %.3g (about 3/N)\n",
+                rep->n_compared_runs, rep->n_compared_runs == 1 ? "" : "s", rep->confidence * 100,
+                rep->pass_bound);
     fprintf(f, "  findings:");
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         fprintf(f, " %s %" PRIu64 "%s", chk_class_name(c), rep->count[c],
                 c + 1 < CHK__NCLASS ? "," : "\n");
+    if (rep->n_flaky || rep->n_skipped)
+        fprintf(f, "  expectations: %" PRIu64 " known-flaky ops varied, %" PRIu64 " skipped\n",
+                rep->n_flaky, rep->n_skipped);
     if (rep->n_bytes_unavailable)
         fprintf(f,
                 "  note: %" PRIu64 " mismatches could not be compared under the tolerance: "
@@ -113,30 +218,7 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
     if (total > shown + (rep->has_first ? 1 : 0))
         fprintf(f, "    ... %" PRIu64 " more (--json lists up to max_findings)\n",
                 total - shown - (rep->has_first ? 1 : 0));
-    uint32_t n_reg = 0;
-    for (uint32_t i = 0; i < rep->n_kernels; i++)
-        n_reg += rep->kernels[i].verdict == CHK_TIME_REGRESSION;
-    if (rep->threshold >= 0)
-        fprintf(f,
-                "  timing: %u kernels, %u regressions, %" PRIu64 " op regressions (threshold "
-                "%.1f%%, confidence %.2f; kernels: Mann-Whitney U, ops: sign test)\n",
-                rep->n_kernels, n_reg, rep->count[CHK_TIMING] - n_reg, rep->threshold * 100,
-                rep->confidence);
-    for (uint32_t i = 0; i < rep->n_kernels && i < 5; i++) {
-        const struct chk_timing_row *k = &rep->kernels[i];
-        if (k->verdict == CHK_TIME_NO_DATA)
-            continue;
-        fprintf(f, "    %-11s %-28.28s %s -> %s (%+.1f%%, CI %s..%s @%.0f%%, p=%.3g)\n",
-                chk_time_verdict_name(k->verdict), k->name, fmt_ns(k->ref_median, b1, sizeof b1),
-                fmt_ns(k->run.median, b2, sizeof b2), k->rel_diff * 100,
-                fmt_ns(k->run.ci_lo, tb, sizeof tb), fmt_ns(k->run.ci_hi, tb + 16, 16),
-                k->run.ci_level * 100, k->p_value);
-    }
-    for (uint32_t i = 0; i < rep->n_ops && i < 3; i++)
-        fprintf(f, "    op %" PRIu64 " \"%s\": %s -> %s (%+.1f%%, sign test p=%.3g)\n",
-                rep->ops[i].seq, rep->ops[i].name, fmt_ns(rep->ops[i].ref_ns, b1, sizeof b1),
-                fmt_ns(rep->ops[i].run.median, b2, sizeof b2), rep->ops[i].rel_diff * 100,
-                rep->ops[i].p_value);
+    timing_text(rep, f);
     return ferror(f) ? chk__fail(SBT_EIO, "write error") : 0;
 }
 
@@ -214,6 +296,10 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     fprintf(f, "{\"mode\":\"%s\",\"result\":\"%s\",\"reference\":",
             rep->mode == CHK_MODE_DIFF ? "diff" : "check", rep->failed ? "fail" : "pass");
     jstr(f, rep->ref_name);
+    fputs(",\"fail_reason\":", f);
+    jstr(f, rep->fail_reason);
+    fprintf(f, ",\"complete\":%s,\"incomplete_reason\":", rep->incomplete ? "false" : "true");
+    jstr(f, rep->incomplete_why);
     fputs(",\"runs\":[", f);
     for (uint32_t i = 0; i < rep->n_runs; i++) {
         fputs(i ? "," : "", f);
@@ -226,13 +312,26 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     fputs(",\"confidence\":", f);
     jnum(f, rep->confidence);
     fprintf(f,
-            ",\"ops\":%" PRIu64 ",\"verified\":%" PRIu64 ",\"matched\":%" PRIu64
-            ",\"unverified\":%" PRIu64 ",\"tolerated\":%" PRIu64 ",\"bytes_unavailable\":%" PRIu64
-            ",\"flaky\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"timed\":%" PRIu64 ",\"max_diff\":",
-            rep->n_ref_ops, rep->n_verified, rep->n_matched, rep->n_unverified, rep->n_tolerated,
-            rep->n_bytes_unavailable, rep->n_flaky, rep->n_skipped, rep->n_timed);
+            ",\"ops\":%" PRIu64 ",\"device_ops\":%" PRIu64 ",\"verified\":%" PRIu64
+            ",\"matched\":%" PRIu64 ",\"unverified\":%" PRIu64 ",\"tolerated\":%" PRIu64
+            ",\"bytes_unavailable\":%" PRIu64 ",\"flaky\":%" PRIu64 ",\"skipped\":%" PRIu64
+            ",\"timed\":%" PRIu64 ",\"expectations_unused\":%" PRIu64 ",\"max_diff\":",
+            rep->n_ref_ops, rep->n_device_ops, rep->n_verified, rep->n_matched, rep->n_unverified,
+            rep->n_tolerated, rep->n_bytes_unavailable, rep->n_flaky, rep->n_skipped, rep->n_timed,
+            rep->n_expect_unused);
     jnum(f, rep->max_diff);
-    fputs(",\"counts\":{", f);
+    fprintf(f, ",\"pass_means\":{\"runs_compared\":%u,\"bound\":", rep->n_compared_runs);
+    jnum(f, rep->pass_bound);
+    fputs(",\"confidence\":", f);
+    jnum(f, rep->confidence);
+    fputs(",\"statement\":\"with no difference in runs_compared runs, the probability that an op "
+          "differs in a given run is below bound at this confidence\"}",
+          f);
+    fputs(",\"unverified_by_reason\":{", f);
+    for (uint32_t w = 0; w < 5; w++)
+        fprintf(f, "%s\"%s\":%" PRIu64, w ? "," : "", chk_unverified_name(w),
+                rep->n_unverified_why[w]);
+    fputs("},\"counts\":{", f);
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         fprintf(f, "%s\"%s\":%" PRIu64, c ? "," : "", chk_class_name(c), rep->count[c]);
     fprintf(f, "},\"roots\":%" PRIu64 ",\"first_divergence\":", rep->n_roots);
@@ -245,39 +344,66 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         fputs(i ? "," : "", f);
         jfinding(f, &rep->findings[i]);
     }
-    fputs("],\"kernels\":[", f);
+    fputs("],\"unverified_ops\":[", f);
+    for (uint32_t i = 0; i < rep->n_unverified_listed; i++) {
+        const struct chk_unverified *u = &rep->unverified[i];
+        fprintf(f, "%s{\"seq\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%u,\"why\":\"%s\",\"name\":",
+                i ? "," : "", u->seq, sbt_op_kind_name(u->op_kind), u->stream,
+                chk_unverified_name(u->why));
+        jstr(f, u->name);
+        fputc('}', f);
+    }
+    fprintf(f, "],\"timing\":{\"reference\":\"%s\",\"reference_runs\":%u,\"regime\":",
+            tref_name(rep->timing_ref), rep->n_ref_runs);
+    jstr(f, rep->regime);
+    fputs(",\"regime_differences\":", f);
+    jstr(f, rep->regime_note);
+    fprintf(f,
+            ",\"unit\":\"run (per-run median of a group's launches)\",\"test\":\"%s\","
+            "\"correction\":\"holm\",\"tests\":%u,\"alpha\":",
+            rep->mode == CHK_MODE_DIFF
+                ? "none (one run a side)"
+                : "mann-whitney-u one-sided of runs / (1 + min_effect) vs reference runs, exact "
+                  "up to 60 runs",
+            rep->n_tests);
+    jnum(f, 1 - rep->confidence);
+    fputs(",\"min_effect\":", f);
+    jnum(f, rep->threshold);
+    fputs(",\"min_attainable_p\":", f);
+    jnum(f, rep->min_p);
+    fprintf(f, ",\"can_detect\":%s}",
+            rep->n_tests && rep->threshold >= 0 && rep->min_p < (1 - rep->confidence) / rep->n_tests
+                ? "true"
+                : "false");
+    fputs(",\"kernels\":[", f);
     for (uint32_t i = 0; i < rep->n_kernels; i++) {
         const struct chk_timing_row *k = &rep->kernels[i];
         fputs(i ? ",{\"name\":" : "{\"name\":", f);
         jstr(f, k->name);
-        fprintf(
-            f, ",\"verdict\":\"%s\",\"n_ref\":%" PRIu64 ",\"n_run\":%" PRIu64 ",\"ref_median_ns\":",
-            chk_time_verdict_name(k->verdict), k->n_ref, k->n_run);
+        fprintf(f,
+                ",\"verdict\":\"%s\",\"ref_runs\":%u,\"runs\":%u,\"n_ref\":%" PRIu64
+                ",\"n_run\":%" PRIu64 ",\"ref_median_ns\":",
+                chk_time_verdict_name(k->verdict), k->n_ref_runs, k->n_runs, k->n_ref, k->n_run);
         jnum(f, k->ref_median);
         fputs(",\"run_ns\":", f);
         jsummary(f, &k->run);
-        fputs(",\"rel_diff\":", f);
-        jnum(f, k->rel_diff);
+        fputs(",\"effect\":", f);
+        jnum(f, k->effect);
+        fputs(",\"effect_ci\":[", f);
+        jnum(f, k->effect_lo);
+        fputc(',', f);
+        jnum(f, k->effect_hi);
+        fputs("],\"effect_ci_level\":", f);
+        jnum(f, k->effect_level);
         fputs(",\"p_slower\":", f);
         jnum(f, k->p_value);
+        fputs(",\"p_slower_adj\":", f);
+        jnum(f, k->p_adj);
         fputs(",\"p_faster\":", f);
         jnum(f, k->p_faster);
-        fputs(",\"test\":\"mann-whitney-u one-sided\"}", f);
-    }
-    fputs("],\"op_regressions\":[", f);
-    for (uint32_t i = 0; i < rep->n_ops; i++) {
-        const struct chk_op_timing *o = &rep->ops[i];
-        fprintf(f, "%s{\"seq\":%" PRIu64 ",\"name\":", i ? "," : "", o->seq);
-        jstr(f, o->name);
-        fputs(",\"ref_ns\":", f);
-        jnum(f, o->ref_ns);
-        fputs(",\"run_ns\":", f);
-        jsummary(f, &o->run);
-        fputs(",\"rel_diff\":", f);
-        jnum(f, o->rel_diff);
-        fputs(",\"p_value\":", f);
-        jnum(f, o->p_value);
-        fputs(",\"test\":\"sign test one-sided\"}", f);
+        fputs(",\"p_faster_adj\":", f);
+        jnum(f, k->p_faster_adj);
+        fputc('}', f);
     }
     fputs("]}\n", f);
     return ferror(f) ? chk__fail(SBT_EIO, "write error") : 0;
@@ -320,29 +446,66 @@ static void xstr(FILE *f, const char *s)
 
 int chk_report_junit(const struct chk_report *rep, FILE *f)
 {
-    uint32_t n_cases = 1 + rep->n_runs + CHK__NCLASS, n_fail = 0;
+    int cov_fail = rep->n_verified == 0, cov_skip = !cov_fail && rep->n_unverified;
+    uint32_t n_cases = 1 + rep->n_runs + CHK__NCLASS + 1 + (rep->incomplete ? 1 : 0), n_fail = 0;
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         n_fail += rep->count[c] != 0;
+    n_fail += (rep->failed ? 1 : 0) + cov_fail;
+    uint32_t n_skip = (uint32_t)cov_skip + (rep->incomplete ? 1 : 0);
     const char *suite = rep->mode == CHK_MODE_DIFF ? "reprise.diff" : "reprise.check";
+    char line[700];
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
-    fprintf(f, "  <testsuite name=\"%s\" tests=\"%u\" failures=\"%u\" errors=\"0\">\n", suite,
-            n_cases, n_fail + (rep->failed ? 1 : 0));
+    fprintf(f,
+            "  <testsuite name=\"%s\" tests=\"%u\" failures=\"%u\" errors=\"0\" skipped=\"%u\">\n",
+            suite, n_cases, n_fail, n_skip);
+    /* what the verdict rests on, for whoever reads the XML */
+    fputs("    <properties>\n", f);
+    struct {
+        const char *k;
+        char v[640];
+    } props[8];
+    uint32_t np = 0;
+    snprintf(props[np].v, sizeof props[np].v, "%s", rep->incomplete ? "no" : "yes");
+    props[np++].k = "trace.complete";
+    if (rep->incomplete) {
+        snprintf(props[np].v, sizeof props[np].v, "%s", rep->incomplete_why);
+        props[np++].k = "trace.incomplete_reason";
+    }
+    snprintf(props[np].v, sizeof props[np].v, "%" PRIu64 " of %" PRIu64, rep->n_verified,
+             rep->n_device_ops);
+    props[np++].k = "outputs.compared";
+    snprintf(props[np].v, sizeof props[np].v, "%" PRIu64, rep->n_unverified);
+    props[np++].k = "outputs.unverified";
+    snprintf(props[np].v, sizeof props[np].v,
+             "%u runs: per-run difference probability < %.3g at %.2f", rep->n_compared_runs,
+             rep->pass_bound, rep->confidence);
+    props[np++].k = "pass.means";
+    snprintf(props[np].v, sizeof props[np].v, "%s (%u runs), %u tests, holm, min effect %g",
+             tref_name(rep->timing_ref), rep->n_ref_runs, rep->n_tests, rep->threshold);
+    props[np++].k = "timing.reference";
+    for (uint32_t i = 0; i < np; i++) {
+        fprintf(f, "      <property name=\"%s\" value=\"", props[i].k);
+        xstr(f, props[i].v);
+        fputs("\"/>\n", f);
+    }
+    fputs("    </properties>\n", f);
     /* the reference trace: fails when anything failed */
     fprintf(f, "    <testcase classname=\"%s\" name=\"", suite);
     xstr(f, rep->ref_name);
     fputs("\">", f);
     if (rep->failed) {
         fputs("\n      <failure message=\"", f);
-        char msg[256];
+        char msg[400];
         int n = snprintf(msg, sizeof msg, "gate failed:");
         for (uint32_t c = 0; c < CHK__NCLASS && n < (int)sizeof msg; c++)
             if (rep->count[c])
                 n += snprintf(msg + n, sizeof msg - (size_t)n, " %s %" PRIu64, chk_class_name(c),
                               rep->count[c]);
+        if (rep->fail_reason[0] && n < (int)sizeof msg)
+            snprintf(msg + n, sizeof msg - (size_t)n, " %s", rep->fail_reason);
         xstr(f, msg);
         fputs("\">", f);
         if (rep->has_first) {
-            char line[512];
             snprintf(line, sizeof line, "first divergence: op %" PRIu64 " %s \"%s\": %s %s",
                      rep->first.seq, sbt_op_kind_name(rep->first.op_kind), rep->first.name,
                      chk_class_name(rep->first.cls), rep->first.note);
@@ -372,7 +535,8 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
             fputs("/>\n", f);
             continue;
         }
-        fprintf(f, ">\n      <failure message=\"%" PRIu64 " ops: ", rep->count[c]);
+        fprintf(f, ">\n      <failure message=\"%" PRIu64 " %s: ", rep->count[c],
+                c == CHK_TIMING ? "groups" : "ops");
         xstr(f, chk_class_desc(c));
         fputs("\">", f);
         uint32_t shown = 0;
@@ -380,7 +544,6 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
             const struct chk_finding *x = &rep->findings[k];
             if (x->cls != c)
                 continue;
-            char line[400];
             snprintf(line, sizeof line, "%sop %" PRIu64 " %s \"%s\" stream %u%s%s\n",
                      x->is_root ? "[root] " : "", x->seq, sbt_op_kind_name(x->op_kind), x->name,
                      x->stream, x->note[0] ? ": " : "", x->note);
@@ -390,13 +553,47 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
         if (c == CHK_TIMING)
             for (uint32_t k = 0; k < rep->n_kernels; k++)
                 if (rep->kernels[k].verdict == CHK_TIME_REGRESSION) {
-                    char line[300];
-                    snprintf(line, sizeof line, "kernel \"%s\": %+.1f%% (p=%.3g)\n",
-                             rep->kernels[k].name, rep->kernels[k].rel_diff * 100,
-                             rep->kernels[k].p_value);
+                    snprintf(line, sizeof line,
+                             "\"%s\": %+.1f%% (CI %+.1f%%..%+.1f%%), p_adj=%.3g over %u runs vs "
+                             "%u\n",
+                             rep->kernels[k].name, rep->kernels[k].effect * 100,
+                             rep->kernels[k].effect_lo * 100, rep->kernels[k].effect_hi * 100,
+                             rep->kernels[k].p_adj, rep->kernels[k].n_runs,
+                             rep->kernels[k].n_ref_runs);
                     xstr(f, line);
                 }
         fputs("</failure>\n    </testcase>\n", f);
+    }
+    /* coverage: failed when nothing was compared; skipped (listing them) when ops were left
+     * unverified, which is not a pass for those ops */
+    fprintf(f, "    <testcase classname=\"%s\" name=\"coverage\">", suite);
+    snprintf(line, sizeof line,
+             "%" PRIu64 " of %" PRIu64 " device ops compared, %" PRIu64 " unverified",
+             rep->n_verified, rep->n_device_ops, rep->n_unverified);
+    if (cov_fail) {
+        fputs("\n      <failure message=\"", f);
+        xstr(f, rep->fail_reason[0] ? rep->fail_reason : line);
+        fputs("\"/>\n    ", f);
+    } else if (cov_skip) {
+        fputs("\n      <skipped message=\"", f);
+        xstr(f, line);
+        fputs("\"/>\n      <system-out>", f);
+        for (uint32_t i = 0; i < rep->n_unverified_listed && i < 200; i++) {
+            const struct chk_unverified *u = &rep->unverified[i];
+            snprintf(line, sizeof line, "unverified: op %" PRIu64 " %s \"%s\" stream %u: %s\n",
+                     u->seq, sbt_op_kind_name(u->op_kind), u->name, u->stream,
+                     chk_unverified_name(u->why));
+            xstr(f, line);
+        }
+        fputs("</system-out>\n    ", f);
+    }
+    fputs("</testcase>\n", f);
+    if (rep->incomplete) {
+        fprintf(f, "    <testcase classname=\"%s\" name=\"trace completeness\">\n", suite);
+        fputs("      <skipped message=\"", f);
+        snprintf(line, sizeof line, "trace incomplete, compared anyway: %s", rep->incomplete_why);
+        xstr(f, line);
+        fputs("\"/>\n    </testcase>\n", f);
     }
     fputs("  </testsuite>\n</testsuites>\n", f);
     return ferror(f) ? chk__fail(SBT_EIO, "write error") : 0;

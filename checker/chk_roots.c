@@ -1,6 +1,8 @@
 /*
  * checker/chk_roots.c — the first divergence: the reference trace walked in dependency order
- * (the scheduler's topological delivery) with a set of tainted byte ranges per resource.
+ * (the scheduler's topological delivery) with a set of tainted byte ranges per resource. The
+ * rules (chk.h) treat a kernel's writes as may-writes: what it left in its ranges can be what
+ * made its digest differ, and an unverified kernel never clears taint.
  *
  * Why ranges and not the scheduler's RAW edges: the graph leaves out hazards between ops of the
  * same stream (stream order implies them), but a root cause is about data: "did any byte this op
@@ -177,17 +179,33 @@ static int node(void *ctx, struct sched_node *n)
     struct roots *R = ctx;
     const struct sbt_op *op = n->op;
     uint32_t st = chk__status_get(R->st, op->seq);
-    int in = 0;
+    /* a kernel's writes are may-writes: bytes of its ranges it did not write keep what they
+     * held, and its digest covers them too */
+    int may = op->kind == SBT_OP_KERNEL;
+    int in = 0, in_w = 0;
     for (uint32_t i = 0; i < op->n_access && !in; i++) {
         const struct sbt_access *a = &op->access[i];
-        if (!(a->mode & SBT_ACCESS_READ) || !a->len)
+        if (!a->len)
+            continue;
+        int rd = (a->mode & SBT_ACCESS_READ) != 0, wr = may && (a->mode & SBT_ACCESS_WRITE);
+        if (!rd && !wr)
             continue;
         struct ivset *s = set_get(R, a->resource, 0);
-        in = s && iv_overlaps(s, a->offset, a->offset + a->len);
+        if (!s || !iv_overlaps(s, a->offset, a->offset + a->len))
+            continue;
+        if (rd)
+            in = 1;
+        else
+            in_w = 1;
     }
-    /* 3: known-flaky, varies as expected: taints what it writes, is no root */
-    int out = st == CHK_ST_MISMATCH || st == CHK_ST_FLAKY ? 1 : st == CHK_ST_MATCHED ? 0 : in;
-    if (st == CHK_ST_MISMATCH && !in) {
+    /* what it does to the taint of its write ranges: 1 taint, -1 clear, 0 leave.
+     * Known-flaky ops vary as expected: they taint and are no roots. */
+    int out = st == CHK_ST_MISMATCH || st == CHK_ST_FLAKY ? 1
+              : st == CHK_ST_MATCHED                      ? -1
+              : in                                        ? 1
+              : may                                       ? 0
+                                                          : -1;
+    if (st == CHK_ST_MISMATCH && !in && !in_w) {
         struct chk_report *rep = R->rep;
         rep->n_roots++;
         /* every listed finding of this op is a root */
@@ -223,12 +241,14 @@ static int node(void *ctx, struct sched_node *n)
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & SBT_ACCESS_WRITE) || !a->len)
             continue;
-        struct ivset *s = set_get(R, a->resource, out);
+        if (!out)
+            break;
+        struct ivset *s = set_get(R, a->resource, out > 0);
         if (R->err)
             return R->err;
         if (!s)
             continue;
-        int e = iv_update(s, a->offset, a->offset + a->len, out);
+        int e = iv_update(s, a->offset, a->offset + a->len, out > 0);
         if (e)
             return e;
     }

@@ -1,7 +1,8 @@
 /*
  * checker/chk_util.c — the checker's plumbing: error messages, allocation, the 2-bit per-op
- * status map, the per-name timing accumulators (reservoirs) and their report rows, op names,
- * findings and collected events.
+ * status map, string maps, op names, keys, identities and timing groups, regimes, the timing
+ * accumulators (per group and run) and their tests, findings, unverified ops and collected
+ * events.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "checker/chk_int.h"
+#include "replay/replay.h"
 
 static _Thread_local char errbuf[512];
 
@@ -152,7 +154,80 @@ void chk__status_free(struct chk_status *s)
 }
 
 /* ========================================================================================== */
-/* Names                                                                                      */
+/* String map                                                                                 */
+/* ========================================================================================== */
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+int chk__strmap_find(struct chk_strmap *m, const char *name, uint32_t *idx, int *added)
+{
+    if (added)
+        *added = 0;
+    if (m->n * 2 >= m->n_slot) {
+        uint32_t ns = m->n_slot ? m->n_slot * 2 : 64;
+        uint32_t *slot = chk__calloc(ns, sizeof *slot);
+        if (!slot)
+            return chk__fail(SBT_ENOMEM, "out of memory for a name table");
+        for (uint32_t i = 0; i < m->n; i++) {
+            uint32_t h = (uint32_t)hash_name(m->names[i]) & (ns - 1);
+            while (slot[h])
+                h = (h + 1) & (ns - 1);
+            slot[h] = i + 1;
+        }
+        free(m->slot);
+        m->slot = slot;
+        m->n_slot = ns;
+    }
+    uint32_t h = (uint32_t)hash_name(name) & (m->n_slot - 1);
+    while (m->slot[h]) {
+        if (!strcmp(m->names[m->slot[h] - 1], name)) {
+            *idx = m->slot[h] - 1;
+            return 0;
+        }
+        h = (h + 1) & (m->n_slot - 1);
+    }
+    int st = chk__grow((void **)&m->names, &m->cap, m->n + 1, sizeof *m->names);
+    if (st)
+        return st;
+    if (!(m->names[m->n] = chk__strdup(name)))
+        return chk__fail(SBT_ENOMEM, "out of memory for a name table");
+    m->slot[h] = m->n + 1;
+    *idx = m->n++;
+    if (added)
+        *added = 1;
+    return 0;
+}
+
+uint32_t chk__strmap_get(const struct chk_strmap *m, const char *name)
+{
+    if (!m->n_slot)
+        return UINT32_MAX;
+    uint32_t h = (uint32_t)hash_name(name) & (m->n_slot - 1);
+    while (m->slot[h]) {
+        if (!strcmp(m->names[m->slot[h] - 1], name))
+            return m->slot[h] - 1;
+        h = (h + 1) & (m->n_slot - 1);
+    }
+    return UINT32_MAX;
+}
+
+void chk__strmap_free(struct chk_strmap *m)
+{
+    for (uint32_t i = 0; i < m->n; i++)
+        free(m->names[i]);
+    free(m->names);
+    free(m->slot);
+    memset(m, 0, sizeof *m);
+}
+
+/* ========================================================================================== */
+/* Names, keys, identities, groups                                                            */
 /* ========================================================================================== */
 
 const char *chk__op_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
@@ -178,18 +253,130 @@ const char *chk__op_name(const sbt_reader *r, const struct sbt_op *op, char *buf
     return buf;
 }
 
-const char *chk__group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
+static const char *const copy_dir[] = {"", "h2d", "d2h", "d2d", "h2h"};
+
+/* The kernel's entry point and program names, or NULL / "" when the trace has none. */
+static void kernel_names(const sbt_reader *r, const struct sbt_op *op, const char **entry,
+                         const char **prog)
 {
-    static const char *const copy[] = {"[copy]", "[copy h2d]", "[copy d2h]", "[copy d2d]",
-                                       "[copy h2h]"};
+    *entry = *prog = NULL;
+    if (op->kind != SBT_OP_KERNEL || !(op->flags & SBT_OPF_KERNEL))
+        return;
+    const struct sbt_kernel *k = sbt_reader_kernel(r, op->kernel);
+    if (!k)
+        return;
+    *entry = sbt_reader_string(r, k->name);
+    const struct sbt_program *p = sbt_reader_program(r, k->program);
+    *prog = p ? sbt_reader_string(r, p->name) : NULL;
+}
+
+static uint64_t op_bytes(const struct sbt_op *op)
+{
+    if (op->flags & SBT_OPF_BYTES)
+        return op->bytes;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < op->n_access; i++)
+        n += op->access[i].len;
+    return n;
+}
+
+/* appends s to buf at *pos, %XX-encoding what identities keep out */
+static void put_enc(char *buf, size_t cap, size_t *pos, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; s && *s && *pos + 4 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("._:+-", c)) {
+            buf[(*pos)++] = (char)c;
+        } else {
+            buf[(*pos)++] = '%';
+            buf[(*pos)++] = hex[c >> 4];
+            buf[(*pos)++] = hex[c & 15];
+        }
+    }
+    buf[*pos < cap ? *pos : cap - 1] = 0;
+}
+
+static void put_fmt(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put_fmt(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
+{
+    if (*pos >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *pos, cap - *pos, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *pos = *pos + (size_t)n < cap ? *pos + (size_t)n : cap - 1;
+}
+
+const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
+{
+    size_t pos = 0;
+    if (!cap)
+        return buf;
+    buf[0] = 0;
+    const char *entry, *prog;
+    kernel_names(r, op, &entry, &prog);
+    if (op->kind == SBT_OP_KERNEL) {
+        put_enc(buf, cap, &pos, prog && *prog ? prog : "?");
+        put_fmt(buf, cap, &pos, ":");
+        if (entry && *entry) {
+            put_enc(buf, cap, &pos, entry);
+        } else {
+            const char *n = sbt_reader_string(r, op->name);
+            put_enc(buf, cap, &pos, n && *n ? n : "?");
+        }
+        put_fmt(buf, cap, &pos, "/g%ux%ux%u.b%ux%ux%u", op->grid[0], op->grid[1], op->grid[2],
+                op->block[0], op->block[1], op->block[2]);
+        if (op->shmem)
+            put_fmt(buf, cap, &pos, ".s%u", op->shmem);
+        return buf;
+    }
+    put_enc(buf, cap, &pos, sbt_op_kind_name(op->kind));
+    if (op->kind == SBT_OP_COPY && op->subkind < 5 && op->subkind)
+        put_fmt(buf, cap, &pos, "-%s", copy_dir[op->subkind]);
+    put_fmt(buf, cap, &pos, "/n%" PRIu64, op_bytes(op));
+    return buf;
+}
+
+const char *chk_op_identity(const sbt_reader *r, const struct sbt_op *op, uint64_t occurrence,
+                            char *buf, size_t cap)
+{
+    char key[400];
+    snprintf(buf, cap, "s%u/%s#%" PRIu64, op->stream, chk_op_key(r, op, key, sizeof key),
+             occurrence);
+    return buf;
+}
+
+const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
+{
     switch (op->kind) {
-    case SBT_OP_KERNEL:
-        return chk__op_name(r, op, buf, cap);
+    case SBT_OP_KERNEL: {
+        const char *entry, *prog;
+        kernel_names(r, op, &entry, &prog);
+        if (!entry || !*entry) {
+            const char *n = sbt_reader_string(r, op->name);
+            entry = n && *n ? n : "kernel";
+        }
+        int n = snprintf(buf, cap, "%s", entry);
+        if (prog && *prog && n >= 0 && (size_t)n < cap)
+            n += snprintf(buf + n, cap - (size_t)n, " [%s]", prog);
+        if (n >= 0 && (size_t)n < cap)
+            n += snprintf(buf + n, cap - (size_t)n, " %ux%ux%u/%ux%ux%u", op->grid[0], op->grid[1],
+                          op->grid[2], op->block[0], op->block[1], op->block[2]);
+        if (op->shmem && n >= 0 && (size_t)n < cap)
+            snprintf(buf + n, cap - (size_t)n, " smem %u", op->shmem);
+        return buf;
+    }
     case SBT_OP_COPY:
-        snprintf(buf, cap, "%s", copy[op->subkind < 5 ? op->subkind : 0]);
+        snprintf(buf, cap, "[copy%s%s] %" PRIu64 " B", op->subkind && op->subkind < 5 ? " " : "",
+                 op->subkind < 5 ? copy_dir[op->subkind] : "", op_bytes(op));
         return buf;
     case SBT_OP_FILL:
-        snprintf(buf, cap, "[fill]");
+        snprintf(buf, cap, "[fill] %" PRIu64 " B", op_bytes(op));
         return buf;
     default:
         return NULL;
@@ -205,6 +392,85 @@ int chk__op_dur(const struct sbt_op *op, uint64_t *ns)
     return 1;
 }
 
+int chk__is_device_op(const struct sbt_op *op)
+{
+    return op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_COPY || op->kind == SBT_OP_FILL ||
+           op->kind == SBT_OP_HOST_READ || (op->flags & SBT_OPF_DIGEST);
+}
+
+int chk__identity_next(struct chk_idgen *g, const sbt_reader *r, const struct sbt_op *op, char *buf,
+                       size_t cap)
+{
+    char key[420];
+    char k[400];
+    snprintf(key, sizeof key, "s%u/%s", op->stream, chk_op_key(r, op, k, sizeof k));
+    uint32_t idx;
+    int added, st = chk__strmap_find(&g->keys, key, &idx, &added);
+    if (st)
+        return st;
+    if (added) {
+        if ((st = chk__grow((void **)&g->count, &g->cap, idx + 1, sizeof *g->count)))
+            return st;
+        g->count[idx] = 0;
+    }
+    snprintf(buf, cap, "%s#%" PRIu64, key, g->count[idx]++);
+    return 0;
+}
+
+void chk__idgen_free(struct chk_idgen *g)
+{
+    chk__strmap_free(&g->keys);
+    free(g->count);
+    memset(g, 0, sizeof *g);
+}
+
+/* ========================================================================================== */
+/* Regimes                                                                                    */
+/* ========================================================================================== */
+
+static const char *const regime_keys[][2] = {{"verify", "replay.verify"},
+                                             {"timing", "replay.timing"},
+                                             {"device", "replay.device"},
+                                             {"driver", "replay.driver"}};
+#define N_REGIME (sizeof regime_keys / sizeof regime_keys[0])
+
+static const char *regime_val(const sbt_reader *r, uint32_t i)
+{
+    const char *v = sbt_reader_meta_get(r, regime_keys[i][1]);
+    return v && *v ? v : "?";
+}
+
+const char *chk_regime(const sbt_reader *r, char *buf, size_t cap)
+{
+    size_t pos = 0;
+    if (!cap)
+        return buf;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < N_REGIME; i++) {
+        const char *v = regime_val(r, i);
+        put_fmt(buf, cap, &pos, strchr(v, ' ') ? "%s%s='%s'" : "%s%s=%s", i ? " " : "",
+                regime_keys[i][0], v);
+    }
+    return buf;
+}
+
+int chk_regime_same(const sbt_reader *a, const sbt_reader *b, char *why, size_t cap)
+{
+    size_t pos = 0;
+    int same = 1;
+    if (why && cap)
+        why[0] = 0;
+    for (uint32_t i = 0; i < N_REGIME; i++) {
+        const char *x = regime_val(a, i), *y = regime_val(b, i);
+        if (!strcmp(x, y))
+            continue;
+        if (why && cap)
+            put_fmt(why, cap, &pos, "%s%s '%s' vs '%s'", same ? "" : ", ", regime_keys[i][0], x, y);
+        same = 0;
+    }
+    return same;
+}
+
 /* ========================================================================================== */
 /* Timing accumulators                                                                        */
 /* ========================================================================================== */
@@ -216,50 +482,6 @@ static uint64_t xorshift(uint64_t *s)
     x ^= x >> 7;
     x ^= x << 17;
     return *s = x;
-}
-
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-int chk__kmap_find(struct chk_kmap *m, const char *name, uint32_t *idx)
-{
-    if (m->n * 2 >= m->n_slot) {
-        uint32_t ns = m->n_slot ? m->n_slot * 2 : 64;
-        uint32_t *slot = chk__calloc(ns, sizeof *slot);
-        if (!slot)
-            return chk__fail(SBT_ENOMEM, "out of memory for the kernel table");
-        for (uint32_t i = 0; i < m->n; i++) {
-            uint32_t h = (uint32_t)hash_name(m->k[i].name) & (ns - 1);
-            while (slot[h])
-                h = (h + 1) & (ns - 1);
-            slot[h] = i + 1;
-        }
-        free(m->slot);
-        m->slot = slot;
-        m->n_slot = ns;
-    }
-    uint32_t h = (uint32_t)hash_name(name) & (m->n_slot - 1);
-    while (m->slot[h]) {
-        if (!strcmp(m->k[m->slot[h] - 1].name, name)) {
-            *idx = m->slot[h] - 1;
-            return 0;
-        }
-        h = (h + 1) & (m->n_slot - 1);
-    }
-    int st = chk__grow((void **)&m->k, &m->cap, m->n + 1, sizeof *m->k);
-    if (st)
-        return st;
-    memset(&m->k[m->n], 0, sizeof m->k[m->n]);
-    if (!(m->k[m->n].name = chk__strdup(name)))
-        return chk__fail(SBT_ENOMEM, "out of memory for the kernel table");
-    m->slot[h] = m->n + 1;
-    *idx = m->n++;
-    return 0;
 }
 
 int chk__samples_add(struct chk_samples *s, double v, uint64_t *rng)
@@ -281,16 +503,70 @@ int chk__samples_add(struct chk_samples *s, double v, uint64_t *rng)
     return 0;
 }
 
-void chk__kmap_free(struct chk_kmap *m)
+static int cmp_dbl(const void *a, const void *b)
 {
-    for (uint32_t i = 0; i < m->n; i++) {
-        free(m->k[i].name);
-        free(m->k[i].ref.v);
-        free(m->k[i].run.v);
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double chk__samples_median(struct chk_samples *s)
+{
+    if (!s->n)
+        return NAN;
+    qsort(s->v, s->n, sizeof *s->v, cmp_dbl);
+    return s->n & 1 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+}
+
+int chk__timing_group(struct chk_timing *t, const char *name, struct chk_tgroup **out)
+{
+    uint32_t idx;
+    int added, st = chk__strmap_find(&t->names, name, &idx, &added);
+    if (st)
+        return st;
+    if (added) {
+        if ((st = chk__grow((void **)&t->g, &t->cap, idx + 1, sizeof *t->g)))
+            return st;
+        struct chk_tgroup *g = &t->g[idx];
+        memset(g, 0, sizeof *g);
+        if (!(g->run = chk__calloc(t->n_runs + 1, sizeof *g->run)))
+            return chk__fail(SBT_ENOMEM, "out of memory for the timing of '%s'", name);
     }
-    free(m->k);
-    free(m->slot);
-    memset(m, 0, sizeof *m);
+    *out = &t->g[idx];
+    return 0;
+}
+
+int chk__timing_ref_done(struct chk_timing *t)
+{
+    for (uint32_t i = 0; i < t->names.n; i++) {
+        struct chk_tgroup *g = &t->g[i];
+        if (!g->ref.n)
+            continue;
+        int st =
+            chk__grow((void **)&g->ref_med, &g->cap_ref_med, g->n_ref_med + 1, sizeof *g->ref_med);
+        if (st)
+            return st;
+        g->ref_med[g->n_ref_med++] = chk__samples_median(&g->ref);
+        g->n_ref += g->ref.seen;
+        g->ref.n = 0;
+        g->ref.seen = 0;
+    }
+    return 0;
+}
+
+void chk__timing_free(struct chk_timing *t)
+{
+    for (uint32_t i = 0; i < t->names.n; i++) {
+        struct chk_tgroup *g = &t->g[i];
+        if (g->run)
+            for (uint32_t r = 0; r < t->n_runs; r++)
+                free(g->run[r].v);
+        free(g->run);
+        free(g->ref.v);
+        free(g->ref_med);
+    }
+    free(t->g);
+    chk__strmap_free(&t->names);
+    memset(t, 0, sizeof *t);
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -299,7 +575,7 @@ static int cmp_row(const void *a, const void *b)
     int rx = x->verdict == CHK_TIME_REGRESSION, ry = y->verdict == CHK_TIME_REGRESSION;
     if (rx != ry)
         return ry - rx;
-    double dx = fabs(x->rel_diff), dy = fabs(y->rel_diff);
+    double dx = fabs(x->effect), dy = fabs(y->effect);
     if (isnan(dx))
         dx = -1;
     if (isnan(dy))
@@ -309,49 +585,112 @@ static int cmp_row(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-int chk__kmap_report(struct chk_kmap *m, struct chk_report *rep)
+int chk__timing_report(struct chk_timing *t, struct chk_report *rep, int tested)
 {
-    if (!m->n)
+    rep->min_p = 1;
+    if (!t->names.n)
         return 0;
-    rep->kernels = chk__calloc(m->n, sizeof *rep->kernels);
-    if (!rep->kernels)
-        return chk__fail(SBT_ENOMEM, "out of memory for the kernel table");
+    uint32_t n = t->names.n;
+    rep->kernels = chk__calloc(n, sizeof *rep->kernels);
+    double *x = chk__calloc(t->n_runs + 1, sizeof *x), *xs = chk__calloc(t->n_runs + 1, sizeof *xs);
+    double *ps = chk__calloc(2 * (size_t)n, sizeof *ps);
+    uint32_t *tidx = chk__calloc(n, sizeof *tidx);
+    int st = 0;
+    if (!rep->kernels || !x || !xs || !ps || !tidx) {
+        st = chk__fail(SBT_ENOMEM, "out of memory for the kernel table");
+        goto out;
+    }
     double thr = rep->threshold, alpha = 1 - rep->confidence;
-    for (uint32_t i = 0; i < m->n; i++) {
-        struct chk_kacc *k = &m->k[i];
+    tested = tested && thr >= 0;
+    uint32_t n_t = 0;
+    size_t max_nx = 0, max_ny = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct chk_tgroup *g = &t->g[i];
         struct chk_timing_row *row = &rep->kernels[rep->n_kernels++];
-        snprintf(row->name, sizeof row->name, "%s", k->name);
-        row->n_ref = k->ref.n;
-        row->n_run = k->run.n;
-        row->p_value = row->p_faster = 1;
-        row->rel_diff = NAN;
-        struct chk_summary rs;
-        int st;
-        if ((st = chk_summarize(k->ref.v, k->ref.n, rep->confidence, &rs)) ||
-            (st = chk_summarize(k->run.v, k->run.n, rep->confidence, &row->run)))
-            return st;
-        row->ref_median = rs.median;
-        if (!k->ref.n || !k->run.n) {
-            row->verdict = CHK_TIME_NO_DATA;
-            continue;
+        snprintf(row->name, sizeof row->name, "%s", t->names.names[i]);
+        size_t nx = 0;
+        for (uint32_t r = 0; r < t->n_runs; r++) {
+            row->n_run += g->run[r].seen;
+            if (g->run[r].n)
+                x[nx++] = chk__samples_median(&g->run[r]);
         }
-        row->rel_diff =
-            rs.median > 0 ? row->run.median / rs.median - 1 : (row->run.median > 0 ? INFINITY : 0);
-        row->p_value = chk_mann_whitney(k->run.v, k->run.n, k->ref.v, k->ref.n, NULL);
-        row->p_faster = chk_mann_whitney(k->ref.v, k->ref.n, k->run.v, k->run.n, NULL);
-        if (thr < 0)
+        row->n_runs = (uint32_t)nx;
+        row->n_ref_runs = g->n_ref_med;
+        row->n_ref = g->n_ref;
+        row->p_value = row->p_adj = row->p_faster = row->p_faster_adj = 1;
+        row->effect = row->effect_lo = row->effect_hi = NAN;
+        row->ref_median = NAN;
+        if (g->n_ref_med) {
+            double *rm = chk__malloc(g->n_ref_med * sizeof *rm);
+            if (!rm) {
+                st = chk__fail(SBT_ENOMEM, "out of memory for the kernel table");
+                goto out;
+            }
+            memcpy(rm, g->ref_med, g->n_ref_med * sizeof *rm);
+            qsort(rm, g->n_ref_med, sizeof *rm, cmp_dbl);
+            uint32_t m = g->n_ref_med;
+            row->ref_median = m & 1 ? rm[m / 2] : (rm[m / 2 - 1] + rm[m / 2]) / 2;
+            free(rm);
+        }
+        if (nx && g->n_ref_med) {
+            double ratio, lo, hi, level;
+            if ((st = chk_ratio_estimate(x, nx, g->ref_med, g->n_ref_med, rep->confidence, &ratio,
+                                         &lo, &hi, &level)))
+                goto out;
+            row->effect = ratio - 1, row->effect_lo = lo - 1, row->effect_hi = hi - 1;
+            row->effect_level = level;
+            if (tested) {
+                /* H0 "at most thr slower": the runs scaled down by 1 + thr against the
+                 * reference; and "at most thr faster" the other way round */
+                for (size_t q = 0; q < nx; q++)
+                    xs[q] = x[q] / (1 + thr);
+                row->p_value = chk_mann_whitney(xs, nx, g->ref_med, g->n_ref_med, NULL);
+                for (size_t q = 0; q < nx; q++)
+                    xs[q] = x[q] * (1 + thr);
+                row->p_faster = chk_mann_whitney(g->ref_med, g->n_ref_med, xs, nx, NULL);
+                ps[n_t] = row->p_value;
+                ps[n + n_t] = row->p_faster;
+                tidx[n_t++] = i;
+                max_nx = nx > max_nx ? nx : max_nx;
+                max_ny = g->n_ref_med > max_ny ? g->n_ref_med : max_ny;
+            }
+        }
+        /* summarize last: it sorts x */
+        if ((st = chk_summarize(x, nx, rep->confidence, &row->run)))
+            goto out;
+    }
+    if ((st = chk_holm(ps, n_t, ps)) || (st = chk_holm(ps + n, n_t, ps + n)))
+        goto out;
+    for (uint32_t k = 0; k < n_t; k++) {
+        rep->kernels[tidx[k]].p_adj = ps[k];
+        rep->kernels[tidx[k]].p_faster_adj = ps[n + k];
+    }
+    rep->n_tests = n_t;
+    rep->min_p = n_t ? chk_mann_whitney_min_p(max_nx, max_ny) : 1;
+    for (uint32_t i = 0; i < rep->n_kernels; i++) {
+        struct chk_timing_row *row = &rep->kernels[i];
+        if (!row->n_runs || !row->n_ref_runs) {
+            row->verdict = CHK_TIME_NO_DATA;
+        } else if (thr < 0) {
             row->verdict = CHK_TIME_SAME;
-        else if (row->rel_diff > thr)
-            row->verdict = row->p_value < alpha ? CHK_TIME_REGRESSION : CHK_TIME_SLOWER;
-        else if (row->rel_diff < -thr)
-            row->verdict = row->p_faster < alpha ? CHK_TIME_IMPROVEMENT : CHK_TIME_FASTER;
-        else
+        } else if (row->effect > thr) {
+            row->verdict = tested && row->p_adj < alpha ? CHK_TIME_REGRESSION : CHK_TIME_SLOWER;
+        } else if (row->effect < -thr) {
+            row->verdict =
+                tested && row->p_faster_adj < alpha ? CHK_TIME_IMPROVEMENT : CHK_TIME_FASTER;
+        } else {
             row->verdict = CHK_TIME_SAME;
+        }
         if (row->verdict == CHK_TIME_REGRESSION)
             rep->count[CHK_TIMING]++;
     }
     qsort(rep->kernels, rep->n_kernels, sizeof *rep->kernels, cmp_row);
-    return 0;
+out:
+    free(x);
+    free(xs);
+    free(ps);
+    free(tidx);
+    return st;
 }
 
 /* ========================================================================================== */
@@ -369,6 +708,46 @@ struct chk_finding *chk__finding_add(struct chk_report *rep, uint32_t max, uint3
     f->cls = cls;
     f->seq_run = UINT64_MAX;
     return f;
+}
+
+int chk__unverified_add(struct chk_report *rep, uint32_t max, const sbt_reader *r,
+                        const struct sbt_op *op, uint32_t why)
+{
+    rep->n_unverified++;
+    if (why < sizeof rep->n_unverified_why / sizeof rep->n_unverified_why[0])
+        rep->n_unverified_why[why]++;
+    if (rep->n_unverified_listed >= max)
+        return 0; /* counted, not listed */
+    int st = chk__grow((void **)&rep->unverified, &rep->priv->cap_unverified,
+                       rep->n_unverified_listed + 1, sizeof *rep->unverified);
+    if (st)
+        return st;
+    struct chk_unverified *u = &rep->unverified[rep->n_unverified_listed++];
+    memset(u, 0, sizeof *u);
+    u->seq = op->seq;
+    u->op_kind = op->kind;
+    u->stream = op->stream;
+    u->why = why;
+    chk__op_name(r, op, u->name, sizeof u->name);
+    return 0;
+}
+
+const char *chk_unverified_name(uint32_t why)
+{
+    static const char *const n[] = {"no-digest", "one-side", "skipped", "flaky", "error"};
+    return why < 5 ? n[why] : "?";
+}
+
+void chk__note_complete(struct chk_report *rep, const sbt_reader *r, const char *label)
+{
+    if (sbt_reader_info(r)->complete)
+        return;
+    char why[400];
+    replay_incomplete_why(r, why, sizeof why);
+    size_t n = strlen(rep->incomplete_why);
+    snprintf(rep->incomplete_why + n, sizeof rep->incomplete_why - n, "%s%s: %s",
+             rep->incomplete ? "; " : "", label, why);
+    rep->incomplete = 1;
 }
 
 int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_t mode,
@@ -418,8 +797,8 @@ void chk_report_free(struct chk_report *rep)
     free(rep->run_names);
     free(rep->device);
     free(rep->findings);
+    free(rep->unverified);
     free(rep->kernels);
-    free(rep->ops);
     if (rep->priv) {
         free(rep->priv->ev);
         for (uint32_t i = 0; i < rep->priv->n_names; i++)

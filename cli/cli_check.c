@@ -4,8 +4,11 @@
  * results are either given (--results: files a replay wrote, here or on another machine) or
  * made here: N replays through replay_run (replay/replay.h) with per-op verification, each into
  * its own result file in a directory that is kept and named (--keep DIR, else a new one in
- * $TMPDIR or /tmp), since diff, export and a second check read them next.
+ * $TMPDIR or /tmp), since diff, export and a second check read them next. Incomplete traces
+ * are refused (exit 3) unless --allow-incomplete; the baseline (--baseline: result files or
+ * directories of them) is the timing reference.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -21,9 +24,10 @@
 static const char check_help[] =
     "usage: reprise check TRACE [--runs N] [--keep DIR] [options]\n"
     "       reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
-    "Checks that replays of TRACE agree with each other and with the capture: every op's output\n"
-    "digest, and timings within statistical bounds. Exit 0 pass, 1 fail, 2 usage, 3 bad input,\n"
-    "4 no device.\n\n"
+    "Checks that replays of TRACE agree with each other and with the capture (every device op's\n"
+    "output digest) and, against a baseline of earlier replays, that no kernel got slower.\n"
+    "Exit 0 pass, 1 fail, 2 usage, 3 bad input (incomplete trace, graph errors, regimes that\n"
+    "differ), 4 no device.\n\n"
     "  --runs N              replays to run here (default 3), each with per-op verification\n"
     "                        (replay --verify op) into DIR/runK.sbt; with a tolerance other\n"
     "                        than bitwise, each also dumps its outputs into DIR/runK.dump\n"
@@ -33,34 +37,52 @@ static const char check_help[] =
     "  --results R...        replay result traces (reprise replay -o R.sbt) instead of running\n"
     "                        replays; every argument up to the next option. Aligned with TRACE\n"
     "                        by op seq.\n"
+    "  --baseline B...       timing reference: replay results of the same workload in the same\n"
+    "                        regime (e.g. the last good run's DIR); files, or directories whose\n"
+    "                        *.sbt files are taken; every argument up to the next option\n"
+    "  --timing-reference R  baseline (default when --baseline is given), none (default\n"
+    "                        otherwise: timings summarised, not gated), or capture (the\n"
+    "                        capture's own timings: another regime, one run)\n"
+    "  --allow-regime-change compare timings although the regimes (verify level, timing mode,\n"
+    "                        device, driver recorded by replay) differ; refused otherwise\n"
+    "  --timing-threshold P% minimum effect: a kernel group regresses only when the runs show,\n"
+    "                        significantly, that it is slower by more than this (default 10%);\n"
+    "                        'off': no timing gate\n"
+    "  --confidence C        of the tests and intervals (default 0.95): at most 1 - C chance\n"
+    "                        that the gate names any group slower when none is\n"
+    "  --allow-incomplete    check a trace that is incomplete (unmodelled calls, a capture that\n"
+    "                        stopped) or whose graph has errors; every report says so.\n"
+    "                        Without it such traces are refused (exit 3), naming what lacks\n"
     "  --tolerance T         bitwise (default), ulp:K, abs:E or rel:E. A digest mismatch is\n"
     "                        re-compared element by element when both sides' bytes exist\n"
-    "                        (HOST_READ blobs, or --dump-dirs); else it stays a mismatch\n"
+    "                        (HOST_READ blobs, or --dump-dirs); else it stays a mismatch.\n"
+    "                        ULPs are exact integer distances (+0 = -0; NaN = NaN)\n"
     "  --elem-type T         f32 (default), f16, bf16, f64, i32, u32, when the trace's metadata\n"
     "                        (elem_type, elem_type.<kernel>) does not say\n"
     "  --dump-dirs D...      with --results: one replay --dump directory per result (the\n"
     "                        files <seq>.bin replay writes), for --tolerance\n"
-    "  --timing-threshold P% relative slowdown that may fail the gate (default 10%); 'off' to\n"
-    "                        disable the timing gate\n"
-    "  --confidence C        of the significance tests (default 0.95)\n"
-    "  --baseline FILE       timing reference instead of the capture (aligned by seq)\n"
     "  --time-range A:B      compare the ops overlapping [A, B) (relative to the trace start)\n"
     "  --ops A:B             compare ops with seq in [A, B)\n"
-    "  --expect FILE         expected digests per device and op, labels ok|flaky|skip\n"
+    "  --expect FILE         expected digests per device and op identity, labels ok|flaky|skip\n"
     "  --update-expect       write FILE from these runs (ops whose digest varied: flaky)\n"
     "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
     "  --perfetto F          a diff trace of the capture vs the first result\n"
-    "  --max-findings N      findings kept in the reports (default 1000; all are counted)\n"
+    "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
     "  -q, --quiet           no summary\n\n"
-    "Classes: nondeterministic (results disagree), divergent (results agree, the capture or the\n"
-    "expectation differs), missing / extra op, replay-error, timing-regression. The first\n"
-    "divergence is the earliest op, in dependency order, whose outputs mismatch while no byte it\n"
-    "read came from a mismatched op: the root cause, not its downstream effects.\n"
-    "Timing: per kernel name, all launches of the capture vs all launches of the results; a\n"
-    "regression needs median slowdown > threshold AND a one-sided Mann-Whitney U test with\n"
-    "p < 1 - C. Per op: median over results, order-statistic CI of the median; a regression\n"
-    "needs median > capture x (1 + threshold) AND a one-sided exact sign test p < 1 - C (5 or\n"
-    "more results at C = 0.95).\n";
+    "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
+    "capture or the expectation differs), missing / extra op, replay-error. Device ops with no\n"
+    "digest to compare are listed as unverified, not passed; a check that compared none fails.\n"
+    "A pass over N runs bounds the chance that an op differs in a run below 1 - (1 - C)^(1/N)\n"
+    "(about 3/N). The first divergence is the earliest op, in dependency order, whose outputs\n"
+    "mismatch while no byte it read (or, for a kernel, left in place) came from a mismatch.\n\n"
+    "Timing. Kernels are grouped by (program, entry point, geometry), copies and fills by size.\n"
+    "Each run gives one value per group, the median of its launches: runs, not launches, are\n"
+    "the samples. Per group, a one-sided Mann-Whitney U test that the runs are slower than the\n"
+    "reference runs by more than the threshold, p-values adjusted by Holm's method over all\n"
+    "groups of the gate: a change that slows no group by more than the threshold fails the\n"
+    "gate with probability at most 1 - C. Each group's effect (Hodges-Lehmann ratio) comes\n"
+    "with its confidence interval. The report says when the run counts are too small for any\n"
+    "p-value to get below the bar.\n";
 
 static FILE *open_out(const char *path)
 {
@@ -111,6 +133,63 @@ int cli_check_outputs(const char *cmd, const struct chk_report *rep, const char 
 
 #define MAX_RESULTS 256
 
+static int is_sbt(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 4 && !strcmp(d->d_name + n - 4, ".sbt");
+}
+
+/* Files as given; a directory stands for its *.sbt files in name order. *out: malloc'd paths
+ * (freed by the caller, also on failure up to *n). */
+static int expand_results(const char *cmd, const char *opt, const char *const *args,
+                          uint32_t n_args, char **out, uint32_t max, uint32_t *n)
+{
+    *n = 0;
+    for (uint32_t i = 0; i < n_args; i++) {
+        struct stat sb;
+        if (stat(args[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            struct dirent **ents = NULL;
+            int k = scandir(args[i], &ents, is_sbt, alphasort);
+            if (k < 0) {
+                cli_err(cmd, "%s %s: cannot list it: %s", opt, args[i], strerror(errno));
+                return CLI_BADINPUT;
+            }
+            if (k == 0) {
+                free(ents);
+                cli_err(cmd, "%s %s: the directory holds no .sbt file", opt, args[i]);
+                return CLI_BADINPUT;
+            }
+            int rc = CLI_OK;
+            for (int j = 0; j < k; j++) {
+                if (rc == CLI_OK && *n >= max) {
+                    cli_err(cmd, "%s: more than %u results", opt, max);
+                    rc = CLI_USAGE;
+                }
+                if (rc == CLI_OK) {
+                    size_t len = strlen(args[i]) + strlen(ents[j]->d_name) + 2;
+                    if (!(out[*n] = malloc(len)))
+                        rc = CLI_INTERNAL;
+                    else
+                        snprintf(out[(*n)++], len, "%s/%s", args[i], ents[j]->d_name);
+                }
+                free(ents[j]);
+            }
+            free(ents);
+            if (rc != CLI_OK)
+                return rc;
+            continue;
+        }
+        if (*n >= max) {
+            cli_err(cmd, "%s: more than %u results", opt, max);
+            return CLI_USAGE;
+        }
+        if (!(out[*n] = strdup(args[i])))
+            return CLI_INTERNAL;
+        (*n)++;
+    }
+    return CLI_OK;
+}
+
 int cli_check(int argc, char **argv)
 {
     static const struct option lo[] = {{"results", required_argument, 0, 'R'},
@@ -130,14 +209,17 @@ int cli_check(int argc, char **argv)
                                        {"perfetto", required_argument, 0, 'p'},
                                        {"max-findings", required_argument, 0, 'M'},
                                        {"keep", required_argument, 0, 'K'},
+                                       {"allow-incomplete", no_argument, 0, 'I'},
+                                       {"timing-reference", required_argument, 0, 'r'},
+                                       {"allow-regime-change", no_argument, 0, 'G'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    const char *results[MAX_RESULTS], *dumps[MAX_RESULTS];
-    uint32_t n_results = 0, n_dumps = 0;
-    const char *baseline_path = NULL, *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
+    const char *results[MAX_RESULTS], *dumps[MAX_RESULTS], *base_args[MAX_RESULTS];
+    uint32_t n_results = 0, n_dumps = 0, n_base_args = 0;
+    const char *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
     const char *keep = NULL;
-    int update = 0, quiet = 0, c, runs_given = 0;
+    int update = 0, quiet = 0, c, runs_given = 0, allow_incomplete = 0, tref_given = 0;
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
     struct chk_opts o = CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check");
@@ -145,10 +227,11 @@ int cli_check(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         switch (c) {
         case 'R':
-        case 'D': {
+        case 'D':
+        case 'B': {
             /* every following non-option argument belongs to the list */
-            const char **list = c == 'R' ? results : dumps;
-            uint32_t *n = c == 'R' ? &n_results : &n_dumps;
+            const char **list = c == 'R' ? results : c == 'D' ? dumps : base_args;
+            uint32_t *n = c == 'R' ? &n_results : c == 'D' ? &n_dumps : &n_base_args;
             list[(*n)++] = optarg;
             while (optind < argc && argv[optind][0] != '-' && *n < MAX_RESULTS)
                 list[(*n)++] = argv[optind++];
@@ -175,8 +258,25 @@ int cli_check(int argc, char **argv)
             if (cli_parse_confidence("check", optarg, &o.confidence))
                 return CLI_USAGE;
             break;
-        case 'B':
-            baseline_path = optarg;
+        case 'I':
+            allow_incomplete = 1;
+            break;
+        case 'G':
+            o.allow_regime_change = 1;
+            break;
+        case 'r':
+            if (!strcmp(optarg, "baseline"))
+                o.timing_ref = CHK_TREF_BASELINE;
+            else if (!strcmp(optarg, "capture"))
+                o.timing_ref = CHK_TREF_CAPTURE;
+            else if (!strcmp(optarg, "none"))
+                o.timing_ref = CHK_TREF_NONE;
+            else
+                return cli_usage("check",
+                                 "--timing-reference '%s': expected baseline, capture or "
+                                 "none",
+                                 optarg);
+            tref_given = 1;
             break;
         case 'T':
             if (cli_range_time("check", optarg, &cr))
@@ -228,12 +328,36 @@ int cli_check(int argc, char **argv)
         return cli_usage("check", "--results replaces --runs and --keep (replays run here)");
     if (keep && strlen(keep) > 4000)
         return cli_usage("check", "--keep: path longer than 4000 bytes");
+    if (tref_given && o.timing_ref == CHK_TREF_BASELINE && !n_base_args)
+        return cli_usage("check", "--timing-reference baseline needs --baseline RESULTS");
+    if (tref_given && o.timing_ref != CHK_TREF_BASELINE && n_base_args)
+        return cli_usage("check",
+                         "--baseline is the timing reference; --timing-reference %s "
+                         "contradicts it",
+                         o.timing_ref == CHK_TREF_CAPTURE ? "capture" : "none");
     const char *path = argv[optind];
-    sbt_reader *cap = NULL, *base = NULL, *rs[MAX_RESULTS] = {0};
+    sbt_reader *cap = NULL, *base[MAX_RESULTS] = {0}, *rs[MAX_RESULTS] = {0};
     chk_expect *exp = NULL, *upd = NULL;
     struct chk_report *rep = NULL;
     static char run_paths[MAX_RESULTS][4200], dump_paths[MAX_RESULTS][4200];
-    int rc = cli_open_trace("check", path, &cap);
+    static char *base_paths[MAX_RESULTS];
+    uint32_t n_base = 0;
+    int rc = expand_results("check", "--baseline", base_args, n_base_args, base_paths, MAX_RESULTS,
+                            &n_base);
+    if (rc != CLI_OK) {
+        for (uint32_t i = 0; i < n_base; i++)
+            free(base_paths[i]);
+        return rc;
+    }
+    rc = cli_open_trace("check", path, &cap);
+    if (rc == CLI_OK && !sbt_reader_info(cap)->complete && !allow_incomplete) {
+        char why[600];
+        cli_err("check",
+                "%s: the trace is incomplete: %s. Its replays cannot be trusted to compute what "
+                "the program did; --allow-incomplete checks it anyway (the reports say so)",
+                path, replay_incomplete_why(cap, why, sizeof why));
+        rc = CLI_BADINPUT;
+    }
     if (rc == CLI_OK && !n_results) {
         /* N replays with per-op verification, each into its own result file (kept: they are
          * what diff and export read next). A tolerance compares bytes, so then each run also
@@ -266,6 +390,7 @@ int cli_check(int argc, char **argv)
             int st = replay_run(
                 cap,
                 &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1,
+                             .allow_incomplete = allow_incomplete,
                              .range = cr.has_time || cr.has_ops || cr.stream ? &rrange : NULL,
                              .out_path = run_paths[i],
                              .dump_dir = dumps_wanted ? dump_paths[i] : NULL, .source_path = path),
@@ -285,10 +410,19 @@ int cli_check(int argc, char **argv)
             fprintf(stderr, "reprise: check: %" PRIu64 " replay results kept in %s (run*.sbt%s)\n",
                     runs, dir, dumps_wanted ? ", their outputs in run*.dump" : "");
     }
-    for (uint32_t i = 0; rc == CLI_OK && i < n_results; i++)
-        rc = cli_open_trace("check", results[i], &rs[i]);
-    if (rc == CLI_OK && baseline_path)
-        rc = cli_open_trace("check", baseline_path, &base);
+    for (uint32_t i = 0; rc == CLI_OK && i < n_results + n_base; i++) {
+        const char *p = i < n_results ? results[i] : base_paths[i - n_results];
+        sbt_reader **r = i < n_results ? &rs[i] : &base[i - n_results];
+        rc = cli_open_trace("check", p, r);
+        if (rc == CLI_OK && !sbt_reader_info(*r)->complete && !allow_incomplete) {
+            char why[600];
+            cli_err("check",
+                    "%s: the result is incomplete: %s (--allow-incomplete checks it "
+                    "anyway)",
+                    p, replay_incomplete_why(*r, why, sizeof why));
+            rc = CLI_BADINPUT;
+        }
+    }
     if (rc != CLI_OK)
         goto done;
     if (expect_path) {
@@ -311,12 +445,13 @@ int cli_check(int argc, char **argv)
     o.range = cr.has_time || cr.has_ops || cr.stream ? &range : NULL;
     o.ref_name = path;
     o.run_names = results;
+    o.base_names = (const char *const *)base_paths;
     o.run_dumps = n_dumps ? dumps : NULL;
     o.expect = exp;
     o.expect_update = upd;
     o.max_findings = (uint32_t)max_f;
     o.collect_events = pf != NULL;
-    int st = chk_check(cap, rs, n_results, base, &o, &rep);
+    int st = chk_check(cap, rs, n_results, base, n_base, &o, &rep);
     cli_progress_end();
     if (st < 0) {
         cli_err("check", "%s", chk_errmsg());
@@ -347,7 +482,11 @@ done:
     chk_expect_free(exp);
     chk_expect_free(upd);
     sbt_reader_close(cap);
-    sbt_reader_close(base);
+    for (uint32_t i = 0; i < n_base; i++) {
+        sbt_reader_close(base[i]);
+        free(base_paths[i]);
+        base_paths[i] = NULL;
+    }
     for (uint32_t i = 0; i < n_results; i++)
         sbt_reader_close(rs[i]);
     return rc;

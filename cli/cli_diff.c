@@ -14,26 +14,31 @@
 static const char diff_help[] =
     "usage: reprise diff A B [--perfetto F] [--json F] [--junit F] [options]\n\n"
     "Aligns the ops of B with those of A (the reference) and reports output mismatches\n"
-    "(digests), ops missing from B or extra in B, replay errors, and timing differences.\n\n"
-    "Alignment: per stream (by stream id), in op order. An op's key is (kind, subkind, name,\n"
-    "kernel name, grid, block, shared memory, bytes), names compared by content. Equal keys at\n"
-    "the heads match; otherwise, within a window of W ops on each side, the nearest pair of\n"
-    "equal keys (smallest i + j) re-synchronises: the A ops before it are missing in B, the B\n"
-    "ops before it extra; with none in the window, one op of each side is reported\n"
-    "(missing + extra) and the search moves on. Memory: O(streams x W).\n\n"
+    "(digests), ops missing from B or extra in B, replay errors, and timing differences.\n"
+    "Exit 0 when they agree, 1 when they differ, 2 usage, 3 bad input.\n\n"
+    "Alignment: per stream (by stream id), a shortest edit script (Myers' O(ND) diff) over op\n"
+    "keys: (kind, direction, program and entry point, geometry, bytes), names compared by\n"
+    "content. Matching ops at the heads are taken at once; where the streams differ, the edit\n"
+    "script of a window of W ops of each side is computed and its first half kept, so every\n"
+    "decision sees at least W/2 ops of context. An inserted op, a removed op or a duplicated\n"
+    "launch costs one finding, never a shift of everything after it. Memory: O(streams x W)\n"
+    "plus the script's (edit distance)^2, at most 16 MiB.\n\n"
     "  --perfetto F          both runs on one timeline plus a diff group (verdict tracks,\n"
     "                        delta and drift counters, the first divergence, linked pairs)\n"
     "  --json F, --junit F   reports ('-' = stdout)\n"
-    "  --window W            alignment window per stream (default 64)\n"
+    "  --window W            alignment window per stream (default 256, 2..4096)\n"
     "  --timing-threshold P% relative change marked slower/faster (default 10%; 'off')\n"
-    "  --confidence C        of the per-kernel Mann-Whitney U test (default 0.95)\n"
+    "  --confidence C        of the bounds in the reports (default 0.95)\n"
     "  --ops A:B             ops of A with seq in [A, B), and of B likewise\n"
-    "  --max-findings N      findings kept in the reports (default 1000)\n"
+    "  --max-findings N      findings and unverified ops listed (default 1000)\n"
     "  -q, --quiet           no summary\n\n"
-    "Per kernel name, all launches of A vs all launches of B: median, IQR, order-statistic CI\n"
-    "of the median, and a one-sided Mann-Whitney U test; a kernel regresses when its median is\n"
-    "slower by more than the threshold and the test is significant. Single ops have one sample\n"
-    "per side: their deltas are shown (Perfetto), not tested.\n";
+    "Outputs: the report says how many device ops had their digests compared on both sides out\n"
+    "of how many; the others are listed as unverified (diff does not fail on them: it compares\n"
+    "what it is given, timings included). An incomplete trace is compared and every report says\n"
+    "so.\n\n"
+    "Timing: per kernel group (program, entry point, geometry) the median of A's launches\n"
+    "against B's. With one run a side nothing can be tested (runs, not launches, are the\n"
+    "samples): the effects are shown, never failed on; `reprise check --baseline` gates them.\n";
 
 int cli_diff(int argc, char **argv)
 {
@@ -66,8 +71,8 @@ int cli_diff(int argc, char **argv)
             junit = optarg;
             break;
         case 'w':
-            if (cli_parse_u64(optarg, &v) || v < 2 || v > 65536)
-                return cli_usage("diff", "--window '%s': expected 2..65536", optarg);
+            if (cli_parse_u64(optarg, &v) || v < 2 || v > 4096)
+                return cli_usage("diff", "--window '%s': expected 2..4096", optarg);
             o.window = (uint32_t)v;
             break;
         case 'P':

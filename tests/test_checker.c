@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,8 +30,9 @@
 /* Hand-built traces                                                                          */
 /* ========================================================================================== */
 
-/* One op: a kernel (kernel >= 1: index into the kernel names) or a HOST_READ; reads and writes
- * name resources 1..; digest 0 = none. */
+/* One op: a kernel (kernel >= 1: index into the kernel names), a copy or a HOST_READ; reads and
+ * writes name resources 1.., bytes [0, 256) (a kernel's write is a may-write: the bound range,
+ * which it need not write all of); digest 0 = none. */
 struct top {
     uint32_t kind, stream, kernel;
     uint64_t db, dur; /* device time, ns; dur 0 = none */
@@ -41,6 +43,11 @@ struct top {
 };
 
 static const char *const knames[] = {"", "produce", "consume", "finish", "other", "k<&>\"'\x01"};
+
+/* Trace-wide extras of the next write_trace: metadata pairs (a replay's regime) and an
+ * incomplete mark. Reset by every suite's init. */
+static const char *tx_meta[8][2];
+static const char *tx_incomplete;
 
 static void write_trace(const char *path, const struct top *ops, size_t n)
 {
@@ -59,6 +66,8 @@ static void write_trace(const char *path, const struct top *ops, size_t n)
         struct sbt_kernel kk = {.name = id};
         sbt_writer_add_kernel(w, &kk, &k[i]);
     }
+    for (size_t i = 0; i < 8 && tx_meta[i][0]; i++)
+        cr_assert(eq(int, sbt_writer_meta(w, tx_meta[i][0], tx_meta[i][1]), 0));
     for (size_t i = 0; i < n; i++) {
         const struct top *t = &ops[i];
         struct sbt_access acc[2];
@@ -79,6 +88,11 @@ static void write_trace(const char *path, const struct top *ops, size_t n)
             op.grid[0] = t->geom ? t->geom : 1, op.grid[1] = op.grid[2] = 1;
             op.block[0] = 64, op.block[1] = op.block[2] = 1;
         }
+        if (op.kind == SBT_OP_COPY) {
+            op.subkind = SBT_COPY_D2D;
+            op.flags |= SBT_OPF_BYTES;
+            op.bytes = 256;
+        }
         if (t->dur) {
             op.flags |= SBT_OPF_DEV_TIME;
             op.dev_begin = t->db ? t->db : 2000 + i * 1000;
@@ -94,6 +108,8 @@ static void write_trace(const char *path, const struct top *ops, size_t n)
         }
         cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
     }
+    if (tx_incomplete)
+        cr_assert(eq(int, sbt_writer_mark_incomplete(w, tx_incomplete), 0));
     cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
 }
 
@@ -103,6 +119,8 @@ static void mkdir_tmp(void)
 {
     strcpy(dir, "/tmp/test_checker_XXXXXX");
     cr_assert(mkdtemp(dir) != NULL);
+    memset(tx_meta, 0, sizeof tx_meta);
+    tx_incomplete = NULL;
 }
 
 static void rm_tmp(void)
@@ -141,7 +159,7 @@ static struct chk_report *check_n(const struct top *cap, size_t ncap, const stru
         rr[i] = open_r(pathf(nm));
     }
     struct chk_report *rep;
-    cr_assert(eq(int, chk_check(rc, rr, n, NULL, o, &rep), 0), "%s", chk_errmsg());
+    cr_assert(eq(int, chk_check(rc, rr, n, NULL, 0, o, &rep), 0), "%s", chk_errmsg());
     for (uint32_t i = 0; i < n; i++)
         sbt_reader_close(rr[i]);
     sbt_reader_close(rc);
@@ -159,12 +177,12 @@ static struct chk_report *check_n(const struct top *cap, size_t ncap, const stru
     }
 
 /* ========================================================================================== */
-/* Classification and first divergence                                                        */
+/* Classification, coverage and first divergence                                              */
 /* ========================================================================================== */
 
 TestSuite(classify, .init = mkdir_tmp, .fini = rm_tmp);
 
-Test(classify, all_match_passes)
+Test(classify, all_match_passes_and_says_what_it_means)
 {
     const struct top cap[] = CHAIN(10, 20, 30, 40);
     const struct top *runs[] = {cap, cap, cap};
@@ -172,7 +190,13 @@ Test(classify, all_match_passes)
     struct chk_report *rep = check_n(cap, 4, runs, n, 3, NULL);
     cr_expect(eq(int, rep->failed, 0));
     cr_expect(eq(u64, rep->n_matched, 4));
+    cr_expect(eq(u64, rep->n_device_ops, 4));
+    cr_expect(eq(u64, rep->n_verified, 4));
+    cr_expect(eq(u64, rep->n_unverified, 0));
     cr_expect(eq(int, rep->has_first, 0));
+    /* 3 runs each compared with the capture: 1 - 0.05^(1/3) */
+    cr_expect(eq(u32, rep->n_compared_runs, 3));
+    cr_expect(fabs(rep->pass_bound - (1 - pow(0.05, 1.0 / 3))) < 1e-12);
     chk_report_free(rep);
 }
 
@@ -230,7 +254,8 @@ Test(classify, match_stops_the_taint)
 
 Test(classify, unverified_op_passes_the_taint_on)
 {
-    /* consume has no digest anywhere: finish is downstream of produce through it */
+    /* consume has no digest anywhere: finish is downstream of produce through it, and consume
+     * is listed as unverified (no digest), not as passing */
     const struct top cap[] = CHAIN(10, 0, 30, 40);
     const struct top run[] = CHAIN(11, 0, 31, 40);
     const struct top *runs[] = {run};
@@ -238,6 +263,13 @@ Test(classify, unverified_op_passes_the_taint_on)
     struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
     cr_expect(eq(u64, rep->n_roots, 1));
     cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    cr_expect(eq(u64, rep->n_device_ops, 4));
+    cr_expect(eq(u64, rep->n_verified, 3));
+    cr_expect(eq(u64, rep->n_unverified, 1));
+    cr_assert(eq(u32, rep->n_unverified_listed, 1));
+    cr_expect(eq(u64, rep->unverified[0].seq, 1));
+    cr_expect(eq(u32, rep->unverified[0].why, CHK_UNV_NO_DIGEST));
+    cr_expect(eq(str, rep->unverified[0].name, "consume"));
     chk_report_free(rep);
 }
 
@@ -254,6 +286,94 @@ Test(classify, agreement_without_reference_passes_the_taint_on)
     cr_expect(eq(u64, rep->first.seq, 0));
     cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
     cr_expect(eq(u64, rep->n_matched, 2), "consume (runs agree) and other");
+    chk_report_free(rep);
+}
+
+/* produce writes r1 and differs; a kernel "other" then binds all of r1 for writing but writes
+ * part of it (a may-write), unverified; consume reads r1 and differs. */
+Test(classify, unverified_kernel_does_not_clear_what_it_may_not_have_written)
+{
+    const struct top cap[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 10, NULL, 0},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 0, 1, 0, NULL, 0},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 20, NULL, 0},
+    };
+    const struct top run[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 11, NULL, 0},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 0, 1, 0, NULL, 0},
+        {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 21, NULL, 0},
+    };
+    const struct top *runs[] = {run};
+    const size_t n[] = {3};
+    struct chk_report *rep = check_n(cap, 3, runs, n, 1, NULL);
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    cr_expect(eq(u64, rep->n_roots, 1), "consume read bytes \"other\" may have left from produce");
+    cr_expect(eq(u64, rep->first.seq, 0));
+    chk_report_free(rep);
+    /* the same with a copy in the middle: a copy overwrites its whole range with bytes read
+     * from an untouched resource, so consume's difference is its own */
+    struct top cap2[3], run2[3];
+    memcpy(cap2, cap, sizeof cap);
+    memcpy(run2, run, sizeof run);
+    cap2[1] = run2[1] = (struct top){SBT_OP_COPY, 0, 0, 0, 0, 5, 1, 0, NULL, 0};
+    rep = check_n(cap2, 3, (const struct top *[]){run2}, n, 1, NULL);
+    cr_expect(eq(u64, rep->n_roots, 2));
+    chk_report_free(rep);
+}
+
+Test(classify, mismatch_from_bytes_left_in_place_is_not_a_root)
+{
+    /* produce differs in r1; "other" reads only r5 (clean) and binds all of r1 but writes, say,
+     * its first 64 bytes: its digest covers the whole bound range, 192 bytes of which still
+     * hold produce's difference */
+    const struct top cap[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 10, NULL, 0},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 5, 1, 40, NULL, 0},
+    };
+    const struct top run[] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 11, NULL, 0},
+        {SBT_OP_KERNEL, 0, 4, 0, 100, 5, 1, 41, NULL, 0},
+    };
+    const size_t n[] = {2};
+    struct chk_report *rep = check_n(cap, 2, (const struct top *[]){run}, n, 1, NULL);
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    cr_expect(eq(u64, rep->n_roots, 1));
+    for (uint32_t i = 0; i < rep->n_findings; i++)
+        cr_expect(eq(int, rep->findings[i].is_root, rep->findings[i].seq == 0));
+    chk_report_free(rep);
+    /* written elsewhere (r6): nothing of produce's is in its range, so it is a root */
+    struct top cap2[2], run2[2];
+    memcpy(cap2, cap, sizeof cap);
+    memcpy(run2, run, sizeof run);
+    cap2[1].wr = run2[1].wr = 6;
+    rep = check_n(cap2, 2, (const struct top *[]){run2}, n, 1, NULL);
+    cr_expect(eq(u64, rep->n_roots, 2));
+    chk_report_free(rep);
+}
+
+Test(classify, nothing_verified_is_a_failure)
+{
+    /* no digest anywhere: every device op unverified, the gate fails saying why */
+    const struct top cap[] = CHAIN(0, 0, 0, 0);
+    const struct top *runs[] = {cap, cap};
+    const size_t n[] = {4, 4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 2, NULL);
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->n_verified, 0));
+    cr_expect(eq(u64, rep->n_unverified, 4));
+    cr_expect(eq(u64, rep->n_unverified_why[CHK_UNV_NO_DIGEST], 4));
+    cr_expect(strstr(rep->fail_reason, "nothing was verified") != NULL, "%s", rep->fail_reason);
+    chk_report_free(rep);
+    /* digests in one run only: one side, still nothing compared */
+    const struct top one[] = CHAIN(10, 20, 30, 40);
+    rep = check_n(cap, 4, (const struct top *[]){one}, n, 1, NULL);
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->n_unverified_why[CHK_UNV_ONE_SIDE], 4));
+    chk_report_free(rep);
+    /* no runs at all */
+    rep = check_n(one, 4, NULL, NULL, 0, NULL);
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(strstr(rep->fail_reason, "no replay results") != NULL, "%s", rep->fail_reason);
     chk_report_free(rep);
 }
 
@@ -282,11 +402,41 @@ Test(classify, missing_extra_error)
     chk_report_free(rep);
 }
 
+Test(classify, incomplete_traces_are_said_so)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    tx_incomplete = "vkCmdDrawIndirect passed through unrecorded";
+    struct chk_report *rep = check_n(cap, 4, (const struct top *[]){cap}, (const size_t[]){4}, 1,
+                                     &CHK_OPTS(.ref_name = "c.sbt"));
+    cr_expect(eq(int, rep->incomplete, 1));
+    cr_expect(strstr(rep->incomplete_why, "c.sbt: vkCmdDrawIndirect") != NULL, "%s",
+              rep->incomplete_why);
+    chk_report_free(rep);
+    tx_incomplete = NULL;
+    rep = check_n(cap, 4, (const struct top *[]){cap}, (const size_t[]){4}, 1, NULL);
+    cr_expect(eq(int, rep->incomplete, 0));
+    chk_report_free(rep);
+}
+
 /* ========================================================================================== */
 /* diff alignment                                                                             */
 /* ========================================================================================== */
 
 TestSuite(align, .init = mkdir_tmp, .fini = rm_tmp);
+
+static struct chk_report *diff_of(const struct top *a, size_t na, const struct top *b, size_t nb,
+                                  uint32_t window)
+{
+    write_trace(pathf("a.sbt"), a, na);
+    write_trace(pathf("b.sbt"), b, nb);
+    sbt_reader *ra = open_r(pathf("a.sbt")), *rb = open_r(pathf("b.sbt"));
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_diff(ra, rb, &CHK_OPTS(.window = window, .collect_events = 1), &rep), 0),
+              "%s", chk_errmsg());
+    sbt_reader_close(ra);
+    sbt_reader_close(rb);
+    return rep;
+}
 
 Test(align, inserted_and_removed_ops)
 {
@@ -308,12 +458,7 @@ Test(align, inserted_and_removed_ops)
         {SBT_OP_KERNEL, 0, 3, 0, 100, 2, 3, 3, NULL, 1},
         {SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 5, NULL, 3},
     };
-    write_trace(pathf("a.sbt"), a, 6);
-    write_trace(pathf("b.sbt"), b, 6);
-    sbt_reader *ra = open_r(pathf("a.sbt")), *rb = open_r(pathf("b.sbt"));
-    struct chk_report *rep;
-    cr_assert(eq(int, chk_diff(ra, rb, &CHK_OPTS(.window = 4, .collect_events = 1), &rep), 0), "%s",
-              chk_errmsg());
+    struct chk_report *rep = diff_of(a, 6, b, 6, 4);
     cr_expect(eq(u64, rep->count[CHK_MISSING], 1));
     cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
     cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
@@ -326,12 +471,85 @@ Test(align, inserted_and_removed_ops)
     }
     chk_report_free(rep);
     /* a trace against itself: nothing */
-    cr_assert(eq(int, chk_diff(ra, ra, NULL, &rep), 0), "%s", chk_errmsg());
+    rep = diff_of(a, 6, a, 6, 4);
     cr_expect(eq(int, rep->failed, 0));
     cr_expect(eq(u64, rep->n_matched, 6));
     chk_report_free(rep);
-    sbt_reader_close(ra);
-    sbt_reader_close(rb);
+}
+
+/* n launches of one kernel (same key) with digests 1..n on stream 0 */
+static void same_kernel(struct top *t, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = (struct top){SBT_OP_KERNEL, 0, 2, 0, 100, 1, 2, 1 + i, NULL, 1};
+}
+
+Test(align, duplicated_launch_costs_one_finding)
+{
+    /* B repeats launch 50 right after itself (same kernel and geometry, its own outputs): the
+     * other 100 still pair with their counterparts, none is reported as differing */
+    static struct top a[100], b[101];
+    same_kernel(a, 100);
+    memcpy(b, a, 50 * sizeof *a);
+    b[50] = a[49];
+    b[50].digest = 5000;
+    memcpy(b + 51, a + 50, 50 * sizeof *a);
+    struct chk_report *rep = diff_of(a, 100, b, 101, 16);
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
+    cr_expect(eq(u64, rep->count[CHK_MISSING], 0));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(u64, rep->n_matched, 100));
+    cr_expect(eq(u64, rep->findings[0].seq_run, 50));
+    chk_report_free(rep);
+    /* a duplicate that computed the same as its neighbour: one extra either way */
+    b[50].digest = b[49].digest;
+    rep = diff_of(a, 100, b, 101, 16);
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 1));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    chk_report_free(rep);
+}
+
+Test(align, removed_and_inserted_far_apart_with_a_small_window)
+{
+    /* 2000 launches alternating two kernels; B drops A's ops 100, 700 and 701, and inserts
+     * another kernel before A's 1500 and a duplicate of A's 1800 after it. Window 16. */
+    static struct top a[2000], b[2000];
+    for (uint32_t i = 0; i < 2000; i++)
+        a[i] = (struct top){SBT_OP_KERNEL, 0, 1 + i % 2, 0, 100, 1, 2, 1 + i, NULL, 1};
+    size_t nb = 0;
+    for (uint32_t i = 0; i < 2000; i++) {
+        if (i == 100 || i == 700 || i == 701)
+            continue;
+        if (i == 1500)
+            b[nb++] = (struct top){SBT_OP_KERNEL, 0, 4, 0, 100, 0, 7, 7777, NULL, 1};
+        b[nb++] = a[i];
+        if (i == 1800) {
+            b[nb] = a[i];
+            b[nb++].digest = 8888;
+        }
+    }
+    struct chk_report *rep = diff_of(a, 2000, b, nb, 16);
+    cr_expect(eq(u64, rep->count[CHK_MISSING], 3));
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 2));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(u64, rep->n_matched, 1997));
+    chk_report_free(rep);
+}
+
+Test(align, a_changed_output_stays_one_aligned_mismatch)
+{
+    /* same keys, one digest differs: a deletion and an insertion of one key pair up again */
+    static struct top a[40], b[40];
+    same_kernel(a, 40);
+    memcpy(b, a, sizeof a);
+    b[17].digest = 999;
+    b[30].digest = 998;
+    struct chk_report *rep = diff_of(a, 40, b, 40, 8);
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 2));
+    cr_expect(eq(u64, rep->count[CHK_MISSING], 0));
+    cr_expect(eq(u64, rep->count[CHK_EXTRA], 0));
+    cr_expect(eq(u64, rep->n_verified, 40));
+    chk_report_free(rep);
 }
 
 /* ========================================================================================== */
@@ -361,7 +579,7 @@ Test(stats, summary_by_hand)
     cr_expect(eq(int, chk_summarize(y, 3, 1.5, &s), SBT_EINVAL));
 }
 
-Test(stats, mann_whitney_and_sign_test)
+Test(stats, mann_whitney_exact_with_and_without_ties)
 {
     double x[] = {6, 7, 8, 9, 10}, y[] = {1, 2, 3, 4, 5};
     double u;
@@ -369,27 +587,172 @@ Test(stats, mann_whitney_and_sign_test)
     cr_expect(fabs(chk_mann_whitney(x, 5, y, 5, &u) - 1.0 / 252) < 1e-12);
     cr_expect(eq(dbl, u, 25));
     cr_expect(fabs(chk_mann_whitney(y, 5, x, 5, &u) - 1.0) < 1e-12);
+    cr_expect(fabs(chk_mann_whitney_min_p(5, 5) - 1.0 / 252) < 1e-15);
+    cr_expect(fabs(chk_mann_whitney_min_p(5, 10) - 1.0 / 3003) < 1e-15);
     /* x = {2, 4}, y = {1, 3}: U = 3; P(U >= 3) = 2/6 (U over 6 arrangements: 0,1,2,2,3,4) */
     double a[] = {2, 4}, b[] = {1, 3};
     cr_expect(fabs(chk_mann_whitney(a, 2, b, 2, &u) - 2.0 / 6) < 1e-12);
     cr_expect(eq(dbl, u, 3));
-    /* ties take the normal approximation: identical samples are not significant */
+    /* ties, exactly: x = {2, 2}, y = {1, 2}. Midranks 1, 3, 3, 3; the 6 ways to pick x's two
+     * ranks give sums 4, 4, 4, 6, 6, 6; x's is 6: P = 3/6 */
+    double c[] = {2, 2}, d[] = {1, 2};
+    cr_expect(fabs(chk_mann_whitney(c, 2, d, 2, &u) - 0.5) < 1e-12);
+    cr_expect(eq(dbl, u, 3));
+    /* all tied: no evidence at all */
     double t[] = {5, 5, 5, 5};
-    cr_expect(chk_mann_whitney(t, 4, t, 4, NULL) > 0.4);
-    cr_expect(fabs(chk_sign_test(5, 5) - 1.0 / 32) < 1e-12);
-    cr_expect(fabs(chk_sign_test(3, 3) - 1.0 / 8) < 1e-12);
-    cr_expect(eq(dbl, chk_sign_test(0, 3), 1));
+    cr_expect(fabs(chk_mann_whitney(t, 4, t, 4, NULL) - 1.0) < 1e-12);
+    /* beyond 60 values: the normal approximation, still far below 1e-6 when separated */
+    double big[80];
+    for (int i = 0; i < 80; i++)
+        big[i] = i;
+    cr_expect(chk_mann_whitney(big + 40, 40, big, 40, NULL) < 1e-6);
+    cr_expect(chk_mann_whitney(big, 40, big + 40, 40, NULL) > 0.99);
 }
 
-Test(stats, tolerance_parse_and_compare)
+Test(stats, holm_by_hand)
+{
+    /* p = .01 .04 .03 .005 (n = 4): sorted .005 .01 .03 .04 -> x4 x3 x2 x1 = .02 .03 .06 .04,
+     * made monotone: .02 .03 .06 .06 */
+    double p[] = {0.01, 0.04, 0.03, 0.005}, adj[4];
+    cr_assert(eq(int, chk_holm(p, 4, adj), 0));
+    cr_expect(fabs(adj[3] - 0.02) < 1e-12);
+    cr_expect(fabs(adj[0] - 0.03) < 1e-12);
+    cr_expect(fabs(adj[2] - 0.06) < 1e-12);
+    cr_expect(fabs(adj[1] - 0.06) < 1e-12);
+    double q[] = {0.9, 0.8};
+    chk_holm(q, 2, q); /* in place; capped at 1 */
+    cr_expect(eq(dbl, q[0], 1));
+    cr_expect(eq(dbl, q[1], 1));
+}
+
+Test(stats, ratio_estimate_and_its_interval)
+{
+    /* x = 2 y exactly: every ratio is 2 */
+    double y[] = {100, 110, 120, 130, 140, 150}, x[6];
+    for (int i = 0; i < 6; i++)
+        x[i] = 2 * y[i];
+    double r, lo, hi, level;
+    cr_assert(eq(int, chk_ratio_estimate(x, 6, y, 6, 0.95, &r, &lo, &hi, &level), 0));
+    /* 36 ratios 2 y_i / y_j: the median is 2 by symmetry of log ratios */
+    cr_expect(fabs(r - 2) < 1e-9, "%g", r);
+    cr_expect(lo < 2 && hi > 2);
+    /* n = m = 6: the counts of U = 0, 1, ... are 1 1 2 3 5 7 11 (partitions in a 6 x 6 box),
+     * so P(U <= 5) = 19/924 = 0.0206 <= 0.025 < P(U <= 6) = 30/924: k = 6, coverage
+     * 1 - 2 x 19/924 */
+    cr_expect(fabs(level - (1 - 38.0 / 924)) < 1e-12, "%g", level);
+    /* one value a side: the ratio, coverage 0 */
+    cr_assert(eq(int, chk_ratio_estimate(x, 1, y, 1, 0.95, &r, &lo, &hi, &level), 0));
+    cr_expect(fabs(r - 2) < 1e-12);
+    cr_expect(eq(dbl, level, 0));
+    cr_expect(eq(int, chk_ratio_estimate(x, 0, y, 1, 0.95, &r, &lo, &hi, &level), SBT_EINVAL));
+}
+
+Test(stats, what_a_pass_means)
+{
+    cr_expect(eq(dbl, chk_no_difference_bound(0, 0.95), 1));
+    cr_expect(fabs(chk_no_difference_bound(1, 0.95) - 0.95) < 1e-12);
+    /* rule of three: about 3/N */
+    double b = chk_no_difference_bound(100, 0.95);
+    cr_expect(b > 0.029 && b < 0.031, "%g", b);
+}
+
+/* ========================================================================================== */
+/* Tolerances: exact ULPs                                                                      */
+/* ========================================================================================== */
+
+static uint64_t ulp64(double a, double b)
+{
+    return chk_ulp_distance(&a, &b, CHK_ELEM_F64);
+}
+static uint64_t ulp32(float a, float b)
+{
+    return chk_ulp_distance(&a, &b, CHK_ELEM_F32);
+}
+static uint64_t ulpbits(uint64_t a, uint64_t b, uint32_t e)
+{
+    return chk_ulp_distance(&a, &b, e); /* little-endian: the low bytes are the element */
+}
+
+Test(tolerance, parse)
 {
     struct chk_tolerance t;
     cr_expect(eq(int, chk_tolerance_parse("ulp:4", &t), 0));
     cr_expect(eq(u32, t.kind, CHK_TOL_ULP));
-    cr_expect(eq(int, chk_tolerance_parse("abs:1e-3", &t), 0));
+    cr_expect(eq(u64, t.ulps, 4));
+    cr_expect(eq(int, chk_tolerance_parse("ulp:18446744073709551615", &t), 0));
+    cr_expect(eq(u64, t.ulps, UINT64_MAX));
+    cr_expect(eq(int, chk_tolerance_parse("ulp:18446744073709551616", &t), SBT_EINVAL));
+    cr_expect(eq(int, chk_tolerance_parse("ulp:9007199254740993", &t), 0));
+    cr_expect(eq(u64, t.ulps, 9007199254740993ull), "exact above 2^53");
+    cr_expect(eq(int, chk_tolerance_parse("ulp:-1", &t), SBT_EINVAL));
     cr_expect(eq(int, chk_tolerance_parse("ulp:1.5", &t), SBT_EINVAL));
+    cr_expect(eq(int, chk_tolerance_parse("abs:1e-3", &t), 0));
     cr_expect(eq(int, chk_tolerance_parse("foo:1", &t), SBT_EINVAL));
     cr_expect(strstr(chk_errmsg(), "foo:1") != NULL);
+}
+
+Test(tolerance, f64_ulp0_catches_one_ulp)
+{
+    double a[] = {1.0, 3.0}, b[] = {1.0, nextafter(3.0, 4.0)};
+    struct chk_tolerance t;
+    int within;
+    double md;
+    chk_tolerance_parse("ulp:0", &t);
+    cr_assert(eq(int, chk_compare_bytes(a, b, 16, 16, CHK_ELEM_F64, &t, &within, &md), 0));
+    cr_expect(eq(int, within, 0), "a 1-ULP f64 difference is outside ulp:0");
+    cr_expect(eq(dbl, md, 1));
+    chk_tolerance_parse("ulp:1", &t);
+    chk_compare_bytes(a, b, 16, 16, CHK_ELEM_F64, &t, &within, &md);
+    cr_expect(eq(int, within, 1));
+    /* far from 1: still one */
+    cr_expect(eq(u64, ulp64(1e300, nextafter(1e300, 0)), 1));
+    cr_expect(eq(u64, ulp64(-1e-300, nextafter(-1e-300, -1)), 1));
+    cr_expect(eq(u64, ulp64(1.0, 1.0 + 0x1p-52 * 5), 5));
+}
+
+Test(tolerance, edges_of_every_float_format)
+{
+    /* f64 */
+    cr_expect(eq(u64, ulp64(0.0, -0.0), 0), "+0 and -0 are equal");
+    cr_expect(eq(u64, ulp64(0x1p-1074, 0.0), 1), "smallest subnormal next to zero");
+    cr_expect(eq(u64, ulp64(0x1p-1074, -0x1p-1074), 2), "across zero");
+    cr_expect(eq(u64, ulp64(0x1p-1022, nextafter(0x1p-1022, 0)), 1), "normal/subnormal edge");
+    cr_expect(eq(u64, ulp64(DBL_MAX, INFINITY), 1), "largest finite next to infinity");
+    cr_expect(eq(u64, ulp64(-DBL_MAX, -INFINITY), 1));
+    cr_expect(eq(u64, ulp64(DBL_MAX, -DBL_MAX), 2 * 0x7fefffffffffffffull), "no overflow");
+    cr_expect(eq(u64, ulp64(INFINITY, -INFINITY), 2 * 0x7ff0000000000000ull));
+    cr_expect(eq(u64, ulpbits(0x7ff8000000000001ull, 0xfff0000000000abcull, CHK_ELEM_F64), 0),
+              "NaNs of any payload and sign are equal");
+    cr_expect(eq(u64, ulp64(NAN, 1.0), UINT64_MAX));
+    cr_expect(eq(u64, ulp64(NAN, INFINITY), UINT64_MAX));
+    /* f32 */
+    cr_expect(eq(u64, ulp32(0.0f, -0.0f), 0));
+    cr_expect(eq(u64, ulp32(0x1p-149f, -0x1p-149f), 2));
+    cr_expect(eq(u64, ulp32(FLT_MAX, INFINITY), 1));
+    cr_expect(eq(u64, ulp32(1.0f, nextafterf(1.0f, 2.0f)), 1));
+    cr_expect(eq(u64, ulpbits(0x7fc00001, 0x7f800002, CHK_ELEM_F32), 0), "NaN payloads");
+    cr_expect(eq(u64, ulpbits(0x7fc00000, 0x7f800000, CHK_ELEM_F32), UINT64_MAX), "NaN vs inf");
+    /* f16: 0x7bff largest finite, 0x7c00 inf, 0x0001 smallest subnormal, 0x8000 -0 */
+    cr_expect(eq(u64, ulpbits(0x0000, 0x8000, CHK_ELEM_F16), 0));
+    cr_expect(eq(u64, ulpbits(0x0001, 0x8001, CHK_ELEM_F16), 2));
+    cr_expect(eq(u64, ulpbits(0x7bff, 0x7c00, CHK_ELEM_F16), 1));
+    cr_expect(eq(u64, ulpbits(0x7bff, 0xfbff, CHK_ELEM_F16), 2 * 0x7bffu));
+    cr_expect(eq(u64, ulpbits(0x7e00, 0x7c01, CHK_ELEM_F16), 0), "NaN payloads");
+    cr_expect(eq(u64, ulpbits(0x3c00, 0x3c02, CHK_ELEM_F16), 2));
+    /* bf16: 0x7f7f largest finite, 0x7f80 inf, 0x7fc0 NaN */
+    cr_expect(eq(u64, ulpbits(0x0000, 0x8000, CHK_ELEM_BF16), 0));
+    cr_expect(eq(u64, ulpbits(0x7f7f, 0x7f80, CHK_ELEM_BF16), 1));
+    cr_expect(eq(u64, ulpbits(0x0001, 0x0000, CHK_ELEM_BF16), 1));
+    cr_expect(eq(u64, ulpbits(0x7fc0, 0xff81, CHK_ELEM_BF16), 0));
+    cr_expect(eq(u64, ulpbits(0x7fc0, 0x3f80, CHK_ELEM_BF16), UINT64_MAX));
+    /* integers */
+    cr_expect(eq(u64, ulpbits(0x80000000u, 0x7fffffffu, CHK_ELEM_I32), 0xffffffffu));
+    cr_expect(eq(u64, ulpbits(0, 0xffffffffu, CHK_ELEM_U32), 0xffffffffu));
+}
+
+Test(tolerance, compare_bytes)
+{
+    struct chk_tolerance t;
     float a[] = {1.0f, 2.0f}, b[] = {1.0f, 2.0f};
     uint32_t bits;
     memcpy(&bits, &b[1], 4);
@@ -407,15 +770,22 @@ Test(stats, tolerance_parse_and_compare)
     chk_tolerance_parse("rel:1e-6", &t);
     chk_compare_bytes(a, b, 8, 8, CHK_ELEM_F32, &t, &within, &md);
     cr_expect(eq(int, within, 1));
-    /* f16 1.0 = 0x3c00; 0x3c02 is 2 ULPs away; bf16 likewise */
+    /* f16 1.0 = 0x3c00; 0x3c02 is 2^-9 away */
     uint16_t h1 = 0x3c00, h2 = 0x3c02;
-    chk_tolerance_parse("ulp:1", &t);
-    chk_compare_bytes(&h1, &h2, 2, 2, CHK_ELEM_F16, &t, &within, &md);
-    cr_expect(eq(int, within, 0));
-    cr_expect(eq(dbl, md, 2));
     chk_tolerance_parse("abs:0.01", &t);
     chk_compare_bytes(&h1, &h2, 2, 2, CHK_ELEM_F16, &t, &within, &md);
-    cr_expect(eq(int, within, 1)); /* 2^-9 apart */
+    cr_expect(eq(int, within, 1));
+    /* NaN against NaN of another payload is within any tolerance; against a number, none */
+    uint32_t n1 = 0x7fc00001, n2 = 0x7fc00002, one = 0x3f800000;
+    chk_tolerance_parse("abs:0", &t);
+    chk_compare_bytes(&n1, &n2, 4, 4, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 1));
+    chk_compare_bytes(&n1, &one, 4, 4, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 0));
+    chk_tolerance_parse("ulp:1000", &t);
+    chk_compare_bytes(&n1, &one, 4, 4, CHK_ELEM_F32, &t, &within, &md);
+    cr_expect(eq(int, within, 0));
+    cr_expect(isinf(md));
     int32_t i1 = 10, i2 = 13;
     chk_tolerance_parse("abs:3", &t);
     chk_compare_bytes(&i1, &i2, 4, 4, CHK_ELEM_I32, &t, &within, &md);
@@ -424,55 +794,243 @@ Test(stats, tolerance_parse_and_compare)
     cr_expect(eq(int, within, 0));
 }
 
+/* ========================================================================================== */
+/* Timing: synthetic runs with known answers                                                  */
+/* ========================================================================================== */
+
 TestSuite(timing, .init = mkdir_tmp, .fini = rm_tmp);
 
-/* 24 launches of one kernel: the capture at 1000 ns +/- a little, runs at factor x */
-static struct chk_report *timing_case(double factor, uint32_t n_runs, double thr)
+/* A deterministic generator: the tests are reproducible, their noise realistic. */
+static uint64_t rng_next(uint64_t *s)
 {
-    struct top cap[24], run[24];
-    for (int i = 0; i < 24; i++) {
-        uint64_t d = 1000 + (uint64_t)(i % 5) * 3;
-        cap[i] = (struct top){SBT_OP_KERNEL, 0, 1, 0, d, 0, 1, 0, NULL, 0};
-        run[i] = cap[i];
-        run[i].dur = (uint64_t)llround((double)d * factor) + (uint64_t)(i % 3);
-    }
-    const struct top *runs[8];
-    size_t n[8];
-    for (uint32_t i = 0; i < n_runs; i++)
-        runs[i] = run, n[i] = 24;
-    return check_n(cap, 24, runs, n, n_runs, &CHK_OPTS(.timing_threshold = thr));
+    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static double rng_normal(uint64_t *s)
+{
+    double u1 = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
-Test(timing, regression_needs_threshold_and_significance)
+/* One replay result of a workload of three kernels (produce 200 us, consume 100 us, finish
+ * 50 us; 40 launches each, interleaved) under a noise model taken from lavapipe on a shared
+ * machine: a run-wide load factor (lognormal, sd 4%) shared by every kernel of the run, a
+ * per-kernel run factor (sd 2%), and per-launch noise (sd 15%, plus a 5% chance of a 3x
+ * outlier). slow: factor on consume's launches. */
+static void synth_run(const char *name, uint64_t seed, double slow)
 {
-    struct chk_report *rep = timing_case(1.30, 3, 0.10);
-    cr_assert(eq(u32, rep->n_kernels, 1));
-    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_REGRESSION));
-    cr_expect(rep->kernels[0].rel_diff > 0.29 && rep->kernels[0].rel_diff < 0.31);
-    cr_expect(rep->kernels[0].p_value < 1e-6);
-    cr_expect(eq(int, rep->failed, 1));
-    /* per op: 3 runs cannot make a sign test significant at 0.95 */
-    cr_expect(eq(u32, rep->n_ops, 0));
+    static struct top t[120];
+    uint64_t s = seed;
+    double load = exp(0.04 * rng_normal(&s)), kf[3];
+    for (int k = 0; k < 3; k++)
+        kf[k] = exp(0.02 * rng_normal(&s));
+    static const double base[3] = {200000, 100000, 50000};
+    for (int i = 0; i < 120; i++) {
+        int k = i % 3;
+        double d = base[k] * load * kf[k] * exp(0.15 * rng_normal(&s));
+        if (rng_next(&s) % 100 < 5)
+            d *= 3;
+        if (k == 1)
+            d *= slow;
+        /* the same outputs in every run: only timings differ */
+        t[i] = (struct top){
+            SBT_OP_KERNEL, 0, 1 + (uint32_t)k, 0, (uint64_t)llround(d), 0, 0, 1000 + (uint64_t)i,
+            NULL,          0};
+    }
+    write_trace(pathf(name), t, 120);
+}
+
+/* A gate: 5 runs (seeds from `seed`) against the 10-run baseline b0..b9. */
+static struct chk_report *synth_gate(uint64_t seed, double slow, const struct chk_opts *o)
+{
+    sbt_reader *runs[5], *base[10];
+    for (int i = 0; i < 10; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "b%d.sbt", i);
+        base[i] = open_r(pathf(nm));
+    }
+    for (int i = 0; i < 5; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "r%d.sbt", i);
+        synth_run(nm, seed * 100 + (uint64_t)i, slow);
+        runs[i] = open_r(pathf(nm));
+    }
+    sbt_reader *cap = open_r(pathf("b0.sbt"));
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_check(cap, runs, 5, base, 10, o, &rep), 0), "%s", chk_errmsg());
+    for (int i = 0; i < 5; i++)
+        sbt_reader_close(runs[i]);
+    for (int i = 0; i < 10; i++)
+        sbt_reader_close(base[i]);
+    sbt_reader_close(cap);
+    return rep;
+}
+
+static void synth_baseline(void)
+{
+    for (int i = 0; i < 10; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "b%d.sbt", i);
+        synth_run(nm, 777000 + (uint64_t)i, 1.0);
+    }
+}
+
+Test(timing, no_false_failures_in_20_gates_of_an_unchanged_workload)
+{
+    synth_baseline();
+    uint32_t fails = 0;
+    for (uint64_t g = 1; g <= 20; g++) {
+        struct chk_report *rep = synth_gate(g, 1.0, NULL);
+        cr_expect(eq(u32, rep->n_tests, 3), "three kernel groups tested");
+        cr_expect(eq(u32, rep->n_ref_runs, 10));
+        fails += rep->count[CHK_TIMING] != 0;
+        for (uint32_t i = 0; i < rep->n_kernels; i++)
+            if (rep->kernels[i].verdict == CHK_TIME_REGRESSION)
+                cr_log_error("gate %" PRIu64 ": %s %+.1f%% p_adj %g", g, rep->kernels[i].name,
+                             rep->kernels[i].effect * 100, rep->kernels[i].p_adj);
+        chk_report_free(rep);
+    }
+    cr_expect(eq(u32, fails, 0), "%u of 20 gates failed on timing", fails);
+}
+
+Test(timing, a_25_percent_slowdown_of_one_kernel_is_caught_and_named)
+{
+    synth_baseline();
+    uint32_t caught = 0, named_wrong = 0;
+    for (uint64_t g = 1; g <= 20; g++) {
+        struct chk_report *rep = synth_gate(g, 1.25, NULL);
+        int hit = 0;
+        for (uint32_t i = 0; i < rep->n_kernels; i++) {
+            const struct chk_timing_row *k = &rep->kernels[i];
+            if (k->verdict != CHK_TIME_REGRESSION)
+                continue;
+            if (!strncmp(k->name, "consume", 7)) {
+                hit = 1;
+                cr_expect(k->effect > 0.15 && k->effect < 0.35, "effect %g", k->effect);
+                cr_expect(k->effect_lo < k->effect && k->effect < k->effect_hi);
+                cr_expect(k->p_adj >= k->p_value && k->p_adj < 0.05);
+            } else {
+                named_wrong++;
+                cr_log_error("gate %" PRIu64 ": %s %+.1f%% p_adj %g", g, k->name, k->effect * 100,
+                             k->p_adj);
+            }
+        }
+        caught += hit;
+        cr_expect(eq(int, rep->failed, hit));
+        chk_report_free(rep);
+    }
+    cr_expect(caught >= 19, "caught in %u of 20 gates", caught);
+    cr_expect(eq(u32, named_wrong, 0));
+}
+
+Test(timing, min_effect_and_significance_are_both_needed)
+{
+    synth_baseline();
+    /* 5% slower: significant perhaps, below the 10% minimum effect: never a regression */
+    struct chk_report *rep = synth_gate(3, 1.05, NULL);
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
     chk_report_free(rep);
-    /* 5% slower: below the threshold however significant */
-    rep = timing_case(1.05, 3, 0.10);
-    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_SAME));
-    cr_expect(eq(int, rep->failed, 0));
+    /* 40% slower with the gate off */
+    rep = synth_gate(3, 1.40, &CHK_OPTS(.timing_threshold = -1));
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
     chk_report_free(rep);
-    /* 5 runs, 30% slower: per-op sign tests reach p = 1/32 */
-    rep = timing_case(1.30, 5, 0.10);
-    cr_expect(eq(u32, rep->n_ops, 20));
-    cr_expect(fabs(rep->ops[0].p_value - 1.0 / 32) < 1e-12);
+    /* 40% faster: an improvement, not a failure */
+    rep = synth_gate(3, 0.60, NULL);
+    int improved = 0;
+    for (uint32_t i = 0; i < rep->n_kernels; i++)
+        improved |= rep->kernels[i].verdict == CHK_TIME_IMPROVEMENT;
+    cr_expect(improved);
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
     chk_report_free(rep);
-    /* faster: an improvement, not a failure */
-    rep = timing_case(0.5, 3, 0.10);
-    cr_expect(eq(u32, rep->kernels[0].verdict, CHK_TIME_IMPROVEMENT));
-    cr_expect(eq(int, rep->failed, 0));
+}
+
+Test(timing, one_reference_run_cannot_detect_and_says_so)
+{
+    /* the capture as the timing reference is one run: 1 / C(6, 1) = 1/6 is the smallest p */
+    synth_run("cap.sbt", 1, 1.0);
+    sbt_reader *runs[5];
+    for (int i = 0; i < 5; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "r%d.sbt", i);
+        synth_run(nm, 50 + (uint64_t)i, 2.0);
+        runs[i] = open_r(pathf(nm));
+    }
+    sbt_reader *cap = open_r(pathf("cap.sbt"));
+    struct chk_report *rep;
+    cr_assert(eq(int,
+                 chk_check(cap, runs, 5, NULL, 0, &CHK_OPTS(.timing_ref = CHK_TREF_CAPTURE), &rep),
+                 0),
+              "%s", chk_errmsg());
+    cr_expect(eq(u32, rep->timing_ref, CHK_TREF_CAPTURE));
+    cr_expect(fabs(rep->min_p - 1.0 / 6) < 1e-12);
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 0), "a doubling, but one reference run");
+    int slower = 0;
+    for (uint32_t i = 0; i < rep->n_kernels; i++)
+        slower |= rep->kernels[i].verdict == CHK_TIME_SLOWER;
+    cr_expect(slower, "shown as slower, not failed");
     chk_report_free(rep);
-    /* timing gate off */
-    rep = timing_case(3, 3, -1);
-    cr_expect(eq(int, rep->failed, 0));
+    /* no reference: summarised, not tested */
+    cr_assert(eq(int, chk_check(cap, runs, 5, NULL, 0, NULL, &rep), 0));
+    cr_expect(eq(u32, rep->timing_ref, CHK_TREF_NONE));
+    cr_expect(eq(u32, rep->n_tests, 0));
+    cr_expect(rep->n_kernels == 3 && rep->kernels[0].n_runs == 5);
     chk_report_free(rep);
+    for (int i = 0; i < 5; i++)
+        sbt_reader_close(runs[i]);
+    sbt_reader_close(cap);
+}
+
+Test(timing, groups_are_program_entry_point_and_geometry)
+{
+    /* the same kernel at two grid sizes is two groups; launches pool across runs by group */
+    struct top t[4] = {
+        {SBT_OP_KERNEL, 0, 1, 0, 1000, 0, 0, 0, NULL, 1},
+        {SBT_OP_KERNEL, 0, 1, 0, 9000, 0, 0, 0, NULL, 8},
+        {SBT_OP_KERNEL, 1, 1, 0, 1100, 0, 0, 0, NULL, 1},
+        {SBT_OP_KERNEL, 0, 1, 0, 9100, 0, 0, 0, NULL, 8},
+    };
+    struct chk_report *rep = check_n(t, 4, (const struct top *[]){t}, (const size_t[]){4}, 1, NULL);
+    cr_assert(eq(u32, rep->n_kernels, 2));
+    int seen = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (!strcmp(rep->kernels[i].name, "produce 1x1x1/64x1x1")) {
+            seen |= 1;
+            cr_expect(eq(dbl, rep->kernels[i].run.median, 1050));
+        }
+        if (!strcmp(rep->kernels[i].name, "produce 8x1x1/64x1x1")) {
+            seen |= 2;
+            cr_expect(eq(dbl, rep->kernels[i].run.median, 9050));
+        }
+    }
+    cr_expect(eq(int, seen, 3), "%s / %s", rep->kernels[0].name, rep->kernels[1].name);
+    chk_report_free(rep);
+}
+
+Test(timing, regimes_must_match)
+{
+    synth_baseline(); /* no regime metadata: "?" everywhere */
+    tx_meta[0][0] = "replay.verify", tx_meta[0][1] = "op";
+    tx_meta[1][0] = "replay.driver", tx_meta[1][1] = "Mesa 23";
+    synth_run("x.sbt", 5, 1.0);
+    sbt_reader *run = open_r(pathf("x.sbt")), *base = open_r(pathf("b0.sbt"));
+    struct chk_report *rep;
+    cr_expect(eq(int, chk_check(run, &run, 1, &base, 1, NULL, &rep), SBT_EINVAL));
+    cr_expect(strstr(chk_errmsg(), "verify 'op' vs '?'") != NULL, "%s", chk_errmsg());
+    cr_expect(strstr(chk_errmsg(), "driver 'Mesa 23' vs '?'") != NULL, "%s", chk_errmsg());
+    cr_assert(
+        eq(int, chk_check(run, &run, 1, &base, 1, &CHK_OPTS(.allow_regime_change = 1), &rep), 0));
+    cr_expect(strstr(rep->regime_note, "driver") != NULL);
+    cr_expect(strstr(rep->regime, "driver='Mesa 23'") != NULL, "%s", rep->regime);
+    chk_report_free(rep);
+    /* the timing gate off: no regime to compare */
+    cr_assert(
+        eq(int, chk_check(run, &run, 1, &base, 1, &CHK_OPTS(.timing_threshold = -1), &rep), 0));
+    chk_report_free(rep);
+    sbt_reader_close(run);
+    sbt_reader_close(base);
 }
 
 /* ========================================================================================== */
@@ -486,31 +1044,45 @@ Test(expect, round_trip_and_update_by_repetition)
     chk_expect *e;
     cr_assert(eq(int, chk_expect_create(&e), 0));
     sbt_hash d = {0x1111, 0x2222};
-    cr_assert(eq(int, chk_expect_set(e, "lavapipe", 3, CHK_LABEL_OK, &d, "gemm"), 0));
-    cr_assert(eq(int, chk_expect_set(e, "lavapipe", 1, CHK_LABEL_SKIP, NULL, NULL), 0));
-    cr_assert(eq(int, chk_expect_set(e, "other gpu", 3, CHK_LABEL_FLAKY, NULL, "x y"), 0));
+    cr_assert(eq(int,
+                 chk_expect_set(e, "lavapipe", "s1/spirv:ab:main/g1x1x1.b64x1x1#3", 3, CHK_LABEL_OK,
+                                &d, "gemm"),
+                 0));
+    cr_assert(eq(int, chk_expect_set(e, "lavapipe", NULL, 1, CHK_LABEL_SKIP, NULL, NULL), 0));
+    cr_assert(
+        eq(int, chk_expect_set(e, "other gpu", "s1/x#0", 3, CHK_LABEL_FLAKY, NULL, "x y"), 0));
+    cr_expect(eq(int, chk_expect_set(e, "lavapipe", "a b", 3, CHK_LABEL_OK, &d, NULL), SBT_EINVAL));
     cr_assert(eq(int, chk_expect_save(e, pathf("e.txt")), 0), "%s", chk_errmsg());
     chk_expect_free(e);
     cr_assert(eq(int, chk_expect_load(pathf("e.txt"), &e), 0), "%s", chk_errmsg());
     uint32_t label;
     sbt_hash got;
-    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 3, &label, &got), 1));
+    /* by identity, whatever seq the op has now */
+    cr_expect(eq(
+        int, chk_expect_get(e, "lavapipe", "s1/spirv:ab:main/g1x1x1.b64x1x1#3", 99, &label, &got),
+        1));
     cr_expect(eq(u32, label, CHK_LABEL_OK));
     cr_expect(sbt_hash_eq(got, d));
-    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 1, &label, &got), 1));
+    /* "@1": by seq */
+    cr_expect(eq(int, chk_expect_get(e, "lavapipe", "s9/none#0", 1, &label, &got), 1));
     cr_expect(eq(u32, label, CHK_LABEL_SKIP));
-    cr_expect(eq(int, chk_expect_get(e, "other gpu", 3, &label, &got), 1));
+    cr_expect(eq(int, chk_expect_get(e, "other gpu", "s1/x#0", 0, &label, &got), 1));
     cr_expect(eq(u32, label, CHK_LABEL_FLAKY));
-    cr_expect(eq(int, chk_expect_get(e, "lavapipe", 2, &label, &got), 0));
+    cr_expect(eq(int, chk_expect_get(e, "lavapipe", "s1/x#9", 2, &label, &got), 0));
+    cr_expect(eq(u64, chk_expect_unused(e, "lavapipe"), 0));
     chk_expect_free(e);
 
     /* bad files name the line */
     FILE *f = fopen(pathf("bad.txt"), "w");
-    fputs("reprise-expect 1\ndevice x\nop 1 zz ok\n", f);
+    fputs("reprise-expect 2\ndevice x\nop s1/k#0 zz ok 4\n", f);
     fclose(f);
     cr_expect(eq(int, chk_expect_load(pathf("bad.txt"), &e), SBT_ECORRUPT));
     cr_expect(strstr(chk_errmsg(), ":3:") != NULL, "%s", chk_errmsg());
     cr_expect(eq(int, chk_expect_load(pathf("none.txt"), &e), SBT_EIO));
+    f = fopen(pathf("bad.txt"), "w");
+    fputs("reprise-expect 3\n", f);
+    fclose(f);
+    cr_expect(eq(int, chk_expect_load(pathf("bad.txt"), &e), SBT_ECORRUPT));
 
     /* update by repetition: consume varies across the runs -> flaky; the rest ok */
     const struct top cap[] = CHAIN(10, 20, 30, 40);
@@ -521,17 +1093,86 @@ Test(expect, round_trip_and_update_by_repetition)
     cr_assert(eq(int, chk_expect_create(&upd), 0));
     struct chk_report *rep = check_n(cap, 4, runs, n, 3, &CHK_OPTS(.expect_update = upd));
     cr_expect(eq(str, rep->device, "lavapipe"));
-    cr_expect(eq(int, chk_expect_get(upd, "lavapipe", 1, &label, &got), 1));
+    cr_expect(
+        eq(int, chk_expect_get(upd, "lavapipe", "s1/%3F:consume/g1x1x1.b64x1x1#0", 1, &label, &got),
+           1));
     cr_expect(eq(u32, label, CHK_LABEL_FLAKY));
-    cr_expect(eq(int, chk_expect_get(upd, "lavapipe", 0, &label, &got), 1));
+    cr_expect(
+        eq(int, chk_expect_get(upd, "lavapipe", "s1/%3F:produce/g1x1x1.b64x1x1#0", 0, &label, &got),
+           1));
     cr_expect(eq(u32, label, CHK_LABEL_OK));
     chk_report_free(rep);
-    /* checked against it: the known-flaky op may vary, so the gate passes */
+    /* checked against it: the known-flaky op may vary, so the gate passes; it is unverified */
     rep = check_n(cap, 4, runs, n, 3, &CHK_OPTS(.expect = upd));
     cr_expect(eq(int, rep->failed, 0));
     cr_expect(eq(u64, rep->n_flaky, 1));
+    cr_expect(eq(u64, rep->n_unverified_why[CHK_UNV_FLAKY], 1));
     chk_report_free(rep);
     chk_expect_free(upd);
+}
+
+/* Rounds of produce, consume, finish on stream 0 (digests from 100 in order); round 5 also has an
+ * "other" launch at grid 3 (its own key). A re-capture may insert a launch of "other" at grid 1
+ * (another key) before round insert_at, and drop round 5's "other" (drop_other). */
+static size_t pipeline(struct top *t, int n, int insert_at, int drop_other)
+{
+    size_t k = 0;
+    uint64_t d = 100;
+    for (int i = 0; i < n; i++) {
+        if (i == insert_at)
+            t[k++] = (struct top){SBT_OP_KERNEL, 0, 4, 0, 100, 0, 7, 77, NULL, 1};
+        for (uint32_t j = 0; j < 3; j++)
+            t[k++] = (struct top){SBT_OP_KERNEL, 0, 1 + j, 0, 100, 1, 2, d++, NULL, 1};
+        if (i == 5 && !drop_other)
+            t[k++] = (struct top){SBT_OP_KERNEL, 0, 4, 0, 100, 1, 2, 555, NULL, 3};
+    }
+    return k;
+}
+
+Test(expect, survive_a_recapture_that_inserts_and_removes_ops)
+{
+    /* expectations from a capture of 10 rounds; the re-capture has a new launch before round 2
+     * and lacks round 5's "other": every other op keeps its expected digest, though all the
+     * ops after the insertion have new seq numbers. (An op inserted or removed with the key
+     * of a later op of its stream would shift that key's occurrences: chk.h.) */
+    static struct top a[40], b[40];
+    size_t na = pipeline(a, 10, -1, 0), nb = pipeline(b, 10, 2, 1);
+    chk_expect *upd;
+    cr_assert(eq(int, chk_expect_create(&upd), 0));
+    struct chk_report *rep = check_n(a, na, (const struct top *[]){a, a}, (size_t[]){na, na}, 2,
+                                     &CHK_OPTS(.expect_update = upd));
+    chk_report_free(rep);
+    cr_assert(eq(int, chk_expect_save(upd, pathf("e2.txt")), 0));
+    chk_expect_free(upd);
+    chk_expect *e;
+    cr_assert(eq(int, chk_expect_load(pathf("e2.txt"), &e), 0), "%s", chk_errmsg());
+    /* the re-capture replays as it was captured; its capture digests are left out so that
+     * only the expectations are the reference */
+    static struct top b_nodig[40];
+    memcpy(b_nodig, b, sizeof b);
+    for (size_t i = 0; i < nb; i++)
+        b_nodig[i].digest = 0;
+    rep = check_n(b_nodig, nb, (const struct top *[]){b, b}, (size_t[]){nb, nb}, 2,
+                  &CHK_OPTS(.expect = e));
+    cr_expect(eq(int, rep->failed, 0), "divergent %" PRIu64, rep->count[CHK_DIVERGENT]);
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(u64, rep->n_matched, nb));
+    cr_expect(eq(u64, rep->n_expect_unused, 1), "the removed op's expectation matched nothing");
+    chk_report_free(rep);
+    chk_expect_free(e);
+    /* the same file keyed by seq (version 1) attaches expectations to the wrong ops */
+    FILE *f = fopen(pathf("e1.txt"), "w");
+    fputs("reprise-expect 1\ndevice lavapipe\n", f);
+    for (size_t i = 0; i < na; i++)
+        fprintf(f, "op %zu 0000000000001234%016" PRIx64 " ok\n", i, a[i].digest);
+    fclose(f);
+    cr_assert(eq(int, chk_expect_load(pathf("e1.txt"), &e), 0), "%s", chk_errmsg());
+    rep = check_n(b_nodig, nb, (const struct top *[]){b, b}, (size_t[]){nb, nb}, 2,
+                  &CHK_OPTS(.expect = e));
+    /* the 13 ops between the insertion and the removal got their neighbours' expectations */
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 13));
+    chk_report_free(rep);
+    chk_expect_free(e);
 }
 
 /* ========================================================================================== */
@@ -750,8 +1391,8 @@ Test(reports, json_and_junit_parse)
     b = slurp(pathf("r.xml"), &len);
     int n_tc, n_fail;
     cr_expect(eq(int, xml_ok(b, &n_tc, &n_fail), 0), "%s", b);
-    /* reference + 2 runs + one per class */
-    cr_expect(eq(int, n_tc, 3 + CHK__NCLASS));
+    /* reference + 2 runs + one per class + coverage */
+    cr_expect(eq(int, n_tc, 4 + CHK__NCLASS));
     cr_expect(n_fail >= 4);
     cr_expect(strstr(b, "k&lt;&amp;&gt;&quot;&apos;?") != NULL);
     free(b);
@@ -759,6 +1400,68 @@ Test(reports, json_and_junit_parse)
     cr_expect(strstr(b, "FAIL") != NULL);
     cr_expect(strstr(b, "first divergence: op 0") != NULL, "%s", b);
     free(b);
+    chk_report_free(rep);
+}
+
+/* Every form of the report: an incomplete trace, the coverage, the unverified ops, the bound. */
+static void report_forms(const struct chk_report *rep, char **txt, char **json, char **xml)
+{
+    FILE *f = fopen(pathf("f.txt"), "w");
+    cr_assert(eq(int, chk_report_text(rep, f, 10), 0));
+    fclose(f);
+    f = fopen(pathf("f.json"), "w");
+    cr_assert(eq(int, chk_report_json(rep, f), 0));
+    fclose(f);
+    f = fopen(pathf("f.xml"), "w");
+    cr_assert(eq(int, chk_report_junit(rep, f), 0));
+    fclose(f);
+    size_t len;
+    *txt = slurp(pathf("f.txt"), &len);
+    *json = slurp(pathf("f.json"), &len);
+    struct js j = {*json, *json + len};
+    cr_expect(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    *xml = slurp(pathf("f.xml"), &len);
+    int n_tc, n_fail;
+    cr_expect(eq(int, xml_ok(*xml, &n_tc, &n_fail), 0), "%s", *xml);
+}
+
+Test(reports, incompleteness_and_coverage_in_every_form)
+{
+    /* consume has no digest anywhere; the capture is marked incomplete */
+    const struct top cap[] = CHAIN(10, 0, 30, 40);
+    tx_incomplete = "stopped recording: out of memory";
+    struct chk_report *rep = check_n(cap, 4, (const struct top *[]){cap, cap},
+                                     (const size_t[]){4, 4}, 2, &CHK_OPTS(.ref_name = "c.sbt"));
+    char *txt, *json, *xml;
+    report_forms(rep, &txt, &json, &xml);
+    cr_expect(strstr(txt, "INCOMPLETE TRACE") && strstr(txt, "stopped recording"), "%s", txt);
+    cr_expect(strstr(txt, "3 of 4 device ops compared") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "unverified: 1 device op") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "op 1 kernel \"consume\" (stream 1): no-digest") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "a pass means") != NULL, "%s", txt);
+    cr_expect(strstr(json, "\"complete\":false") != NULL);
+    cr_expect(strstr(json, "\"incomplete_reason\":\"c.sbt: stopped recording") != NULL, "%s", json);
+    cr_expect(strstr(json, "\"device_ops\":4,\"verified\":3") != NULL, "%s", json);
+    cr_expect(strstr(json, "\"unverified_ops\":[{\"seq\":1") != NULL, "%s", json);
+    cr_expect(strstr(json, "\"runs_compared\":2") != NULL, "%s", json);
+    cr_expect(strstr(xml, "name=\"trace completeness\"") != NULL, "%s", xml);
+    cr_expect(strstr(xml, "<skipped message=\"trace incomplete, compared anyway") != NULL);
+    cr_expect(strstr(xml, "<property name=\"trace.complete\" value=\"no\"/>") != NULL);
+    cr_expect(strstr(xml, "unverified: op 1 kernel") != NULL, "%s", xml);
+    free(txt), free(json), free(xml);
+    chk_report_free(rep);
+    /* nothing compared: the coverage testcase fails with the reason */
+    tx_incomplete = NULL;
+    const struct top none[] = CHAIN(0, 0, 0, 0);
+    rep = check_n(none, 4, (const struct top *[]){none}, (const size_t[]){4}, 1, NULL);
+    report_forms(rep, &txt, &json, &xml);
+    cr_expect(strstr(txt, "FAIL: nothing was verified") != NULL, "%s", txt);
+    cr_expect(strstr(json, "\"result\":\"fail\",") != NULL);
+    cr_expect(strstr(json, "\"complete\":true") != NULL);
+    cr_expect(strstr(xml, "name=\"coverage\">\n      <failure message=\"nothing was verified") !=
+                  NULL,
+              "%s", xml);
+    free(txt), free(json), free(xml);
     chk_report_free(rep);
 }
 
@@ -777,7 +1480,7 @@ struct pf_track {
  * start once and end once. Returns the number of problems; fills what it saw. */
 struct pf_seen {
     uint32_t packets, tracks, slices, instants, counters, flows_out, flows_in;
-    int diff_process, first_div, verdict_slower, verdict_mismatch;
+    int diff_process, first_div, verdict_slower, verdict_mismatch, incomplete, gate;
 };
 
 static int pf_check(const uint8_t *buf, size_t len, struct pf_seen *seen)
@@ -837,8 +1540,10 @@ static int pf_check(const uint8_t *buf, size_t len, struct pf_seen *seen)
             t[nt++] = (struct pf_track){d->uuid, d->counter != NULL};
             seen->tracks++;
             if (d->process && d->process->process_name &&
-                !strncmp(d->process->process_name, "diff:", 5))
+                !strncmp(d->process->process_name, "diff:", 5)) {
                 seen->diff_process = 1;
+                seen->incomplete = strstr(d->process->process_name, "INCOMPLETE") != NULL;
+            }
         }
         if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT) {
             Perfetto__Protos__TrackEvent *te = p->track_event;
@@ -867,6 +1572,8 @@ static int pf_check(const uint8_t *buf, size_t len, struct pf_seen *seen)
             if (te->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME && te->name) {
                 if (!strncmp(te->name, "first divergence", 16))
                     seen->first_div = 1;
+                if (!strncmp(te->name, "gate: ", 6))
+                    seen->gate = 1;
             }
             for (size_t i = 0; i < te->n_categories; i++)
                 if (!strcmp(te->categories[i], "diff"))
@@ -878,6 +1585,8 @@ static int pf_check(const uint8_t *buf, size_t len, struct pf_seen *seen)
                 if (d->event_names[i]->name &&
                     !strncmp(d->event_names[i]->name, "first divergence", 16))
                     seen->first_div = 1;
+                else if (d->event_names[i]->name && !strncmp(d->event_names[i]->name, "gate: ", 6))
+                    seen->gate = 1;
             for (size_t i = 0; i < d->n_event_categories; i++)
                 if (d->event_categories[i]->name && !strcmp(d->event_categories[i]->name, "diff"))
                     seen->verdict_mismatch++;
@@ -898,7 +1607,9 @@ Test(perfetto, diff_decodes_and_follows_import_rules)
     run[2].dur = 150;
     const struct top *runs[] = {run};
     const size_t n[] = {4};
-    struct chk_report *rep = check_n(cap, 4, runs, n, 1, &CHK_OPTS(.collect_events = 1));
+    /* per-op slower / faster verdicts need the capture as the timing reference */
+    struct chk_report *rep =
+        check_n(cap, 4, runs, n, 1, &CHK_OPTS(.collect_events = 1, .timing_ref = CHK_TREF_CAPTURE));
     sbt_reader *rc = open_r(pathf("cap.sbt")), *rr = open_r(pathf("run0.sbt"));
     FILE *f = fopen(pathf("d.pftrace"), "wb");
     cr_assert(eq(int, chk_perfetto_write(rep, rc, rr, f, NULL), 0), "%s", chk_errmsg());
@@ -909,6 +1620,8 @@ Test(perfetto, diff_decodes_and_follows_import_rules)
     cr_expect(eq(int, pf_check(b, len, &s), 0));
     cr_expect(s.diff_process);
     cr_expect(s.first_div);
+    cr_expect(s.gate, "the gate's verdict and coverage at the start");
+    cr_expect(eq(int, s.incomplete, 0));
     cr_expect(s.counters > 0);
     cr_expect(eq(u32, s.flows_out, s.flows_in));
     cr_expect(s.verdict_mismatch >= 1); /* the "diff" category of the verdicts */
@@ -922,6 +1635,20 @@ Test(perfetto, diff_decodes_and_follows_import_rules)
                  pathf("d.pftrace"));
         cr_expect(eq(int, system(cmd), 0), "check_pftrace.sh --strict failed on %s", cmd);
     }
+    chk_report_free(rep);
+    sbt_reader_close(rc);
+    sbt_reader_close(rr);
+    /* an incomplete capture names itself so in the diff process */
+    tx_incomplete = "unmodelled vkCmdFoo";
+    rep = check_n(cap, 4, runs, n, 1, &CHK_OPTS(.collect_events = 1));
+    rc = open_r(pathf("cap.sbt")), rr = open_r(pathf("run0.sbt"));
+    f = fopen(pathf("i.pftrace"), "wb");
+    cr_assert(eq(int, chk_perfetto_write(rep, rc, rr, f, NULL), 0), "%s", chk_errmsg());
+    fclose(f);
+    b = (uint8_t *)slurp(pathf("i.pftrace"), &len);
+    cr_expect(eq(int, pf_check(b, len, &s), 0));
+    cr_expect(s.incomplete);
+    free(b);
     chk_report_free(rep);
     sbt_reader_close(rc);
     sbt_reader_close(rr);
@@ -981,6 +1708,92 @@ Test(cli, exit_codes)
     snprintf(a, sizeof a, "check %s --results %s %s", pathf("c.sbt"), pathf("c.sbt"),
              pathf("r2.sbt"));
     cr_expect(eq(int, run_cli(a), 1));
+}
+
+/* The output of a command in the temporary directory, and its exit status. */
+static int run_out(const char *args, char *out, size_t cap)
+{
+    const char *bin = getenv("REPRISE_BIN");
+    if (!bin)
+        bin = "build/default/reprise";
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>&1", bin, args, pathf("out.txt"));
+    int st = system(cmd);
+    FILE *f = fopen(pathf("out.txt"), "r");
+    size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+    out[n] = 0;
+    if (f)
+        fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cli, incomplete_traces_are_refused_unless_allowed)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    write_trace(pathf("r.sbt"), cap, 4);
+    tx_incomplete = "vkCmdCopyQueryPoolResults passed through unrecorded";
+    write_trace(pathf("c.sbt"), cap, 4);
+    char a[1024], out[8192];
+    snprintf(a, sizeof a, "check %s --results %s", pathf("c.sbt"), pathf("r.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
+    cr_expect(strstr(out, "incomplete: vkCmdCopyQueryPoolResults") != NULL, "%s", out);
+    cr_expect(strstr(out, "--allow-incomplete") != NULL, "%s", out);
+    /* allowed: compared, and every report says so */
+    snprintf(a, sizeof a, "check %s --results %s --allow-incomplete --json %s --junit %s",
+             pathf("c.sbt"), pathf("r.sbt"), pathf("c.json"), pathf("c.xml"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    cr_expect(strstr(out, "INCOMPLETE TRACE") != NULL, "%s", out);
+    size_t len;
+    char *b = slurp(pathf("c.json"), &len);
+    cr_expect(strstr(b, "\"complete\":false") != NULL);
+    free(b);
+    b = slurp(pathf("c.xml"), &len);
+    cr_expect(strstr(b, "trace completeness") != NULL);
+    free(b);
+    /* the replay and its dry run */
+    snprintf(a, sizeof a, "replay %s --mode full", pathf("c.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
+    cr_expect(strstr(out, "incomplete: vkCmdCopyQueryPoolResults") != NULL, "%s", out);
+    snprintf(a, sizeof a, "replay %s", pathf("c.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
+    cr_expect(strstr(out, "error   incomplete: vkCmdCopyQueryPoolResults") != NULL, "%s", out);
+    snprintf(a, sizeof a, "replay %s --allow-incomplete --json -", pathf("c.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    cr_expect(strstr(out, "\"kind\":\"incomplete\",\"severity\":\"warning\"") != NULL, "%s", out);
+}
+
+Test(cli, nothing_verified_and_regimes_and_baselines)
+{
+    const struct top none[] = CHAIN(0, 0, 0, 0);
+    write_trace(pathf("n.sbt"), none, 4);
+    char a[1024], out[8192];
+    snprintf(a, sizeof a, "check %s --results %s %s", pathf("n.sbt"), pathf("n.sbt"),
+             pathf("n.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    cr_expect(strstr(out, "nothing was verified") != NULL, "%s", out);
+    /* a baseline directory in another regime is refused, naming the difference */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    write_trace(pathf("c.sbt"), cap, 4);
+    tx_meta[0][0] = "replay.verify", tx_meta[0][1] = "op";
+    write_trace(pathf("r.sbt"), cap, 4);
+    cr_assert(eq(int, system(strcat(strcat(strcpy(a, "mkdir "), dir), "/base")), 0));
+    tx_meta[0][1] = "none";
+    write_trace(pathf("base/run1.sbt"), cap, 4);
+    write_trace(pathf("base/run2.sbt"), cap, 4);
+    snprintf(a, sizeof a, "check %s --results %s --baseline %s", pathf("c.sbt"), pathf("r.sbt"),
+             pathf("base"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
+    cr_expect(strstr(out, "verify 'op' vs 'none'") != NULL, "%s", out);
+    snprintf(a, sizeof a, "check %s --results %s --baseline %s --allow-regime-change --json -",
+             pathf("c.sbt"), pathf("r.sbt"), pathf("base"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    cr_expect(strstr(out, "\"reference_runs\":2") != NULL, "%s", out);
+    snprintf(a, sizeof a, "check %s --results %s --timing-reference baseline", pathf("c.sbt"),
+             pathf("r.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 2), "%s", out);
+    snprintf(a, sizeof a, "check %s --results %s --baseline %s/nothing", pathf("c.sbt"),
+             pathf("r.sbt"), dir);
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
 }
 
 /* ========================================================================================== */
@@ -1056,7 +1869,8 @@ static int check_cli(const char *trace, const char *extra, char **json, int *n_f
     b = slurp(pathf("c.xml"), &len);
     int n_tc;
     cr_assert(eq(int, xml_ok(b, &n_tc, n_fail), 0), "%s", b);
-    cr_expect(eq(int, n_tc, 4 + CHK__NCLASS), "the trace, 3 runs and one testcase per class");
+    cr_expect(eq(int, n_tc, 5 + CHK__NCLASS),
+              "the trace, 3 runs, one testcase per class and coverage");
     free(b);
     return rc;
 }
