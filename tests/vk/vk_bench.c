@@ -8,11 +8,19 @@
  *                                recorded once and resubmitted with --reuse.
  *   vk_bench data                4 rounds over 64 MiB buffers: the host writes 64 MiB through a
  *                                mapping, one dispatch transforms it, the host reads 64 MiB back.
+ *   vk_bench gate [--slow PCT] [--submits N]
+ *                                the timing gate's workload (bench/gate_timing.sh): N (default
+ *                                20) submissions of 100 dispatches over 4096 elements, saxpy
+ *                                (saxpy.comp, 48 iterations per element) alternating with
+ *                                bench.comp; the host reads the result back after each fence.
+ *                                --slow PCT gives saxpy PCT% more iterations: that one kernel
+ *                                gets slower, everything else stays as it was.
  *
  * Prints a checksum of everything read back, so runs with and without capture compare.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/vk/vkt.h"
@@ -59,9 +67,9 @@ static void setup(struct ctx *c, const char *argv0, struct vkt_buf *in, struct v
     VkDescriptorType t[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     vkt_pipeline(&c->v, "bench", 2, t, 8, NULL, &c->p);
     (void)argv0;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                       .maxSets = 1,
+                                       .maxSets = 2,
                                        .poolSizeCount = 1,
                                        .pPoolSizes = &size};
     VKT_CHECK(vkCreateDescriptorPool(c->v.dev, &dpci, NULL, &c->pool));
@@ -136,6 +144,64 @@ static uint64_t dispatch_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf
     return h;
 }
 
+#define GATE_N          4096u /* elements */
+#define GATE_PER_SUBMIT 100u
+#define GATE_ITERS      48u
+
+/* saxpy and bench alternate; each dispatch waits for the one before (barrier) */
+static uint64_t gate(struct ctx *c, struct vkt_buf *x, struct vkt_buf *y, uint32_t submits,
+                     uint32_t slow_pct)
+{
+    VkDescriptorType t[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    struct vkt_pipe sp;
+    vkt_pipeline(&c->v, "saxpy", 2, t, 12, NULL, &sp);
+    VkDescriptorSetAllocateInfo dsai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                        .descriptorPool = c->pool,
+                                        .descriptorSetCount = 1,
+                                        .pSetLayouts = &sp.dsl};
+    VkDescriptorSet set;
+    VKT_CHECK(vkAllocateDescriptorSets(c->v.dev, &dsai, &set));
+    VkDescriptorBufferInfo bi[] = {{x->buf, 0, VK_WHOLE_SIZE}, {y->buf, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                              .dstSet = set,
+                              .dstBinding = 0,
+                              .descriptorCount = 2,
+                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              .pBufferInfo = bi};
+    vkUpdateDescriptorSets(c->v.dev, 1, &w, 0, NULL);
+    uint32_t *px = x->map, *py = y->map;
+    for (uint32_t i = 0; i < GATE_N; i++)
+        px[i] = i * 2654435761u + 1u, py[i] = i;
+    uint32_t iters = GATE_ITERS + GATE_ITERS * slow_pct / 100u;
+    uint64_t h = 0;
+    for (uint32_t s = 0; s < submits; s++) {
+        begin(c); /* binds bench and its set (x -> y) */
+        for (uint32_t i = 0; i < GATE_PER_SUBMIT; i++) {
+            if (i % 2 == 0) {
+                uint32_t pc[3] = {3u + s, GATE_N, iters};
+                vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, sp.pipe);
+                vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, sp.layout, 0, 1,
+                                        &set, 0, NULL);
+                vkCmdPushConstants(c->cb, sp.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 12, pc);
+            } else {
+                uint32_t pc[2] = {s * GATE_PER_SUBMIT + i, GATE_N};
+                vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->p.pipe);
+                vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->p.layout, 0, 1,
+                                        &c->set, 0, NULL);
+                vkCmdPushConstants(c->cb, c->p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
+            }
+            vkCmdDispatch(c->cb, GATE_N / 64, 1, 1);
+            barrier(c->cb);
+        }
+        VKT_CHECK(vkEndCommandBuffer(c->cb));
+        submit_wait(c);
+        h = sum64(h, y->map, GATE_N * 4);
+    }
+    VKT_CHECK(vkDeviceWaitIdle(c->v.dev));
+    vkt_pipeline_free(&c->v, &sp);
+    return h;
+}
+
 static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out)
 {
     uint64_t h = 0;
@@ -158,9 +224,23 @@ static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *ou
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    int reuse = argc > 2 && !strcmp(argv[2], "--reuse");
-    if (strcmp(mode, "dispatch") && strcmp(mode, "data")) {
-        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data\n");
+    int reuse = 0;
+    uint32_t slow = 0, submits = 20;
+    int bad = strcmp(mode, "dispatch") && strcmp(mode, "data") && strcmp(mode, "gate");
+    for (int i = 2; i < argc && !bad; i++) {
+        char *end = NULL;
+        if (!strcmp(argv[i], "--reuse") && !strcmp(mode, "dispatch"))
+            reuse = 1;
+        else if (!strcmp(argv[i], "--slow") && i + 1 < argc && !strcmp(mode, "gate"))
+            slow = (uint32_t)strtoul(argv[++i], &end, 10), bad = *end || slow > 1000;
+        else if (!strcmp(argv[i], "--submits") && i + 1 < argc && !strcmp(mode, "gate"))
+            submits = (uint32_t)strtoul(argv[++i], &end, 10), bad = *end || !submits;
+        else
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | gate [--slow PCT] "
+                        "[--submits N]\n");
         return 2;
     }
     int data = !strcmp(mode, "data");
@@ -169,11 +249,13 @@ int main(int argc, char **argv)
     vkt_clean_structs = 1; /* GFXReconstruct runs this too */
     vkt_init(&c.v, argv[0], 1);
     struct vkt_buf in, out;
-    VkDeviceSize size = data ? BIG_BYTES : SMALL_N * 4;
+    VkDeviceSize size = data ? BIG_BYTES : !strcmp(mode, "gate") ? GATE_N * 4 : SMALL_N * 4;
     vkt_buffer(&c.v, size, 1, &in);
     vkt_buffer(&c.v, size, 1, &out);
     setup(&c, argv[0], &in, &out);
-    uint64_t h = data ? data_heavy(&c, &in, &out) : dispatch_heavy(&c, &in, &out, reuse);
+    uint64_t h = data                    ? data_heavy(&c, &in, &out)
+                 : !strcmp(mode, "gate") ? gate(&c, &in, &out, submits, slow)
+                                         : dispatch_heavy(&c, &in, &out, reuse);
     printf("vk_bench %s checksum %016" PRIx64 "\n", mode, h);
     VKT_CHECK(vkDeviceWaitIdle(c.v.dev));
     vkDestroyFence(c.v.dev, c.fence, NULL);
