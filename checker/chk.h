@@ -8,8 +8,8 @@
  *
  * Everything works on .sbt files: a replay writes its results as an SBT trace with the same ops
  * and the same seq numbers as the capture (device times, output digests, errors) and records
- * its regime in metadata (replay.verify, replay.timing, replay.device, replay.driver), so the
- * checker needs no device and is tested with synthetic traces.
+ * its regime in metadata (replay.verify, replay.timing, replay.device, replay.driver,
+ * replay.env), so the checker needs no device and is tested with synthetic traces.
  *
  * Op identity
  *   An op's key is (stream, what, geometry): what = program name and entry point for a kernel
@@ -94,7 +94,8 @@
  * each run contributes one value per group, the median of that group's launches in it
  * (launches within a run share its conditions and are not independent). The reference is:
  *   - a baseline: N replay results of the same workload (a stored set, e.g. the last good CI
- *     run's), their regime (verify level, timing mode, device, driver) equal to the runs' —
+ *     run's), their regime (verify level, timing mode, device, driver, driver settings from the
+ *     environment such as LP_NUM_THREADS) equal to the runs' —
  *     else chk_check refuses, naming the difference, unless opts.allow_regime_change;
  *   - the capture's timings, only when asked (opts.timing_ref = CHK_TREF_CAPTURE): one run, in
  *     another regime (the program under the capture layer);
@@ -430,6 +431,10 @@ struct chk_report {
     uint32_t n_ref_runs;   /* reference runs (baseline results; 1 for the capture) */
     char regime[400];      /* the runs' regime, as "verify=op timing=op device=... driver=..." */
     char regime_note[400]; /* regimes that differ but were compared (allow_regime_change) */
+    /* other load on the machine: median over the runs (over the baseline) of the share of a
+     * run's wall time its threads waited for a CPU (replay.cpu_wait_ns / replay.wall_ns);
+     * NAN when the results do not say */
+    double cpu_wait, ref_cpu_wait;
     struct chk_timing_row *kernels; /* regressions first, then by |effect| */
     uint32_t n_kernels;
     uint32_t n_tests;      /* groups tested: the family of the Holm adjustment */
@@ -450,9 +455,9 @@ int chk_check(sbt_reader *capture, sbt_reader *const *runs, uint32_t n_runs,
 int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *opts, struct chk_report **out);
 void chk_report_free(struct chk_report *rep); /* NULL accepted */
 
-/* The regime of a replay result as text ("verify=op timing=op device=... driver=..."; keys the
- * trace does not have read "?"). 1 if a and b have the same regime, else 0 with the keys that
- * differ and both values in why (may be NULL). */
+/* The regime of a replay result as text ("verify=op timing=op device=... driver=... env=...";
+ * keys the trace does not have read "?"). 1 if a and b have the same regime, else 0 with the keys
+ * that differ and both values in why (may be NULL). */
 const char *chk_regime(const sbt_reader *r, char *buf, size_t cap);
 int chk_regime_same(const sbt_reader *a, const sbt_reader *b, char *why, size_t cap);
 

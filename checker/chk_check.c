@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checker/chk_int.h"
@@ -149,6 +150,24 @@ static int read_reference(struct chk_timing *tm, sbt_reader *r, const struct sbt
     return chk__timing_ref_done(tm);
 }
 
+/* Median share of their wall time the results' threads waited for a CPU; NAN if none says. */
+static double cpu_wait_share(sbt_reader *const *r, uint32_t n)
+{
+    double v[1024];
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && k < 1024; i++) {
+        const char *w = sbt_reader_meta_get(r[i], "replay.cpu_wait_ns");
+        const char *t = sbt_reader_meta_get(r[i], "replay.wall_ns");
+        double wv = w ? strtod(w, NULL) : 0, tv = t ? strtod(t, NULL) : 0;
+        if (w && tv > 0)
+            v[k++] = wv / tv;
+    }
+    if (!k)
+        return NAN;
+    struct chk_summary s;
+    return chk_summarize(v, k, 0.95, &s) == 0 ? s.median : NAN;
+}
+
 /* The regimes of the runs and the baseline must be one (the first run's, else the first
  * baseline result's); a difference fails or, when allowed, is noted. */
 static int check_regimes(struct chk_report *rep, sbt_reader *const *runs, uint32_t n_runs,
@@ -170,11 +189,12 @@ static int check_regimes(struct chk_report *rep, sbt_reader *const *runs, uint32
             name = base_names && base_names[i - n_runs] ? base_names[i - n_runs] : nb;
         }
         if (!allow)
-            return chk__fail(SBT_EINVAL,
-                             "timing regimes differ: %s vs %s: %s. Timings compare only within "
-                             "one regime (verify level, timing mode, device, driver); replay "
-                             "the baseline the same way, or --allow-regime-change",
-                             first_name, name, why);
+            return chk__fail(
+                SBT_EINVAL,
+                "timing regimes differ: %s vs %s: %s. Timings compare only within "
+                "one regime (verify level, timing mode, device, driver, its settings); replay "
+                "the baseline the same way, or --allow-regime-change",
+                first_name, name, why);
         if (pos + 1 < sizeof rep->regime_note) {
             int n = snprintf(rep->regime_note + pos, sizeof rep->regime_note - pos, "%s%s: %s",
                              pos ? "; " : "", name, why);
@@ -244,7 +264,9 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         snprintf(nb, sizeof nb, "baseline %u", i + 1);
         chk__note_complete(rep, base[i], base_names && base_names[i] ? base_names[i] : nb);
     }
-    /* the regime of the timings */
+    /* the regime of the timings, and how busy the machine was */
+    rep->cpu_wait = cpu_wait_share(runs, n_runs);
+    rep->ref_cpu_wait = cpu_wait_share(base, n_base);
     if (n_runs)
         chk_regime(runs[0], rep->regime, sizeof rep->regime);
     if (tref == CHK_TREF_BASELINE && thr >= 0 &&

@@ -88,6 +88,16 @@ static void timing_text(const struct chk_report *rep, FILE *f)
         if (rep->regime_note[0])
             fprintf(f, "    regimes differ (compared anyway, --allow-regime-change): %s\n",
                     rep->regime_note);
+        if (!isnan(rep->cpu_wait)) {
+            if (isnan(rep->ref_cpu_wait))
+                snprintf(b1, sizeof b1, "not recorded");
+            else
+                snprintf(b1, sizeof b1, "%.0f%%", rep->ref_cpu_wait * 100);
+            fprintf(f,
+                    "    machine load: the runs' threads waited for a CPU %.0f%% of their wall "
+                    "time (median; the reference's: %s)\n",
+                    rep->cpu_wait * 100, b1);
+        }
         if (rep->threshold < 0)
             fprintf(f, "    timing gate off (--timing-threshold off)\n");
         else
@@ -371,6 +381,10 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     jnum(f, rep->threshold);
     fputs(",\"min_attainable_p\":", f);
     jnum(f, rep->min_p);
+    fputs(",\"cpu_wait_share\":", f);
+    jnum(f, rep->cpu_wait);
+    fputs(",\"reference_cpu_wait_share\":", f);
+    jnum(f, rep->ref_cpu_wait);
     fprintf(f, ",\"can_detect\":%s}",
             rep->n_tests && rep->threshold >= 0 && rep->min_p < (1 - rep->confidence) / rep->n_tests
                 ? "true"

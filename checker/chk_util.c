@@ -431,7 +431,8 @@ void chk__idgen_free(struct chk_idgen *g)
 static const char *const regime_keys[][2] = {{"verify", "replay.verify"},
                                              {"timing", "replay.timing"},
                                              {"device", "replay.device"},
-                                             {"driver", "replay.driver"}};
+                                             {"driver", "replay.driver"},
+                                             {"env", "replay.env"}};
 #define N_REGIME (sizeof regime_keys / sizeof regime_keys[0])
 
 static const char *regime_val(const sbt_reader *r, uint32_t i)
@@ -779,6 +780,7 @@ int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_
     }
     if (o && o->sz >= offsetof(struct chk_opts, tol) + sizeof o->tol)
         rep->tol = o->tol;
+    rep->cpu_wait = rep->ref_cpu_wait = NAN;
     rep->threshold = CHK_OPT(o, timing_threshold, 0.10);
     rep->confidence = CHK_OPT(o, confidence, 0.95);
     rep->priv->max_ev = CHK_OPT(o, max_events, (uint64_t)2000000);

@@ -33,7 +33,9 @@
  *
  * The result records the replay's regime in metadata, which timing comparisons check
  * (checker/chk.h): replay.verify (none|end|submit|op), replay.timing (op|none), replay.device
- * and replay.driver (as the backend reports them), replay.backend; and replay.of, replay.run,
+ * and replay.driver (as the backend reports them), replay.env (driver settings from the
+ * environment that change timings: LP_NUM_THREADS, CUDA_LAUNCH_BLOCKING; "none"),
+ * replay.backend; and replay.of, replay.run,
  * replay.range_seq, replay.host.
  *
  * Conventions as format/sbt.h: 0 / counts on success, a negative status on failure with a
@@ -156,6 +158,10 @@ struct replay_run_stats {
     uint64_t ff_ns;      /* fast-forward (0 without a range) */
     uint64_t range_ns;   /* the range (the whole trace without one) */
     uint64_t device_ns;  /* sum of measured device time of the range's timed ops */
+    /* Time this process's threads spent runnable but waiting for a CPU during the run (Linux
+     * schedstat run delay, summed over threads): other load on the machine. UINT64_MAX when
+     * the system does not say. */
+    uint64_t cpu_wait_ns;
 };
 
 struct replay_result {

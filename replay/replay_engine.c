@@ -10,6 +10,7 @@
  * window): fine for the captures this targets (millions of ops); a reorder window bounded by
  * the graph's held ops would make it O(1).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -327,6 +328,33 @@ static int node_visit(void *ctx, struct sched_node *n)
     return 0;
 }
 
+/* Run-queue wait of every thread of this process so far (schedstat's second field, ns), or
+ * UINT64_MAX when /proc does not say. */
+static uint64_t cpu_wait_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return UINT64_MAX;
+    uint64_t sum = 0;
+    int any = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%.200s/schedstat", de->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long run, wait;
+        if (!f)
+            continue;
+        if (fscanf(f, "%llu %llu", &run, &wait) == 2)
+            sum += wait, any = 1;
+        fclose(f);
+    }
+    closedir(d);
+    return any ? sum : UINT64_MAX;
+}
+
 /* ========================================================================================== */
 /* Before a device: completeness and the graph's errors                                       */
 /* ========================================================================================== */
@@ -591,6 +619,18 @@ static int write_result(struct eng *e, const char *path)
     TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
     TRY(sbt_writer_meta(w, "replay.timing", e->o->timing == REPLAY_TIMING_NONE ? "none" : "op"));
     {
+        /* driver settings that change timings as much as a driver version does */
+        static const char *const knobs[] = {"LP_NUM_THREADS", "CUDA_LAUNCH_BLOCKING"};
+        char env[256] = "";
+        size_t pos = 0;
+        for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+            const char *v = getenv(knobs[i]);
+            if (v)
+                put(env, sizeof env, &pos, "%s%s=%.60s", pos ? " " : "", knobs[i], v);
+        }
+        TRY(sbt_writer_meta(w, "replay.env", pos ? env : "none"));
+    }
+    {
         char host[256] = "";
         if (gethostname(host, sizeof host - 1) == 0)
             TRY(sbt_writer_meta(w, "replay.host", host));
@@ -615,6 +655,15 @@ static int write_result(struct eng *e, const char *path)
     if (e->range) {
         snprintf(buf, sizeof buf, "%" PRIu64 ":%" PRIu64, e->range_first, e->hi);
         TRY(sbt_writer_meta(w, "replay.range_seq", buf));
+    }
+    {
+        const struct replay_run_stats *rs = &e->out->run[e->run];
+        snprintf(buf, sizeof buf, "%" PRIu64, rs->wall_ns);
+        TRY(sbt_writer_meta(w, "replay.wall_ns", buf));
+        if (rs->cpu_wait_ns != UINT64_MAX) {
+            snprintf(buf, sizeof buf, "%" PRIu64, rs->cpu_wait_ns);
+            TRY(sbt_writer_meta(w, "replay.cpu_wait_ns", buf));
+        }
     }
     TRY(sbt_writer_meta(w, "clock.domain", "CLOCK_MONOTONIC"));
     snprintf(buf, sizeof buf, "%" PRIu64, e->t_run0);
@@ -877,8 +926,11 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         }
         e.t_run0 = replay__now_ns();
         rs->prepare_ns = e.t_run0 - t0;
+        uint64_t w0 = cpu_wait_now();
         st = run_graph(&e);
-        uint64_t t1 = replay__now_ns();
+        uint64_t t1 = replay__now_ns(), w1 = cpu_wait_now();
+        /* threads that ended during the run took their counts with them: never below 0 */
+        rs->cpu_wait_ns = w0 == UINT64_MAX || w1 == UINT64_MAX ? UINT64_MAX : w1 > w0 ? w1 - w0 : 0;
         rs->wall_ns = t1 - e.t_run0;
         rs->range_ns = e.t_range0 ? t1 - e.t_range0 : 0;
         rs->ff_ns = e.range && e.t_range0 ? e.t_range0 - e.t_run0 : 0;

@@ -492,6 +492,13 @@ Test(engine, the_result_records_its_regime)
     cr_expect_str_eq(sbt_reader_meta_get(rr, "replay.timing"), "none");
     cr_expect_str_eq(sbt_reader_meta_get(rr, "replay.device"), "fake device");
     cr_expect(sbt_reader_meta_get(rr, "replay.driver") != NULL);
+    const char *lp = getenv("LP_NUM_THREADS"), *env = sbt_reader_meta_get(rr, "replay.env");
+    cr_assert(env != NULL);
+    if (!lp && !getenv("CUDA_LAUNCH_BLOCKING"))
+        cr_expect_str_eq(env, "none");
+    else if (lp)
+        cr_expect(strstr(env, "LP_NUM_THREADS="), "%s", env);
+    cr_expect(sbt_reader_meta_get(rr, "replay.wall_ns") != NULL);
     cr_expect_eq(sbt_reader_info(rr)->complete, 1);
     sbt_reader_close(rr);
     replay_result_free(&res);
