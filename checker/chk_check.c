@@ -191,9 +191,10 @@ static int check_regimes(struct chk_report *rep, sbt_reader *const *runs, uint32
         if (!allow)
             return chk__fail(
                 SBT_EINVAL,
-                "timing regimes differ: %s vs %s: %s. Timings compare only within "
-                "one regime (verify level, timing mode, device, driver, its settings); replay "
-                "the baseline the same way, or --allow-regime-change",
+                "timing regimes differ: %s vs %s: %s. Timings compare only within one regime "
+                "(verify level, timing mode, device, driver, its settings): make the baseline "
+                "the way the runs are made (reprise check TRACE --runs N --keep DIR), or "
+                "--allow-regime-change",
                 first_name, name, why);
         if (pos + 1 < sizeof rep->regime_note) {
             int n = snprintf(rep->regime_note + pos, sizeof rep->regime_note - pos, "%s%s: %s",

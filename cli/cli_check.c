@@ -359,6 +359,37 @@ int cli_check(int argc, char **argv)
                 path, replay_incomplete_why(cap, why, sizeof why));
         rc = CLI_BADINPUT;
     }
+    /* the baseline first: a regime the replays here cannot match is refused before them */
+    for (uint32_t i = 0; rc == CLI_OK && i < n_base; i++) {
+        rc = cli_open_trace("check", base_paths[i], &base[i]);
+        if (rc == CLI_OK && !sbt_reader_info(base[i])->complete && !allow_incomplete) {
+            char why[600];
+            cli_err("check",
+                    "%s: the result is incomplete: %s (--allow-incomplete checks it "
+                    "anyway)",
+                    base_paths[i], replay_incomplete_why(base[i], why, sizeof why));
+            rc = CLI_BADINPUT;
+        }
+    }
+    if (rc == CLI_OK && n_base && !n_results && !o.allow_regime_change && o.timing_threshold >= 0) {
+        char env[256];
+        const char *want[][2] = {{"replay.verify", "op"},
+                                 {"replay.timing", "op"},
+                                 {"replay.env", replay_env_settings(env, sizeof env)}};
+        for (uint32_t i = 0; rc == CLI_OK && i < n_base; i++)
+            for (uint32_t k = 0; rc == CLI_OK && k < 3; k++) {
+                const char *v = sbt_reader_meta_get(base[i], want[k][0]);
+                if (v && !strcmp(v, want[k][1]))
+                    continue;
+                cli_err("check",
+                        "timing regimes differ: the replays here would run with %s '%s', the "
+                        "baseline %s has '%s'. Timings compare only within one regime; make the "
+                        "baseline with `reprise check TRACE --runs N --keep DIR` in the same "
+                        "environment, or --allow-regime-change",
+                        want[k][0] + 7, want[k][1], base_paths[i], v ? v : "?");
+                rc = CLI_BADINPUT;
+            }
+    }
     if (rc == CLI_OK && !n_results) {
         /* N replays with per-op verification, each into its own result file (kept: they are
          * what diff and export read next). A tolerance compares bytes, so then each run also

@@ -196,6 +196,10 @@ struct replay_result {
     struct replay_run_stats *run; /* [runs], malloc'd */
 };
 
+/* The driver settings from this process's environment that a result records as replay.env
+ * ("LP_NUM_THREADS=0", or "none"). Returns buf. */
+const char *replay_env_settings(char *buf, size_t cap);
+
 /* What makes r incomplete, on one line ("" when sbt_info.complete): the writer did not finish,
  * the capture's own reason, and each unmodelled call (name and count). Returns buf. */
 const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap);

@@ -373,6 +373,24 @@ static void put(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
         *pos = *pos + (size_t)n < cap ? *pos + (size_t)n : cap - 1;
 }
 
+const char *replay_env_settings(char *buf, size_t cap)
+{
+    /* driver settings that change timings as much as a driver version does */
+    static const char *const knobs[] = {"LP_NUM_THREADS", "CUDA_LAUNCH_BLOCKING"};
+    size_t pos = 0;
+    if (!cap)
+        return buf;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        const char *v = getenv(knobs[i]);
+        if (v)
+            put(buf, cap, &pos, "%s%s=%.60s", pos ? " " : "", knobs[i], v);
+    }
+    if (!pos)
+        put(buf, cap, &pos, "none");
+    return buf;
+}
+
 const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap)
 {
     const struct sbt_info *in = sbt_reader_info(r);
@@ -619,16 +637,8 @@ static int write_result(struct eng *e, const char *path)
     TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
     TRY(sbt_writer_meta(w, "replay.timing", e->o->timing == REPLAY_TIMING_NONE ? "none" : "op"));
     {
-        /* driver settings that change timings as much as a driver version does */
-        static const char *const knobs[] = {"LP_NUM_THREADS", "CUDA_LAUNCH_BLOCKING"};
-        char env[256] = "";
-        size_t pos = 0;
-        for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-            const char *v = getenv(knobs[i]);
-            if (v)
-                put(env, sizeof env, &pos, "%s%s=%.60s", pos ? " " : "", knobs[i], v);
-        }
-        TRY(sbt_writer_meta(w, "replay.env", pos ? env : "none"));
+        char env[256];
+        TRY(sbt_writer_meta(w, "replay.env", replay_env_settings(env, sizeof env)));
     }
     {
         char host[256] = "";

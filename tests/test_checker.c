@@ -1784,6 +1784,12 @@ Test(cli, nothing_verified_and_regimes_and_baselines)
              pathf("base"));
     cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
     cr_expect(strstr(out, "verify 'op' vs 'none'") != NULL, "%s", out);
+    /* with replays to run here, refused before the first of them */
+    snprintf(a, sizeof a, "check %s --runs 2 --keep %s/k --baseline %s", pathf("c.sbt"), dir,
+             pathf("base"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 3), "%s", out);
+    cr_expect(strstr(out, "would run with verify 'op', the baseline") != NULL, "%s", out);
+    cr_expect(ne(int, access(pathf("k/run1.sbt"), F_OK), 0), "no replay ran");
     snprintf(a, sizeof a, "check %s --results %s --baseline %s --allow-regime-change --json -",
              pathf("c.sbt"), pathf("r.sbt"), pathf("base"));
     cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
