@@ -442,16 +442,14 @@ int cli_check(int argc, char **argv)
             fprintf(stderr, "reprise: check: %" PRIu64 " replay results kept in %s (run*.sbt%s)\n",
                     runs, dir, dumps_wanted ? ", their outputs in run*.dump" : "");
     }
-    for (uint32_t i = 0; rc == CLI_OK && i < n_results + n_base; i++) {
-        const char *p = i < n_results ? results[i] : base_paths[i - n_results];
-        sbt_reader **r = i < n_results ? &rs[i] : &base[i - n_results];
-        rc = cli_open_trace("check", p, r);
-        if (rc == CLI_OK && !sbt_reader_info(*r)->complete && !allow_incomplete) {
+    for (uint32_t i = 0; rc == CLI_OK && i < n_results; i++) {
+        rc = cli_open_trace("check", results[i], &rs[i]);
+        if (rc == CLI_OK && !sbt_reader_info(rs[i])->complete && !allow_incomplete) {
             char why[600];
             cli_err("check",
                     "%s: the result is incomplete: %s (--allow-incomplete checks it "
                     "anyway)",
-                    p, replay_incomplete_why(*r, why, sizeof why));
+                    results[i], replay_incomplete_why(rs[i], why, sizeof why));
             rc = CLI_BADINPUT;
         }
     }
