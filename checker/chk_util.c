@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "checker/chk_int.h"
-#include "replay/replay.h"
 
 static _Thread_local char errbuf[512];
 
@@ -744,7 +743,7 @@ void chk__note_complete(struct chk_report *rep, const sbt_reader *r, const char 
     if (sbt_reader_info(r)->complete)
         return;
     char why[400];
-    replay_incomplete_why(r, why, sizeof why);
+    sbt_reader_incomplete_why(r, why, sizeof why);
     size_t n = strlen(rep->incomplete_why);
     snprintf(rep->incomplete_why + n, sizeof rep->incomplete_why - n, "%s%s: %s",
              rep->incomplete ? "; " : "", label, why);

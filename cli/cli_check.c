@@ -353,10 +353,11 @@ int cli_check(int argc, char **argv)
     rc = cli_open_trace("check", path, &cap);
     if (rc == CLI_OK && !sbt_reader_info(cap)->complete && !allow_incomplete) {
         char why[600];
+        sbt_reader_incomplete_why(cap, why, sizeof why);
         cli_err("check",
                 "%s: the trace is incomplete: %s. Its replays cannot be trusted to compute what "
                 "the program did; --allow-incomplete checks it anyway (the reports say so)",
-                path, replay_incomplete_why(cap, why, sizeof why));
+                path, why);
         rc = CLI_BADINPUT;
     }
     /* the baseline first: a regime the replays here cannot match is refused before them */
@@ -364,10 +365,11 @@ int cli_check(int argc, char **argv)
         rc = cli_open_trace("check", base_paths[i], &base[i]);
         if (rc == CLI_OK && !sbt_reader_info(base[i])->complete && !allow_incomplete) {
             char why[600];
+            sbt_reader_incomplete_why(base[i], why, sizeof why);
             cli_err("check",
                     "%s: the result is incomplete: %s (--allow-incomplete checks it "
                     "anyway)",
-                    base_paths[i], replay_incomplete_why(base[i], why, sizeof why));
+                    base_paths[i], why);
             rc = CLI_BADINPUT;
         }
     }
@@ -446,10 +448,11 @@ int cli_check(int argc, char **argv)
         rc = cli_open_trace("check", results[i], &rs[i]);
         if (rc == CLI_OK && !sbt_reader_info(rs[i])->complete && !allow_incomplete) {
             char why[600];
+            sbt_reader_incomplete_why(rs[i], why, sizeof why);
             cli_err("check",
                     "%s: the result is incomplete: %s (--allow-incomplete checks it "
                     "anyway)",
-                    results[i], replay_incomplete_why(rs[i], why, sizeof why));
+                    results[i], why);
             rc = CLI_BADINPUT;
         }
     }

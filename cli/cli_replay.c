@@ -264,7 +264,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     char why[600] = "";
     int incomplete = !in->complete;
     if (incomplete)
-        replay_incomplete_why(r, why, sizeof why);
+        sbt_reader_incomplete_why(r, why, sizeof why);
     uint64_t n_err = gs.n_errors + (uint64_t)(incomplete && !allow);
     fprintf(tx,
             "validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64

@@ -25,7 +25,8 @@
  *
  * Before anything reaches a device (replay_preflight): an incomplete trace (sbt_info.complete
  * = 0: unmodelled calls that affect replay, a capture that stopped recording, a writer that
- * did not finish) is refused with REPLAY_EINCOMPLETE naming what it lacks, and a trace whose
+ * did not finish) is refused with REPLAY_EINCOMPLETE naming what it lacks
+ * (sbt_reader_incomplete_why: the calls with their counts and first ops), and a trace whose
  * dependency graph has error findings (cycles, waits nothing satisfies, use after free, ops the
  * capture marked unsupported, ...) up to the range's end with REPLAY_EGRAPH naming the first
  * ones; opts.allow_incomplete replays them anyway, and the result trace then carries the
@@ -187,7 +188,6 @@ struct replay_result {
     char first_error_msg[512];
     int first_error_status; /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
     uint64_t n_dumped;      /* files written to dump_dir */
-    char driver[128];       /* as the backend reports it */
     /* replayed with allow_incomplete although: */
     int incomplete; /* the trace is incomplete (why: incomplete_why) */
     char incomplete_why[512];
@@ -200,9 +200,6 @@ struct replay_result {
  * ("LP_NUM_THREADS=0", or "none"). Returns buf. */
 const char *replay_env_settings(char *buf, size_t cap);
 
-/* What makes r incomplete, on one line ("" when sbt_info.complete): the writer did not finish,
- * the capture's own reason, and each unmodelled call (name and count). Returns buf. */
-const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap);
 /* The checks replay_run makes before it opens a device: 0 when r (over the range, NULL = all)
  * can be replayed; REPLAY_EINCOMPLETE or REPLAY_EGRAPH (or SBT_E* for a trace that cannot be
  * read) with the reason in replay_errmsg() otherwise. *n_graph_errors (may be NULL): the

@@ -391,32 +391,6 @@ const char *replay_env_settings(char *buf, size_t cap)
     return buf;
 }
 
-const char *replay_incomplete_why(const sbt_reader *r, char *buf, size_t cap)
-{
-    const struct sbt_info *in = sbt_reader_info(r);
-    size_t pos = 0;
-    if (!cap)
-        return buf;
-    buf[0] = 0;
-    if (in->complete)
-        return buf;
-    if (!in->writer_finished)
-        put(buf, cap, &pos, "the capture did not finish writing it (no completeness record)");
-    const char *why = in->incomplete_reason ? sbt_reader_string(r, in->incomplete_reason) : NULL;
-    if (why && *why)
-        put(buf, cap, &pos, "%s%s", pos ? "; " : "", why);
-    uint32_t n = 0;
-    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
-    for (uint32_t i = 0; i < n; i++) {
-        const char *name = sbt_reader_string(r, u[i].what);
-        put(buf, cap, &pos, "%s%s %s x%" PRIu64, pos ? (i ? ", " : "; ") : "",
-            i ? "" : "unmodelled calls:", name && *name ? name : "?", u[i].count);
-    }
-    if (!pos)
-        put(buf, cap, &pos, "marked incomplete");
-    return buf;
-}
-
 struct pf {
     uint32_t n_msg;
     char msg[512];
@@ -439,7 +413,7 @@ static int preflight(sbt_reader *r, const struct sbt_range *range, int *incomple
 {
     *incomplete = !sbt_reader_info(r)->complete;
     if (*incomplete)
-        replay_incomplete_why(r, why, why_cap);
+        sbt_reader_incomplete_why(r, why, why_cap);
     uint64_t lo = 0, hi = SCHED_NONE;
     if (range)
         sched_range_bounds(r, range, &lo, &hi);

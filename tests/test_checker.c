@@ -48,6 +48,7 @@ static const char *const knames[] = {"", "produce", "consume", "finish", "other"
  * incomplete mark. Reset by every suite's init. */
 static const char *tx_meta[8][2];
 static const char *tx_incomplete;
+static const char *tx_unmodelled; /* a call that affects replay, 3 times from op 2 */
 
 static void write_trace(const char *path, const struct top *ops, size_t n)
 {
@@ -110,6 +111,11 @@ static void write_trace(const char *path, const struct top *ops, size_t n)
     }
     if (tx_incomplete)
         cr_assert(eq(int, sbt_writer_mark_incomplete(w, tx_incomplete), 0));
+    if (tx_unmodelled) {
+        cr_assert(
+            eq(int, sbt_writer_unsupported(w, tx_unmodelled, 3, 2, SBT_UNMODELLED_AFFECTS), 0));
+        cr_assert(eq(int, sbt_writer_unsupported(w, "vkGetPhysicalDeviceFoo", 9, 0, 0), 0));
+    }
     cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
 }
 
@@ -120,7 +126,7 @@ static void mkdir_tmp(void)
     strcpy(dir, "/tmp/test_checker_XXXXXX");
     cr_assert(mkdtemp(dir) != NULL);
     memset(tx_meta, 0, sizeof tx_meta);
-    tx_incomplete = NULL;
+    tx_incomplete = tx_unmodelled = NULL;
 }
 
 static void rm_tmp(void)
