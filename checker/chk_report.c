@@ -181,7 +181,10 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
     if (rep->n_expect_unused)
         fprintf(f, "  expectations: %" PRIu64 " entries matched no op of this trace\n",
                 rep->n_expect_unused);
-    if (rep->n_verified && rep->mode == CHK_MODE_CHECK)
+    uint64_t n_out = 0; /* output findings: with any, "no difference" is not what happened */
+    for (uint32_t c = 0; c < CHK__NCLASS; c++)
+        n_out += c != CHK_TIMING ? rep->count[c] : 0;
+    if (rep->n_verified && rep->mode == CHK_MODE_CHECK && !n_out)
         fprintf(f,
                 "  a pass means: no output differed in %u run%s; so at %.0f%% confidence an op "
                 "differs in a given run with probability below %.3g (about 3/N)\n",
@@ -330,12 +333,16 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
             rep->n_tolerated, rep->n_bytes_unavailable, rep->n_flaky, rep->n_skipped, rep->n_timed,
             rep->n_expect_unused);
     jnum(f, rep->max_diff);
-    fprintf(f, ",\"pass_means\":{\"runs_compared\":%u,\"bound\":", rep->n_compared_runs);
+    uint64_t n_out = 0;
+    for (uint32_t c = 0; c < CHK__NCLASS; c++)
+        n_out += c != CHK_TIMING ? rep->count[c] : 0;
+    fprintf(f, ",\"pass_means\":{\"holds\":%s,\"runs_compared\":%u,\"bound\":",
+            rep->n_verified && !n_out ? "true" : "false", rep->n_compared_runs);
     jnum(f, rep->pass_bound);
     fputs(",\"confidence\":", f);
     jnum(f, rep->confidence);
-    fputs(",\"statement\":\"with no difference in runs_compared runs, the probability that an op "
-          "differs in a given run is below bound at this confidence\"}",
+    fputs(",\"statement\":\"when holds: with no difference in runs_compared runs, the probability "
+          "that an op differs in a given run is below bound at this confidence\"}",
           f);
     fputs(",\"unverified_by_reason\":{", f);
     for (uint32_t w = 0; w < 5; w++)

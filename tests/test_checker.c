@@ -1405,6 +1405,10 @@ Test(reports, json_and_junit_parse)
     b = slurp(pathf("r.txt"), &len);
     cr_expect(strstr(b, "FAIL") != NULL);
     cr_expect(strstr(b, "first divergence: op 0") != NULL, "%s", b);
+    cr_expect(strstr(b, "a pass means") == NULL, "outputs differed: no bound to claim");
+    free(b);
+    b = slurp(pathf("r.json"), &len);
+    cr_expect(strstr(b, "\"pass_means\":{\"holds\":false") != NULL);
     free(b);
     chk_report_free(rep);
 }
