@@ -9,7 +9,8 @@
 #       RUNS   replays per gate, `check --runs` (default 5)
 #       BASE   replays in the baseline (default 10)
 #   Environment: SLOW (default 30) = --slow PCT of the slowed capture; SUBMITS (default 20);
-#   THRESHOLD (default 10%) = --timing-threshold; LP_NUM_THREADS as lavapipe reads it;
+#   THRESHOLD (default 10%) = --timing-threshold; QUANTILE (default 0.5) = --timing-quantile;
+#   LP_NUM_THREADS as lavapipe reads it;
 #   KEEP=DIR keeps the traces and reports there.
 #
 # Workload: tests/vk/vk_bench gate, 2,000 dispatches in 20 submissions (saxpy.comp alternating
@@ -30,6 +31,7 @@ BASE=${4:-10}
 SLOW=${SLOW:-30}
 SUBMITS=${SUBMITS:-20}
 THRESHOLD=${THRESHOLD:-10%}
+QUANTILE=${QUANTILE:-0.5}
 R=$(realpath "$BUILD/reprise")
 B=$(realpath "$BUILD/tests/vk/vk_bench")
 LABEL=$(realpath "$BUILD/bench/spv_label")
@@ -42,7 +44,7 @@ else
     trap 'rm -rf "$T"' EXIT
 fi
 cd "$T"
-echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), LP_NUM_THREADS=${LP_NUM_THREADS:-unset}"
+echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), LP_NUM_THREADS=${LP_NUM_THREADS:-unset}, quantile $QUANTILE"
 "$R" capture --timing -o same.sbt -- "$B" gate --submits "$SUBMITS" >/dev/null
 "$R" capture --timing -o slow.sbt -- "$B" gate --submits "$SUBMITS" --slow "$SLOW" >/dev/null
 echo "workload: vk_bench gate --submits $SUBMITS ($("$R" info same.sbt | sed -n 's/^ops *\([0-9]*\).*/\1 ops/p')), slowed: --slow $SLOW; saxpy = $SAXPY"
@@ -55,7 +57,8 @@ while [ $k -le "$GATES" ]; do
     for kind in same slow; do
         set +e
         "$R" check $kind.sbt --runs "$RUNS" --keep "g-$kind-$k" --baseline base \
-            --timing-threshold "$THRESHOLD" --json "$kind-$k.json" -q 2>/dev/null
+            --timing-threshold "$THRESHOLD" --timing-quantile "$QUANTILE" --json "$kind-$k.json" \
+            -q 2>/dev/null
         echo $? >"$kind-$k.rc"
         set -e
         rm -rf "g-$kind-$k"

@@ -92,7 +92,10 @@
  * SBT_OPF_UNTIMED, grouped by (program, entry point, geometry) for kernels and by (kind,
  * direction, bytes) for copies and fills (chk_group_name). The unit of evidence is the run:
  * each run contributes one value per group, the median of that group's launches in it
- * (launches within a run share its conditions and are not independent). The reference is:
+ * (launches within a run share its conditions and are not independent). opts.timing_quantile
+ * takes another quantile: a low one (0.1) follows the launches other load left alone, as
+ * interference only ever adds time, at the price of missing a slowdown of a minority of
+ * launches. The reference is:
  *   - a baseline: N replay results of the same workload (a stored set, e.g. the last good CI
  *     run's), their regime (verify level, timing mode, device, driver, driver settings from the
  *     environment such as LP_NUM_THREADS) equal to the runs' —
@@ -115,7 +118,8 @@
  * Testing against m rather than against no change is what makes the minimum effect a
  * guarantee: significance alone flags differences too small to matter once enough runs are
  * kept, and a point estimate just above m is a coin flip. Improvements are tested the same way
- * (at least m faster) and never fail the gate. With n runs against r reference runs no
+ * (at least m faster) and never fail the gate. `check` confirms a regression with a second batch
+ * of replays before failing (chk_confirm_timing). With n runs against r reference runs no
  * p-value can fall below 1 / C(n + r, n); the report says when that is too large for the gate
  * to detect anything (rep->min_p, rep->n_tests).
  *   diff has one run per side: per-group medians and effects are shown, never tested.
@@ -328,6 +332,8 @@ struct chk_opts {
     uint32_t timing_ref;           /* enum chk_timing_ref */
     int allow_regime_change;       /* compare timings of results whose regimes differ */
     const char *const *base_names; /* per baseline result, for reports; NULL = "baseline N" */
+    double timing_quantile;        /* each run's value per group: this quantile of its launches;
+                                    * 0 = 0.5 (the median) */
 };
 #define CHK_OPTS(...) ((struct chk_opts){.sz = sizeof(struct chk_opts), __VA_ARGS__})
 
@@ -386,6 +392,9 @@ struct chk_timing_row {
     double p_adj;   /* Holm-adjusted over the gate's tests */
     double p_faster, p_faster_adj;
     uint32_t verdict; /* enum chk_time_verdict */
+    int confirmed;    /* a regression tested again on a fresh batch of runs
+                       * (chk_confirm_timing): 1 it regressed there too, 0 it did not and was
+                       * downgraded to SLOWER, -1 not tested again */
 };
 
 enum chk_mode { CHK_MODE_CHECK = 1, CHK_MODE_DIFF = 2 };
@@ -437,11 +446,13 @@ struct chk_report {
     double cpu_wait, ref_cpu_wait;
     struct chk_timing_row *kernels; /* regressions first, then by |effect| */
     uint32_t n_kernels;
-    uint32_t n_tests;      /* groups tested: the family of the Holm adjustment */
-    double min_p;          /* smallest attainable p-value with these run counts (1 if none) */
-    int failed;            /* the gate's verdict */
-    char fail_reason[200]; /* a failure that is no finding ("no device op ... compared") */
-    struct chk_priv *priv; /* internal: collected events */
+    uint32_t n_tests;        /* groups tested: the family of the Holm adjustment */
+    uint32_t n_confirm_runs; /* runs of the timing confirmation batch (0: none) */
+    double timing_quantile;  /* the per-run statistic (0.5: each run's median launch) */
+    double min_p;            /* smallest attainable p-value with these run counts (1 if none) */
+    int failed;              /* the gate's verdict */
+    char fail_reason[200];   /* a failure that is no finding ("no device op ... compared") */
+    struct chk_priv *priv;   /* internal: collected events */
 };
 
 /* Compares reference ops (capture) with n_runs result traces, aligned by seq, and gates the
@@ -451,6 +462,16 @@ struct chk_report {
 int chk_check(sbt_reader *capture, sbt_reader *const *runs, uint32_t n_runs,
               sbt_reader *const *baseline, uint32_t n_base, const struct chk_opts *opts,
               struct chk_report **out);
+/* Confirmation of timing regressions. A machine shared with other work can slow every run of
+ * one gate at once (interference that outlasts a batch of runs), and no statistic over those
+ * runs tells that from a regression. So a gate that found regressions can test again (the
+ * report `again`, same reference and options): `check` replays a fresh batch and tests the
+ * first batch and the fresh one together, so that a slowdown that persists is found with more
+ * power and one that hit only the first batch is diluted. A group stays a REGRESSION only if
+ * it is one in `again` too, else it becomes SLOWER with confirmed = 0; rep->failed is
+ * recomputed. The error rate stays at most 1 - confidence (`again` must reject on its own). */
+int chk_confirm_timing(struct chk_report *rep, const struct chk_report *again);
+
 /* Aligns b with a (see the rule above) and compares them; a is the reference. */
 int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *opts, struct chk_report **out);
 void chk_report_free(struct chk_report *rep); /* NULL accepted */

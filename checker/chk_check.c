@@ -283,7 +283,7 @@ int chk_check(sbt_reader *cap, sbt_reader *const *runs, uint32_t n_runs, sbt_rea
         return chk__fail(st, "check: %s", sched_errmsg());
     }
     struct chk_status status;
-    struct chk_timing tm = {.n_runs = n_runs, .rng = 0x5eed};
+    struct chk_timing tm = {.n_runs = n_runs, .rng = 0x5eed, .q = rep->timing_quantile};
     struct chk_idgen idg = {0};
     struct runcur *rc = chk__calloc(n_runs + 1, sizeof *rc);
     sbt_cursor *cc = NULL;

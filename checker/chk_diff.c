@@ -440,6 +440,7 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
     D.thr = rep->threshold;
     D.tm.rng = 0x5eed;
     D.tm.n_runs = 1;
+    D.tm.q = rep->timing_quantile;
     void (*progress)(void *, uint64_t, uint64_t) = CHK_OPT(o, progress, NULL);
     void *pctx = CHK_OPT(o, progress_ctx, (void *)NULL);
     const struct sbt_range *range = CHK_OPT(o, range, (const struct sbt_range *)NULL);

@@ -51,7 +51,8 @@ struct chk_samples {
     uint64_t seen;
 };
 int chk__samples_add(struct chk_samples *s, double v, uint64_t *rng);
-double chk__samples_median(struct chk_samples *s); /* sorts; NAN when empty */
+/* The q-quantile (type 7) of the samples: sorts them; NAN when empty. */
+double chk__samples_quantile(struct chk_samples *s, double q);
 
 struct chk_tgroup {
     struct chk_samples *run; /* [n_runs]: this check's runs */
@@ -66,10 +67,11 @@ struct chk_timing {
     uint32_t cap;
     uint32_t n_runs;
     uint64_t rng;
+    double q; /* the per-run statistic: this quantile of a run's launches (0.5 = median) */
 };
 /* The group of name (created with n_runs reservoirs). */
 int chk__timing_group(struct chk_timing *t, const char *name, struct chk_tgroup **out);
-/* Ends one reference run: each group's reference launches become one median. */
+/* Ends one reference run: each group's reference launches become one value (quantile q). */
 int chk__timing_ref_done(struct chk_timing *t);
 void chk__timing_free(struct chk_timing *t);
 /* Fills rep->kernels (tests, Holm adjustment, verdicts) from the accumulators; tested = 0 for

@@ -66,7 +66,11 @@ static const char *fmt_pct(double v, char *b, size_t n)
 
 static void timing_text(const struct chk_report *rep, FILE *f)
 {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], qname[32];
+    if (rep->timing_quantile == 0.5)
+        snprintf(qname, sizeof qname, "medians");
+    else
+        snprintf(qname, sizeof qname, "%g-quantiles", rep->timing_quantile);
     uint32_t n_reg = (uint32_t)rep->count[CHK_TIMING];
     if (rep->mode == CHK_MODE_DIFF) {
         if (rep->n_kernels)
@@ -76,8 +80,10 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                     rep->n_kernels);
     } else if (rep->timing_ref == CHK_TREF_NONE) {
         if (rep->n_kernels)
-            fprintf(f, "  timing: not gated (no reference: --baseline RESULTS, or "
-                       "--timing-reference capture); medians over the runs' per-run medians:\n");
+            fprintf(f,
+                    "  timing: not gated (no reference: --baseline RESULTS, or "
+                    "--timing-reference capture); medians over the runs' per-run %s:\n",
+                    qname);
     } else {
         fprintf(f, "  timing: reference = %s (%u run%s)",
                 rep->timing_ref == CHK_TREF_CAPTURE ? "the capture's timings" : "baseline results",
@@ -97,6 +103,9 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                     "    machine load: the runs' threads waited for a CPU %.0f%% of their wall "
                     "time (median; the reference's: %s)\n",
                     rep->cpu_wait * 100, b1);
+            if (!isnan(rep->ref_cpu_wait) && rep->cpu_wait > rep->ref_cpu_wait + 0.2)
+                fprintf(f, "    WARNING: the machine was busier than for the reference: a "
+                           "slowdown here may be the machine's, not the workload's\n");
         }
         if (rep->threshold < 0)
             fprintf(f, "    timing gate off (--timing-threshold off)\n");
@@ -107,6 +116,16 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                 "per-run medians, Holm over the tests at %.2f): %u regression%s\n",
                 rep->n_tests, rep->n_tests == 1 ? "" : "s", rep->threshold * 100,
                 1 - rep->confidence, n_reg, n_reg == 1 ? "" : "s");
+        if (rep->n_confirm_runs) {
+            uint32_t n_conf = 0, n_not = 0;
+            for (uint32_t i = 0; i < rep->n_kernels; i++)
+                n_conf += rep->kernels[i].confirmed == 1, n_not += rep->kernels[i].confirmed == 0;
+            fprintf(f,
+                    "    confirmation: the regression%s tested again on %u runs (these and as "
+                    "many fresh ones): %u confirmed, %u not (shown as slower: the slowdown did "
+                    "not persist)\n",
+                    n_conf + n_not == 1 ? "" : "s", rep->n_confirm_runs, n_conf, n_not);
+        }
         if (rep->n_tests && rep->threshold >= 0 &&
             rep->min_p >= (1 - rep->confidence) / rep->n_tests)
             fprintf(f,
@@ -376,8 +395,9 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     fputs(",\"regime_differences\":", f);
     jstr(f, rep->regime_note);
     fprintf(f,
-            ",\"unit\":\"run (per-run median of a group's launches)\",\"test\":\"%s\","
-            "\"correction\":\"holm\",\"tests\":%u,\"alpha\":",
+            ",\"unit\":\"run (per-run quantile of a group's launches)\",\"quantile\":%g,"
+            "\"test\":\"%s\",\"correction\":\"holm\",\"tests\":%u,\"alpha\":",
+            rep->timing_quantile,
             rep->mode == CHK_MODE_DIFF
                 ? "none (one run a side)"
                 : "mann-whitney-u one-sided of runs / (1 + min_effect) vs reference runs, exact "
@@ -392,6 +412,7 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     jnum(f, rep->cpu_wait);
     fputs(",\"reference_cpu_wait_share\":", f);
     jnum(f, rep->ref_cpu_wait);
+    fprintf(f, ",\"confirmation_runs\":%u", rep->n_confirm_runs);
     fprintf(f, ",\"can_detect\":%s}",
             rep->n_tests && rep->threshold >= 0 && rep->min_p < (1 - rep->confidence) / rep->n_tests
                 ? "true"
@@ -424,7 +445,10 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         jnum(f, k->p_faster);
         fputs(",\"p_faster_adj\":", f);
         jnum(f, k->p_faster_adj);
-        fputc('}', f);
+        fprintf(f, ",\"confirmed\":%s}",
+                k->confirmed < 0 ? "null"
+                : k->confirmed   ? "true"
+                                 : "false");
     }
     fputs("]}\n", f);
     return ferror(f) ? chk__fail(SBT_EIO, "write error") : 0;

@@ -509,12 +509,14 @@ static int cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-double chk__samples_median(struct chk_samples *s)
+double chk__samples_quantile(struct chk_samples *s, double q)
 {
     if (!s->n)
         return NAN;
     qsort(s->v, s->n, sizeof *s->v, cmp_dbl);
-    return s->n & 1 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
+    double h = (double)(s->n - 1) * q;
+    uint32_t lo = (uint32_t)floor(h), hi = lo + 1 < s->n ? lo + 1 : lo;
+    return s->v[lo] + (h - (double)lo) * (s->v[hi] - s->v[lo]);
 }
 
 int chk__timing_group(struct chk_timing *t, const char *name, struct chk_tgroup **out)
@@ -545,7 +547,7 @@ int chk__timing_ref_done(struct chk_timing *t)
             chk__grow((void **)&g->ref_med, &g->cap_ref_med, g->n_ref_med + 1, sizeof *g->ref_med);
         if (st)
             return st;
-        g->ref_med[g->n_ref_med++] = chk__samples_median(&g->ref);
+        g->ref_med[g->n_ref_med++] = chk__samples_quantile(&g->ref, t->q > 0 ? t->q : 0.5);
         g->n_ref += g->ref.seen;
         g->ref.n = 0;
         g->ref.seen = 0;
@@ -612,12 +614,13 @@ int chk__timing_report(struct chk_timing *t, struct chk_report *rep, int tested)
         for (uint32_t r = 0; r < t->n_runs; r++) {
             row->n_run += g->run[r].seen;
             if (g->run[r].n)
-                x[nx++] = chk__samples_median(&g->run[r]);
+                x[nx++] = chk__samples_quantile(&g->run[r], t->q > 0 ? t->q : 0.5);
         }
         row->n_runs = (uint32_t)nx;
         row->n_ref_runs = g->n_ref_med;
         row->n_ref = g->n_ref;
         row->p_value = row->p_adj = row->p_faster = row->p_faster_adj = 1;
+        row->confirmed = -1;
         row->effect = row->effect_lo = row->effect_hi = NAN;
         row->ref_median = NAN;
         if (g->n_ref_med) {
@@ -710,6 +713,31 @@ struct chk_finding *chk__finding_add(struct chk_report *rep, uint32_t max, uint3
     return f;
 }
 
+int chk_confirm_timing(struct chk_report *rep, const struct chk_report *again)
+{
+    if (!rep || !again)
+        return chk__fail(SBT_EINVAL, "confirm: two reports are required");
+    rep->n_confirm_runs = again->n_runs;
+    for (uint32_t i = 0; i < rep->n_kernels; i++) {
+        struct chk_timing_row *k = &rep->kernels[i];
+        if (k->verdict != CHK_TIME_REGRESSION)
+            continue;
+        int twice = 0;
+        for (uint32_t j = 0; j < again->n_kernels && !twice; j++)
+            twice = again->kernels[j].verdict == CHK_TIME_REGRESSION &&
+                    !strcmp(again->kernels[j].name, k->name);
+        k->confirmed = twice;
+        if (!twice) {
+            k->verdict = CHK_TIME_SLOWER;
+            rep->count[CHK_TIMING]--;
+        }
+    }
+    rep->failed = rep->fail_reason[0] != 0;
+    for (uint32_t c = 0; c < CHK__NCLASS; c++)
+        rep->failed |= rep->count[c] != 0;
+    return 0;
+}
+
 int chk__unverified_add(struct chk_report *rep, uint32_t max, const sbt_reader *r,
                         const struct sbt_op *op, uint32_t why)
 {
@@ -780,6 +808,7 @@ int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_
     if (o && o->sz >= offsetof(struct chk_opts, tol) + sizeof o->tol)
         rep->tol = o->tol;
     rep->cpu_wait = rep->ref_cpu_wait = NAN;
+    rep->timing_quantile = CHK_OPT(o, timing_quantile, 0.5);
     rep->threshold = CHK_OPT(o, timing_threshold, 0.10);
     rep->confidence = CHK_OPT(o, confidence, 0.95);
     rep->priv->max_ev = CHK_OPT(o, max_events, (uint64_t)2000000);

@@ -49,6 +49,13 @@ static const char check_help[] =
     "  --timing-threshold P% minimum effect: a kernel group regresses only when the runs show,\n"
     "                        significantly, that it is slower by more than this (default 10%);\n"
     "                        'off': no timing gate\n"
+    "  --no-confirm          fail on timing regressions at once; by default, regressions found\n"
+    "                        in replays made here are tested again on these runs plus as many\n"
+    "                        fresh ones (DIR/confirmK.sbt), and only those found again fail\n"
+    "  --timing-quantile Q   each run's value per group: this quantile of its launches\n"
+    "                        (default 0.5, the median). 0.1 follows the launches other load\n"
+    "                        left alone (on a shared machine), and misses a slowdown of a\n"
+    "                        minority of launches\n"
     "  --confidence C        of the tests and intervals (default 0.95): at most 1 - C chance\n"
     "                        that the gate names any group slower when none is\n"
     "  --allow-incomplete    check a trace that is incomplete (unmodelled calls, a capture that\n"
@@ -81,9 +88,10 @@ static const char check_help[] =
     "the samples. Per group, a one-sided Mann-Whitney U test that the runs are slower than the\n"
     "reference runs by more than the threshold, p-values adjusted by Holm's method over all\n"
     "groups of the gate: a change that slows no group by more than the threshold fails the\n"
-    "gate with probability at most 1 - C. Each group's effect (Hodges-Lehmann ratio) comes\n"
-    "with its confidence interval. The report says when the run counts are too small for any\n"
-    "p-value to get below the bar.\n";
+    "gate with probability at most 1 - C. A regression is confirmed on these runs plus as many\n"
+    "fresh ones before it fails the gate (--no-confirm). Each group's effect (Hodges-Lehmann\n"
+    "ratio) comes with its confidence interval. The report says how long the runs waited for a\n"
+    "CPU, and when the run counts are too small for any p-value to get below the bar.\n";
 
 static FILE *open_out(const char *path)
 {
@@ -191,6 +199,34 @@ static int expand_results(const char *cmd, const char *opt, const char *const *a
     return CLI_OK;
 }
 
+/* n replays of cap with per-op verification, each into DIR/<stem>K.sbt (and, with dumps, its
+ * outputs into DIR/<stem>K.dump); paths[k], dump_paths[k] receive the names. */
+static int run_batch(sbt_reader *cap, const char *path, const struct cli_range *cr, const char *dir,
+                     const char *stem, uint32_t n, int dumps, int allow, char (*paths)[4200],
+                     char (*dump_paths)[4200])
+{
+    struct sbt_range rrange;
+    cli_range_resolve(cr, cap, &rrange);
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(paths[i], 4200, "%s/%s%u.sbt", dir, stem, i + 1);
+        snprintf(dump_paths[i], 4200, "%s/%s%u.dump", dir, stem, i + 1);
+        struct replay_result res;
+        int st = replay_run(
+            cap,
+            &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1, .allow_incomplete = allow,
+                         .range = cr->has_time || cr->has_ops || cr->stream ? &rrange : NULL,
+                         .out_path = paths[i], .dump_dir = dumps ? dump_paths[i] : NULL,
+                         .source_path = path),
+            &res);
+        replay_result_free(&res);
+        if (st < 0) {
+            cli_err("check", "replay %u of %u (%s): %s", i + 1, n, paths[i], replay_errmsg());
+            return st == REPLAY_ENODEV || st == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
+        }
+    }
+    return CLI_OK;
+}
+
 int cli_check(int argc, char **argv)
 {
     static const struct option lo[] = {{"results", required_argument, 0, 'R'},
@@ -213,6 +249,8 @@ int cli_check(int argc, char **argv)
                                        {"allow-incomplete", no_argument, 0, 'I'},
                                        {"timing-reference", required_argument, 0, 'r'},
                                        {"allow-regime-change", no_argument, 0, 'G'},
+                                       {"timing-quantile", required_argument, 0, 'Q'},
+                                       {"no-confirm", no_argument, 0, 'N'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -221,6 +259,7 @@ int cli_check(int argc, char **argv)
     const char *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
     const char *keep = NULL;
     int update = 0, quiet = 0, c, runs_given = 0, allow_incomplete = 0, tref_given = 0;
+    int confirm = 1;
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
     struct chk_opts o = CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check");
@@ -262,9 +301,20 @@ int cli_check(int argc, char **argv)
         case 'I':
             allow_incomplete = 1;
             break;
+        case 'N':
+            confirm = 0;
+            break;
         case 'G':
             o.allow_regime_change = 1;
             break;
+        case 'Q': {
+            char *end = NULL;
+            o.timing_quantile = strtod(optarg, &end);
+            if (end == optarg || *end || !(o.timing_quantile > 0 && o.timing_quantile < 1))
+                return cli_usage("check", "--timing-quantile '%s': expected a number in (0, 1)",
+                                 optarg);
+            break;
+        }
         case 'r':
             if (!strcmp(optarg, "baseline"))
                 o.timing_ref = CHK_TREF_BASELINE;
@@ -341,6 +391,11 @@ int cli_check(int argc, char **argv)
     chk_expect *exp = NULL, *upd = NULL;
     struct chk_report *rep = NULL;
     static char run_paths[MAX_RESULTS][4200], dump_paths[MAX_RESULTS][4200];
+    static char conf_paths[MAX_RESULTS][4200], conf_dumps[MAX_RESULTS][4200];
+    char run_dir[4100] = "";
+    sbt_reader *conf[MAX_RESULTS] = {0};
+    uint32_t n_conf = 0;
+    struct chk_report *rep2 = NULL;
     static char *base_paths[MAX_RESULTS];
     uint32_t n_base = 0;
     int rc = expand_results("check", "--baseline", base_args, n_base_args, base_paths, MAX_RESULTS,
@@ -415,27 +470,11 @@ int cli_check(int argc, char **argv)
             }
         }
         int dumps_wanted = o.tol.kind != CHK_TOL_BITWISE;
-        struct sbt_range rrange;
-        cli_range_resolve(&cr, cap, &rrange);
+        snprintf(run_dir, sizeof run_dir, "%s", dir);
+        if ((rc = run_batch(cap, path, &cr, run_dir, "run", (uint32_t)runs, dumps_wanted,
+                            allow_incomplete, run_paths, dump_paths)) != CLI_OK)
+            goto done;
         for (uint64_t i = 0; i < runs; i++) {
-            snprintf(run_paths[i], sizeof run_paths[i], "%s/run%" PRIu64 ".sbt", dir, i + 1);
-            snprintf(dump_paths[i], sizeof dump_paths[i], "%s/run%" PRIu64 ".dump", dir, i + 1);
-            struct replay_result res;
-            int st = replay_run(
-                cap,
-                &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1,
-                             .allow_incomplete = allow_incomplete,
-                             .range = cr.has_time || cr.has_ops || cr.stream ? &rrange : NULL,
-                             .out_path = run_paths[i],
-                             .dump_dir = dumps_wanted ? dump_paths[i] : NULL, .source_path = path),
-                &res);
-            replay_result_free(&res);
-            if (st < 0) {
-                cli_err("check", "replay %" PRIu64 " of %" PRIu64 ": %s", i + 1, runs,
-                        replay_errmsg());
-                rc = st == REPLAY_ENODEV || st == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
-                goto done;
-            }
             results[n_results] = run_paths[i];
             dumps[n_results++] = dump_paths[i];
         }
@@ -491,6 +530,45 @@ int cli_check(int argc, char **argv)
         rc = st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
         goto done;
     }
+    /* timing regressions from replays made here are confirmed on a fresh batch before they
+     * fail the gate (chk_confirm_timing says why) */
+    if (rep->count[CHK_TIMING] && run_dir[0] && confirm) {
+        if (!quiet)
+            fprintf(stderr,
+                    "reprise: check: %" PRIu64 " timing regression%s: confirming on %" PRIu64
+                    " more replays (%s/confirm*.sbt)\n",
+                    rep->count[CHK_TIMING], rep->count[CHK_TIMING] == 1 ? "" : "s", runs, run_dir);
+        if ((rc = run_batch(cap, path, &cr, run_dir, "confirm", (uint32_t)runs, 0, allow_incomplete,
+                            conf_paths, conf_dumps)) != CLI_OK)
+            goto done;
+        /* the first batch and the fresh one, tested together: a slowdown that persists is
+         * found with more power, one that hit only the first batch is diluted by the second */
+        const char *conf_names[2 * MAX_RESULTS];
+        sbt_reader *both[2 * MAX_RESULTS];
+        for (uint32_t i = 0; i < n_results; i++)
+            both[i] = rs[i], conf_names[i] = results[i];
+        for (; rc == CLI_OK && n_conf < runs; n_conf++) {
+            conf_names[n_results + n_conf] = conf_paths[n_conf];
+            rc = cli_open_trace("check", conf_paths[n_conf], &conf[n_conf]);
+            both[n_results + n_conf] = conf[n_conf];
+        }
+        if (rc != CLI_OK)
+            goto done;
+        struct chk_opts o2 = o;
+        o2.run_names = conf_names;
+        o2.run_dumps = NULL;
+        o2.tol = (struct chk_tolerance){0};
+        o2.expect = NULL;
+        o2.expect_update = NULL;
+        o2.collect_events = 0;
+        o2.progress = NULL;
+        if ((st = chk_check(cap, both, n_results + n_conf, base, n_base, &o2, &rep2)) < 0 ||
+            (st = chk_confirm_timing(rep, rep2)) < 0) {
+            cli_err("check", "confirmation: %s", chk_errmsg());
+            rc = st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
+            goto done;
+        }
+    }
     if (!quiet)
         chk_report_text(rep, stdout, 10);
     if ((rc = cli_check_outputs("check", rep, json, junit, pf, cap, rs[0])) != CLI_OK)
@@ -512,6 +590,9 @@ int cli_check(int argc, char **argv)
     rc = rep->failed && !update ? CLI_FAIL : CLI_OK;
 done:
     chk_report_free(rep);
+    chk_report_free(rep2);
+    for (uint32_t i = 0; i < n_conf; i++)
+        sbt_reader_close(conf[i]);
     chk_expect_free(exp);
     chk_expect_free(upd);
     sbt_reader_close(cap);

@@ -932,6 +932,41 @@ Test(timing, a_25_percent_slowdown_of_one_kernel_is_caught_and_named)
     cr_expect(eq(u32, named_wrong, 0));
 }
 
+Test(timing, a_regression_must_be_confirmed_by_a_second_batch)
+{
+    synth_baseline();
+    /* found in the first batch, found again: stays, confirmed */
+    struct chk_report *rep = synth_gate(4, 1.40, NULL), *again = synth_gate(5, 1.40, NULL);
+    cr_assert(eq(u64, rep->count[CHK_TIMING], 1));
+    cr_assert(eq(int, chk_confirm_timing(rep, again), 0));
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 1));
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u32, rep->n_confirm_runs, 5));
+    for (uint32_t i = 0; i < rep->n_kernels; i++)
+        if (rep->kernels[i].verdict == CHK_TIME_REGRESSION)
+            cr_expect(eq(int, rep->kernels[i].confirmed, 1));
+    chk_report_free(again);
+    /* a slowdown that did not persist (the second batch is as fast as the baseline): shown as
+     * slower, not confirmed, and the gate passes */
+    chk_report_free(rep);
+    rep = synth_gate(4, 1.40, NULL); /* the same first batch (seeded) */
+    again = synth_gate(5, 1.0, NULL);
+    cr_assert(eq(u64, rep->count[CHK_TIMING], 1));
+    cr_assert(eq(int, chk_confirm_timing(rep, again), 0));
+    cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
+    cr_expect(eq(int, rep->failed, 0));
+    int seen = 0;
+    for (uint32_t i = 0; i < rep->n_kernels; i++)
+        if (!strncmp(rep->kernels[i].name, "consume", 7)) {
+            cr_expect(eq(u32, rep->kernels[i].verdict, CHK_TIME_SLOWER));
+            cr_expect(eq(int, rep->kernels[i].confirmed, 0));
+            seen = 1;
+        }
+    cr_expect(seen);
+    chk_report_free(again);
+    chk_report_free(rep);
+}
+
 Test(timing, min_effect_and_significance_are_both_needed)
 {
     synth_baseline();
