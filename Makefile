@@ -146,10 +146,34 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD)) REPR
 # references to vkGetInstanceProcAddr are not bound to the loader's symbol of that name. The
 # manifest in $(BUILD) points at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the
 # build tree.
-CAP_VK_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_vk_*.c)) $(BUILD)/capture/cap_common.o
+#
+# Its entry points come from the Vulkan registry: capture/cap_vk_gen.py (python3, standard library)
+# reads $(VK_XML) and the reviewed class list capture/cap_vk_classes.txt and writes
+# $(BUILD)/gen/capture/cap_vk_gen.{h,c} (command ids, next-function tables, pass-through wrappers
+# of the unmodelled commands, the name lookup) and cap_vk_classes.txt (every command with its
+# level, class and reason). The check stamp fails the build, naming the command, when the
+# hand-written wrappers of capture/cap_vk_*.c are not exactly the commands listed "recorded".
+# Provisional (beta) commands are typed too: VK_ENABLE_BETA_EXTENSIONS needs no other header.
+CAP_VK_SRC := $(wildcard capture/cap_vk_*.c)
+CAP_VK_GENDIR := $(BUILD)/gen/capture
+CAP_VK_GEN := $(CAP_VK_GENDIR)/cap_vk_gen.h $(CAP_VK_GENDIR)/cap_vk_gen.c
+CAP_VK_CHECK := $(CAP_VK_GENDIR)/cap_vk_check.stamp
+CAP_VK_GENARGS := --xml $(VK_XML) --classes capture/cap_vk_classes.txt
+CAP_VK_OBJ := $(CAP_VK_SRC:%.c=$(BUILD)/%.o) $(CAP_VK_GENDIR)/cap_vk_gen.o $(BUILD)/capture/cap_common.o
 CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
+ALL_OBJ    += $(CAP_VK_GENDIR)/cap_vk_gen.o
+$(CAP_VK_GEN) &: capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE)
+	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --out $(CAP_VK_GENDIR)
+$(CAP_VK_CHECK): capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) $(CAP_VK_SRC)
+	@mkdir -p $(@D)
+	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --check $(CAP_VK_SRC)
+	@touch $@
+$(CAP_VK_GENDIR)/%.o: $(CAP_VK_GENDIR)/%.c
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+$(CAP_VK_OBJ): | $(CAP_VK_GEN) $(CAP_VK_CHECK)
 $(CAP_VK_OBJ): XCFLAGS += -fvisibility=hidden
+$(CAP_VK_OBJ): CPPFLAGS += -DVK_ENABLE_BETA_EXTENSIONS
 $(CAP_VK_SO): $(CAP_VK_OBJ) $(LIB) capture/cap_vk.map
 	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_vk.map -Wl,-z,defs -Wl,-Bsymbolic \
 	  -Wl,-soname,libVkLayer_reprise_capture.so $(CAP_VK_OBJ) $(LIB) -o $@ \

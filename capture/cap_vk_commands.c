@@ -74,7 +74,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateCommandPool(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.CreateCommandPool(device, ci, alloc, out);
+    VkResult r =
+        cap_vk_result(d->fn.CreateCommandPool(device, ci, alloc, out), "vkCreateCommandPool");
     if (r == VK_SUCCESS && cap.timing && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         cap_map_put(&cap.cmd_pools, CAP_H(*out), (void *)(uintptr_t)(ci->queueFamilyIndex + 1ull));
@@ -125,7 +126,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandPool(VkDevice device, VkCommandPo
         pool_each_cb(CAP_H(pool), 0);
         pthread_mutex_unlock(&cap.mu);
     }
-    return d->fn.ResetCommandPool(device, pool, f);
+    return cap_vk_result(d->fn.ResetCommandPool(device, pool, f), "vkResetCommandPool");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(VkDevice device,
@@ -134,7 +135,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.AllocateCommandBuffers(device, ai, out);
+    VkResult r =
+        cap_vk_result(d->fn.AllocateCommandBuffers(device, ai, out), "vkAllocateCommandBuffers");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -214,7 +216,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
             cb_rec(h, SBT_VK_CMD_BEGIN, (uint64_t[]){CAP_H(h), cb->level, bi->flags}, 3, NULL, 0);
         }
     }
-    return d->fn.BeginCommandBuffer(h, bi);
+    return cap_vk_result(d->fn.BeginCommandBuffer(h, bi), "vkBeginCommandBuffer");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_EndCommandBuffer(VkCommandBuffer h)
@@ -228,7 +230,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_EndCommandBuffer(VkCommandBuffer h)
             cb->recording = 0;
         }
     }
-    return d->fn.EndCommandBuffer(h);
+    return cap_vk_result(d->fn.EndCommandBuffer(h), "vkEndCommandBuffer");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
@@ -246,7 +248,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
             cb_reset(cb);
         }
     }
-    return d->fn.ResetCommandBuffer(h, f);
+    return cap_vk_result(d->fn.ResetCommandBuffer(h, f), "vkResetCommandBuffer");
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipelineBindPoint bp,
@@ -416,8 +418,8 @@ static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32
         sbt_vk_enc_arg(e, b1 ? b1[i].offset : b2[i].offset);
         sbt_vk_enc_arg(e, b1 ? b1[i].size : b2[i].size);
     }
-    if (ni)
-        cap_unsupported("image memory barrier");
+    if (ni) /* images are not recorded: creating one is an affecting call already */
+        cap_unmodelled(NULL, "image memory barrier", 0);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src,
@@ -578,78 +580,11 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
     d->fn.CmdExecuteCommands(h, n, cbs);
 }
 
-/* ---- outside the compute subset: counted, recorded as CMD_UNSUPPORTED, passed down ------- */
+/* ---- outside the compute subset ---------------------------------------------------------- */
 
-static void unsup_cmd(VkCommandBuffer h, const char *name)
+void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id)
 {
-    cap_unsupported(name);
+    cap_vk_count(id);
+    const char *name = cap_vk_cmds[id].name;
     cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
-                                       uint32_t e)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdDraw");
-    d->fn.CmdDraw(h, a, b, c, e);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdDrawIndexed(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
-                                              int32_t o, uint32_t e)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdDrawIndexed");
-    d->fn.CmdDrawIndexed(h, a, b, c, o, e);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdBeginRenderPass(VkCommandBuffer h,
-                                                  const VkRenderPassBeginInfo *bi,
-                                                  VkSubpassContents c)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdBeginRenderPass");
-    d->fn.CmdBeginRenderPass(h, bi, c);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b, VkImage i,
-                                                    VkImageLayout l, uint32_t n,
-                                                    const VkBufferImageCopy *r)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdCopyBufferToImage");
-    d->fn.CmdCopyBufferToImage(h, b, i, l, n, r);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage i, VkImageLayout l,
-                                                    VkBuffer b, uint32_t n,
-                                                    const VkBufferImageCopy *r)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdCopyImageToBuffer");
-    d->fn.CmdCopyImageToBuffer(h, i, l, b, n, r);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage s, VkImageLayout sl,
-                                            VkImage t, VkImageLayout tl, uint32_t n,
-                                            const VkImageCopy *r)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdCopyImage");
-    d->fn.CmdCopyImage(h, s, sl, t, tl, n, r);
-}
-
-VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage i, VkImageLayout l,
-                                                  const VkClearColorValue *c, uint32_t n,
-                                                  const VkImageSubresourceRange *r)
-{
-    struct cap_dev *d = cap_dev_of(h);
-    CAP_COUNT();
-    unsup_cmd(h, "vkCmdClearColorImage");
-    d->fn.CmdClearColorImage(h, i, l, c, n, r);
 }

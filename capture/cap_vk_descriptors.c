@@ -48,7 +48,8 @@ cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreate
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateDescriptorSetLayout(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateDescriptorSetLayout(device, ci, alloc, out),
+                               "vkCreateDescriptorSetLayout");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     const VkDescriptorSetLayoutBindingFlagsCreateInfo *bf = NULL;
@@ -121,7 +122,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorPool(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    return d->fn.CreateDescriptorPool(device, ci, alloc, out);
+    return cap_vk_result(d->fn.CreateDescriptorPool(device, ci, alloc, out),
+                         "vkCreateDescriptorPool");
 }
 
 static void dset_free(struct cap_dset *s)
@@ -171,7 +173,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetDescriptorPool(VkDevice device, VkDescri
         pool_forget_sets(CAP_H(h));
         pthread_mutex_unlock(&cap.mu);
     }
-    return d->fn.ResetDescriptorPool(device, h, f);
+    return cap_vk_result(d->fn.ResetDescriptorPool(device, h, f), "vkResetDescriptorPool");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
@@ -181,7 +183,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.AllocateDescriptorSets(device, ai, out);
+    VkResult r =
+        cap_vk_result(d->fn.AllocateDescriptorSets(device, ai, out), "vkAllocateDescriptorSets");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     const VkDescriptorSetVariableDescriptorCountAllocateInfo *var = NULL;
@@ -231,7 +234,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, VkDescrip
             dset_free(cap_obj_del(CAP_H(s[i]), CAP_T_DSET));
         pthread_mutex_unlock(&cap.mu);
     }
-    return d->fn.FreeDescriptorSets(device, pool, n, s);
+    return cap_vk_result(d->fn.FreeDescriptorSets(device, pool, n, s), "vkFreeDescriptorSets");
 }
 
 /* Slot of (binding, element) in set s, following consecutive-binding updates; NULL past it. */
@@ -278,15 +281,22 @@ static void write_one(struct sbt_vk_enc *enc, struct cap_slot *sl, uint32_t type
     sbt_vk_enc_arg(enc, v ? v->o.id : 0);
 }
 
-static void enc_write_set(struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w)
+/* One WRITE_SET record for w. Descriptors of other types than buffers and texel buffers
+ * (images, samplers, inline uniform blocks, acceleration structures) are not recorded: the
+ * dispatches that use them would replay without them, so the trace says so (templ: written by
+ * vkUpdateDescriptorSetWithTemplate). */
+static void enc_write_set(struct cap_dev *d, struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w,
+                          int templ)
 {
     struct cap_dset *s = cap_obj_find(CAP_H(w->dstSet), CAP_T_DSET);
     uint32_t t = w->descriptorType;
     if (!is_buffer_type(t) && !is_texel_type(t)) {
-        if (t == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK)
-            cap_unsupported("vkUpdateDescriptorSets(inline uniform block)");
-        else
-            cap_unsupported("vkUpdateDescriptorSets(image/sampler descriptor)");
+        cap_unmodelled(d,
+                       templ ? "vkUpdateDescriptorSetWithTemplate (descriptor other than a "
+                               "buffer or texel buffer)"
+                             : "vkUpdateDescriptorSets (descriptor other than a buffer or texel "
+                               "buffer)",
+                       SBT_UNMODELLED_AFFECTS);
         return;
     }
     if (!s)
@@ -324,7 +334,7 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw
     pthread_mutex_lock(&cap.mu);
     struct sbt_vk_enc enc = {0};
     for (uint32_t i = 0; i < nw; i++)
-        enc_write_set(&enc, &w[i]);
+        enc_write_set(d, &enc, &w[i], 0);
     for (uint32_t i = 0; i < nc; i++) {
         struct cap_dset *src = cap_obj_find(CAP_H(c[i].srcSet), CAP_T_DSET);
         struct cap_dset *dst = cap_obj_find(CAP_H(c[i].dstSet), CAP_T_DSET);
@@ -354,11 +364,13 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.CreateDescriptorUpdateTemplate(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateDescriptorUpdateTemplate(device, ci, alloc, out),
+                               "vkCreateDescriptorUpdateTemplate");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     if (ci->templateType != VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_DESCRIPTOR_SET) {
-        cap_unsupported("vkCreateDescriptorUpdateTemplate(push descriptors)");
+        /* harmless by itself: the pushes that use it are affecting */
+        cap_unmodelled(d, "vkCreateDescriptorUpdateTemplate (push descriptors)", 0);
         return r;
     }
     pthread_mutex_lock(&cap.mu);
@@ -433,7 +445,7 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device, 
             }
             w.pBufferInfo = bi;
             w.pTexelBufferView = bv;
-            enc_write_set(&enc, &w);
+            enc_write_set(d, &enc, &w, 1);
         }
     }
     if (enc.len)

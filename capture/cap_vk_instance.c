@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/cap_int.h"
 #include "capture/cap_vk_int.h"
 
 /* ========================================================================================== */
@@ -155,18 +156,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateInstance(const VkInstanceCreateInfo *ci
     in->key = cap_dkey(*out);
     in->handle = *out;
     in->gipa = gipa;
-#define LOAD(n) in->n = (PFN_vk##n)gipa(*out, "vk" #n)
-    LOAD(DestroyInstance);
-    LOAD(CreateDevice);
-    LOAD(EnumerateDeviceExtensionProperties);
-    LOAD(GetPhysicalDeviceProperties);
-    LOAD(GetPhysicalDeviceProperties2);
-    LOAD(GetPhysicalDeviceMemoryProperties);
-    LOAD(GetPhysicalDeviceQueueFamilyProperties);
-#undef LOAD
-    if (!in->GetPhysicalDeviceProperties2)
-        in->GetPhysicalDeviceProperties2 =
-            (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2KHR");
+    cap_inst_fns_load(&in->fn, gipa, *out);
     in->api_version = ci->pApplicationInfo ? ci->pApplicationInfo->apiVersion : 0;
     pthread_mutex_lock(&tab_mu);
     int placed = 0;
@@ -191,7 +181,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
     struct cap_inst *in = cap_inst_of(instance);
     if (!in)
         return;
-    PFN_vkDestroyInstance fn = in->DestroyInstance;
+    PFN_vkDestroyInstance fn = in->fn.DestroyInstance;
     pthread_mutex_lock(&tab_mu);
     for (int i = 0; i < CAP_MAX_INST; i++)
         if (cap_insts[i] == in)
@@ -220,7 +210,8 @@ static void enc_features(struct sbt_vk_enc *enc, const void *pnext)
         const struct sbt_vk_feature_struct *t = sbt_vk_feature_struct((uint32_t)s->sType);
         if (!t) { /* counted too, so `reprise info` shows that replay leaves it out */
             sbt_vk_enc_rec(enc, SBT_VK_DEVICE_CHAIN, (uint64_t[]){(uint64_t)s->sType}, 1, NULL, 0);
-            cap_unsupported("VkDeviceCreateInfo.pNext: a structure replay does not rebuild");
+            cap_unmodelled(NULL, "VkDeviceCreateInfo.pNext: a structure replay does not rebuild",
+                           0);
             continue;
         }
         const VkBool32 *f = (const VkBool32 *)(s + 1);
@@ -239,20 +230,20 @@ static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
     VkPhysicalDeviceProperties p;
     memset(&p, 0, sizeof p);
     VkPhysicalDeviceIDProperties idp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
-    if (in->GetPhysicalDeviceProperties2) {
+    if (in->fn.GetPhysicalDeviceProperties2) {
         VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                           .pNext = &idp};
-        in->GetPhysicalDeviceProperties2(d->phys, &p2);
+        in->fn.GetPhysicalDeviceProperties2(d->phys, &p2);
         p = p2.properties;
     } else {
-        in->GetPhysicalDeviceProperties(d->phys, &p);
+        in->fn.GetPhysicalDeviceProperties(d->phys, &p);
     }
-    in->GetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
+    in->fn.GetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
     uint32_t nq = 0;
-    in->GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, NULL);
+    in->fn.GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, NULL);
     if (nq > 16)
         nq = 16;
-    in->GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, d->qfam);
+    in->fn.GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, d->qfam);
     d->n_qfam = nq;
     d->ts_period_ns = p.limits.timestampPeriod;
     d->nc_atom = p.limits.nonCoherentAtomSize;
@@ -366,7 +357,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkD
     } else if (ext) {
         ext_on = 0;
     }
-    VkResult r = next(phys, &ci2, alloc, out);
+    VkResult r = cap_vk_result(next(phys, &ci2, alloc, out), "vkCreateDevice");
     free(names);
     if (r != VK_SUCCESS)
         return r;
@@ -381,29 +372,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkD
     d->inst = in;
     d->gdpa = gdpa;
     d->id = cap_new_id();
-#define LOAD(n) d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n);
-    CAP_DEVICE_FNS(LOAD)
-#undef LOAD
-#define ALIAS(n, s) \
-    if (!d->fn.n)   \
-        d->fn.n = (PFN_vk##n)gdpa(*out, "vk" #n s);
-    ALIAS(BindBufferMemory2, "KHR")
-    ALIAS(CreateDescriptorUpdateTemplate, "KHR")
-    ALIAS(DestroyDescriptorUpdateTemplate, "KHR")
-    ALIAS(UpdateDescriptorSetWithTemplate, "KHR")
-    ALIAS(CmdDispatchBase, "KHR")
-    ALIAS(CmdCopyBuffer2, "KHR")
-    ALIAS(CmdPipelineBarrier2, "KHR")
-    ALIAS(CmdSetEvent2, "KHR")
-    ALIAS(CmdResetEvent2, "KHR")
-    ALIAS(CmdWaitEvents2, "KHR")
-    ALIAS(CmdWriteTimestamp2, "KHR")
-    ALIAS(QueueSubmit2, "KHR")
-    ALIAS(SignalSemaphore, "KHR")
-    ALIAS(WaitSemaphores, "KHR")
-    ALIAS(GetSemaphoreCounterValue, "KHR")
-    ALIAS(GetBufferDeviceAddress, "KHR")
-#undef ALIAS
+    cap_dev_fns_load(&d->fn, gdpa, *out);
     pthread_mutex_lock(&tab_mu);
     int placed = 0;
     for (int i = 0; i < CAP_MAX_DEV && !placed; i++)
@@ -502,6 +471,20 @@ VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue2(VkDevice device, const VkDeviceQu
 }
 
 /* ========================================================================================== */
+/* A lost device                                                                              */
+/* ========================================================================================== */
+
+void cap_device_lost(const char *call)
+{
+    static atomic_int seen;
+    if (atomic_exchange(&seen, 1))
+        return;
+    char why[128];
+    snprintf(why, sizeof why, "%s returned VK_ERROR_DEVICE_LOST", call);
+    cap_flush_now(why);
+}
+
+/* ========================================================================================== */
 /* Unload                                                                                     */
 /* ========================================================================================== */
 
@@ -569,6 +552,7 @@ void cap_layer_free_all(void)
     cap.n_tpend = cap.cap_tpend = 0;
     cap_map_free(&cap.cmd_pools);
     cap_submit_free_all();
+    cap_unmod_free_all();
     cap.shadow_gen++;
     atomic_fetch_add(&cap.gen, 1); /* no cached command buffer survives */
     pthread_mutex_unlock(&cap.mu);
@@ -599,188 +583,94 @@ void cap_layer_free_all(void)
 /* Entry points                                                                               */
 /* ========================================================================================== */
 
-struct fn_ent {
-    const char *name;
-    PFN_vkVoidFunction fn;
-};
-
-#define F(n)                                 \
-    {                                        \
-        "vk" #n, (PFN_vkVoidFunction)cap_##n \
-    }
-#define FA(n, s)                               \
-    {                                          \
-        "vk" #n s, (PFN_vkVoidFunction)cap_##n \
-    }
-static const struct fn_ent device_fns[] = {
-    F(DestroyDevice),
-    F(GetDeviceQueue),
-    F(GetDeviceQueue2),
-    F(AllocateMemory),
-    F(FreeMemory),
-    F(MapMemory),
-    F(UnmapMemory),
-    F(FlushMappedMemoryRanges),
-    F(InvalidateMappedMemoryRanges),
-    F(CreateBuffer),
-    F(DestroyBuffer),
-    F(BindBufferMemory),
-    F(BindBufferMemory2),
-    FA(BindBufferMemory2, "KHR"),
-    F(CreateBufferView),
-    F(DestroyBufferView),
-    F(CreateShaderModule),
-    F(DestroyShaderModule),
-    F(CreateDescriptorSetLayout),
-    F(DestroyDescriptorSetLayout),
-    F(CreatePipelineLayout),
-    F(DestroyPipelineLayout),
-    F(CreateComputePipelines),
-    F(DestroyPipeline),
-    F(CreateDescriptorPool),
-    F(DestroyDescriptorPool),
-    F(ResetDescriptorPool),
-    F(AllocateDescriptorSets),
-    F(FreeDescriptorSets),
-    F(UpdateDescriptorSets),
-    F(CreateDescriptorUpdateTemplate),
-    FA(CreateDescriptorUpdateTemplate, "KHR"),
-    F(DestroyDescriptorUpdateTemplate),
-    FA(DestroyDescriptorUpdateTemplate, "KHR"),
-    F(UpdateDescriptorSetWithTemplate),
-    FA(UpdateDescriptorSetWithTemplate, "KHR"),
-    F(CreateCommandPool),
-    F(DestroyCommandPool),
-    F(ResetCommandPool),
-    F(AllocateCommandBuffers),
-    F(FreeCommandBuffers),
-    F(BeginCommandBuffer),
-    F(EndCommandBuffer),
-    F(ResetCommandBuffer),
-    F(CmdBindPipeline),
-    F(CmdBindDescriptorSets),
-    F(CmdPushConstants),
-    F(CmdDispatch),
-    F(CmdDispatchBase),
-    FA(CmdDispatchBase, "KHR"),
-    F(CmdDispatchIndirect),
-    F(CmdCopyBuffer),
-    F(CmdCopyBuffer2),
-    FA(CmdCopyBuffer2, "KHR"),
-    F(CmdFillBuffer),
-    F(CmdUpdateBuffer),
-    F(CmdPipelineBarrier),
-    F(CmdPipelineBarrier2),
-    FA(CmdPipelineBarrier2, "KHR"),
-    F(CmdSetEvent),
-    F(CmdSetEvent2),
-    FA(CmdSetEvent2, "KHR"),
-    F(CmdResetEvent),
-    F(CmdResetEvent2),
-    FA(CmdResetEvent2, "KHR"),
-    F(CmdWaitEvents),
-    F(CmdWaitEvents2),
-    FA(CmdWaitEvents2, "KHR"),
-    F(CmdWriteTimestamp),
-    F(CmdWriteTimestamp2),
-    FA(CmdWriteTimestamp2, "KHR"),
-    F(CmdResetQueryPool),
-    F(CmdExecuteCommands),
-    F(QueueSubmit),
-    F(QueueSubmit2),
-    FA(QueueSubmit2, "KHR"),
-    F(QueueWaitIdle),
-    F(DeviceWaitIdle),
-    F(CreateFence),
-    F(DestroyFence),
-    F(ResetFences),
-    F(GetFenceStatus),
-    F(WaitForFences),
-    F(CreateSemaphore),
-    F(DestroySemaphore),
-    F(SignalSemaphore),
-    FA(SignalSemaphore, "KHR"),
-    F(WaitSemaphores),
-    FA(WaitSemaphores, "KHR"),
-    F(GetSemaphoreCounterValue),
-    FA(GetSemaphoreCounterValue, "KHR"),
-    F(CreateEvent),
-    F(DestroyEvent),
-    F(SetEvent),
-    F(ResetEvent),
-    F(CmdDraw),
-    F(CmdDrawIndexed),
-    F(CmdBeginRenderPass),
-    F(CmdCopyBufferToImage),
-    F(CmdCopyImageToBuffer),
-    F(CmdCopyImage),
-    F(CmdClearColorImage),
-    F(CreateImage),
-    F(BindImageMemory),
-    F(CreateGraphicsPipelines),
-    F(QueueBindSparse),
-    F(GetBufferDeviceAddress),
-    FA(GetBufferDeviceAddress, "KHR"),
-};
-#undef F
-#undef FA
-
-static PFN_vkVoidFunction find_fn(const char *name)
+/* What the layer hands out for name, which the next layer resolved to next for the device or
+ * instance with dispatch key owner (d: that device, or NULL). A recorded command or a typed
+ * unmodelled one: our wrapper. A query: next itself. A command without a typed wrapper (a
+ * platform one) or a name the registry does not know: a counting trampoline; where there is
+ * none, next itself, after counting the name at resolution (affecting when unknown). */
+static PFN_vkVoidFunction resolve(void *owner, struct cap_dev *d, const char *name,
+                                  PFN_vkVoidFunction next)
 {
-    for (size_t i = 0; i < sizeof device_fns / sizeof device_fns[0]; i++)
-        if (!strcmp(device_fns[i].name, name))
-            return device_fns[i].fn;
-    return NULL;
+    const struct cap_vk_cmd *c = cap_vk_find(name);
+    if (c && c->fn)
+        return c->fn;
+    if (c && (c->cls == CAP_VK_QUERY || c->cls == CAP_VK_RECORDED))
+        return next;
+    uint32_t id;
+    if (c) {
+        id = (uint32_t)(c - cap_vk_cmds);
+    } else {
+        char what[256];
+        snprintf(what, sizeof what, "%.160s (unknown to vk.xml %s)", name, CAP_VK_XML_VERSION);
+        id = cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1);
+    }
+    PFN_vkVoidFunction tr = cap_tramp_get(owner, id, next);
+    if (tr)
+        return tr;
+    /* no trampoline (another architecture, or all of them used): its calls cannot be counted,
+     * so the resolution itself is what the trace names */
+    char what[320];
+    snprintf(what, sizeof what, "%.200s (resolved, calls not counted: no trampoline)",
+             cap_unmod_name(id));
+    uint32_t flags = !c || c->cls == CAP_VK_AFFECTING ? SBT_UNMODELLED_AFFECTS : 0;
+    uint32_t rid = cap_unmod_id(what, flags, 1);
+    if (atomic_fetch_add_explicit(&cap_unmod_calls[rid], 1, memory_order_relaxed) == 0)
+        cap_unmod_first(rid, d);
+    return next;
 }
 
-CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
-                                                                        const char *name);
-
-CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
-                                                                        const char *name)
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL cap_GetDeviceProcAddr(VkDevice device, const char *name)
 {
     if (!name)
         return NULL;
     if (!strcmp(name, "vkGetDeviceProcAddr"))
-        return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+        return (PFN_vkVoidFunction)cap_GetDeviceProcAddr;
     struct cap_dev *d = device ? cap_dev_of(device) : NULL;
     if (!d)
         return NULL;
     PFN_vkVoidFunction next = d->gdpa(device, name);
     if (!next)
         return NULL; /* not enabled below us: neither are we */
-    PFN_vkVoidFunction mine = find_fn(name);
-    return mine ? mine : next;
+    return resolve(d->key, d, name, next);
 }
 
-CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
-                                                                          const char *name);
-
-CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
-                                                                          const char *name)
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL cap_GetInstanceProcAddr(VkInstance instance,
+                                                                 const char *name)
 {
     if (!name)
         return NULL;
     if (!strcmp(name, "vkGetInstanceProcAddr"))
-        return (PFN_vkVoidFunction)vkGetInstanceProcAddr;
+        return (PFN_vkVoidFunction)cap_GetInstanceProcAddr;
     if (!strcmp(name, "vkCreateInstance"))
         return (PFN_vkVoidFunction)cap_CreateInstance;
     if (!strcmp(name, "vkGetDeviceProcAddr"))
-        return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+        return (PFN_vkVoidFunction)cap_GetDeviceProcAddr;
     if (!instance)
         return NULL;
     struct cap_inst *in = cap_inst_of(instance);
     if (!in)
         return NULL;
-    if (!strcmp(name, "vkDestroyInstance"))
-        return (PFN_vkVoidFunction)cap_DestroyInstance;
-    if (!strcmp(name, "vkCreateDevice"))
-        return (PFN_vkVoidFunction)cap_CreateDevice;
     PFN_vkVoidFunction next = in->gipa(instance, name);
     if (!next)
         return NULL;
-    PFN_vkVoidFunction mine = find_fn(name);
-    return mine ? mine : next;
+    return resolve(in->key, NULL, name, next);
+}
+
+/* The loader finds the layer by these three names (capture/cap_vk.map exports only them). */
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
+                                                                        const char *name);
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device,
+                                                                        const char *name)
+{
+    return cap_GetDeviceProcAddr(device, name);
+}
+
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name);
+CAP_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInstance instance,
+                                                                          const char *name)
+{
+    return cap_GetInstanceProcAddr(instance, name);
 }
 
 CAP_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
@@ -795,8 +685,8 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
         v->loaderLayerInterfaceVersion = 2;
     if (v->loaderLayerInterfaceVersion < 2)
         return VK_ERROR_INITIALIZATION_FAILED;
-    v->pfnGetInstanceProcAddr = vkGetInstanceProcAddr;
-    v->pfnGetDeviceProcAddr = vkGetDeviceProcAddr;
+    v->pfnGetInstanceProcAddr = cap_GetInstanceProcAddr;
+    v->pfnGetDeviceProcAddr = cap_GetDeviceProcAddr;
     v->pfnGetPhysicalDeviceProcAddr = NULL;
     return VK_SUCCESS;
 }

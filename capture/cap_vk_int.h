@@ -16,10 +16,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
 #include "capture/cap.h"
+#include "capture/cap_vk_gen.h"
 #include "format/sbt.h"
 #include "format/sbt_vk.h"
 
@@ -30,67 +32,15 @@
 /* Dispatch tables                                                                            */
 /* ========================================================================================== */
 
-/* Device functions the layer calls down (vk<name>; KHR/EXT alias tried when NULL). */
-/* clang-format off */
-#define CAP_DEVICE_FNS(X)                                                                                 \
-    X(DestroyDevice)                                                                                      \
-    X(GetDeviceQueue) X(GetDeviceQueue2) X(AllocateMemory) X(FreeMemory) X(MapMemory) X(                  \
-        UnmapMemory) X(FlushMappedMemoryRanges) X(InvalidateMappedMemoryRanges) X(CreateBuffer)           \
-        X(DestroyBuffer) X(BindBufferMemory) X(BindBufferMemory2) X(GetBufferMemoryRequirements) X(       \
-            CreateBufferView) X(DestroyBufferView) X(CreateShaderModule) X(DestroyShaderModule)           \
-            X(CreateDescriptorSetLayout) X(DestroyDescriptorSetLayout) X(CreatePipelineLayout) X(         \
-                DestroyPipelineLayout) X(CreateComputePipelines) X(DestroyPipeline)                       \
-                X(CreateDescriptorPool) X(DestroyDescriptorPool) X(ResetDescriptorPool) X(                \
-                    AllocateDescriptorSets) X(FreeDescriptorSets) X(UpdateDescriptorSets)                 \
-                    X(CreateDescriptorUpdateTemplate) X(DestroyDescriptorUpdateTemplate) X(               \
-                        UpdateDescriptorSetWithTemplate) X(CreateCommandPool) X(DestroyCommandPool)       \
-                        X(ResetCommandPool) X(AllocateCommandBuffers) X(FreeCommandBuffers) X(            \
-                            BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer)                 \
-                            X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) X(            \
-                                CmdDispatch) X(CmdDispatchBase) X(CmdDispatchIndirect)                    \
-                                X(CmdCopyBuffer) X(CmdCopyBuffer2) X(CmdFillBuffer) X(                    \
-                                    CmdUpdateBuffer) X(CmdPipelineBarrier) X(CmdPipelineBarrier2)         \
-                                    X(CmdSetEvent) X(CmdResetEvent) X(CmdWaitEvents) X(                   \
-                                        CmdSetEvent2) X(CmdResetEvent2) X(CmdWaitEvents2)                 \
-                                        X(CmdWriteTimestamp) X(CmdWriteTimestamp2) X(                     \
-                                            CmdResetQueryPool) X(CmdExecuteCommands) X(QueueSubmit)       \
-                                            X(QueueSubmit2) X(QueueWaitIdle) X(DeviceWaitIdle) X(         \
-                                                CreateFence) X(DestroyFence) X(ResetFences)               \
-                                                X(GetFenceStatus) X(WaitForFences) X(                     \
-                                                    CreateSemaphore) X(DestroySemaphore)                  \
-                                                    X(SignalSemaphore) X(WaitSemaphores) X(               \
-                                                        GetSemaphoreCounterValue) X(CreateEvent)          \
-                                                        X(DestroyEvent) X(SetEvent) X(ResetEvent) X(      \
-                                                            CreateQueryPool) X(DestroyQueryPool)          \
-                                                            X(GetQueryPoolResults) X(CmdDraw) X(          \
-                                                                CmdDrawIndexed) X(CmdBeginRenderPass)     \
-                                                                X(CmdCopyBufferToImage) X(                \
-                                                                    CmdCopyImageToBuffer) X(CmdCopyImage) \
-                                                                    X(CmdClearColorImage) X(              \
-                                                                        CreateImage)                      \
-                                                                        X(BindImageMemory) X(             \
-                                                                            CreateGraphicsPipelines)      \
-                                                                            X(QueueBindSparse) X(         \
-                                                                                GetBufferDeviceAddress)
-/* clang-format on */
-
-struct cap_dev_fns {
-#define CAP__FN(n) PFN_vk##n n;
-    CAP_DEVICE_FNS(CAP__FN)
-#undef CAP__FN
-};
+/* The next layer's functions of every command of the registry at each dispatch level
+ * (struct cap_inst_fns, struct cap_dev_fns), the command ids and the command table come from
+ * vk.xml at build time: capture/cap_vk_gen.py writes $(BUILD)/gen/capture/cap_vk_gen.h. */
 
 struct cap_inst {
     void *key; /* the loader's dispatch pointer: *(void **)instance */
     VkInstance handle;
     PFN_vkGetInstanceProcAddr gipa;
-    PFN_vkDestroyInstance DestroyInstance;
-    PFN_vkCreateDevice CreateDevice;
-    PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties;
-    PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties;
-    PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
-    PFN_vkGetPhysicalDeviceMemoryProperties GetPhysicalDeviceMemoryProperties;
-    PFN_vkGetPhysicalDeviceQueueFamilyProperties GetPhysicalDeviceQueueFamilyProperties;
+    struct cap_inst_fns fn;
     uint32_t api_version;
     int dead;
     struct cap_inst *retired_next; /* destroyed instances, freed only at unload */
@@ -415,6 +365,7 @@ struct cap_ev {
     uint64_t prog_id; /* KERNEL: capture id of its module */
     char *str;        /* owned: device name / entry name / meta value */
     uint32_t ext_kind;
+    uint32_t unmod; /* OP: an UNSUPPORTED marker of unmodelled id unmod - 1 (0 = none) */
 };
 
 /* ========================================================================================== */
@@ -463,8 +414,6 @@ void cap_init_once(void); /* reads the environment, opens the trace, starts the 
 void cap_shutdown(void);  /* drains the writer and closes the trace (idempotent) */
 /* Logs once, marks the trace incomplete with the reason, stops recording. */
 void cap_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Counts a call passed through unrecorded. */
-void cap_unsupported(const char *name);
 uint64_t cap_now(void); /* ns since the trace epoch */
 uint32_t cap_thread(void);
 uint64_t cap_new_id(void);
@@ -496,6 +445,73 @@ void cap_kick(void);
 #define CAP_COUNT() atomic_fetch_add_explicit(&cap.n_calls, 1, memory_order_relaxed)
 #define CAP_H(x)    ((uint64_t)(uintptr_t)(x))
 
+/* VK_ERROR_DEVICE_LOST from the driver: the trace is written out at once (cap_flush_now of
+ * cap_int.h, the reason in capture.flush_reason), since a program whose device is lost rarely
+ * exits cleanly. Every wrapper passes the results of its calls through this. */
+void cap_device_lost(const char *call);
+static inline VkResult cap_vk_result(VkResult r, const char *call)
+{
+    if (__builtin_expect(r == VK_ERROR_DEVICE_LOST, 0))
+        cap_device_lost(call);
+    return r;
+}
+
+/* ---- cap_vk_unmodelled.c ---------------------------------------------------------------- */
+/* Calls the layer passes through without recording them ("unmodelled"), counted by name
+ * without a lock. Ids 0 .. CAP_VK_N_CMDS - 1 are the registry's commands (their class says
+ * whether they can affect replay); the ids after them name what the registry does not cover:
+ * cases a recorded command could not record ("vkUpdateDescriptorSets (image, sampler or
+ * other non-buffer descriptor)"), names the registry does not know and commands the build
+ * cannot type (passed on by the trampolines of cap_vk_tramp.c). The first time an affecting
+ * one happens, a MARKER op with the UNSUPPORTED mark and its name goes where it happened;
+ * at close the END record names each with its count and that op (FORMAT.md section 5). */
+#define CAP_UNMOD_DYN 512u /* ids after the registry's commands */
+#define CAP_UNMOD_MAX (CAP_VK_N_CMDS + CAP_UNMOD_DYN)
+extern atomic_uint_fast64_t cap_unmod_calls[CAP_UNMOD_MAX];
+/* The id of what (a string that outlives the layer, or copied when copy is set), made on
+ * first use with flags (SBT_UNMODELLED_AFFECTS or 0). A full table gives one catch-all id
+ * that affects replay. */
+uint32_t cap_unmod_id(const char *what, uint32_t flags, int copy);
+/* One occurrence of what; the first of an affecting one puts its marker on d's stream of the
+ * calling thread (d NULL: a stream of no device). */
+void cap_unmodelled(struct cap_dev *d, const char *what, uint32_t flags);
+/* The first call of affecting id happened (once per id; later calls return at once). */
+void cap_unmod_first(uint32_t id, struct cap_dev *d);
+/* The MARKER op of id for a chain the caller builds (on d's host stream of this thread; set
+ * queue_id to put it on a queue); NULL when out of memory. */
+struct cap_ev *cap_unmod_marker(struct cap_dev *d, uint32_t id, uint64_t t);
+const char *cap_unmod_name(uint32_t id);
+/* The writer wrote the first marker of id as op seq. Writer thread only. */
+void cap_unmod_seen(uint32_t id, uint64_t seq);
+/* At close: the unmodelled calls into the END record (sbt_writer_unsupported) and into the
+ * stats file f (may be NULL) as "unmodelled.NAME=COUNT"; returns the number of calls. */
+uint64_t cap_unmod_write(sbt_writer *w, FILE *f);
+/* Calls that went through the generated wrappers and trampolines (for capture.vulkan_calls). */
+uint64_t cap_unmod_total_calls(void);
+void cap_unmod_free_all(void);
+
+/* The generated pass-through wrappers count with these. */
+static inline void cap_vk_count(uint32_t id)
+{
+    atomic_fetch_add_explicit(&cap_unmod_calls[id], 1, memory_order_relaxed);
+}
+static inline void cap_vk_count_affecting(uint32_t id, struct cap_dev *d)
+{
+    if (__builtin_expect(
+            atomic_fetch_add_explicit(&cap_unmod_calls[id], 1, memory_order_relaxed) == 0, 0))
+        cap_unmod_first(id, d);
+}
+
+/* ---- cap_vk_tramp.c --------------------------------------------------------------------- */
+/* A function that counts each call under unmodelled id and jumps to next with every argument
+ * as it was (any signature), for a command the layer has no typed wrapper for; owner is the
+ * dispatch key of the device or instance it was resolved for. The same (owner, id) gets the
+ * same trampoline. NULL where there are none (an architecture other than x86-64, or all
+ * CAP_TRAMP_SLOTS used). */
+PFN_vkVoidFunction cap_tramp_get(void *owner, uint32_t id, PFN_vkVoidFunction next);
+/* Calls of id counted by its trampolines. */
+uint64_t cap_tramp_calls(uint32_t id);
+
 /* ---- cap_vk_instance.c ------------------------------------------------------------------ */
 /* At unload or exit, after cap_shutdown(): frees the instance and device structs (live and
  * retired) and every shadow object, without calling Vulkan. No Vulkan call may reach the
@@ -515,233 +531,14 @@ void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc
 void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
                       uint64_t t0);
 
+/* ---- cap_vk_commands.c ------------------------------------------------------------------ */
+/* An unrecorded vkCmd* (generated wrappers): counted, and a CMD_UNSUPPORTED record in the
+ * command buffer's recording, so the marker goes where a submission carrying it runs. */
+void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id);
+
 /* ---- cap_vk_descriptors.c --------------------------------------------------------------- */
 /* The SET_LAYOUT and SET_BINDING records of l (pipeline layouts repeat them). */
 void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l);
-
-/* ---- the wrappers, one per intercepted command, by file --------------------------------- */
-/* cap_vk_instance.c */
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateInstance(const VkInstanceCreateInfo *ci,
-                                                  const VkAllocationCallbacks *alloc,
-                                                  VkInstance *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyInstance(VkInstance instance,
-                                               const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkDeviceCreateInfo *ci,
-                                                const VkAllocationCallbacks *alloc, VkDevice *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device, const VkAllocationCallbacks *alloc);
-VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue(VkDevice device, uint32_t family, uint32_t index,
-                                              VkQueue *q);
-VKAPI_ATTR void VKAPI_CALL cap_GetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2 *info,
-                                               VkQueue *q);
-/* cap_vk_memory.c */
-VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemoryAllocateInfo *ai,
-                                                  const VkAllocationCallbacks *alloc,
-                                                  VkDeviceMemory *out);
-VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
-                                          const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem, VkDeviceSize off,
-                                             VkDeviceSize size, VkMemoryMapFlags flags, void **pp);
-VKAPI_ATTR void VKAPI_CALL cap_UnmapMemory(VkDevice device, VkDeviceMemory mem);
-VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
-                                                           const VkMappedMemoryRange *rg);
-VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device, uint32_t n,
-                                                                const VkMappedMemoryRange *rg);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,
-                                                const VkAllocationCallbacks *alloc, VkBuffer *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyBuffer(VkDevice device, VkBuffer buf,
-                                             const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory(VkDevice device, VkBuffer buf,
-                                                    VkDeviceMemory mem, VkDeviceSize off);
-VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory2(VkDevice device, uint32_t n,
-                                                     const VkBindBufferMemoryInfo *bi);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBufferView(VkDevice device,
-                                                    const VkBufferViewCreateInfo *ci,
-                                                    const VkAllocationCallbacks *alloc,
-                                                    VkBufferView *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyBufferView(VkDevice device, VkBufferView view,
-                                                 const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateImage(VkDevice device, const VkImageCreateInfo *ci,
-                                               const VkAllocationCallbacks *alloc, VkImage *out);
-VKAPI_ATTR VkResult VKAPI_CALL cap_BindImageMemory(VkDevice device, VkImage i, VkDeviceMemory m,
-                                                   VkDeviceSize o);
-VKAPI_ATTR VkDeviceAddress VKAPI_CALL
-cap_GetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo *info);
-/* cap_vk_descriptors.c */
-VKAPI_ATTR VkResult VKAPI_CALL
-cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreateInfo *ci,
-                              const VkAllocationCallbacks *alloc, VkDescriptorSetLayout *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorSetLayout(VkDevice device, VkDescriptorSetLayout h,
-                                                          const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorPool(VkDevice device,
-                                                        const VkDescriptorPoolCreateInfo *ci,
-                                                        const VkAllocationCallbacks *alloc,
-                                                        VkDescriptorPool *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorPool(VkDevice device, VkDescriptorPool h,
-                                                     const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_ResetDescriptorPool(VkDevice device, VkDescriptorPool h,
-                                                       VkDescriptorPoolResetFlags f);
-VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
-                                                          const VkDescriptorSetAllocateInfo *ai,
-                                                          VkDescriptorSet *out);
-VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, VkDescriptorPool pool,
-                                                      uint32_t n, const VkDescriptorSet *s);
-VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw,
-                                                    const VkWriteDescriptorSet *w, uint32_t nc,
-                                                    const VkCopyDescriptorSet *c);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
-    VkDevice device, const VkDescriptorUpdateTemplateCreateInfo *ci,
-    const VkAllocationCallbacks *alloc, VkDescriptorUpdateTemplate *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorUpdateTemplate(VkDevice device,
-                                                               VkDescriptorUpdateTemplate h,
-                                                               const VkAllocationCallbacks *alloc);
-VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet set,
-                                                               VkDescriptorUpdateTemplate h,
-                                                               const void *data);
-/* cap_vk_pipelines.c */
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
-                                                      const VkShaderModuleCreateInfo *ci,
-                                                      const VkAllocationCallbacks *alloc,
-                                                      VkShaderModule *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyShaderModule(VkDevice device, VkShaderModule mod,
-                                                   const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(VkDevice device,
-                                                        const VkPipelineLayoutCreateInfo *ci,
-                                                        const VkAllocationCallbacks *alloc,
-                                                        VkPipelineLayout *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipelineLayout h,
-                                                     const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateComputePipelines(VkDevice device, VkPipelineCache cache,
-                                                          uint32_t n,
-                                                          const VkComputePipelineCreateInfo *ci,
-                                                          const VkAllocationCallbacks *alloc,
-                                                          VkPipeline *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyPipeline(VkDevice device, VkPipeline h,
-                                               const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateGraphicsPipelines(VkDevice device, VkPipelineCache c,
-                                                           uint32_t n,
-                                                           const VkGraphicsPipelineCreateInfo *ci,
-                                                           const VkAllocationCallbacks *alloc,
-                                                           VkPipeline *out);
-/* cap_vk_commands.c */
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateCommandPool(VkDevice device,
-                                                     const VkCommandPoolCreateInfo *ci,
-                                                     const VkAllocationCallbacks *alloc,
-                                                     VkCommandPool *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyCommandPool(VkDevice device, VkCommandPool pool,
-                                                  const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandPool(VkDevice device, VkCommandPool pool,
-                                                    VkCommandPoolResetFlags f);
-VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateCommandBuffers(VkDevice device,
-                                                          const VkCommandBufferAllocateInfo *ai,
-                                                          VkCommandBuffer *out);
-VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkCommandPool pool, uint32_t n,
-                                                  const VkCommandBuffer *cbs);
-VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
-                                                      const VkCommandBufferBeginInfo *bi);
-VKAPI_ATTR VkResult VKAPI_CALL cap_EndCommandBuffer(VkCommandBuffer h);
-VKAPI_ATTR VkResult VKAPI_CALL cap_ResetCommandBuffer(VkCommandBuffer h,
-                                                      VkCommandBufferResetFlags f);
-VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipelineBindPoint bp,
-                                               VkPipeline p);
-VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipelineBindPoint bp,
-                                                     VkPipelineLayout layout, uint32_t first,
-                                                     uint32_t n, const VkDescriptorSet *sets,
-                                                     uint32_t n_dyn, const uint32_t *dyn);
-VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLayout layout,
-                                                VkShaderStageFlags stages, uint32_t off,
-                                                uint32_t size, const void *values);
-VKAPI_ATTR void VKAPI_CALL cap_CmdDispatch(VkCommandBuffer h, uint32_t x, uint32_t y, uint32_t z);
-VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchBase(VkCommandBuffer h, uint32_t bx, uint32_t by,
-                                               uint32_t bz, uint32_t x, uint32_t y, uint32_t z);
-VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkBuffer b, VkDeviceSize off);
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer(VkCommandBuffer h, VkBuffer src, VkBuffer dst,
-                                             uint32_t n, const VkBufferCopy *r);
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer2(VkCommandBuffer h, const VkCopyBufferInfo2 *ci);
-VKAPI_ATTR void VKAPI_CALL cap_CmdFillBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
-                                             VkDeviceSize size, uint32_t data);
-VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst, VkDeviceSize off,
-                                               VkDeviceSize size, const void *data);
-VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src,
-                                                  VkPipelineStageFlags dst, VkDependencyFlags f,
-                                                  uint32_t nm, const VkMemoryBarrier *m,
-                                                  uint32_t nb, const VkBufferMemoryBarrier *b,
-                                                  uint32_t ni, const VkImageMemoryBarrier *im);
-VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h, const VkDependencyInfo *di);
-VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent(VkCommandBuffer h, VkEvent ev, VkPipelineStageFlags st);
-VKAPI_ATTR void VKAPI_CALL cap_CmdSetEvent2(VkCommandBuffer h, VkEvent ev,
-                                            const VkDependencyInfo *di);
-VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent(VkCommandBuffer h, VkEvent ev,
-                                             VkPipelineStageFlags st);
-VKAPI_ATTR void VKAPI_CALL cap_CmdResetEvent2(VkCommandBuffer h, VkEvent ev,
-                                              VkPipelineStageFlags2 st);
-VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
-                                             VkPipelineStageFlags src, VkPipelineStageFlags dst,
-                                             uint32_t nm, const VkMemoryBarrier *m, uint32_t nb,
-                                             const VkBufferMemoryBarrier *b, uint32_t ni,
-                                             const VkImageMemoryBarrier *im);
-VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t n, const VkEvent *evs,
-                                              const VkDependencyInfo *di);
-VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp(VkCommandBuffer h, VkPipelineStageFlagBits st,
-                                                 VkQueryPool qp, uint32_t q);
-VKAPI_ATTR void VKAPI_CALL cap_CmdWriteTimestamp2(VkCommandBuffer h, VkPipelineStageFlags2 st,
-                                                  VkQueryPool qp, uint32_t q);
-VKAPI_ATTR void VKAPI_CALL cap_CmdResetQueryPool(VkCommandBuffer h, VkQueryPool qp, uint32_t first,
-                                                 uint32_t n);
-VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
-                                                  const VkCommandBuffer *cbs);
-VKAPI_ATTR void VKAPI_CALL cap_CmdDraw(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
-                                       uint32_t e);
-VKAPI_ATTR void VKAPI_CALL cap_CmdDrawIndexed(VkCommandBuffer h, uint32_t a, uint32_t b, uint32_t c,
-                                              int32_t o, uint32_t e);
-VKAPI_ATTR void VKAPI_CALL cap_CmdBeginRenderPass(VkCommandBuffer h,
-                                                  const VkRenderPassBeginInfo *bi,
-                                                  VkSubpassContents c);
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer b, VkImage i,
-                                                    VkImageLayout l, uint32_t n,
-                                                    const VkBufferImageCopy *r);
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage i, VkImageLayout l,
-                                                    VkBuffer b, uint32_t n,
-                                                    const VkBufferImageCopy *r);
-VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage s, VkImageLayout sl,
-                                            VkImage t, VkImageLayout tl, uint32_t n,
-                                            const VkImageCopy *r);
-VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage i, VkImageLayout l,
-                                                  const VkClearColorValue *c, uint32_t n,
-                                                  const VkImageSubresourceRange *r);
-/* cap_vk_sync.c */
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateFence(VkDevice device, const VkFenceCreateInfo *ci,
-                                               const VkAllocationCallbacks *alloc, VkFence *out);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *ci,
-                                                   const VkAllocationCallbacks *alloc,
-                                                   VkSemaphore *out);
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateEvent(VkDevice device, const VkEventCreateInfo *ci,
-                                               const VkAllocationCallbacks *alloc, VkEvent *out);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyFence(VkDevice device, VkFence f,
-                                            const VkAllocationCallbacks *alloc);
-VKAPI_ATTR void VKAPI_CALL cap_DestroySemaphore(VkDevice device, VkSemaphore s,
-                                                const VkAllocationCallbacks *alloc);
-VKAPI_ATTR void VKAPI_CALL cap_DestroyEvent(VkDevice device, VkEvent e,
-                                            const VkAllocationCallbacks *alloc);
-VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, const VkFence *f);
-VKAPI_ATTR VkResult VKAPI_CALL cap_WaitForFences(VkDevice device, uint32_t n, const VkFence *f,
-                                                 VkBool32 all, uint64_t timeout);
-VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f);
-VKAPI_ATTR VkResult VKAPI_CALL cap_WaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *wi,
-                                                  uint64_t timeout);
-VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkSemaphore sem,
-                                                            uint64_t *value);
-VKAPI_ATTR VkResult VKAPI_CALL cap_SignalSemaphore(VkDevice device,
-                                                   const VkSemaphoreSignalInfo *si);
-VKAPI_ATTR VkResult VKAPI_CALL cap_SetEvent(VkDevice device, VkEvent ev);
-VKAPI_ATTR VkResult VKAPI_CALL cap_ResetEvent(VkDevice device, VkEvent ev);
-VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si,
-                                               VkFence fence);
-VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *si,
-                                                VkFence fence);
-VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue);
-VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device);
-VKAPI_ATTR VkResult VKAPI_CALL cap_QueueBindSparse(VkQueue q, uint32_t n,
-                                                   const VkBindSparseInfo *bi, VkFence f);
 
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* All with cap.mu held. */

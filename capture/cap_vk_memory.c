@@ -23,7 +23,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.AllocateMemory(device, ai, alloc, out);
+    VkResult r = cap_vk_result(d->fn.AllocateMemory(device, ai, alloc, out), "vkAllocateMemory");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint32_t flags = 0;
@@ -39,8 +39,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
                  s->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO)
             foreign = 1;
     }
-    if (foreign)
-        cap_unsupported("vkAllocateMemory(external memory)");
+    if (foreign) /* contents another API or process writes: not in the trace */
+        cap_unmodelled(d, "vkAllocateMemory (external memory)", SBT_UNMODELLED_AFFECTS);
     pthread_mutex_lock(&cap.mu);
     struct cap_mem *m = cap_mem_new(d, CAP_H(*out), ai->allocationSize, ai->memoryTypeIndex);
     if (m) {
@@ -98,7 +98,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.MapMemory(device, mem, off, size, flags, pp);
+    VkResult r = cap_vk_result(d->fn.MapMemory(device, mem, off, size, flags, pp), "vkMapMemory");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint64_t t0 = cap_now();
@@ -158,7 +158,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint
         cap_emit(head);
         pthread_mutex_unlock(&cap.mu);
     }
-    return d->fn.FlushMappedMemoryRanges(device, n, rg);
+    return cap_vk_result(d->fn.FlushMappedMemoryRanges(device, n, rg), "vkFlushMappedMemoryRanges");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device, uint32_t n,
@@ -166,7 +166,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    return d->fn.InvalidateMappedMemoryRanges(device, n, rg);
+    return cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
+                         "vkInvalidateMappedMemoryRanges");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,
@@ -175,7 +176,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateBuffer(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateBuffer(device, ci, alloc, out), "vkCreateBuffer");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -246,7 +247,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory(VkDevice device, VkBuffer bu
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.BindBufferMemory(device, buf, mem, off);
+    VkResult r = cap_vk_result(d->fn.BindBufferMemory(device, buf, mem, off), "vkBindBufferMemory");
     if (r == VK_SUCCESS && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         bind_buffer(d, buf, mem, off, t0);
@@ -261,7 +262,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_BindBufferMemory2(VkDevice device, uint32_t n
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.BindBufferMemory2(device, n, bi);
+    VkResult r = cap_vk_result(d->fn.BindBufferMemory2(device, n, bi), "vkBindBufferMemory2");
     if (r == VK_SUCCESS && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         for (uint32_t i = 0; i < n; i++)
@@ -279,7 +280,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBufferView(VkDevice device,
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateBufferView(device, ci, alloc, out);
+    VkResult r =
+        cap_vk_result(d->fn.CreateBufferView(device, ci, alloc, out), "vkCreateBufferView");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -315,31 +317,4 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyBufferView(VkDevice device, VkBufferView v
         pthread_mutex_unlock(&cap.mu);
     }
     d->fn.DestroyBufferView(device, view, alloc);
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateImage(VkDevice device, const VkImageCreateInfo *ci,
-                                               const VkAllocationCallbacks *alloc, VkImage *out)
-{
-    struct cap_dev *d = cap_dev_of(device);
-    CAP_COUNT();
-    cap_unsupported("vkCreateImage");
-    return d->fn.CreateImage(device, ci, alloc, out);
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL cap_BindImageMemory(VkDevice device, VkImage i, VkDeviceMemory m,
-                                                   VkDeviceSize o)
-{
-    struct cap_dev *d = cap_dev_of(device);
-    CAP_COUNT();
-    cap_unsupported("vkBindImageMemory");
-    return d->fn.BindImageMemory(device, i, m, o);
-}
-
-VKAPI_ATTR VkDeviceAddress VKAPI_CALL
-cap_GetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo *info)
-{
-    struct cap_dev *d = cap_dev_of(device);
-    CAP_COUNT();
-    cap_unsupported("vkGetBufferDeviceAddress");
-    return d->fn.GetBufferDeviceAddress(device, info);
 }

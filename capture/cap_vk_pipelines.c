@@ -21,7 +21,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.CreateShaderModule(device, ci, alloc, out);
+    VkResult r =
+        cap_vk_result(d->fn.CreateShaderModule(device, ci, alloc, out), "vkCreateShaderModule");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     struct cap_refl refl;
@@ -121,7 +122,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreatePipelineLayout(VkDevice device,
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreatePipelineLayout(device, ci, alloc, out);
+    VkResult r =
+        cap_vk_result(d->fn.CreatePipelineLayout(device, ci, alloc, out), "vkCreatePipelineLayout");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -168,7 +170,10 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
     struct cap_module *m = cap_obj_find(CAP_H(st->module), CAP_T_MODULE);
     struct cap_playout *pl = cap_obj_find(CAP_H(ci->layout), CAP_T_PLAYOUT);
     if (!m) {
-        cap_unsupported("vkCreateComputePipelines(module not captured)");
+        /* an inline module (maintenance5), a module identifier, or one made while not
+         * recording: the dispatches of this pipeline cannot be replayed */
+        cap_unmodelled(d, "vkCreateComputePipelines (shader module not captured)",
+                       SBT_UNMODELLED_AFFECTS);
         return;
     }
     struct cap_pipeline *p =
@@ -233,7 +238,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateComputePipelines(VkDevice device, VkPip
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    VkResult r = d->fn.CreateComputePipelines(device, cache, n, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateComputePipelines(device, cache, n, ci, alloc, out),
+                               "vkCreateComputePipelines");
     if ((r != VK_SUCCESS && r != VK_PIPELINE_COMPILE_REQUIRED) || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -258,16 +264,4 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyPipeline(VkDevice device, VkPipeline h,
         pthread_mutex_unlock(&cap.mu);
     }
     d->fn.DestroyPipeline(device, h, alloc);
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL cap_CreateGraphicsPipelines(VkDevice device, VkPipelineCache c,
-                                                           uint32_t n,
-                                                           const VkGraphicsPipelineCreateInfo *ci,
-                                                           const VkAllocationCallbacks *alloc,
-                                                           VkPipeline *out)
-{
-    struct cap_dev *d = cap_dev_of(device);
-    CAP_COUNT();
-    cap_unsupported("vkCreateGraphicsPipelines");
-    return d->fn.CreateGraphicsPipelines(device, c, n, ci, alloc, out);
 }

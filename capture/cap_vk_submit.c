@@ -548,6 +548,25 @@ static void timed(struct xstate *x, struct cap_ev *e, uint32_t index)
         cap_timing_add(&x->timing, e, x->cb, pair);
 }
 
+/* An UNSUPPORTED marker for what (a static string, affecting) on the queue, where the device
+ * meets it; counted once per submission that carries it. */
+static void unmod_op(struct xstate *x, const char *what)
+{
+    uint32_t id = cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 0);
+    cap_vk_count(id);
+    struct cap_ev *e = cap_unmod_marker(x->dev, id, x->t0);
+    if (!e) {
+        x->failed = 1;
+        return;
+    }
+    e->queue_id = x->q->o.id;
+    e->op.host_end = x->t1;
+    *x->tail = e;
+    x->tail = &e->next;
+    x->n_ops++;
+    x->nocache = 1; /* counted at every submission */
+}
+
 static int is_uniform(uint32_t t)
 {
     return t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER ||
@@ -603,8 +622,9 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
     if (ind_buf)
         x->nocache = 1; /* group counts read from memory at each submit */
     if (!p) {
-        x->nocache = 1; /* counted per submit */
-        cap_unsupported("vkCmdDispatch(pipeline not captured)");
+        /* a pipeline made while not recording, or from a module the layer did not see: the
+         * dispatch cannot be replayed */
+        unmod_op(x, "vkCmdDispatch (pipeline not captured)");
         return;
     }
     struct cap_buf *ib = ind_buf ? cap_obj_find(ind_buf, CAP_T_BUF) : NULL;
@@ -676,6 +696,8 @@ static void bind_sets(struct xstate *x, const struct sbt_vk_rec *r)
         return;
     uint32_t first = (uint32_t)sbt_vk_arg(r, 2), n = (uint32_t)sbt_vk_arg(r, 3);
     uint32_t n_dyn = (uint32_t)sbt_vk_arg(r, 4 + n), k = 0;
+    if (first >= CAP_MAX_SETS || n > CAP_MAX_SETS - first)
+        unmod_op(x, "vkCmdBindDescriptorSets (set index past the 32 the capture tracks)");
     for (uint32_t i = 0; i < n && first + i < CAP_MAX_SETS; i++) {
         uint32_t si = first + i;
         x->set[si] = sbt_vk_arg(r, 4 + i);
@@ -685,6 +707,9 @@ static void bind_sets(struct xstate *x, const struct sbt_vk_rec *r)
             for (uint32_t el = 0; is_dynamic(s->b[b].type) && el < s->b[b].count; el++) {
                 if (k < n_dyn && x->n_dyn[si] < MAX_DYN)
                     x->dyn[si][x->n_dyn[si]++] = (uint32_t)sbt_vk_arg(r, 5 + n + k);
+                else if (k < n_dyn)
+                    unmod_op(x, "vkCmdBindDescriptorSets (more than 64 dynamic offsets in a "
+                                "set)");
                 k++;
             }
     }
@@ -693,8 +718,13 @@ static void bind_sets(struct xstate *x, const struct sbt_vk_rec *r)
 /* Translates a raw record's handles into capture ids for the stored recording. */
 static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
 {
-    uint64_t a[512];
-    uint32_t n = r->n_arg < 512 ? r->n_arg : 512;
+    uint64_t on_stack[512];
+    uint32_t n = r->n_arg;
+    uint64_t *a = n <= 512 ? on_stack : malloc(n * sizeof *a);
+    if (!a) {
+        t->status = SBT_ENOMEM;
+        return;
+    }
     memcpy(a, r->arg, n * sizeof *a);
 #define TR(i, ty)                   \
     do {                            \
@@ -760,6 +790,8 @@ static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
     }
 #undef TR
     sbt_vk_enc_rec(t, r->call, a, n, r->bytes, r->n_bytes);
+    if (a != on_stack)
+        free(a);
 }
 
 static void sync_op(struct xstate *x, uint32_t kind, const char *name, struct cap_sync *s,
@@ -796,6 +828,8 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
             memcpy(x->push + off, r->bytes, r->n_bytes);
             if (off + r->n_bytes > x->push_hi)
                 x->push_hi = (uint32_t)(off + r->n_bytes);
+        } else {
+            unmod_op(x, "vkCmdPushConstants (bytes past the 256 the capture keeps)");
         }
         break;
     }
@@ -896,6 +930,9 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
         x->nocache = 1; /* a secondary can be re-recorded without the primary */
         for (uint32_t i = 0; i < sbt_vk_arg(r, 0); i++) {
             struct cap_cmdbuf *sec = cap_obj_find(sbt_vk_arg(r, 1 + i), CAP_T_CMDBUF);
+            if (!sec || depth >= 2)
+                unmod_op(x, !sec ? "vkCmdExecuteCommands (secondary command buffer not captured)"
+                                 : "vkCmdExecuteCommands (nested deeper than the capture follows)");
             if (sec && depth < 2) {
                 struct xstate save = *x;
                 expand(x, sec, depth + 1, NULL);
@@ -920,10 +957,24 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
         }
         break;
     case SBT_VK_CMD_UNSUPPORTED: {
-        sbt_vk_enc_rec(&x->pay, SBT_VK_CMD_UNSUPPORTED, NULL, 0, r->bytes, r->n_bytes);
-        struct cap_ev *e = op_done(x, SBT_OP_MARKER, "unsupported command");
-        if (e)
-            e->op.flags |= SBT_OPF_UNSUPPORTED;
+        /* an unrecorded vkCmd* (counted when recorded): its marker, where it runs */
+        char name[256];
+        size_t len = r->n_bytes < sizeof name - 1 ? r->n_bytes : sizeof name - 1;
+        memcpy(name, r->bytes, len);
+        name[len] = 0;
+        const struct cap_vk_cmd *c = cap_vk_find(name);
+        uint32_t id =
+            c ? (uint32_t)(c - cap_vk_cmds) : cap_unmod_id(name, SBT_UNMODELLED_AFFECTS, 1);
+        struct cap_ev *e = cap_unmod_marker(x->dev, id, x->t0);
+        if (!e) {
+            x->failed = 1;
+            break;
+        }
+        e->queue_id = x->q->o.id;
+        e->op.host_end = x->t1;
+        *x->tail = e;
+        x->tail = &e->next;
+        x->n_ops++;
         break;
     }
     default:
@@ -1092,7 +1143,7 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
         for (uint32_t k = 0; k < b[i].n_cb; k++) {
             struct cap_cmdbuf *cb = cap_obj_find((uint64_t)(uintptr_t)b[i].cb[k], CAP_T_CMDBUF);
             if (!cb) {
-                cap_unsupported("vkQueueSubmit(command buffer not captured)");
+                unmod_op(&x, "vkQueueSubmit (command buffer not captured)");
                 continue;
             }
             uint32_t before = x.n_ops;

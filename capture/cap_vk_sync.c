@@ -39,7 +39,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateFence(VkDevice device, const VkFenceCre
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateFence(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateFence(device, ci, alloc, out), "vkCreateFence");
     if (r == VK_SUCCESS && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         sync_new(d, CAP_T_FENCE, VK_OBJECT_TYPE_FENCE, CAP_H(*out), SBT_SYNC_FENCE, "vkCreateFence",
@@ -56,7 +56,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateSemaphore(VkDevice device, const VkSema
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateSemaphore(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateSemaphore(device, ci, alloc, out), "vkCreateSemaphore");
     if (r == VK_SUCCESS && CAP_ON()) {
         uint32_t kind = SBT_SYNC_BINARY_SEMAPHORE;
         uint64_t initial = 0;
@@ -82,7 +82,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateEvent(VkDevice device, const VkEventCre
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.CreateEvent(device, ci, alloc, out);
+    VkResult r = cap_vk_result(d->fn.CreateEvent(device, ci, alloc, out), "vkCreateEvent");
     if (r == VK_SUCCESS && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         sync_new(d, CAP_T_EVENT, VK_OBJECT_TYPE_EVENT, CAP_H(*out), SBT_SYNC_EVENT, "vkCreateEvent",
@@ -138,7 +138,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, cons
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.ResetFences(device, n, f);
+    VkResult r = cap_vk_result(d->fn.ResetFences(device, n, f), "vkResetFences");
     if (r == VK_SUCCESS && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         struct sbt_vk_enc enc = {0};
@@ -178,7 +178,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_WaitForFences(VkDevice device, uint32_t n, co
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.WaitForFences(device, n, f, all, timeout);
+    VkResult r = cap_vk_result(d->fn.WaitForFences(device, n, f, all, timeout), "vkWaitForFences");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint64_t now = cap_now();
@@ -209,7 +209,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f)
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.GetFenceStatus(device, f);
+    VkResult r = cap_vk_result(d->fn.GetFenceStatus(device, f), "vkGetFenceStatus");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -230,7 +230,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_WaitSemaphores(VkDevice device, const VkSemap
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.WaitSemaphores(device, wi, timeout);
+    VkResult r = cap_vk_result(d->fn.WaitSemaphores(device, wi, timeout), "vkWaitSemaphores");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     int any = (wi->flags & VK_SEMAPHORE_WAIT_ANY_BIT) && wi->semaphoreCount > 1;
@@ -267,7 +267,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkS
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.GetSemaphoreCounterValue(device, sem, value);
+    VkResult r = cap_vk_result(d->fn.GetSemaphoreCounterValue(device, sem, value),
+                               "vkGetSemaphoreCounterValue");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -300,7 +301,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_SignalSemaphore(VkDevice device, const VkSema
         cap_emit(head);
         pthread_mutex_unlock(&cap.mu);
     }
-    return d->fn.SignalSemaphore(device, si);
+    return cap_vk_result(d->fn.SignalSemaphore(device, si), "vkSignalSemaphore");
 }
 
 static VkResult host_event(VkDevice device, VkEvent ev, int set)
@@ -326,7 +327,8 @@ static VkResult host_event(VkDevice device, VkEvent ev, int set)
         cap_emit(head);
         pthread_mutex_unlock(&cap.mu);
     }
-    return set ? d->fn.SetEvent(device, ev) : d->fn.ResetEvent(device, ev);
+    return set ? cap_vk_result(d->fn.SetEvent(device, ev), "vkSetEvent")
+               : cap_vk_result(d->fn.ResetEvent(device, ev), "vkResetEvent");
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_SetEvent(VkDevice device, VkEvent ev)
@@ -357,7 +359,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const 
     struct cap_dev *d = cap_dev_of(queue);
     CAP_COUNT();
     if (!CAP_ON())
-        return d->fn.QueueSubmit(queue, n, si, fence);
+        return cap_vk_result(d->fn.QueueSubmit(queue, n, si, fence), "vkQueueSubmit");
     uint64_t t0 = cap_now();
     /* the lock is held across the call so that submissions keep the driver's order */
     pthread_mutex_lock(&cap.mu);
@@ -365,9 +367,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const 
      * may be writing mapped memory already, and that is not the host's doing */
     struct cap_ev *pre = NULL, **pre_tail = &pre;
     cap_mem_scan_all(d, &pre_tail, t0);
-    VkResult r = d->fn.QueueSubmit(queue, n, si, fence);
+    VkResult r = cap_vk_result(d->fn.QueueSubmit(queue, n, si, fence), "vkQueueSubmit");
     struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
     struct cap_ev *chain = NULL;
+    if (r == VK_SUCCESS && !q) /* obtained while not recording: its work is not in the trace */
+        cap_unmodelled(d, "vkQueueSubmit (queue not captured)", SBT_UNMODELLED_AFFECTS);
     if (r == VK_SUCCESS && q) {
         struct cap_submit_batch bb[64], *b = n <= 64 ? bb : calloc(n, sizeof *b);
         if (!b) {
@@ -417,16 +421,18 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit2(VkQueue queue, uint32_t n, const
     struct cap_dev *d = cap_dev_of(queue);
     CAP_COUNT();
     if (!CAP_ON())
-        return d->fn.QueueSubmit2(queue, n, si, fence);
+        return cap_vk_result(d->fn.QueueSubmit2(queue, n, si, fence), "vkQueueSubmit2");
     uint64_t t0 = cap_now();
     pthread_mutex_lock(&cap.mu);
     /* host writes are found before the driver sees the submission: once it has, the device
      * may be writing mapped memory already, and that is not the host's doing */
     struct cap_ev *pre = NULL, **pre_tail = &pre;
     cap_mem_scan_all(d, &pre_tail, t0);
-    VkResult r = d->fn.QueueSubmit2(queue, n, si, fence);
+    VkResult r = cap_vk_result(d->fn.QueueSubmit2(queue, n, si, fence), "vkQueueSubmit2");
     struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
     struct cap_ev *chain = NULL;
+    if (r == VK_SUCCESS && !q) /* obtained while not recording: its work is not in the trace */
+        cap_unmodelled(d, "vkQueueSubmit2 (queue not captured)", SBT_UNMODELLED_AFFECTS);
     if (r == VK_SUCCESS && q) {
         /* flatten the v2 infos into arrays of handles / values / stages */
         size_t nw = 0, nc = 0, ns = 0;
@@ -488,7 +494,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue)
     struct cap_dev *d = cap_dev_of(queue);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.QueueWaitIdle(queue);
+    VkResult r = cap_vk_result(d->fn.QueueWaitIdle(queue), "vkQueueWaitIdle");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -513,7 +519,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device)
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = d->fn.DeviceWaitIdle(device);
+    VkResult r = cap_vk_result(d->fn.DeviceWaitIdle(device), "vkDeviceWaitIdle");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
@@ -526,13 +532,4 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_DeviceWaitIdle(VkDevice device)
     pthread_mutex_unlock(&cap.mu);
     cap_kick();
     return r;
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL cap_QueueBindSparse(VkQueue q, uint32_t n,
-                                                   const VkBindSparseInfo *bi, VkFence f)
-{
-    struct cap_dev *d = cap_dev_of(q);
-    CAP_COUNT();
-    cap_unsupported("vkQueueBindSparse");
-    return d->fn.QueueBindSparse(q, n, bi, f);
 }

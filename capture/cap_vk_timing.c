@@ -313,16 +313,16 @@ void cap_timing_drop_all(void)
 
 const char *cap_timing_ext(struct cap_inst *in, VkPhysicalDevice phys)
 {
-    if (!cap.timing || !in->EnumerateDeviceExtensionProperties)
+    if (!cap.timing || !in->fn.EnumerateDeviceExtensionProperties)
         return NULL;
     uint32_t n = 0;
-    if (in->EnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || !n)
+    if (in->fn.EnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || !n)
         return NULL;
     VkExtensionProperties *p = calloc(n, sizeof *p);
     if (!p)
         return NULL;
     int found = 0;
-    if (in->EnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
+    if (in->fn.EnumerateDeviceExtensionProperties(phys, NULL, &n, p) >= 0)
         for (uint32_t i = 0; i < n && !found; i++)
             found = !strcmp(p[i].extensionName, CALIB_EXT);
     free(p);

@@ -315,27 +315,6 @@ void cap_fail(const char *fmt, ...)
         fprintf(stderr, "reprise capture: %s; recording stopped (the program goes on)\n", msg);
 }
 
-#define MAX_UNSUP 128
-static struct {
-    const char *name;
-    uint64_t count;
-} unsup[MAX_UNSUP];
-static uint32_t n_unsup;
-static pthread_mutex_t unsup_mu = PTHREAD_MUTEX_INITIALIZER;
-
-void cap_unsupported(const char *name)
-{
-    pthread_mutex_lock(&unsup_mu);
-    uint32_t i = 0;
-    while (i < n_unsup && unsup[i].name != name && strcmp(unsup[i].name, name))
-        i++;
-    if (i == n_unsup && n_unsup < MAX_UNSUP)
-        unsup[n_unsup++].name = name;
-    if (i < n_unsup)
-        unsup[i].count++;
-    pthread_mutex_unlock(&unsup_mu);
-}
-
 /* ========================================================================================== */
 /* Per-thread buffers                                                                         */
 /* ========================================================================================== */
@@ -623,8 +602,11 @@ static void write_one(struct cap_ev *e)
     }
     if (!op.stream)
         return; /* no device context: nothing to hang it on */
-    if (sbt_writer_add_op(wr.w, &op, NULL) < 0)
+    uint64_t seq = 0;
+    if (sbt_writer_add_op(wr.w, &op, &seq) < 0)
         return writer_failed("adding an op");
+    if (e->unmod)
+        cap_unmod_seen(e->unmod - 1, seq);
     wr.n_ops++;
 }
 
@@ -764,18 +746,15 @@ void cap_init_once(void)
     pthread_once(&once, init);
 }
 
-static void write_stats(void)
+static void write_stats(uint64_t n_unmod_calls)
 {
     const char *p = getenv(CAP_ENV_STATS);
-    uint64_t n_unsup_calls = 0;
-    for (uint32_t i = 0; i < n_unsup; i++)
-        n_unsup_calls += unsup[i].count;
-    uint64_t calls = atomic_load(&cap.n_calls);
+    uint64_t calls = atomic_load(&cap.n_calls) + cap_unmod_total_calls();
     if (cap__env_flag(CAP_ENV_SUMMARY))
         fprintf(stderr,
                 "reprise capture: %s: %" PRIu64 " ops from %" PRIu64 " Vulkan calls, %" PRIu64
-                " unsupported calls%s%s\n",
-                wr.path, wr.n_ops, calls, n_unsup_calls, fail_reason[0] ? "; incomplete: " : "",
+                " unmodelled calls%s%s\n",
+                wr.path, wr.n_ops, calls, n_unmod_calls, fail_reason[0] ? "; incomplete: " : "",
                 fail_reason);
     if (!p || !*p)
         return;
@@ -783,9 +762,8 @@ static void write_stats(void)
     if (!f)
         return;
     fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n", wr.path,
-            wr.n_ops, calls, n_unsup_calls);
-    for (uint32_t i = 0; i < n_unsup; i++)
-        fprintf(f, "unsupported.%s=%" PRIu64 "\n", unsup[i].name, unsup[i].count);
+            wr.n_ops, calls, n_unmod_calls);
+    cap_unmod_write(NULL, f);
     fprintf(f, "incomplete=%s\n", fail_reason);
     fclose(f);
 }
@@ -795,13 +773,15 @@ void cap_shutdown(void)
     if (!atomic_load(&initialised) || atomic_exchange(&closed, 1))
         return;
     atomic_store(&cap.on, 0);
+    uint64_t n_unmod = 0;
     if (wr.started) {
         cap__pump_stop();
         wr.started = 0;
     }
     if (wr.w) {
         char buf[32];
-        snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_calls));
+        snprintf(buf, sizeof buf, "%" PRIu64,
+                 (uint64_t)atomic_load(&cap.n_calls) + cap_unmod_total_calls());
         meta_now("capture.vulkan_calls", buf);
         if (cap.timing) {
             snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_timed));
@@ -809,10 +789,7 @@ void cap_shutdown(void)
             snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_untimed));
             meta_now("capture.timing_untimed_ops", buf);
         }
-        pthread_mutex_lock(&unsup_mu);
-        for (uint32_t i = 0; i < n_unsup; i++)
-            sbt_writer_unsupported(wr.w, unsup[i].name, unsup[i].count, SBT_SEQ_NONE, 0);
-        pthread_mutex_unlock(&unsup_mu);
+        n_unmod = cap_unmod_write(wr.w, NULL);
         pthread_mutex_lock(&fail_mu);
         if (fail_reason[0])
             sbt_writer_mark_incomplete(wr.w, fail_reason);
@@ -821,7 +798,7 @@ void cap_shutdown(void)
             fprintf(stderr, "reprise capture: closing %s: %s\n", wr.path, sbt_errmsg());
         wr.w = NULL;
     }
-    write_stats();
+    write_stats(n_unmod);
     free(wr.heap);
     wr.heap = NULL;
     wr.n_heap = wr.cap_heap = 0;
