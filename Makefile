@@ -163,9 +163,14 @@ CAP_VK_OBJ := $(CAP_VK_SRC:%.c=$(BUILD)/%.o) $(CAP_VK_GENDIR)/cap_vk_gen.o $(BUI
 CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
 ALL_OBJ    += $(CAP_VK_GENDIR)/cap_vk_gen.o
-$(CAP_VK_GEN) &: capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE)
+# (files are rewritten only when their text changes, so a new class list recompiles little)
+$(CAP_VK_GENDIR)/cap_vk_gen.stamp: capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) \
+  $(VK_CHOICE)
 	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --out $(CAP_VK_GENDIR)
-$(CAP_VK_CHECK): capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) $(CAP_VK_SRC)
+	@touch $@
+$(CAP_VK_GEN): $(CAP_VK_GENDIR)/cap_vk_gen.stamp ;
+$(CAP_VK_CHECK): capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) \
+  $(CAP_VK_SRC)
 	@mkdir -p $(@D)
 	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --check $(CAP_VK_SRC)
 	@touch $@
