@@ -190,6 +190,7 @@ EXTRA += $(CAP_VK_SO) $(CAP_VK_JSON)
 # test_capture also tests the fatal-signal handling of cap_common.c in its own processes
 $(BUILD)/tests/test_capture: $(BUILD)/capture/cap_common.o
 $(BUILD)/tests/test_capture: TEST_OBJ = $(BUILD)/capture/cap_common.o
+TEST_ENV += REPRISE_VK_XML=$(VK_XML)
 define INSTALL_CAP_VK
 install -m 755 $(CAP_VK_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so
 sed 's|@LIBRARY_PATH@|$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so|' capture/VK_LAYER_REPRISE_capture.json.in > $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json
@@ -256,7 +257,7 @@ TEST_ENV += REPRISE_CUDA_STUB=$(CUDA_STUB)
 # (tests section)
 # tests/vk: headless Vulkan compute programs for the capture tests, each linked with the shared
 # helper vkt.c; their shaders tests/vk/*.comp compile to $(BUILD)/tests/vk/*.spv beside them.
-VKT_PROGS := $(patsubst tests/vk/%.c,$(BUILD)/tests/vk/%,$(filter-out tests/vk/vkt.c,$(wildcard tests/vk/*.c)))
+VKT_PROGS := $(patsubst tests/vk/%.c,$(BUILD)/tests/vk/%,$(filter-out tests/vk/vkt.c tests/vk/layer_%.c,$(wildcard tests/vk/*.c)))
 VKT_SPV   := $(patsubst tests/vk/%.comp,$(BUILD)/tests/vk/%.spv,$(wildcard tests/vk/*.comp))
 $(BUILD)/tests/vk/%: tests/vk/%.c $(BUILD)/tests/vk/vkt.o
 	@mkdir -p $(@D)
@@ -265,7 +266,15 @@ $(BUILD)/tests/vk/%: tests/vk/%.c $(BUILD)/tests/vk/vkt.o
 $(BUILD)/tests/vk/%.spv: tests/vk/%.comp
 	@mkdir -p $(@D)
 	glslangValidator -V --quiet $< -o $@
-EXTRA += $(VKT_PROGS) $(VKT_SPV)
+# tests/vk/layer_<name>.c: test-only Vulkan layers VK_LAYER_REPRISE_<name>, each a library with
+# its manifest in $(BUILD)/tests/vk (VK_ADD_LAYER_PATH=$(BUILD)/tests/vk finds them).
+VKT_LAYERS := $(patsubst tests/vk/layer_%.c,$(BUILD)/tests/vk/libVkLayer_reprise_%.so,$(wildcard tests/vk/layer_*.c))
+$(BUILD)/tests/vk/libVkLayer_reprise_%.so: tests/vk/layer_%.c
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -shared -Wl,-Bsymbolic $< -o $@ $(LDFLAGS)
+	printf '{"file_format_version": "1.2.0", "layer": {"name": "VK_LAYER_REPRISE_%s", "type": "GLOBAL", "library_path": "./%s", "api_version": "1.3.239", "implementation_version": "1", "description": "reprise test layer"}}\n' \
+	  $* $(@F) > $(@D)/VK_LAYER_REPRISE_$*.json
+EXTRA += $(VKT_PROGS) $(VKT_SPV) $(VKT_LAYERS)
 # tests/vk3p: programs we did not write. VkFFT (libvkfft-dev, header-only, with glslang-dev:
 # scripts/deps.sh test installs both) generates GLSL, compiles it with glslang at run time and
 # records its own pipelines and dispatches; tests/vk3p/vk_fft.c only drives it. Debian 12's

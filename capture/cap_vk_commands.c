@@ -3,7 +3,8 @@
  * each appends one raw record (format/sbt_vk.h CMD_*, with the program's own handles) to its
  * command buffer's recording, without a lock (the application already serialises use of a
  * command buffer). cap_vk_submit.c turns recordings into ops when they are submitted. Commands
- * outside the compute subset are recorded as CMD_UNSUPPORTED and counted.
+ * outside the compute subset have generated wrappers (capture/cap_vk_gen.py) that count them
+ * and, when they can affect replay, leave a CMD_UNSUPPORTED record here (cap_vk_count_cmd).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -196,6 +197,22 @@ static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n
         cap_fail("recording a command buffer: %s", sbt_errmsg());
 }
 
+/* Outside what the layer records: counted now, and a CMD_UNSUPPORTED record naming it, so
+ * that every submission carrying it gets its marker where the device meets it. */
+void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id)
+{
+    cap_vk_count(id);
+    const char *name = cap_vk_cmds[id].name;
+    cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
+}
+
+/* The same for a case of a recorded command that could not be recorded (what: a literal). */
+static void cb_unmodelled(VkCommandBuffer h, const char *what)
+{
+    cap_vk_count(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 0));
+    cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, what, strlen(what));
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL cap_BeginCommandBuffer(VkCommandBuffer h,
                                                       const VkCommandBufferBeginInfo *bi)
 {
@@ -280,6 +297,8 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipeli
         for (uint32_t i = 0; i < n_dyn; i++)
             a[k++] = dyn[i];
         cb_rec(h, SBT_VK_CMD_BIND_SETS, a, k, NULL, 0);
+    } else if (CAP_ON()) {
+        cb_unmodelled(h, "vkCmdBindDescriptorSets (more than 64 sets or 256 dynamic offsets)");
     }
     d->fn.CmdBindDescriptorSets(h, bp, layout, first, n, sets, n_dyn, dyn);
 }
@@ -390,7 +409,8 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst, 
     TS_AFTER(h, ts);
 }
 
-/* Barriers: argument layout of CMD_BARRIER (sbt_vk.h); image barriers are counted only. */
+/* Barriers: argument layout of CMD_BARRIER (sbt_vk.h); image barriers are counted only (the
+ * images themselves are unmodelled, and their creation affecting). */
 static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32_t flags,
                         uint32_t nm, const VkMemoryBarrier *m1, const VkMemoryBarrier2 *m2,
                         uint32_t nb, const VkBufferMemoryBarrier *b1,
@@ -578,13 +598,4 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
         cb->n_cmds++;
     }
     d->fn.CmdExecuteCommands(h, n, cbs);
-}
-
-/* ---- outside the compute subset ---------------------------------------------------------- */
-
-void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id)
-{
-    cap_vk_count(id);
-    const char *name = cap_vk_cmds[id].name;
-    cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
 }

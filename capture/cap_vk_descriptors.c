@@ -2,8 +2,9 @@
  * capture/cap_vk_descriptors.c — descriptor set layouts, pools, sets, their updates (plain,
  * copied and through update templates): the shadow slots that expanding a dispatch reads to
  * know which buffer ranges it touches, and WRITE_SET / COPY_SET records for replay. Buffer and
- * texel-buffer descriptors are recorded; image, sampler and inline uniform descriptors are
- * counted.
+ * texel-buffer descriptors are recorded; writing any other kind (images, samplers, inline
+ * uniform blocks, acceleration structures) marks the trace incomplete. Push descriptors are
+ * unmodelled commands (capture/cap_vk_classes.txt).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

@@ -3,7 +3,8 @@
  * binding and buffer views: the resources of the trace. A VkDeviceMemory allocation is an ALLOC
  * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
  * recreates them from. Host writes through mappings are found by cap_vk_submit.c's page scans,
- * which unmap, flush and free call here. Images and device addresses are counted only.
+ * which unmap, flush and free call here. Images and device addresses are unmodelled: their
+ * generated wrappers count them and mark the trace incomplete (capture/cap_vk_classes.txt).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

@@ -1,7 +1,8 @@
 /*
  * capture/cap_vk_pipelines.c — shader modules (SPIR-V stored as a program blob, with the
  * reflection of cap_vk_spirv.c), pipeline layouts and compute pipelines (kernel rows with their
- * local size, specialization and layout). Graphics pipelines are counted only.
+ * local size, specialization and layout). Graphics pipelines are unmodelled (counted; only
+ * draws use them, and draws mark the trace incomplete).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

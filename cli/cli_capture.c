@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 
 #include "capture/cap.h"
 #include "cli/cli_int.h"
+#include "format/sbt.h"
 
 static const char capture_help[] =
     "usage: reprise capture [--api vulkan|cuda|auto] [-o TRACE] [--timing] [--digests]\n"
@@ -91,6 +93,47 @@ static void prepend_env(const char *name, const char *val, char sep)
     free(s);
 }
 
+/* The unmodelled calls of the trace just written, and whether it is complete, from the trace
+ * itself (the layer's own summary does not know the op positions). 0 when it cannot be read. */
+static int report_trace(const char *trace, char *ops, size_t ops_cap, char *out, size_t cap)
+{
+    sbt_reader *r = NULL;
+    if (sbt_reader_open(trace, NULL, &r) < 0)
+        return 0;
+    if (!strcmp(ops, "?")) /* the layer did not finish: what the trace holds */
+        snprintf(ops, ops_cap, "%" PRIu64, sbt_reader_info(r)->n_ops);
+    size_t n = 0;
+#define PUT(...)                                                                          \
+    do {                                                                                  \
+        int k_ = snprintf(out + (n < cap ? n : cap), n < cap ? cap - n : 0, __VA_ARGS__); \
+        n += k_ > 0 ? (size_t)k_ : 0;                                                     \
+    } while (0)
+    uint32_t nu = 0;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &nu);
+    PUT("; unmodelled: %s", nu ? "" : "none");
+    for (uint32_t i = 0; i < nu; i++) {
+        PUT("%s%s x%" PRIu64, i ? ", " : "", sbt_reader_string(r, u[i].what), u[i].count);
+        if (u[i].flags & SBT_UNMODELLED_AFFECTS) {
+            PUT(" (affects replay");
+            if (u[i].first_seq != SBT_SEQ_NONE)
+                PUT(", first at op %" PRIu64, u[i].first_seq);
+            PUT(")");
+        }
+    }
+    const struct sbt_info *in = sbt_reader_info(r);
+    if (in->complete)
+        PUT("; complete");
+    else if (!in->writer_finished)
+        PUT("; INCOMPLETE: the layer did not finish the trace");
+    else if (in->incomplete_reason)
+        PUT("; INCOMPLETE: %s", sbt_reader_string(r, in->incomplete_reason));
+    else
+        PUT("; INCOMPLETE");
+#undef PUT
+    sbt_reader_close(r);
+    return 1;
+}
+
 static void report(const char *stats, const char *trace)
 {
     FILE *f = fopen(stats, "r");
@@ -114,6 +157,12 @@ static void report(const char *stats, const char *trace)
             snprintf(incomplete, sizeof incomplete, "%.390s", line + 11);
     }
     fclose(f);
+    char from_trace[4096];
+    if (report_trace(trace, ops, sizeof ops, from_trace, sizeof from_trace)) {
+        fprintf(stderr, "reprise capture: %s: %s ops captured from %s API calls%s\n", trace, ops,
+                calls, from_trace);
+        return;
+    }
     fprintf(stderr, "reprise capture: %s: %s ops captured from %s API calls, %s unsupported%s%s\n",
             trace, ops, calls, unsup, incomplete[0] ? "; INCOMPLETE: " : "", incomplete);
 }

@@ -16,6 +16,11 @@ void vkt_die(const char *file, int line, const char *what, VkResult r)
 
 void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues)
 {
+    vkt_init_opts(v, argv0, max_queues, NULL);
+}
+
+void vkt_init_opts(struct vkt *v, const char *argv0, uint32_t max_queues, const struct vkt_opts *o)
+{
     memset(v, 0, sizeof *v);
     static char dir[4096];
     snprintf(dir, sizeof dir, "%s", argv0);
@@ -63,11 +68,14 @@ void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues)
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .pNext = &f13,
-        .timelineSemaphore = 1};
+        .timelineSemaphore = 1,
+        .bufferDeviceAddress = o && o->buffer_device_address};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                               .pNext = &f12,
                               .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qci};
+                              .pQueueCreateInfos = &qci,
+                              .enabledExtensionCount = o ? o->n_extensions : 0,
+                              .ppEnabledExtensionNames = o ? o->extensions : NULL};
     /* VKT_FEATURES2=1: the core features in a VkPhysicalDeviceFeatures2 chained to the create
      * info, as Dawn does, instead of pEnabledFeatures (none here) */
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -79,7 +87,12 @@ void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues)
         f2.pNext = (void *)dci.pNext;
         dci.pNext = &f2;
     }
-    VKT_CHECK(vkCreateDevice(v->phys, &dci, NULL, &v->dev));
+    VkResult r = vkCreateDevice(v->phys, &dci, NULL, &v->dev);
+    if (r == VK_ERROR_EXTENSION_NOT_PRESENT || r == VK_ERROR_FEATURE_NOT_PRESENT) {
+        fprintf(stderr, "the device lacks an extension or feature this program needs\n");
+        exit(4);
+    }
+    VKT_CHECK(r);
     for (uint32_t i = 0; i < v->n_queues; i++)
         vkGetDeviceQueue(v->dev, v->family, i, &v->queue[i]);
 }
@@ -133,6 +146,7 @@ void vkt_buffer_free(struct vkt *v, struct vkt_buf *b)
 }
 
 int vkt_clean_structs;
+VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
 
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
@@ -162,6 +176,7 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
                                                   vkt_clean_structs ? NULL : (const VkSampler *)16};
     VkDescriptorSetLayoutCreateInfo dci = {.sType =
                                                VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .flags = vkt_set_layout_flags,
                                            .bindingCount = n,
                                            .pBindings = b};
     VKT_CHECK(vkCreateDescriptorSetLayout(v->dev, &dci, NULL, &out->dsl));

@@ -40,6 +40,13 @@ void vkt_die(const char *file, int line, const char *what, VkResult r);
 /* Instance (API 1.3) and device with up to max_queues queues of one compute family and the
  * timeline semaphore and synchronization2 features. argv0 locates the .spv files. */
 void vkt_init(struct vkt *v, const char *argv0, uint32_t max_queues);
+/* What vkt_init_opts adds to that device. A missing extension or feature exits 4. */
+struct vkt_opts {
+    const char *const *extensions; /* device extensions to enable */
+    uint32_t n_extensions;
+    int buffer_device_address; /* the bufferDeviceAddress feature */
+};
+void vkt_init_opts(struct vkt *v, const char *argv0, uint32_t max_queues, const struct vkt_opts *o);
 void vkt_done(struct vkt *v);
 /* A storage buffer (with transfer src/dst and indirect usage) in its own allocation. */
 void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_buf *out);
@@ -57,6 +64,8 @@ struct vkt_pipe {
  * bindings): the benchmark runs other capture tools, and GFXReconstruct 0.9.18 crashes on the
  * garbage the specification allows. */
 extern int vkt_clean_structs;
+/* Flags of the descriptor set layout vkt_pipeline makes (push descriptors), 0 by default. */
+extern VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out);
 void vkt_pipeline_free(struct vkt *v, struct vkt_pipe *p);
