@@ -35,8 +35,9 @@
 #define CAP_ENV_ZSTD "REPRISE_ZSTD"
 /* "1": print a summary line on stderr when the trace is closed (reprise capture sets it). */
 #define CAP_ENV_SUMMARY "REPRISE_SUMMARY"
-/* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" when
- * it closes the trace, so the CLI can report it. */
+/* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" (and
+ * one "unmodelled.NAME=COUNT[ affects]" line per unmodelled call) when it closes the trace, so
+ * the CLI can report it. */
 #define CAP_ENV_STATS "REPRISE_STATS_FILE"
 
 #endif /* REPRISE_CAP_H */

@@ -4,10 +4,11 @@
  * their dispatch keys, the device row of the trace, queues, the shadow objects every other
  * file registers its Vulkan objects in, and freeing everything at unload.
  *
- * The layer's files by concern: cap_vk_memory.c (memory, mapping, buffers, views),
- * cap_vk_descriptors.c, cap_vk_pipelines.c (modules, layouts, pipelines), cap_vk_commands.c
- * (command buffers and vkCmd*), cap_vk_sync.c (fences, semaphores, events, queue submit and
- * waits); cap_vk_submit.c expands recordings into ops at submit, cap_vk_writer.c writes them.
+ * Entry points. vkGetInstanceProcAddr / vkGetDeviceProcAddr look the name up in the table
+ * generated from the registry (capture/cap_vk_gen.py): a recorded command gets its hand-written
+ * wrapper, an unmodelled one its generated pass-through, a query the next layer's function,
+ * and a name the registry does not know a counting trampoline (cap_vk_tramp.c). The other
+ * files are listed in cap_vk_int.h.
  *
  * Reading structures. Only the fields the specification says are meaningful are read:
  * pImmutableSamplers only for sampler types, pBufferInfo only for buffer descriptor types,

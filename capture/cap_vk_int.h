@@ -1,7 +1,15 @@
 /*
  * capture/cap_vk_int.h — what the files of the Vulkan capture layer share: dispatch tables,
- * the shadow of the Vulkan objects the layer tracks, the event queue to the writer thread.
- * Only capture/cap_vk_*.c include this.
+ * the shadow of the Vulkan objects the layer tracks, the event queue to the writer thread, the
+ * count of unmodelled calls. Only capture/cap_vk_*.c (and the generated cap_vk_gen.c) include
+ * this; the per-command parts (ids, next-function tables, the wrappers' prototypes) come from
+ * the registry through $(BUILD)/gen/capture/cap_vk_gen.h (capture/cap_vk_gen.py).
+ *
+ * Files: cap_vk_instance.c (loader interface, instances, devices, queues, name lookup, shadow
+ * objects), cap_vk_memory.c, cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
+ * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into
+ * ops at submit, host writes and reads), cap_vk_unmodelled.c and cap_vk_tramp.c (what is
+ * passed through unrecorded), cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
  *
  * Threads. A Vulkan call runs on the program's thread. vkCmd* calls only append to their
  * command buffer's own record buffer (the program synchronises command buffers, so no lock).

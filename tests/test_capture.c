@@ -4,8 +4,13 @@
  * the Khronos validation layer loaded next to ours when it is installed; the program's output
  * must not change, validation must report nothing, and the trace must hold the ops, bytes and
  * read-back digests the program is known to issue. Programs that are killed or crash keep what
- * they submitted, and end as they would without the capture.
- * Needs REPRISE_BIN and REPRISE_BUILD (set by `make check`).
+ * they submitted, and end as they would without the capture. tests/vk/vk_unmodelled uses what
+ * the layer does not record (push descriptors, query copies, device addresses, image
+ * descriptors, a command no registry has, a lost device): its traces must say they are
+ * incomplete, naming the call, its count and where it first happened, while its results stay
+ * its own.
+ * Needs REPRISE_BIN and REPRISE_BUILD (set by `make check`; REPRISE_VK_XML names the registry
+ * the layer was built from).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""bench/vk_capture_interleaved.py - capture overhead of two layer builds, runs interleaved.
+
+On a shared machine the load drifts during a benchmark; running the configurations in turn
+(plain, after, before, then the next round starting with the next one) spreads the drift over
+all of them, which a hyperfine run per configuration does not. Prints a markdown table: median
+and min wall time, mean CPU (user+sys of the process tree) and the overhead against the program
+alone, and the trace size.
+
+Usage: bench/vk_capture_interleaved.py AFTER_BUILD BEFORE_BUILD [ROUNDS] -- PROGRAM [ARGS...]
+  e.g. LP_NUM_THREADS=0 flock /work/bench.lock bench/vk_capture_interleaved.py build/default \\
+           /tmp/before/build/default 12 -- build/default/tests/vk/vk_bench dispatch
+Each BUILD is a directory with `reprise` and the layer beside it. Python 3 standard library.
+"""
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode:
+        sys.exit('%s: exit %d' % (' '.join(cmd), p.returncode))
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def main():
+    if '--' not in sys.argv:
+        sys.exit(__doc__)
+    i = sys.argv.index('--')
+    args, prog = sys.argv[1:i], sys.argv[i + 1:]
+    if len(args) < 2 or not prog:
+        sys.exit(__doc__)
+    after, before = args[0], args[1]
+    rounds = int(args[2]) if len(args) > 2 else 12
+    out = tempfile.mkdtemp(prefix='reprise-interleave-')
+    conf = {
+        'plain': prog,
+        'after': [os.path.join(after, 'reprise'), 'capture', '-o',
+                  os.path.join(out, 'after.sbt'), '--'] + prog,
+        'before': [os.path.join(before, 'reprise'), 'capture', '-o',
+                   os.path.join(out, 'before.sbt'), '--'] + prog,
+    }
+    names = list(conf)
+    for n in names:  # warm-up
+        run(conf[n])
+    res = {n: [] for n in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            n = names[(r + k) % len(names)]
+            res[n].append(run(conf[n]))
+    base = statistics.median(w for w, _ in res['plain'])
+    base_cpu = statistics.mean(c for _, c in res['plain'])
+    print('%d rounds of %s, load %.1f at the end; traces in %s\n'
+          % (rounds, ' '.join(prog), os.getloadavg()[0], out))
+    print('| configuration | median wall | min wall | overhead (median) | CPU (mean) |'
+          ' CPU overhead | trace bytes |')
+    print('|---|---:|---:|---:|---:|---:|---:|')
+    for n in names:
+        w = statistics.median(x for x, _ in res[n])
+        c = statistics.mean(y for _, y in res[n])
+        f = os.path.join(out, n + '.sbt')
+        size = str(os.path.getsize(f)) if os.path.exists(f) else ''
+        print('| %s | %.1f ms | %.1f ms | %s | %.1f ms | %s | %s |' % (
+            n, w * 1000, min(x for x, _ in res[n]) * 1000,
+            '' if n == 'plain' else '%+.1f%%' % ((w / base - 1) * 100), c * 1000,
+            '' if n == 'plain' else '%+.1f%%' % ((c / base_cpu - 1) * 100), size))
+
+
+if __name__ == '__main__':
+    main()
