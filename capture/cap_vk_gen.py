@@ -169,7 +169,7 @@ def parse_registry(path):
                 req.setdefault(n, set()).add(e.get('platform'))
     for n in all_names:
         if n not in req and n not in skipped:
-            skipped[n] = 'not required by a "vulkan" feature or extension'
+            skipped[n] = 'not required by any feature or extension of the vulkan API'
     for n in list(skipped):
         if n in req:
             del skipped[n]
