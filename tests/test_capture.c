@@ -692,6 +692,7 @@ static void capture_mode(const char *mode, const char *env, const char *call, ui
     char name[256];
     snprintf(name, sizeof name, "%s", sbt_reader_string(r, hit->what));
     call = name;
+    const uint64_t first = hit->first_seq; /* hit lives as long as the reader */
     cr_assert_eq(hit->count, count, "%s: count %llu", call, (unsigned long long)hit->count);
     cr_assert(hit->flags & SBT_UNMODELLED_AFFECTS, "%s does not affect replay", call);
     cr_assert_neq(hit->first_seq, SBT_SEQ_NONE, "%s: no first op", call);
@@ -709,14 +710,14 @@ static void capture_mode(const char *mode, const char *env, const char *call, ui
 
     char want[512];
     snprintf(want, sizeof want, "%s x%llu (affects replay, first at op %llu)", call,
-             (unsigned long long)count, (unsigned long long)hit->first_seq);
+             (unsigned long long)count, (unsigned long long)first);
     cr_assert_not_null(strstr(ce, want), "capture summary without \"%s\": %s", want, ce);
     cr_assert_not_null(strstr(ce, "INCOMPLETE"), "capture summary: %s", ce);
     char out[16384], err[4096];
     snprintf(cmd, sizeof cmd, "%s info %s", bin, trace);
     cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
     snprintf(want, sizeof want, "%s x%llu (first at op %llu)", call, (unsigned long long)count,
-             (unsigned long long)hit->first_seq);
+             (unsigned long long)first);
     cr_assert_not_null(strstr(out, "complete   no:"), "%s", out);
     cr_assert_not_null(strstr(out, want), "info without \"%s\": %s", want, out);
     unlink(trace);
