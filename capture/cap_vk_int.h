@@ -468,8 +468,8 @@ static inline VkResult cap_vk_result(VkResult r, const char *call)
 /* Calls the layer passes through without recording them ("unmodelled"), counted by name
  * without a lock. Ids 0 .. CAP_VK_N_CMDS - 1 are the registry's commands (their class says
  * whether they can affect replay); the ids after them name what the registry does not cover:
- * cases a recorded command could not record ("vkUpdateDescriptorSets (image, sampler or
- * other non-buffer descriptor)"), names the registry does not know and commands the build
+ * cases a recorded command could not record ("vkUpdateDescriptorSets (descriptor other than a
+ * buffer or texel buffer)"), names the registry does not know and commands the build
  * cannot type (passed on by the trampolines of cap_vk_tramp.c). The first time an affecting
  * one happens, a MARKER op with the UNSUPPORTED mark and its name goes where it happened;
  * at close the END record names each with its count and that op (FORMAT.md section 5). */
