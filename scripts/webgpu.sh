@@ -17,6 +17,12 @@ for c in node npm; do
         exit 4
     }
 done
+# Node trusts its own CA bundle, npm too: where the system's bundle has more (a proxy that
+# inspects TLS has its CA installed there), let them trust it as well
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+    NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+    export NODE_EXTRA_CA_CERTS
+fi
 # --ignore-scripts: its postinstall only concerns macOS; no script of a dependency runs here
 if ! (cd "$dir" && npm install --no-audit --no-fund --ignore-scripts --no-save --prefix "$dir" \
     "webgpu@$version" >"$dir/npm.log" 2>&1); then
