@@ -41,6 +41,7 @@ int cli_analyze(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_devices(int argc, char **argv);
+int cli_trim(int argc, char **argv);
 
 /* check and diff: writes the --json, --junit and --perfetto outputs (NULL = not asked). */
 struct chk_report;
@@ -63,6 +64,13 @@ int cli_exit_for(int sbt_status);
  * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
  * prints a one-line note on stderr saying what the scan recovered. */
 int cli_open_trace(const char *cmd, const char *path, sbt_reader **out);
+
+/* The sidecar of snapshots for a range replay or trim of the trace at trace_path (opened as
+ * r): the file named (file != NULL), else TRACE-stem.snap.sbt when it exists; none when
+ * `none`. CLI_OK with *out (NULL: no sidecar) and *used (the path, malloc'd, or NULL), or an
+ * exit code after a message (3: unreadable, damaged, or of another trace). */
+int cli_open_snapshots(const char *cmd, const char *trace_path, sbt_reader *r, const char *file,
+                       int none, sbt_reader **out, char **used);
 
 /* Parses "12", "12ns", "3.5us", "10ms", "2s" into ns. 0 ok, -1 bad. */
 int cli_parse_time(const char *s, uint64_t *ns);

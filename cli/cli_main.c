@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli_int.h"
+#include "replay/replay.h"
 
 #define REPRISE_VERSION "0.1.0"
 
@@ -28,6 +29,7 @@ static const struct cli_cmd cmds[] = {
     {"gen", cli_gen, "write a synthetic trace (tests, benchmarks)"},
     {"import", cli_import, "convert a TraceSmith .sbt file into a reprise trace"},
     {"export", cli_export, "write a trace as Perfetto protobuf, Chrome JSON or DOT"},
+    {"trim", cli_trim, "cut a self-contained trace of a range (initial contents + its ops)"},
     {"devices", cli_devices, "Vulkan and CUDA devices visible here (for replay --device N)"},
 };
 
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("reprise %s (SBT format version 1)\n", REPRISE_VERSION);
+        printf("reprise %s (SBT format version 2)\n", REPRISE_VERSION);
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
@@ -122,6 +124,32 @@ int cli_open_trace(const char *cmd, const char *path, sbt_reader **out)
                 cmd, path, in->n_ops, in->n_chunks,
                 in->lost_bytes ? "; a torn or corrupt tail was dropped (see reprise validate)"
                                : "");
+    return CLI_OK;
+}
+
+int cli_open_snapshots(const char *cmd, const char *trace_path, sbt_reader *r, const char *file,
+                       int none, sbt_reader **out, char **used)
+{
+    *out = NULL;
+    *used = NULL;
+    if (none)
+        return CLI_OK;
+    char *path = file ? strdup(file) : replay_snapshots_path(trace_path);
+    if (!path) {
+        cli_err(cmd, "out of memory");
+        return CLI_INTERNAL;
+    }
+    if (!file && access(path, F_OK) != 0) { /* no default sidecar: the slice as before */
+        free(path);
+        return CLI_OK;
+    }
+    int st = replay_snapshots_open(r, path, out);
+    if (st < 0) {
+        cli_err(cmd, "%s", replay_errmsg());
+        free(path);
+        return cli_exit_for(st == SBT_EINVAL ? SBT_ECORRUPT : st);
+    }
+    *used = path;
     return CLI_OK;
 }
 

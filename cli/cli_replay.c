@@ -18,7 +18,8 @@ static const char replay_help[] =
     "                            [--stream S] [--json F]\n"
     "                            [--verify none|end|submit|op] [--runs N] [-o result.sbt]\n"
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
-    "                            [--allow-incomplete]\n\n"
+    "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
+    "                            [--snapshots FILE | --no-snapshots]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -32,6 +33,13 @@ static const char replay_help[] =
     "it) runs first, untimed (fast-forward); then the range, timed and verified. An incomplete\n"
     "trace, or one whose dependency graph has errors, is refused (exit 3) naming what it lacks\n"
     "or the first errors, before anything reaches the device.\n\n"
+    "Snapshots: a full replay of the whole trace with --snapshot-every or --snapshot-at writes\n"
+    "the contents of the live allocations at those points (after draining the device) into a\n"
+    "sidecar, TRACE-stem.snap.sbt unless --snapshots names another; chunks that did not change\n"
+    "are stored once. A range replay (and its dry run) finds that sidecar by itself: it\n"
+    "restores the latest snapshot at or before the range, only the bytes the rest of the run\n"
+    "reads, and fast-forwards only the part of the slice after it. The dry run says which it\n"
+    "will do and what it costs.\n\n"
     "  --mode M           dry-run (default), or full (execute on a device)\n"
     "  --time-range A:B   ops whose span overlaps [A, B), relative to the trace start\n"
     "                     (times like 5ms, 1.5s; either side may be empty)\n"
@@ -52,12 +60,93 @@ static const char replay_help[] =
     "                     timestamp, so none is the faster replay there)\n"
     "  --allow-incomplete replay (full) an incomplete trace or one with graph errors anyway;\n"
     "                     the result trace is marked incomplete with the reason. Dry run:\n"
-    "                     incompleteness becomes a warning\n\n"
+    "                     incompleteness becomes a warning\n"
+    "  --snapshot-every X full, no range: a snapshot every X ops (1000, 10k) or every X of\n"
+    "                     trace time (50ms, 1s), at the first op boundary where no op waits on\n"
+    "                     a later one\n"
+    "  --snapshot-at S,.. full, no range: snapshots before these ops (same rule)\n"
+    "  --snapshots FILE   the sidecar to write (full replay with snapshots) or to restore from\n"
+    "                     (range replay); default TRACE-stem.snap.sbt\n"
+    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n\n"
     "Exit codes: 0 replayable / replayed and verified, 1 an output differs from the capture's\n"
     "(or between runs), 2 usage, 3 not replayable (incomplete trace, graph errors, unsupported\n"
-    "op, corrupt trace), 4 no device or driver, 5 internal error.\n";
+    "op, corrupt trace, a sidecar that is damaged or belongs to another trace), 4 no device or\n"
+    "driver, 5 internal error.\n";
 
 #define SHOW_PER_KIND 5
+
+/* --snapshot-every, --snapshot-at, --snapshots, --no-snapshots */
+struct snap_opts {
+    uint64_t every_ops, every_ns;
+    uint64_t *at;
+    uint32_t n_at;
+    const char *file;
+    int none;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "1000" or "10k" ops, or "50ms" / "1s" of trace time. */
+static int parse_every(const char *arg, struct snap_opts *so)
+{
+    uint64_t v;
+    if (!cli_parse_u64(arg, &v) && v > 0) {
+        so->every_ops = v;
+        return 0;
+    }
+    size_t n = strlen(arg);
+    if (n && arg[n - 1] == 's' && !cli_parse_time(arg, &v) && v > 0) {
+        so->every_ns = v;
+        return 0;
+    }
+    return cli_usage("replay",
+                     "--snapshot-every '%s': expected a count of ops (1000, 10k) or a "
+                     "time (50ms, 1s)",
+                     arg);
+}
+
+static int parse_at(const char *arg, struct snap_opts *so)
+{
+    char buf[64];
+    for (const char *p = arg; *p;) {
+        size_t n = strcspn(p, ",");
+        uint64_t v;
+        if (n == 0 || n >= sizeof buf)
+            return cli_usage("replay", "--snapshot-at '%s': expected op numbers like 100,2000",
+                             arg);
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        if (cli_parse_u64(buf, &v))
+            return cli_usage("replay", "--snapshot-at '%s': '%s' is not an op number", arg, buf);
+        uint64_t *a = realloc(so->at, (so->n_at + 1) * sizeof *a);
+        if (!a)
+            return CLI_INTERNAL;
+        so->at = a;
+        so->at[so->n_at++] = v;
+        p += n + (p[n] == ',');
+    }
+    qsort(so->at, so->n_at, sizeof *so->at, cmp_u64);
+    return 0;
+}
+
+/* "restore ..." lines of a range replay's plan (dry run and full). */
+static void print_plan(FILE *tx, const struct replay_plan *pl, const char *sidecar)
+{
+    char b[3][32];
+    if (pl->use_snapshot)
+        fprintf(tx,
+                "restore     snapshot at op %" PRIu64 " (%s): %s into %u allocations, then %" PRIu64
+                " ops of the slice after it (%s of uploads) instead of %" PRIu64 "\n",
+                pl->snapshot_seq, sidecar, cli_fmt_bytes((double)pl->restore_bytes, b[0], 32),
+                pl->restore_allocs, pl->slice_ops,
+                cli_fmt_bytes((double)pl->slice_upload_bytes, b[1], 32), pl->full_slice_ops);
+    else
+        fprintf(tx, "restore     none (%s): the slice runs from the trace start\n", pl->why);
+}
 
 struct collected {
     struct sched_finding f;
@@ -142,9 +231,10 @@ static void print_findings(FILE *tx, const struct report *rep, const struct sche
 
 static int write_json(const char *path, const char *trace, const sbt_reader *r,
                       const struct report *rep, const struct sched_graph_stats *gs,
-                      const struct sched_slice *sl, int has_range, const sched_sim *sim,
-                      const char *incomplete, int allow)
+                      const struct sched_slice *sl, const struct replay_plan *pl,
+                      const sched_sim *sim, const char *incomplete, int allow)
 {
+    int has_range = pl != NULL;
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     if (!f) {
         cli_err("replay", "--json %s: cannot write it", path);
@@ -203,6 +293,18 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
                 sl->range_first == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_first,
                 sl->range_last == SCHED_NONE ? (int64_t)-1 : (int64_t)sl->range_last, sl->slice_ops,
                 sl->slice_upload_bytes, sl->uninit_bytes, sl->before_ops, sl->before_upload_bytes);
+        fprintf(f, ",\"plan\":{\"use_snapshot\":%s", pl->use_snapshot ? "true" : "false");
+        if (pl->use_snapshot)
+            fprintf(f,
+                    ",\"snapshot_seq\":%" PRIu64 ",\"restore_bytes\":%" PRIu64
+                    ",\"restore_allocs\":%u",
+                    pl->snapshot_seq, pl->restore_bytes, pl->restore_allocs);
+        else {
+            fprintf(f, ",\"why\":");
+            json_str(f, pl->why);
+        }
+        fprintf(f, ",\"snapshots\":%" PRIu64 ",\"ops_before_range\":%" PRIu64 "}", pl->n_snapshots,
+                pl->slice_ops);
     }
     fprintf(f, ",\"simulation\":");
     sched_sim_write_json(sim, r, f);
@@ -217,9 +319,12 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
     return CLI_OK;
 }
 
-static int dry_run(const char *path, const struct cli_range *cr, const char *json, int allow)
+static int dry_run(const char *path, const struct cli_range *cr, const char *json, int allow,
+                   const struct snap_opts *so)
 {
-    sbt_reader *r;
+    sbt_reader *r, *snaps = NULL;
+    char *sidecar = NULL;
+    struct replay_plan plan;
     int rc = cli_open_trace("replay", path, &r);
     if (rc)
         return rc;
@@ -246,6 +351,15 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
         goto fail;
     if (has_range && (st = sched_slice_compute(r, &rg, NULL, &sl)) < 0)
         goto fail;
+    if (has_range) {
+        if ((rc = cli_open_snapshots("replay", path, r, so->file, so->none, &snaps, &sidecar)))
+            goto out;
+        if ((st = replay_plan(r, &rg, snaps, &plan)) < 0) {
+            cli_err("replay", "%s", replay_errmsg());
+            rc = cli_exit_for(st);
+            goto out;
+        }
+    }
     if (rep.oom) {
         cli_err("replay", "out of memory collecting findings");
         rc = CLI_INTERNAL;
@@ -291,6 +405,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
         if (sl.uninit_bytes)
             fprintf(tx, "            the range reads %s that nothing before it wrote\n",
                     cli_fmt_bytes((double)sl.uninit_bytes, b[0], 32));
+        print_plan(tx, &plan, sidecar);
     }
     fprintf(tx, "predicted   %s for %" PRIu64 " ops (captured %s)\n",
             cli_fmt_ns((double)res->makespan_ns, b[0], 32), res->n_ops,
@@ -298,8 +413,8 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     fprintf(tx, "result      %s\n", n_err ? "not replayable: see the errors above" : "replayable");
     rc = n_err ? CLI_BADINPUT : CLI_OK;
     if (json) {
-        int jr = write_json(json, path, r, &rep, &gs, &sl, has_range, sim, incomplete ? why : NULL,
-                            allow);
+        int jr = write_json(json, path, r, &rep, &gs, &sl, has_range ? &plan : NULL, sim,
+                            incomplete ? why : NULL, allow);
         if (jr)
             rc = jr;
     }
@@ -313,6 +428,8 @@ out:
     free(rep.v);
     sched_slice_free(&sl);
     sched_sim_destroy(sim);
+    sbt_reader_close(snaps);
+    free(sidecar);
     sbt_reader_close(r);
     return rc;
 }
@@ -347,22 +464,50 @@ static int full_exit_for(int st)
     return cli_exit_for(st);
 }
 
-static int full_run(const char *path, const struct cli_range *cr, const struct full_opts *fo)
+static int full_run(const char *path, const struct cli_range *cr, const struct full_opts *fo,
+                    const struct snap_opts *so)
 {
-    sbt_reader *r;
+    sbt_reader *r, *snaps = NULL;
+    char *sidecar = NULL;
     int rc = cli_open_trace("replay", path, &r);
     if (rc)
         return rc;
     struct sbt_range rg;
     cli_range_resolve(cr, r, &rg);
     int has_range = cr->has_time || cr->has_ops || cr->stream;
+    int taking = so->every_ops || so->every_ns || so->n_at;
+    struct replay_plan plan = {0};
+    if (taking) {
+        sidecar = so->file ? strdup(so->file) : replay_snapshots_path(path);
+        if (!sidecar) {
+            sbt_reader_close(r);
+            return CLI_INTERNAL;
+        }
+    } else if (has_range) {
+        if ((rc = cli_open_snapshots("replay", path, r, so->file, so->none, &snaps, &sidecar))) {
+            sbt_reader_close(r);
+            return rc;
+        }
+        int pst = replay_plan(r, &rg, snaps, &plan);
+        if (pst < 0) {
+            cli_err("replay", "%s", replay_errmsg());
+            sbt_reader_close(snaps);
+            sbt_reader_close(r);
+            free(sidecar);
+            return cli_exit_for(pst);
+        }
+    }
     struct replay_result res;
     int st = replay_run(r,
                         &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
                                      .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
                                      .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
                                      .progress = full_progress, .timing = fo->timing,
-                                     .allow_incomplete = fo->allow_incomplete),
+                                     .allow_incomplete = fo->allow_incomplete,
+                                     .snapshot_out = taking ? sidecar : NULL,
+                                     .snapshot_every_ops = so->every_ops,
+                                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
+                                     .n_snapshot_at = so->n_at, .snapshots = snaps),
                         &res);
     cli_progress_end();
     if (st < 0) {
@@ -382,12 +527,24 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
         printf("WARNING     %" PRIu64 " dependency graph errors, replayed anyway "
                "(--allow-incomplete): %s\n",
                res.n_graph_errors, res.first_graph_error);
-    if (has_range)
+    if (has_range) {
         printf("range       %" PRIu64 " ops, %s uploaded; fast-forward first: %" PRIu64
                " ops, %s uploaded (%" PRIu64 " ops not needed, skipped)\n",
                res.range_ops, cli_fmt_bytes((double)res.range_upload_bytes, b[0], 32),
                res.slice_ops, cli_fmt_bytes((double)res.slice_upload_bytes, b[1], 32),
                res.skipped_ops);
+        if (res.restore_seq != UINT64_MAX)
+            printf("restore     snapshot at op %" PRIu64 " (%s): %s into %u allocations\n",
+                   res.restore_seq, sidecar, cli_fmt_bytes((double)res.restore_bytes, b[0], 32),
+                   res.restore_allocs);
+        else
+            printf("restore     none (%s)\n", plan.why[0] ? plan.why : "no snapshot used");
+    }
+    if (taking)
+        printf("snapshots   %" PRIu64 " in %s: %s read back, %s stored as new blobs, %s\n",
+               res.n_snapshots, sidecar, cli_fmt_bytes((double)res.snapshot_read_bytes, b[0], 32),
+               cli_fmt_bytes((double)res.snapshot_new_bytes, b[1], 32),
+               cli_fmt_ns((double)res.snapshot_ns, b[2], 32));
     for (uint32_t i = 0; i < res.runs; i++) {
         const struct replay_run_stats *s = &res.run[i];
         printf("run %-7u %s wall", i + 1, cli_fmt_ns((double)s->wall_ns, b[0], 32));
@@ -427,9 +584,15 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     }
 out:
     replay_result_free(&res);
+    sbt_reader_close(snaps);
+    free(sidecar);
     sbt_reader_close(r);
     return rc;
 }
+
+static int replay_cli_dispatch(int argc, char **argv, const char *mode, const char *json,
+                               const struct cli_range *cr, const struct full_opts *fo,
+                               const struct snap_opts *so, int full_only);
 
 int cli_replay(int argc, char **argv)
 {
@@ -444,12 +607,17 @@ int cli_replay(int argc, char **argv)
                                        {"dump", required_argument, 0, 'U'},
                                        {"timing", required_argument, 0, 'T'},
                                        {"allow-incomplete", no_argument, 0, 'I'},
+                                       {"snapshot-every", required_argument, 0, 'E'},
+                                       {"snapshot-at", required_argument, 0, 'A'},
+                                       {"snapshots", required_argument, 0, 'S'},
+                                       {"no-snapshots", no_argument, 0, 'N'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
     const char *mode = "dry-run", *json = NULL;
     struct full_opts fo = {.verify = REPLAY_VERIFY_END, .runs = 1};
-    int full_only = 0;
+    struct snap_opts so = {0};
+    int full_only = 0, rc;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
@@ -505,24 +673,61 @@ int cli_replay(int argc, char **argv)
         case 'j':
             json = optarg;
             break;
+        case 'E':
+            if ((rc = parse_every(optarg, &so))) {
+                free(so.at);
+                return rc;
+            }
+            full_only = 1;
+            break;
+        case 'A':
+            if ((rc = parse_at(optarg, &so))) {
+                free(so.at);
+                return rc;
+            }
+            full_only = 1;
+            break;
+        case 'S':
+            so.file = optarg;
+            break;
+        case 'N':
+            so.none = 1;
+            break;
         case 'h':
+            free(so.at);
             fputs(replay_help, stdout);
             return CLI_OK;
         default:
+            free(so.at);
             return cli_usage("replay", "unknown option");
         }
     }
+    rc = replay_cli_dispatch(argc, argv, mode, json, &cr, &fo, &so, full_only);
+    free(so.at);
+    return rc;
+}
+
+static int replay_cli_dispatch(int argc, char **argv, const char *mode, const char *json,
+                               const struct cli_range *cr, const struct full_opts *fo,
+                               const struct snap_opts *so, int full_only)
+{
+    int has_range = cr->has_time || cr->has_ops || cr->stream;
+    if ((so->every_ops || so->every_ns || so->n_at) && has_range)
+        return cli_usage("replay", "--snapshot-every and --snapshot-at take snapshots during a "
+                                   "replay of the whole trace: drop the range");
+    if ((so->every_ops || so->every_ns || so->n_at) && so->none)
+        return cli_usage("replay", "--no-snapshots with --snapshot-every / --snapshot-at");
     if (optind != argc - 1)
         return cli_usage("replay", "expected exactly one TRACE");
     if (!strcmp(mode, "full")) {
         if (json)
             return cli_usage("replay", "--json is for --mode dry-run");
-        return full_run(argv[optind], &cr, &fo);
+        return full_run(argv[optind], cr, fo, so);
     }
     if (strcmp(mode, "dry-run"))
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
     if (full_only)
-        return cli_usage("replay",
-                         "--verify, --runs, -o, --device, --dump and --timing need --mode full");
-    return dry_run(argv[optind], &cr, json, fo.allow_incomplete);
+        return cli_usage("replay", "--verify, --runs, -o, --device, --dump, --timing, "
+                                   "--snapshot-every and --snapshot-at need --mode full");
+    return dry_run(argv[optind], cr, json, fo->allow_incomplete, so);
 }

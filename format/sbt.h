@@ -282,14 +282,16 @@ struct sbt_op {
 typedef struct sbt_writer sbt_writer;
 
 struct sbt_writer_opts {
-    size_t sz;            /* = sizeof(struct sbt_writer_opts); set by SBT_WRITER_OPTS() */
-    uint32_t chunk_ops;   /* ops per chunk before it is cut; 0 = 8192 */
-    uint32_t chunk_bytes; /* raw bytes per chunk before it is cut; 0 = 1 MiB */
-    int zstd_level;       /* 0 = default (3); < 0 = store chunks uncompressed */
-    uint32_t sync_every;  /* fsync after this many chunks; 0 = only at close */
-    uint32_t threads;     /* 0: compress and write on the calling thread; 1: on a background
-                           * thread, the caller only encodes (an I/O failure then surfaces at
-                           * a later call or at close) */
+    size_t sz;                  /* = sizeof(struct sbt_writer_opts); set by SBT_WRITER_OPTS() */
+    uint32_t chunk_ops;         /* ops per chunk before it is cut; 0 = 8192 */
+    uint32_t chunk_bytes;       /* raw bytes per chunk before it is cut; 0 = 1 MiB */
+    int zstd_level;             /* 0 = default (3); < 0 = store chunks uncompressed */
+    uint32_t sync_every;        /* fsync after this many chunks; 0 = only at close */
+    uint32_t threads;           /* 0: compress and write on the calling thread; 1: on a background
+                                 * thread, the caller only encodes (an I/O failure then surfaces at
+                                 * a later call or at close) */
+    uint32_t required_features; /* enum sbt_feature bits written into the file header: readers
+                                   that do not know one refuse the file */
 };
 #define SBT_WRITER_OPTS(...) \
     ((struct sbt_writer_opts){.sz = sizeof(struct sbt_writer_opts), __VA_ARGS__})
@@ -309,10 +311,22 @@ int sbt_writer_add_kernel(sbt_writer *w, const struct sbt_kernel *k, uint32_t *i
 int sbt_writer_meta(sbt_writer *w, const char *key, const char *value);
 /* Stores bytes once per content (deduplicated by hash); *hash receives their address. */
 int sbt_writer_blob(sbt_writer *w, const void *data, size_t len, sbt_hash *hash);
+/* 1 if the writer holds a blob with this hash already (sbt_writer_blob would not store it). */
+int sbt_writer_has_blob(const sbt_writer *w, const sbt_hash *hash);
+/* The next op gets sequence number seq instead of the one after the last op's: a trimmed trace
+ * keeps the numbers of the trace it was cut from, with gaps (FORMAT.md section 4). seq must not
+ * be smaller than the next one (SBT_EINVAL). Cuts the current chunk when it skips. */
+int sbt_writer_set_next_seq(sbt_writer *w, uint64_t seq);
 /* Appends an op; op->seq is ignored and assigned (returned in *seq if seq is non-NULL).
  * Strings, streams and kernels it names must have been added. The writer copies what it
  * needs before returning. */
 int sbt_writer_add_op(sbt_writer *w, const struct sbt_op *op, uint64_t *seq);
+/* Writes a STATE record (the contents of allocations at a point; see "States" below) in a chunk
+ * of its own. The blobs it names must have been written with sbt_writer_blob; states must come
+ * in increasing seq order. SBT_EINVAL for unsorted resources, a missing blob or chunk indices
+ * out of range. */
+struct sbt_state;
+int sbt_writer_add_state(sbt_writer *w, const struct sbt_state *s);
 /* Completeness: `count` calls named `what` that the capture passed through unrecorded
  * ("unmodelled"). first_seq: the seq of the first op written at or after the first such call
  * (SBT_SEQ_NONE: unknown); flags: enum sbt_unmodelled_flags. Calls of the same name add up:
@@ -381,6 +395,8 @@ struct sbt_info {
     uint32_t incomplete_reason;   /* string id, 0 if none */
     uint64_t lost_offset;         /* scanning stopped here (torn/corrupt tail); 0 if none */
     uint64_t lost_bytes;          /* bytes after lost_offset that could not be read */
+    uint32_t required_features;   /* enum sbt_feature bits of the file header */
+    uint64_t n_states;            /* STATE records (sbt_reader_state) */
 };
 
 /* Opens a trace for reading. Reads the footer index (or scans when there is none) and the
@@ -389,6 +405,8 @@ struct sbt_info {
 int sbt_reader_open(const char *path, const struct sbt_open_opts *opts, sbt_reader **out);
 void sbt_reader_close(sbt_reader *r);
 const struct sbt_info *sbt_reader_info(const sbt_reader *r);
+/* The path the reader was opened with (for messages). */
+const char *sbt_reader_path(const sbt_reader *r);
 /* "" for id 0; NULL for an id that is not defined. */
 const char *sbt_reader_string(const sbt_reader *r, uint32_t id);
 uint32_t sbt_reader_n_strings(const sbt_reader *r); /* valid ids are 1..n */
@@ -439,6 +457,53 @@ int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **o
 int sbt_cursor_next(sbt_cursor *c, const struct sbt_op **op);
 void sbt_cursor_close(sbt_cursor *c);
 
+/* An identity of the file: XXH3-128 over its header fields and its chunk index (offsets,
+ * lengths, content, seq and time ranges). Two captures practically never share it; rewriting a
+ * file changes it. Sidecars of snapshots and trimmed traces record the fingerprint of the trace
+ * they come from. */
+sbt_hash sbt_reader_fingerprint(const sbt_reader *r);
+
+/* ========================================================================================== */
+/* States: the contents of allocations at a point (FORMAT.md section 5a)                      */
+/* ========================================================================================== */
+
+/* Header feature bits (sbt_writer_opts.required_features, sbt_info.required_features). */
+enum sbt_feature {
+    /* The file's STATE records are initial contents: a replay must write them into the
+     * allocations when it reaches their seq (a trimmed trace). Without it, STATE records are
+     * snapshots a replay may use to skip work (a sidecar of a replay). */
+    SBT_FEATURE_INITIAL_STATE = 1u << 0,
+    SBT_FEATURE__KNOWN = 1u << 0,
+};
+
+/* One allocation in a state: its bytes in chunks of chunk_bytes (the last may be shorter), each
+ * stored as a blob. Chunks not present were not stored (a partial state: bytes nothing reads). */
+struct sbt_state_alloc {
+    uint64_t resource;     /* the ALLOC op's resource id */
+    uint64_t size;         /* bytes of the allocation */
+    uint32_t chunk_bytes;  /* >= 1 */
+    uint64_t n_present;    /* chunks stored */
+    const uint64_t *index; /* [n_present] their indices, increasing */
+    const sbt_hash *hash;  /* [n_present] the blob of each: exactly the chunk's bytes */
+};
+
+struct sbt_state {
+    uint64_t seq;  /* the contents when every op with a smaller seq had run and no other */
+    uint64_t time; /* ns on the trace clock: the begin of op seq (for --time-range ranges) */
+    uint32_t n_alloc;
+    const struct sbt_state_alloc *alloc; /* [n_alloc] sorted by resource, no repeats */
+};
+
+/* States of the file, in file order (increasing seq). *seq, *time of state i without decoding
+ * it (from the chunk index); SBT_EINVAL if i >= n_states. */
+int sbt_reader_state_at(const sbt_reader *r, uint64_t i, uint64_t *seq, uint64_t *time);
+/* The index of the last state with seq <= seq, or -1 if there is none. */
+int64_t sbt_reader_state_find(const sbt_reader *r, uint64_t seq);
+/* Decodes state i into a malloc'd *out (free with sbt_state_free). SBT_ECORRUPT with a message
+ * naming the chunk offset and the allocation when the record is malformed. */
+int sbt_reader_state(sbt_reader *r, uint64_t i, struct sbt_state **out);
+void sbt_state_free(struct sbt_state *s); /* NULL accepted */
+
 /* Index entry of one chunk, for validate and benchmarks. */
 struct sbt_chunk_info {
     uint64_t offset;     /* file offset of the chunk header */
@@ -455,7 +520,8 @@ enum sbt_chunk_content {
     SBT_CHUNK_DICT = 1u << 1,
     SBT_CHUNK_BLOBS = 1u << 2,
     SBT_CHUNK_INDEX = 1u << 3,
-    SBT_CHUNK_END = 1u << 4, /* completeness record: the writer finished */
+    SBT_CHUNK_END = 1u << 4,   /* completeness record: the writer finished */
+    SBT_CHUNK_STATE = 1u << 5, /* one STATE record: seq_first = its seq, t_min = t_max = its time */
 };
 const struct sbt_chunk_info *sbt_reader_chunks(const sbt_reader *r, uint64_t *n);
 

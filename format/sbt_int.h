@@ -19,11 +19,11 @@
 #define SBT_FILE_MAGIC         "\x89RPRSBT\n"
 #define SBT_FILE_MAGIC_LEN     8
 #define SBT_FILE_HEADER_LEN    32
-#define SBT_WRITER_VERSION     1
-#define SBT_MIN_READER_VERSION 1
-#define SBT_READER_VERSION     1
-#define SBT_REQUIRED_FEATURES  0u          /* no required feature bits defined in v1 */
-#define SBT_CHUNK_MAGIC        0x43544253u /* "SBTC" little-endian */
+#define SBT_WRITER_VERSION     2
+#define SBT_MIN_READER_VERSION 1 /* a version 1 reader reads a version 2 file's ops and tables */
+#define SBT_READER_VERSION     2
+#define SBT_REQUIRED_FEATURES  SBT_FEATURE__KNOWN /* required feature bits this reader knows */
+#define SBT_CHUNK_MAGIC        0x43544253u        /* "SBTC" little-endian */
 #define SBT_CHUNK_HEADER_LEN   56
 #define SBT_TRAILER_MAGIC      0x45544253u /* "SBTE" */
 #define SBT_TRAILER_LEN        16
@@ -57,6 +57,7 @@ enum sbt_rec {
     SBT_REC_END = 9,
     SBT_REC_INDEX = 10,
     SBT_REC_BLOB_INDEX = 11,
+    SBT_REC_STATE = 12, /* version 2 */
     SBT_REC_SKIPPABLE = 64,
 };
 
@@ -224,6 +225,13 @@ int sbt__dec_device(struct sbt__rd *r, struct sbt_device *d);
 int sbt__dec_stream(struct sbt__rd *r, struct sbt_stream *s);
 int sbt__dec_program(struct sbt__rd *r, struct sbt_program *p);
 int sbt__dec_kernel(struct sbt__rd *r, struct sbt_kernel *k);
+
+/* ---- STATE records (sbt_state.c) ----------------------------------------------------------- */
+
+/* Appends the body; SBT_EINVAL (with a message) for unsorted resources or bad chunk indices. */
+int sbt__enc_state(struct sbt_buf *b, const struct sbt_state *s);
+/* Decodes a body into one malloc'd block (sbt_state_free). */
+int sbt__dec_state(struct sbt__rd *r, struct sbt_state **out);
 
 /* ---- op columns ----------------------------------------------------------------------------- */
 

@@ -98,6 +98,9 @@ struct sbt_writer {
     int incomplete;
     uint32_t incomplete_reason;
     uint32_t chunks_since_sync;
+    int has_state;
+    uint64_t last_state_seq;
+    uint64_t n_ops_total; /* ops written (fewer than next_seq after a gap) */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -360,6 +363,13 @@ int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_wr
     w->o.zstd_level = OPT(opts, zstd_level, 3);
     w->o.sync_every = OPT(opts, sync_every, 0u);
     w->o.threads = OPT(opts, threads, 0u);
+    w->o.required_features = OPT(opts, required_features, 0u);
+    if (w->o.required_features & ~(uint32_t)SBT_FEATURE__KNOWN) {
+        uint32_t f = w->o.required_features;
+        sbt__free(w);
+        return sbt__fail(SBT_EINVAL, "sbt_writer_open: unknown required features 0x%x",
+                         f & ~(uint32_t)SBT_FEATURE__KNOWN);
+    }
     if (w->o.chunk_bytes > SBT_MAX_CHUNK_DEFAULT / 2)
         w->o.chunk_bytes = SBT_MAX_CHUNK_DEFAULT / 2;
     w->zc = ZSTD_createCCtx();
@@ -378,7 +388,7 @@ int sbt_writer_open(const char *path, const struct sbt_writer_opts *opts, sbt_wr
     memcpy(hb, SBT_FILE_MAGIC, SBT_FILE_MAGIC_LEN);
     hb[8] = SBT_WRITER_VERSION;
     hb[10] = SBT_MIN_READER_VERSION;
-    sbt__put_le32(hb + 12, SBT_REQUIRED_FEATURES);
+    sbt__put_le32(hb + 12, w->o.required_features);
     sbt__put_le32(hb + 20, SBT_FILE_HEADER_LEN);
     sbt__put_le32(hb + 28, sbt_crc32c(0, hb, 28));
     struct iovec iov = {hb, sizeof hb};
@@ -445,7 +455,7 @@ static int write_end_and_index(sbt_writer *w)
     w->body.len = 0;
     st |= sbt__buf_varint(&w->body, w->incomplete ? 1 : 0);
     st |= sbt__buf_varint(&w->body, w->incomplete_reason);
-    st |= sbt__buf_varint(&w->body, w->next_seq);
+    st |= sbt__buf_varint(&w->body, w->n_ops_total);
     st |= sbt__buf_varint(&w->body, w->n_unsup);
     for (uint32_t i = 0; i < w->n_unsup; i++) {
         st |= sbt__buf_varint(&w->body, w->unsup[i].what);
@@ -784,6 +794,17 @@ static int bt_rehash(sbt_writer *w)
     return SBT_OK;
 }
 
+int sbt_writer_has_blob(const sbt_writer *w, const sbt_hash *hash)
+{
+    if (!w || !hash || !w->bt_cap)
+        return 0;
+    size_t j = hash->lo & (w->bt_cap - 1);
+    for (; bt_used(&w->bt[j]); j = (j + 1) & (w->bt_cap - 1))
+        if (sbt_hash_eq(w->bt[j].h, *hash))
+            return 1;
+    return 0;
+}
+
 int sbt_writer_blob(sbt_writer *w, const void *data, size_t len, sbt_hash *hash)
 {
     if (!w || !hash || (len && !data))
@@ -821,8 +842,70 @@ int sbt_writer_blob(sbt_writer *w, const void *data, size_t len, sbt_hash *hash)
 }
 
 /* ========================================================================================== */
+/* States                                                                                     */
+/* ========================================================================================== */
+
+int sbt_writer_add_state(sbt_writer *w, const struct sbt_state *s)
+{
+    if (!w || !s || (s->n_alloc && !s->alloc))
+        return sbt__fail(SBT_EINVAL, "sbt_writer_add_state: NULL argument");
+    if (w->failed)
+        return w->failed;
+    if (w->has_state && s->seq < w->last_state_seq)
+        return sbt__fail(SBT_EINVAL,
+                         "state at op %llu after a state at op %llu (must not decrease)",
+                         (unsigned long long)s->seq, (unsigned long long)w->last_state_seq);
+    for (uint32_t i = 0; i < s->n_alloc; i++) {
+        const struct sbt_state_alloc *a = &s->alloc[i];
+        for (uint64_t k = 0; k < a->n_present; k++)
+            if (!w->bt_cap || !bt_used(bt_find(w, a->hash[k]))) {
+                char hex[33];
+                return sbt__fail(SBT_EINVAL,
+                                 "state at op %llu: resource %llu chunk %llu: blob %s was not "
+                                 "written",
+                                 (unsigned long long)s->seq, (unsigned long long)a->resource,
+                                 (unsigned long long)a->index[k], sbt_hash_hex(a->hash[k], hex));
+            }
+    }
+    /* what the state names goes out first: blobs, pending definitions and ops */
+    int st = flush_ops(w);
+    if (st)
+        return st;
+    w->body.len = 0;
+    if ((st = sbt__enc_state(&w->body, s)))
+        return st;
+    w->raw.len = 0;
+    if ((st = put_record(&w->raw, SBT_REC_STATE, w->body.p, w->body.len)))
+        return st;
+    if ((st = write_chunk(w, SBT_CHUNK_STATE, s->seq, 0, s->time, s->time)))
+        return st;
+    w->has_state = 1;
+    w->last_state_seq = s->seq;
+    return SBT_OK;
+}
+
+/* ========================================================================================== */
 /* Ops                                                                                        */
 /* ========================================================================================== */
+
+int sbt_writer_set_next_seq(sbt_writer *w, uint64_t seq)
+{
+    if (!w)
+        return sbt__fail(SBT_EINVAL, "sbt_writer_set_next_seq: NULL writer");
+    if (w->failed)
+        return w->failed;
+    if (seq < w->next_seq)
+        return sbt__fail(SBT_EINVAL, "next op seq %llu < %llu: seq numbers only increase",
+                         (unsigned long long)seq, (unsigned long long)w->next_seq);
+    if (seq == w->next_seq)
+        return SBT_OK;
+    /* an OPS record holds consecutive seqs: a gap starts a new chunk */
+    int st = w->enc.n_ops ? flush_ops(w) : SBT_OK;
+    if (st)
+        return st;
+    w->next_seq = seq;
+    return SBT_OK;
+}
 
 int sbt_writer_add_op(sbt_writer *w, const struct sbt_op *op, uint64_t *seq)
 {
@@ -853,6 +936,7 @@ int sbt_writer_add_op(sbt_writer *w, const struct sbt_op *op, uint64_t *seq)
     if (seq)
         *seq = w->next_seq;
     w->next_seq++;
+    w->n_ops_total++;
     if ((w->enc.n_ops & 63) == 0) {
         w->enc_bytes = 0;
         for (int i = 0; i < SBT_N_COLS; i++)

@@ -39,6 +39,20 @@
  * replay.backend; and replay.of, replay.run,
  * replay.range_seq, replay.host.
  *
+ * Snapshots (opts.snapshot_out): a full replay writes the contents of the live allocations at
+ * quiescent points (op boundaries where the graph holds nothing back, after draining the
+ * device) into a sidecar .sbt of STATE records (FORMAT.md 5a), each allocation in chunks whose
+ * blobs are deduplicated by content: what did not change since the last snapshot is not read
+ * back again and costs no new blob. A range replay given the sidecar (opts.snapshots) restores,
+ * at the latest snapshot at or before the range, only the bytes the rest of the run reads (the
+ * scheduler's slice with that snapshot as its floor), then executes the slice after it: the
+ * state costs bytes, not ops. replay_plan says what a range replay will do, without a device.
+ * A trace whose header has SBT_FEATURE_INITIAL_STATE (a trimmed trace) carries STATE records
+ * that every replay of it writes into the allocations when it reaches their seq.
+ *
+ * Memory: per executed op (the range, the state ops and the slice it runs), not per op of the
+ * trace prefix; the graph pass over the prefix keeps only the scheduler's live state.
+ *
  * Conventions as format/sbt.h: 0 / counts on success, a negative status on failure with a
  * one-line message in replay_errmsg() (thread-local). Statuses are the SBT_E* codes plus the
  * REPLAY_E* codes below. One thread per run; separate runs are independent.
@@ -148,6 +162,23 @@ struct replay_opts {
     uint32_t timing;
     /* Replay an incomplete trace, or one whose graph has errors, anyway (see above). */
     int allow_incomplete;
+    /* Snapshots written by this (full, rangeless) replay into the sidecar snapshot_out: at the
+     * first quiescent op boundary at or after every snapshot_every_ops ops, every
+     * snapshot_every_ns of trace time, and each seq of snapshot_at (sorted); 0 / NULL = none
+     * of that kind. snapshot_chunk: bytes per hashed chunk of an allocation (0 = 64 KiB). */
+    const char *snapshot_out;
+    uint64_t snapshot_every_ops, snapshot_every_ns;
+    const uint64_t *snapshot_at;
+    uint32_t n_snapshot_at;
+    uint32_t snapshot_chunk;
+    /* A range replay restores the latest snapshot of this sidecar at or before the range
+     * (replay_snapshots_open checked that it belongs to the trace) and executes only the slice
+     * after it. NULL: the whole slice (as without snapshots). */
+    sbt_reader *snapshots;
+    /* reprise trim: the state the range reads at its first op is written into state_out as a
+     * STATE record (chunks of snapshot_chunk bytes, only those the range reads), after the
+     * state ops and the slice ran; the run then stops before the range. Needs a range. */
+    sbt_writer *state_out;
 };
 enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
 #define REPLAY_OPTS(...) ((struct replay_opts){.sz = sizeof(struct replay_opts), __VA_ARGS__})
@@ -194,6 +225,15 @@ struct replay_result {
     uint64_t n_graph_errors; /* error findings of the dependency graph */
     char first_graph_error[512];
     struct replay_run_stats *run; /* [runs], malloc'd */
+    /* snapshots (per run) */
+    uint64_t restore_seq;               /* the snapshot restored; UINT64_MAX = none (the slice) */
+    uint64_t restore_bytes;             /* bytes written into allocations from it */
+    uint32_t restore_allocs;            /* allocations they went into */
+    uint64_t n_snapshots;               /* written to snapshot_out */
+    uint64_t snapshot_read_bytes;       /* read back from the device for them */
+    uint64_t snapshot_new_bytes;        /* stored as new blobs (the rest was deduplicated) */
+    uint64_t snapshot_ns;               /* time spent on them (in wall_ns) */
+    uint64_t state_bytes, state_chunks; /* state_out */
 };
 
 /* The driver settings from this process's environment that a result records as replay.env
@@ -205,6 +245,87 @@ const char *replay_env_settings(char *buf, size_t cap);
  * read) with the reason in replay_errmsg() otherwise. *n_graph_errors (may be NULL): the
  * graph's error findings. */
 int replay_preflight(sbt_reader *r, const struct sbt_range *range, uint64_t *n_graph_errors);
+
+/* What a range replay will do (replay_plan); no device needed. */
+struct replay_plan {
+    uint64_t range_first, range_last, range_ops; /* SCHED_NONE / 0 when the range is empty */
+    int use_snapshot;                            /* restore a snapshot, then its slice */
+    uint64_t snapshot_seq, snapshot_time;        /* the state before this op */
+    uint64_t n_snapshots;                        /* in the sidecar (0 without one) */
+    uint64_t restore_bytes;                      /* bytes written from the snapshot */
+    uint32_t restore_allocs;                     /* allocations they go into */
+    uint64_t slice_ops, slice_upload_bytes; /* executed before the range (after the snapshot) */
+    uint64_t full_slice_ops, full_slice_upload_bytes; /* the slice from the trace start */
+    uint64_t before_ops;                              /* ops before the range */
+    char why[256]; /* when !use_snapshot: why not ("no snapshot at or before op 10259") */
+};
+/* The plan of a range replay of r (range: not NULL) with the sidecar snapshots (NULL: none):
+ * the latest snapshot at or before the range's first op, the bytes to restore and the slice
+ * after it, next to the slice from the trace start. 0, or < 0 with a message. */
+int replay_plan(sbt_reader *r, const struct sbt_range *range, sbt_reader *snapshots,
+                struct replay_plan *out);
+
+/* The default sidecar of a trace: "<path without .sbt>.snap.sbt" (malloc'd), or NULL. */
+char *replay_snapshots_path(const char *trace_path);
+/* Opens the sidecar at path for the trace r: SBT_ECORRUPT when it holds snapshots of another
+ * trace ("FILE: snapshots of another trace (...)"), SBT_EIO / SBT_ECORRUPT / SBT_EVERSION when it
+ * cannot be read, with a message naming the file. */
+int replay_snapshots_open(sbt_reader *r, const char *path, sbt_reader **out);
+/* 1 if the op creates, binds or destroys an object later ops may name (allocations, frees,
+ * streams, API state markers): a range replay runs such ops before the range whatever the
+ * slice says (those of them its backend needs). */
+int replay_op_is_state(const struct sbt_op *op);
+
+/* ========================================================================================== */
+/* Trim: a self-contained trace of a range                                                    */
+/* ========================================================================================== */
+
+/* How the state before the range got into the trimmed trace. */
+enum replay_trim_mode {
+    REPLAY_TRIM_DEVICE = 1,   /* read on a device after replaying the slice (or restoring a
+                                 snapshot and replaying the slice after it) */
+    REPLAY_TRIM_SNAPSHOT = 2, /* no device: the snapshot's chunks the rest reads, plus the ops of
+                                 the slice after the snapshot */
+    REPLAY_TRIM_SLICE = 3,    /* no device, no snapshot: the slice's ops, no stored contents */
+};
+
+struct replay_trim_opts {
+    size_t sz;               /* = sizeof(struct replay_trim_opts); REPLAY_TRIM_OPTS() */
+    const char *backend;     /* as replay_opts */
+    uint32_t device;         /* device index */
+    int no_device;           /* 1: do not try a device (keep the slice, or use the snapshot) */
+    uint32_t chunk_bytes;    /* granularity of the stored contents; 0 = 4 KiB */
+    const char *source_path; /* recorded as trim.of */
+    const struct replay_backend *backend_impl; /* tests */
+};
+#define REPLAY_TRIM_OPTS(...) \
+    ((struct replay_trim_opts){.sz = sizeof(struct replay_trim_opts), __VA_ARGS__})
+
+struct replay_trim_result {
+    uint32_t mode;                    /* enum replay_trim_mode */
+    char why[512];                    /* why no device was used (modes 2 and 3), else "" */
+    char device[256];                 /* mode 1: the device */
+    uint64_t range_first, range_last; /* seqs */
+    uint64_t range_ops;               /* ops of the range written */
+    uint64_t state_ops;               /* object creation / lifetime ops written */
+    uint64_t slice_ops;               /* ops of the slice written (sync ops the range waits for,
+                                         and in modes 2 and 3 the data slice) */
+    uint64_t ops;                     /* ops written in all */
+    uint64_t state_seq;               /* the initial contents' point (UINT64_MAX: none) */
+    uint64_t state_bytes, state_chunks;
+    uint64_t bytes; /* size of the written file */
+};
+
+/* Writes to out_path a trace of the ops of range (not NULL) of r that replays on its own to the
+ * same outputs: r's tables; the ops that create what the range names; the contents the range
+ * reads at its first op, as an initial STATE (SBT_FEATURE_INITIAL_STATE), read on a device (or
+ * taken from the sidecar snapshots when there is no device); the range's ops. Every op keeps
+ * its seq. Without a device and a snapshot the slice's ops are kept instead of contents.
+ * 0, or < 0 with a message (REPLAY_ENODEV only when the fallback failed too); no partial file
+ * is left behind. */
+int replay_trim(sbt_reader *r, const struct sbt_range *range, sbt_reader *snapshots,
+                const char *out_path, const struct replay_trim_opts *opts,
+                struct replay_trim_result *res);
 
 /* Replays r (borrowed) per opts. Returns 0 when the replay ran to its end (op errors and
  * mismatches are in *out, not in the status), or < 0 when it could not start or the device

@@ -706,6 +706,24 @@ static int cuda_read(void *p, uint64_t resource, uint64_t off, uint64_t len, voi
     return 0;
 }
 
+static int cuda_write(void *p, uint64_t resource, uint64_t off, uint64_t len, const void *src)
+{
+    struct be *b = p;
+    CUdeviceptr a;
+    int st = addr(b, resource, off, len, &a);
+    if (st < 0)
+        return st;
+    CU(b->d.cuMemcpyHtoD_v2(a, src, len), "cuMemcpyHtoD (restoring memory)");
+    return 0;
+}
+
+/* Markers are annotations here (the CUDA backend only reports them): not needed before a
+ * range. */
+static int cuda_state_op(const struct sbt_op *op)
+{
+    return op->kind != SBT_OP_MARKER;
+}
+
 static void cuda_reset(void *p)
 {
     struct be *b = p;
@@ -763,6 +781,8 @@ const struct replay_backend replay__cuda_backend = {
     .exec = cuda_exec,
     .drain = cuda_drain,
     .read = cuda_read,
+    .write = cuda_write,
+    .state_op = cuda_state_op,
     .reset = cuda_reset,
     .close = cuda_close,
 };

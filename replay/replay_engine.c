@@ -4,11 +4,12 @@
  * is verified, digests and their comparison with the capture, dumps, per-op errors, timings,
  * and the result trace. The backends (replay_vk.c, replay_cuda.c) only execute.
  *
- * Results are kept per op in an array over the seq window the run covers ([seq_first, hi)),
- * 80 bytes per op, because they arrive in graph order and asynchronously but the result trace
- * is written in seq order by a second pass over the source. That makes memory O(ops of the
- * window): fine for the captures this targets (millions of ops); a reorder window bounded by
- * the graph's held ops would make it O(1).
+ * Results are kept per executed op (88 bytes each), in the order the ops were handed to the
+ * backend (the slot is the index + 1), because they arrive in graph order and asynchronously
+ * but the result trace is written in seq order by a second pass over the source (through an
+ * index sorted by seq). Ops a range replay skips cost nothing, so a range replay's memory
+ * follows the range, the state ops and the slice it runs (after a snapshot: the slice after
+ * it), not the trace prefix. Snapshots and restores are replay_snap.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -112,6 +113,7 @@ int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max)
 enum { ST_SKIP = 0, ST_FF = 1, ST_RANGE = 2 };
 
 struct res {
+    uint64_t seq;
     uint8_t state; /* ST_* */
     uint8_t has_dev, has_digest, has_captured, done;
     uint32_t err; /* index + 1 into eng.errs, 0 = none */
@@ -128,7 +130,12 @@ struct eng {
     struct replay_result *out;
     uint32_t run;
     uint64_t lo, hi; /* seq window */
-    struct res *res;
+    struct res *res; /* executed ops, by slot - 1 */
+    uint64_t n_res, cap_res;
+    uint64_t *by_seq; /* indices into res in seq order (after the run) */
+    struct replay__snap *sp;
+    uint64_t n_added, n_visited; /* ops given to the graph, ops it delivered */
+    int stopped;                 /* the run ended before the range (trim) */
     /* range */
     const struct sbt_range *range;
     struct sched_slice slice;
@@ -166,7 +173,7 @@ static void dump_bytes(struct eng *e, uint64_t seq, const struct replay_done *d)
 static void on_done(void *ctx, const struct replay_done *d)
 {
     struct eng *e = ctx;
-    if (d->slot < 1 || d->slot > e->hi - e->lo)
+    if (d->slot < 1 || d->slot > e->n_res)
         return;
     struct res *x = &e->res[d->slot - 1];
     x->done = 1;
@@ -191,7 +198,7 @@ static void on_done(void *ctx, const struct replay_done *d)
     x->digest = sbt_hasher_digest(e->h);
     e->out->n_digests++;
     if (want_dump(e))
-        dump_bytes(e, e->lo + d->slot - 1, d);
+        dump_bytes(e, x->seq, d);
 }
 
 static int add_err(struct eng *e, struct res *x, int status, const char *msg)
@@ -213,22 +220,9 @@ static int add_err(struct eng *e, struct res *x, int status, const char *msg)
     return 0;
 }
 
-/* Which ops a range replay runs outside the range: object creation and lifetime, which the
- * slice (a data-flow notion) does not cover but every later op may name. */
-static int is_state_op(const struct sbt_op *op)
-{
-    switch (op->kind) {
-    case SBT_OP_ALLOC:
-    case SBT_OP_FREE:
-    case SBT_OP_STREAM_CREATE:
-    case SBT_OP_STREAM_DESTROY:
-        return 1;
-    case SBT_OP_MARKER:
-        return !(op->flags & SBT_OPF_UNSUPPORTED);
-    default:
-        return 0;
-    }
-}
+/* Which ops a range replay runs outside the range besides the slice: object creation and
+ * lifetime (replay__is_state), which the slice (a data-flow notion) does not cover but every
+ * later op may name. */
 
 static int in_slice(struct eng *e, uint64_t seq)
 {
@@ -255,23 +249,46 @@ static uint64_t upload_bytes(const struct sbt_op *op)
     return n;
 }
 
+/* A result entry for an op about to be executed; its slot is the index + 1. */
+static struct res *res_new(struct eng *e, uint64_t seq)
+{
+    if (e->n_res == e->cap_res) {
+        uint64_t c = e->cap_res ? e->cap_res * 2 : 1024;
+        struct res *v = realloc(e->res, c * sizeof *v);
+        if (!v)
+            return NULL;
+        e->res = v;
+        e->cap_res = c;
+    }
+    struct res *x = &e->res[e->n_res++];
+    memset(x, 0, sizeof *x);
+    x->seq = seq;
+    return x;
+}
+
 static int node_visit(void *ctx, struct sched_node *n)
 {
     struct eng *e = ctx;
     const struct sbt_op *op = n->op;
     n->val = 0;
+    e->n_visited++;
     if (op->seq < e->lo || op->seq >= e->hi)
         return 0;
-    struct res *x = &e->res[op->seq - e->lo];
-    x->kind = op->kind;
     int state = ST_RANGE;
     if (e->range && !sched_range_contains(e->range, op))
-        state = in_slice(e, op->seq) || is_state_op(op) ? ST_FF : ST_SKIP;
-    x->state = (uint8_t)state;
+        state = in_slice(e, op->seq) || replay__is_state(e->bk, op) ? ST_FF : ST_SKIP;
     if (state == ST_SKIP) {
         e->out->skipped_ops += e->run == 0;
         return 0;
     }
+    struct res *x = res_new(e, op->seq);
+    if (!x) {
+        e->fatal =
+            replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops", e->n_res);
+        return e->fatal;
+    }
+    x->kind = op->kind;
+    x->state = (uint8_t)state;
     if (e->run == 0) {
         if (state == ST_RANGE) {
             e->out->range_ops++;
@@ -298,10 +315,16 @@ static int node_visit(void *ctx, struct sched_node *n)
         else if (v == REPLAY_VERIFY_SUBMIT)
             flags |= REPLAY_X_OUTPUTS_END;
     }
-    uint64_t slot = op->seq - e->lo + 1;
+    uint64_t slot = e->n_res;
     struct replay_x rx = {.node = n, .slot = slot, .flags = flags};
     x->host_begin = replay__now_ns();
-    int st = e->bk->exec(e->be, &rx);
+    int st = e->sp ? replay__snap_executed(e->sp, op) : 0;
+    if (st < 0) {
+        e->fatal = st;
+        return st;
+    }
+    st = e->bk->exec(e->be, &rx);
+    x = &e->res[slot - 1]; /* (exec reports through on_done, which does not move res) */
     if (st == REPLAY_EDEVICE || st == SBT_ENOMEM) {
         e->fatal = st;
         return st;
@@ -475,7 +498,17 @@ static int run_graph(struct eng *e)
     const struct sbt_op *op;
     uint64_t done = 0, total = e->hi - e->lo;
     e->t_range0 = e->range ? 0 : replay__now_ns();
+    e->n_added = e->n_visited = 0;
     while ((st = sbt_cursor_next(c, &op)) == 1) {
+        if (e->sp && (st = replay__snap_before(e->sp, op, e->n_added == e->n_visited)) != 0) {
+            if (st > 0) { /* trim: the state before the range is written, the range not run */
+                e->stopped = 1;
+                st = 0;
+            } else {
+                e->fatal = st; /* keeps its message */
+            }
+            break;
+        }
         if (e->range && !e->range_started && op->seq >= e->range_first) {
             /* fast-forward done: the range starts on a drained device */
             if ((st = e->bk->drain(e->be)) < 0)
@@ -483,6 +516,7 @@ static int run_graph(struct eng *e)
             e->range_started = 1;
             e->t_range0 = replay__now_ns();
         }
+        e->n_added++;
         if ((st = sched_graph_add(g, op)) != 0)
             break;
         if (e->o->progress && (++done & 0xffff) == 0)
@@ -491,7 +525,7 @@ static int run_graph(struct eng *e)
     if (st < 0 && e->fatal == 0 && st != REPLAY_EDEVICE)
         st = replay__fail(st, "%s",
                           st == SBT_ECORRUPT || st == SBT_EIO ? sbt_errmsg() : sched_errmsg());
-    if (st == 0)
+    if (st == 0 && !e->stopped)
         st = sched_graph_finish(g);
     if (st > 0)
         st = 0;
@@ -511,12 +545,8 @@ static int run_graph(struct eng *e)
 /* The result trace                                                                           */
 /* ========================================================================================== */
 
-struct strmap {
-    uint32_t *v;
-    uint32_t n;
-};
-
-static int str_of(sbt_writer *w, const sbt_reader *r, struct strmap *m, uint32_t id, uint32_t *out)
+int replay__str_of(sbt_writer *w, const sbt_reader *r, struct replay__strmap *m, uint32_t id,
+                   uint32_t *out)
 {
     *out = 0;
     if (!id)
@@ -538,7 +568,7 @@ static int write_result(struct eng *e, const char *path)
 {
     sbt_reader *r = e->r;
     sbt_writer *w = NULL;
-    struct strmap sm = {0};
+    struct replay__strmap sm = {0};
     sbt_cursor *c = NULL;
     int st = sbt_writer_open(path, NULL, &w);
     if (st < 0)
@@ -560,20 +590,20 @@ static int write_result(struct eng *e, const char *path)
     const struct sbt_device *dv = sbt_reader_devices(r, &n);
     for (uint32_t i = 0; i < n; i++) {
         struct sbt_device d = dv[i];
-        TRY(str_of(w, r, &sm, dv[i].name, &d.name));
-        TRY(str_of(w, r, &sm, dv[i].host, &d.host));
+        TRY(replay__str_of(w, r, &sm, dv[i].name, &d.name));
+        TRY(replay__str_of(w, r, &sm, dv[i].host, &d.host));
         TRY(sbt_writer_add_device(w, &d, &id));
     }
     const struct sbt_stream *sv = sbt_reader_streams(r, &n);
     for (uint32_t i = 0; i < n; i++) {
         struct sbt_stream s = sv[i];
-        TRY(str_of(w, r, &sm, sv[i].name, &s.name));
+        TRY(replay__str_of(w, r, &sm, sv[i].name, &s.name));
         TRY(sbt_writer_add_stream(w, &s, &id));
     }
     const struct sbt_program *pv = sbt_reader_programs(r, &n);
     for (uint32_t i = 0; i < n; i++) {
         struct sbt_program p = pv[i];
-        TRY(str_of(w, r, &sm, pv[i].name, &p.name));
+        TRY(replay__str_of(w, r, &sm, pv[i].name, &p.name));
         if (!sbt_hash_is_zero(p.blob)) {
             void *data = NULL;
             size_t len = 0;
@@ -590,7 +620,7 @@ static int write_result(struct eng *e, const char *path)
     const struct sbt_kernel *kv = sbt_reader_kernels(r, &n);
     for (uint32_t i = 0; i < n; i++) {
         struct sbt_kernel k = kv[i];
-        TRY(str_of(w, r, &sm, kv[i].name, &k.name));
+        TRY(replay__str_of(w, r, &sm, kv[i].name, &k.name));
         TRY(sbt_writer_add_kernel(w, &k, &id));
     }
     const struct sbt_meta *mv = sbt_reader_meta(r, &n);
@@ -657,17 +687,22 @@ static int write_result(struct eng *e, const char *path)
     struct sbt_range all = {.has_seq = 1, .seq_begin = in->seq_first, .seq_end = in->seq_end};
     TRY(sbt_cursor_open(r, &all, &c));
     const struct sbt_op *sop;
+    uint64_t k = 0; /* next executed op, in seq order */
     while ((st = sbt_cursor_next(c, &sop)) == 1) {
         struct sbt_op op = *sop;
-        TRY(str_of(w, r, &sm, sop->name, &op.name));
+        TRY(replay__str_of(w, r, &sm, sop->name, &op.name));
         op.flags &= ~(uint32_t)(SBT_OPF_DEV_TIME | SBT_OPF_DIGEST | SBT_OPF_ERROR | SBT_OPF_BLOB |
                                 SBT_OPF_UNTIMED);
         op.error = 0;
         op.dev_begin = op.dev_end = 0;
         op.digest = (sbt_hash){0, 0};
         op.blob = (sbt_hash){0, 0};
+        while (k < e->n_res && e->res[e->by_seq[k]].seq < sop->seq)
+            k++;
         const struct res *x =
-            sop->seq >= e->lo && sop->seq < e->hi ? &e->res[sop->seq - e->lo] : NULL;
+            k < e->n_res && e->res[e->by_seq[k]].seq == sop->seq ? &e->res[e->by_seq[k]] : NULL;
+        if (sop->seq > in->seq_first && (st = sbt_writer_set_next_seq(w, sop->seq)) < 0)
+            TRY(st); /* a trimmed source keeps its gaps */
         if (!x || x->state == ST_SKIP) {
             op.flags |= SBT_OPF_UNTIMED; /* not executed: no times */
             op.host_begin = op.host_end = e->t_run0;
@@ -731,35 +766,85 @@ static char *run_path(const char *path, uint32_t run)
 /* replay_run                                                                                 */
 /* ========================================================================================== */
 
-static void report_ops(struct eng *e, sbt_hash *first_run, uint8_t *first_has)
+/* The digests of the first run, in seq order, to compare the later runs with. */
+struct first_run {
+    uint64_t *seq;
+    sbt_hash *dig;
+    uint8_t *has;
+    uint64_t n;
+};
+
+struct seq_ix {
+    uint64_t seq, i;
+};
+
+static int cmp_seq_ix(const void *a, const void *b)
+{
+    const struct seq_ix *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* e->by_seq: the executed ops in seq order (they were executed in graph order). */
+static int sort_by_seq(struct eng *e)
+{
+    free(e->by_seq);
+    e->by_seq = malloc((e->n_res ? e->n_res : 1) * sizeof *e->by_seq);
+    if (!e->by_seq)
+        return replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops",
+                            e->n_res);
+    int sorted = 1;
+    for (uint64_t i = 0; i < e->n_res; i++) {
+        e->by_seq[i] = i;
+        sorted &= i == 0 || e->res[i - 1].seq < e->res[i].seq;
+    }
+    if (sorted)
+        return 0;
+    struct seq_ix *v = malloc(e->n_res * sizeof *v);
+    if (!v)
+        return replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops",
+                            e->n_res);
+    for (uint64_t i = 0; i < e->n_res; i++)
+        v[i] = (struct seq_ix){e->res[i].seq, i};
+    qsort(v, e->n_res, sizeof *v, cmp_seq_ix);
+    for (uint64_t i = 0; i < e->n_res; i++)
+        e->by_seq[i] = v[i].i;
+    free(v);
+    return 0;
+}
+
+static void report_ops(struct eng *e, struct first_run *fr)
 {
     struct replay_result *o = e->out;
-    for (uint64_t i = 0; i < e->hi - e->lo; i++) {
-        struct res *x = &e->res[i];
-        if (x->state == ST_SKIP)
-            continue;
+    uint64_t j = 0; /* position in the first run */
+    for (uint64_t i = 0; i < e->n_res; i++) {
+        struct res *x = &e->res[e->by_seq[i]];
+        uint64_t seq = x->seq;
         int mismatch = 0;
         if (x->has_digest && x->has_captured) {
             o->n_compared++;
             if (!sbt_hash_eq(x->digest, x->captured)) {
                 mismatch = 1;
                 o->n_mismatch++;
-                if (o->first_mismatch == UINT64_MAX || e->lo + i < o->first_mismatch)
-                    o->first_mismatch = e->lo + i;
+                if (o->first_mismatch == UINT64_MAX || seq < o->first_mismatch)
+                    o->first_mismatch = seq;
             }
         }
-        if (first_run) {
-            if (e->run == 0) {
-                first_run[i] = x->digest;
-                first_has[i] = x->has_digest;
-            } else if (x->has_digest && first_has[i] && !sbt_hash_eq(x->digest, first_run[i])) {
+        if (fr && e->run == 0) {
+            fr->seq[fr->n] = seq;
+            fr->dig[fr->n] = x->digest;
+            fr->has[fr->n++] = (uint8_t)x->has_digest;
+        } else if (fr) {
+            while (j < fr->n && fr->seq[j] < seq)
+                j++;
+            if (x->has_digest && j < fr->n && fr->seq[j] == seq && fr->has[j] &&
+                !sbt_hash_eq(x->digest, fr->dig[j])) {
                 o->n_run_mismatch++;
-                if (o->first_run_mismatch == UINT64_MAX || e->lo + i < o->first_run_mismatch)
-                    o->first_run_mismatch = e->lo + i;
+                if (o->first_run_mismatch == UINT64_MAX || seq < o->first_run_mismatch)
+                    o->first_run_mismatch = seq;
             }
         }
         if (e->o->on_op) {
-            struct replay_op ro = {.seq = e->lo + i,
+            struct replay_op ro = {.seq = seq,
                                    .kind = x->kind,
                                    .run = e->run,
                                    .untimed = x->state == ST_FF,
@@ -841,42 +926,47 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     const struct sbt_info *in = sbt_reader_info(r);
     e.lo = in->seq_first;
     e.hi = in->seq_end;
+    out->restore_seq = UINT64_MAX;
     int st = 0;
-    sbt_hash *first_run = NULL;
-    uint8_t *first_has = NULL;
+    struct first_run fr = {0};
+    struct replay_plan plan;
+    int64_t snap_i = -1;
+    struct sched_slice trim = {0};
+    if ((o.snapshot_out || o.snapshot_every_ops || o.snapshot_every_ns || o.n_snapshot_at) &&
+        (o.range || !o.snapshot_out)) {
+        st = replay__fail(SBT_EINVAL, "snapshots are taken by a full replay of the whole trace "
+                                      "into a sidecar (snapshot_out, no range)");
+        goto out;
+    }
+    if (o.state_out && !o.range) {
+        st = replay__fail(SBT_EINVAL, "state_out needs a range");
+        goto out;
+    }
     if ((st = sbt_hasher_create(&e.h)) < 0) {
         st = replay__fail(st, "%s", sbt_errmsg());
         goto out;
     }
     if (e.range) {
-        uint64_t lo, hi;
-        sched_range_bounds(r, e.range, &lo, &hi);
-        if (hi < e.hi)
-            e.hi = hi;
-        st = sched_slice_compute(r, e.range, &SCHED_SLICE_OPTS(.collect = 1), &e.slice);
-        if (st < 0) {
-            st = replay__fail(st, "%s", sched_errmsg());
+        /* the slice after the latest snapshot at or before the range, or from the start */
+        if ((st = replay__plan(r, e.range, bk->write ? o.snapshots : NULL, 0, &plan, &e.slice,
+                               &snap_i)) < 0)
             goto out;
-        }
         if (e.slice.range_first == SCHED_NONE) {
             st = replay__fail(SBT_EINVAL, "the range selects no op");
             goto out;
         }
         e.range_first = e.slice.range_first;
         e.hi = e.slice.range_last + 1;
+        if (o.state_out &&
+            (st = sched_slice_compute(r, e.range,
+                                      &SCHED_SLICE_OPTS(.floor = e.range_first, .range_outputs = 1),
+                                      &trim)) < 0) {
+            st = replay__fail(st, "%s", sched_errmsg());
+            goto out;
+        }
     }
     if (e.hi < e.lo)
         e.hi = e.lo;
-    e.res = calloc(e.hi - e.lo + 1, sizeof *e.res);
-    if (runs > 1) {
-        first_run = calloc(e.hi - e.lo + 1, sizeof *first_run);
-        first_has = calloc(e.hi - e.lo + 1, 1);
-    }
-    if (!e.res || (runs > 1 && (!first_run || !first_has))) {
-        st = replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops",
-                          e.hi - e.lo);
-        goto out;
-    }
     if (o.dump_dir) {
         if (mkdir(o.dump_dir, 0777) < 0 && errno != EEXIST) {
             st = replay__fail(SBT_EIO, "--dump %s: cannot create it: %s", o.dump_dir,
@@ -894,14 +984,43 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     snprintf(out->device, sizeof out->device, "%s", di.name);
     snprintf(out->driver, sizeof out->driver, "%s", di.driver);
     out->device_index = o.device;
+    if (o.snapshot_out || snap_i >= 0 || o.state_out ||
+        (in->required_features & SBT_FEATURE_INITIAL_STATE)) {
+        if ((in->required_features & SBT_FEATURE_INITIAL_STATE) && in->n_states && !bk->write) {
+            st = replay__fail(REPLAY_EUNSUPPORTED,
+                              "the trace starts from stored contents and the %s backend cannot "
+                              "write them",
+                              bk->name);
+            goto out;
+        }
+        struct replay__snap_cfg sc = {.r = r,
+                                      .o = &o,
+                                      .bk = bk,
+                                      .be = e.be,
+                                      .out = out,
+                                      .lo = e.lo,
+                                      .hi = e.hi,
+                                      .snaps = o.snapshots,
+                                      .snap_i = snap_i,
+                                      .needs = e.slice.needs,
+                                      .n_needs = e.slice.n_needs,
+                                      .range_first = e.range_first,
+                                      .trim_needs = trim.needs,
+                                      .n_trim_needs = trim.n_needs};
+        if ((st = replay__snap_create(&sc, &e.sp)) < 0)
+            goto out;
+    }
 
     for (e.run = 0; e.run < runs; e.run++) {
-        memset(e.res, 0, (e.hi - e.lo + 1) * sizeof *e.res);
+        e.n_res = 0;
         for (uint32_t i = 0; i < e.n_errs; i++)
             free(e.errs[i]);
         e.n_errs = 0;
         e.range_started = 0;
+        e.stopped = 0;
         e.fatal = 0;
+        if (e.sp)
+            replay__snap_rewind(e.sp, e.run);
         struct replay_run_stats *rs = &out->run[e.run];
         uint64_t t0 = replay__now_ns();
         if ((st = bk->prepare(e.be)) < 0) {
@@ -918,13 +1037,23 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         rs->wall_ns = t1 - e.t_run0;
         rs->range_ns = e.t_range0 ? t1 - e.t_range0 : 0;
         rs->ff_ns = e.range && e.t_range0 ? e.t_range0 - e.t_run0 : 0;
-        for (uint64_t i = 0; i < e.hi - e.lo; i++)
+        for (uint64_t i = 0; i < e.n_res; i++)
             if (e.res[i].state == ST_RANGE && e.res[i].has_dev)
                 rs->device_ns += e.res[i].dev_end - e.res[i].dev_begin;
         bk->reset(e.be);
-        if (st < 0)
+        if (st < 0 || (st = sort_by_seq(&e)) < 0)
             goto out;
-        report_ops(&e, first_run, first_has);
+        if (runs > 1 && e.run == 0) { /* the first run's digests, for the others */
+            fr.seq = malloc((e.n_res + 1) * sizeof *fr.seq);
+            fr.dig = malloc((e.n_res + 1) * sizeof *fr.dig);
+            fr.has = malloc(e.n_res + 1);
+            if (!fr.seq || !fr.dig || !fr.has) {
+                st = replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops",
+                                  e.n_res);
+                goto out;
+            }
+        }
+        report_ops(&e, runs > 1 ? &fr : NULL);
         if (o.out_path) {
             char *p = run_path(o.out_path, e.run);
             if (!p) {
@@ -939,15 +1068,24 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     }
     st = 0;
 out:
+    if (e.sp) {
+        int fs = replay__snap_finish(e.sp, st == 0);
+        if (st == 0)
+            st = fs;
+        replay__snap_destroy(e.sp);
+    }
     if (e.be)
         bk->close(e.be);
     for (uint32_t i = 0; i < e.n_errs; i++)
         free(e.errs[i]);
     free(e.errs);
     free(e.res);
-    free(first_run);
-    free(first_has);
+    free(e.by_seq);
+    free(fr.seq);
+    free(fr.dig);
+    free(fr.has);
     sched_slice_free(&e.slice);
+    sched_slice_free(&trim);
     sbt_hasher_destroy(e.h);
     return st;
 }

@@ -58,6 +58,14 @@
 int replay__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CLOCK_MONOTONIC in ns: the replay's host clock (result traces say so in clock.domain). */
 uint64_t replay__now_ns(void);
+/* String ids of a source trace interned in a writer, each once: v has n = source strings + 1
+ * entries (calloc'd by the caller, 0 = not yet). */
+struct replay__strmap {
+    uint32_t *v;
+    uint32_t n;
+};
+int replay__str_of(sbt_writer *w, const sbt_reader *r, struct replay__strmap *m, uint32_t id,
+                   uint32_t *out);
 
 /* ========================================================================================== */
 /* The backend interface                                                                      */
@@ -122,15 +130,73 @@ struct replay_backend {
     int (*drain)(void *be);
     /* After drain: bytes [off, off+len) of a resource as the device has them. */
     int (*read)(void *be, uint64_t resource, uint64_t off, uint64_t len, void *dst);
+    /* After drain: writes len bytes from src into [off, off+len) of a resource (restoring a
+     * snapshot or a trimmed trace's initial contents); complete when it returns. NULL: the
+     * backend cannot, and range replays run their whole slice instead. */
+    int (*write)(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src);
+    /* Of the ops that create, bind or destroy objects (allocations, frees, streams, API state
+     * markers), those this backend needs to have run before later ops, whether or not the
+     * range's slice includes them: 1 to run, 0 for one it ignores (a marker of API state it
+     * rebuilds itself). Static: no device needed. NULL: all of them. */
+    int (*state_op)(const struct sbt_op *op);
     /* End of run: destroys what the trace's ops created (memory, buffers, sets, ...). */
     void (*reset)(void *be);
     void (*close)(void *be); /* NULL accepted */
 };
 
+/* ========================================================================================== */
+/* Snapshots and restores (replay_snap.c)                                                     */
+/* ========================================================================================== */
+
+/* One run's snapshot machinery: the live allocations (with chunk hashes and what was written
+ * since the last snapshot), the sidecar being written, the restore points (a sidecar snapshot,
+ * a trimmed trace's initial states) and the trim capture. The engine calls _before() ahead of
+ * every op it gives the graph and _executed() for every op it executed. */
+struct replay__snap;
+struct replay__snap_cfg {
+    sbt_reader *r;
+    const struct replay_opts *o; /* snapshot_*, state_out, source_path */
+    const struct replay_backend *bk;
+    void *be;
+    struct replay_result *out;
+    uint64_t lo, hi; /* the ops the run covers */
+    /* the sidecar snapshot to restore (state index, or -1) and the bytes to restore */
+    sbt_reader *snaps;
+    int64_t snap_i;
+    const struct sbt_access *needs;
+    uint64_t n_needs;
+    /* state_out: the bytes the range reads at range_first */
+    uint64_t range_first;
+    const struct sbt_access *trim_needs;
+    uint64_t n_trim_needs;
+};
+int replay__snap_create(const struct replay__snap_cfg *cfg, struct replay__snap **out);
+/* Start of a run: no live allocations; restore points from the start. */
+void replay__snap_rewind(struct replay__snap *s, uint32_t run);
+/* Before op x goes to the graph; quiescent = every op given to the graph so far was executed
+ * or skipped (none is held back). Takes a due snapshot, restores a due state, or captures the
+ * trim state. 0 to go on, 1 to stop the run (trim), < 0 on failure. */
+int replay__snap_before(struct replay__snap *s, const struct sbt_op *x, int quiescent);
+/* After op was handed to the backend: allocations, frees, written chunks. */
+int replay__snap_executed(struct replay__snap *s, const struct sbt_op *op);
+/* End of the runs: closes the sidecar (ok) or removes it (!ok). */
+int replay__snap_finish(struct replay__snap *s, int ok);
+void replay__snap_destroy(struct replay__snap *s); /* NULL accepted */
+
+/* The range's first op, the snapshot to restore and the slice to run (replay_plan's work):
+ * slice is computed with the snapshot as floor (collect = 1, range_outputs = 1); *snap_i is
+ * the snapshot's index in snaps or -1. full: also the slice from the trace start (plan). */
+int replay__plan(sbt_reader *r, const struct sbt_range *range, sbt_reader *snaps, int full,
+                 struct replay_plan *plan, struct sched_slice *slice, int64_t *snap_i);
+
 /* Built-in backends. replay__cuda_backend is defined by replay_cuda.c when that is built; the
  * engine tolerates its absence (weak reference). */
 extern const struct replay_backend replay__vk_backend;
 extern const struct replay_backend replay__cuda_backend __attribute__((weak));
+
+/* 1 if a range replay with backend bk runs op before the range whatever the slice says:
+ * replay_op_is_state's kinds that bk->state_op keeps. */
+int replay__is_state(const struct replay_backend *bk, const struct sbt_op *op);
 
 /* The backend for an API, or NULL. */
 const struct replay_backend *replay__backend_for_api(uint32_t api);

@@ -231,6 +231,8 @@ const struct replay_backend replay__vk_backend = {
     .exec = vk_exec,
     .drain = vkr_drain,
     .read = vk_read,
+    .write = vkr_mem_write,
+    .state_op = vkr_state_op,
     .reset = vk_reset,
     .close = vk_close,
 };

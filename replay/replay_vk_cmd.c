@@ -103,6 +103,28 @@ static int device_deps(struct vkbe *b, struct rq *q, const struct sched_node *n)
     return 0;
 }
 
+int vkr_slot_set(struct vkbe *b, uint64_t slot, uint8_t q, uint64_t value)
+{
+    if (slot >= b->n_slots) {
+        uint64_t n = b->n_slots ? b->n_slots : 4096;
+        while (n <= slot)
+            n *= 2;
+        uint8_t *sq = realloc(b->slot_q, n);
+        if (!sq)
+            return replay__fail(SBT_ENOMEM, "out of memory for %" PRIu64 " op slots", n);
+        b->slot_q = sq;
+        uint64_t *sv = realloc(b->slot_val, n * sizeof *sv);
+        if (!sv)
+            return replay__fail(SBT_ENOMEM, "out of memory for %" PRIu64 " op slots", n);
+        b->slot_val = sv;
+        memset(sq + b->n_slots, 0, n - b->n_slots);
+        b->n_slots = n;
+    }
+    b->slot_q[slot] = q;
+    b->slot_val[slot] = value;
+    return 0;
+}
+
 static struct bop *bop_add(struct vkbe *b, struct rq *q, uint64_t slot)
 {
     struct batch *x = q->open;
@@ -112,10 +134,8 @@ static struct bop *bop_add(struct vkbe *b, struct rq *q, uint64_t slot)
     memset(o, 0, sizeof *o);
     o->slot = slot;
     o->q0 = -1;
-    if (slot < b->n_slots) {
-        b->slot_q[slot] = (uint8_t)(q - b->q + 1);
-        b->slot_val[slot] = x->value;
-    }
+    if (vkr_slot_set(b, slot, (uint8_t)(q - b->q + 1), x->value) < 0)
+        return NULL;
     return o;
 }
 

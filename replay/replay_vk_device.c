@@ -576,14 +576,6 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     b->ts_mask = bits >= 64 ? UINT64_MAX : bits ? (1ull << bits) - 1 : 0;
     if (b->q[0].ts)
         vkr_timestamp_calibrate(b, &b->q[0]);
-    uint64_t n_ops = sbt_reader_info(r)->seq_end + 1;
-    b->n_slots = n_ops + 1;
-    b->slot_q = calloc(b->n_slots, 1);
-    b->slot_val = calloc(b->n_slots, sizeof *b->slot_val);
-    if (!b->slot_q || !b->slot_val) {
-        st = replay__fail(SBT_ENOMEM, "out of memory for %" PRIu64 " op slots", n_ops);
-        goto fail;
-    }
     free_chain(chain);
     devreq_free(&req);
     *out = b;

@@ -259,7 +259,8 @@ struct vkbe {
     struct rq q[MAX_QUEUES];
     uint32_t n_q;
     uint32_t families[MAX_QUEUES], n_families; /* distinct families in use */
-    /* where each executed op went: slot -> queue + 1 (0 = host, complete), timeline value */
+    /* where each executed op went: slot -> queue + 1 (0 = host, complete), timeline value;
+     * grown as slots come (the engine numbers the ops it executes from 1) */
     uint8_t *slot_q;
     uint64_t *slot_val;
     uint64_t n_slots;
@@ -369,8 +370,14 @@ int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi);
 /* Queue-side ops without commands: ordered through their edges, done with their batch. */
 int vkr_exec_queue_mark(struct vkbe *b, const struct replay_x *rx, int32_t qi);
 
+/* ---- replay_vk_cmd.c: slots -------------------------------------------------------------- */
+/* Records that slot's op went to queue q (index + 1) in the batch signalling value. */
+int vkr_slot_set(struct vkbe *b, uint64_t slot, uint8_t q, uint64_t value);
+
 /* ---- replay_vk_memory.c ----------------------------------------------------------------- */
 int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op);
+/* Backend write(): bytes into memory, through its mapping or a staging copy. */
+int vkr_mem_write(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src);
 void vkr_mem_destroy(struct vkbe *b, struct mem *m);
 void vkr_buf_destroy(struct vkbe *b, struct buf *x);
 /* Bytes [off, off+len) of captured memory m (checked by the caller), wherever they live:
@@ -382,6 +389,8 @@ void vkr_mem_copy_out(VkCommandBuffer cb, const struct mem *m, uint64_t off, uin
                       VkBuffer dst, uint64_t dst_off);
 int vkr_host_write(struct vkbe *b, const struct sbt_op *op);
 int vkr_host_read(struct vkbe *b, const struct replay_x *rx);
+/* Backend state_op(): the markers vkr_marker acts on (buffers, views, layouts, destroys). */
+int vkr_state_op(const struct sbt_op *op);
 /* A MARKER op: API state changes (buffers, views, layouts) applied in API order. */
 int vkr_marker(struct vkbe *b, const struct sbt_op *op);
 

@@ -105,7 +105,8 @@ struct staging *vkr_staging_get(struct vkbe *b, uint64_t need)
     s->size = size;
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               .size = size,
-                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                              .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT, /* reads, writes */
                               .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
                                                                : VK_SHARING_MODE_EXCLUSIVE,
                               .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,

@@ -326,6 +326,16 @@ struct sched_slice_opts {
     size_t sz;           /* = sizeof(struct sched_slice_opts); SCHED_SLICE_OPTS() */
     int collect;         /* 1: fill seqs with the slice's ops */
     uint32_t window_ops; /* ops read per backward step; 0 = 65536 */
+    /* A point where memory contents are known: a snapshot of the state before op floor
+     * (<= the range's first op). Ops before it join the slice only as the EVENT_RECORD /
+     * SIGNAL that a wait of the range needs (complete by then, but a replay's graph orders by
+     * them); what is still needed when the walk reaches floor is returned in needs: the bytes
+     * to restore. 0 = none (the walk goes to the trace start). */
+    uint64_t floor;
+    /* 1: kernels of the range read their write ranges as well. A replay that reads a kernel's
+     * outputs back reads its whole write ranges, bytes it left untouched included, so their
+     * earlier writers are needed to reproduce those outputs. */
+    int range_outputs;
 };
 #define SCHED_SLICE_OPTS(...) \
     ((struct sched_slice_opts){.sz = sizeof(struct sched_slice_opts), __VA_ARGS__})
@@ -339,10 +349,15 @@ struct sched_slice {
     uint64_t uninit_bytes; /* bytes read by range ∪ slice that nothing wrote before */
     uint64_t *seqs;        /* collect: slice ops in increasing seq order (malloc'd) */
     uint64_t n_seqs;
+    /* floor: the bytes still needed there (read by range ∪ slice, not written by an op of the
+     * slice after floor): mode SBT_ACCESS_READ, sorted by resource then offset, disjoint
+     * (malloc'd); need_bytes is their sum */
+    struct sbt_access *needs;
+    uint64_t n_needs, need_bytes;
 };
 int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
                         const struct sched_slice_opts *opts, struct sched_slice *out);
-void sched_slice_free(struct sched_slice *s); /* frees seqs; NULL accepted */
+void sched_slice_free(struct sched_slice *s); /* frees seqs and needs; NULL accepted */
 
 /* ========================================================================================== */
 /* Graphviz DOT                                                                               */

@@ -23,6 +23,7 @@
  * end; memory one window of ops plus the need intervals.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scheduler/sched_int.h"
@@ -32,6 +33,7 @@
 struct nres {
     struct sched__iset need;
     int touched;
+    uint64_t id;
 };
 
 struct pend { /* pending signal needs of one object: values waited for */
@@ -42,7 +44,9 @@ struct pend { /* pending signal needs of one object: values waited for */
 struct slicer {
     const struct sbt_range *range;
     struct sched_slice *out;
-    int collect;
+    int collect, range_outputs;
+    uint64_t floor;
+    int at_floor; /* the needs at floor were taken */
     uint64_t seq_cap;
     struct sched__map res_ix; /* resource -> index in res */
     struct nres *res;
@@ -83,6 +87,7 @@ static struct nres *nres_get(struct slicer *s, uint64_t id, int create)
     *ix = s->n_res;
     struct nres *r = &s->res[s->n_res++];
     memset(r, 0, sizeof *r);
+    r->id = id;
     return r;
 }
 
@@ -125,9 +130,73 @@ static int take_signal(struct slicer *s, const struct sbt_op *op)
     return hit;
 }
 
+static int cmp_need(const void *a, const void *b)
+{
+    const struct sbt_access *x = a, *y = b;
+    if (x->resource != y->resource)
+        return x->resource < y->resource ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The walk reached the floor: what is still needed is what a snapshot there must provide. */
+static int take_needs(struct slicer *s)
+{
+    struct sched_slice *o = s->out;
+    s->at_floor = 1;
+    uint64_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < s->n_res; i++)
+        n += s->res[i].need.n;
+    if (!n)
+        return 0;
+    int st = sched__grow64((void **)&o->needs, sizeof *o->needs, &cap, n);
+    if (st)
+        return st;
+    for (uint32_t i = 0; i < s->n_res; i++) {
+        const struct nres *r = &s->res[i];
+        for (uint32_t k = 0; k < r->need.n; k++) {
+            const struct sched__ival *v = &r->need.v[k];
+            o->needs[o->n_needs++] = (struct sbt_access){r->id, v->b, v->e - v->b, SBT_ACCESS_READ};
+            o->need_bytes += v->e - v->b;
+        }
+    }
+    qsort(o->needs, o->n_needs, sizeof *o->needs, cmp_need);
+    return 0;
+}
+
+/* Below the floor: only the EVENT_RECORD / SIGNAL that waits of the range need. */
+static int process_below(struct slicer *s, const struct sbt_op *x)
+{
+    uint64_t up = upload_bytes(x);
+    s->cum_ops++;
+    s->cum_up += up;
+    int inc = 0;
+    if (x->kind == SBT_OP_EVENT_RECORD && sched__map_get(&s->events, x->obj)) {
+        sched__map_del(&s->events, x->obj);
+        inc = 1;
+    } else if (x->kind == SBT_OP_SIGNAL) {
+        inc = take_signal(s, x);
+    }
+    if (!inc)
+        return 0;
+    struct sched_slice *o = s->out;
+    o->slice_ops++;
+    o->slice_upload_bytes += up;
+    if (s->collect) {
+        int st = sched__grow64((void **)&o->seqs, sizeof *o->seqs, &s->seq_cap, o->n_seqs + 1);
+        if (st)
+            return st;
+        o->seqs[o->n_seqs++] = x->seq;
+    }
+    return 0;
+}
+
 static int process(struct slicer *s, const struct sbt_op *x)
 {
     int in = sched_range_contains(s->range, x);
+    if (!in && s->floor && x->seq < s->floor) {
+        int st = s->at_floor ? 0 : take_needs(s);
+        return st ? st : process_below(s, x);
+    }
     uint64_t up = upload_bytes(x);
     s->cum_ops++;
     s->cum_up += up;
@@ -188,7 +257,9 @@ static int process(struct slicer *s, const struct sbt_op *x)
                 if (!r)
                     return sched__fail(SBT_ENOMEM, "out of memory in the slice");
                 r->touched = 1;
-                if (!(a->mode & m) || !a->len)
+                int as_read = pass && in && s->range_outputs && x->kind == SBT_OP_KERNEL &&
+                              (a->mode & SBT_ACCESS_WRITE);
+                if ((!(a->mode & m) && !as_read) || !a->len)
                     continue;
                 /* a kernel may write any part of its write ranges (FORMAT.md, accesses): its
                  * writes satisfy no need, earlier writers of the bytes stay needed */
@@ -259,7 +330,11 @@ int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
         memcpy(&o, opts, n);
     }
     uint32_t w = o.window_ops ? o.window_ops : 65536;
-    struct slicer s = {.range = range, .out = out, .collect = o.collect};
+    struct slicer s = {.range = range,
+                       .out = out,
+                       .collect = o.collect,
+                       .floor = o.floor,
+                       .range_outputs = o.range_outputs};
     uint64_t lo, hi;
     sched_range_bounds(r, range, &lo, &hi);
     const struct sbt_info *in = sbt_reader_info(r);
@@ -301,6 +376,8 @@ int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
         total += n;
         end = beg;
     }
+    if (!st && s.floor && !s.at_floor) /* the trace starts at or after the floor */
+        st = take_needs(&s);
     if (!st) {
         out->before_ops = out->range_first == NONE ? total : total - s.at_first_ops;
         out->before_upload_bytes = out->range_first == NONE ? s.cum_up : s.cum_up - s.at_first_up;
@@ -334,4 +411,7 @@ void sched_slice_free(struct sched_slice *s)
     sched__free(s->seqs);
     s->seqs = NULL;
     s->n_seqs = 0;
+    sched__free(s->needs);
+    s->needs = NULL;
+    s->n_needs = s->need_bytes = 0;
 }
