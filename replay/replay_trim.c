@@ -381,12 +381,20 @@ int replay_trim(sbt_reader *r, const struct sbt_range *range, sbt_reader *snapsh
     struct replay_trim_opts o = {0};
     memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
     char why[512] = "";
+    uint32_t nd;
+    const struct sbt_device *dv = sbt_reader_devices(r, &nd);
+    if (!o.no_device && !o.backend_impl && !o.backend &&
+        (!nd || !replay__backend_for_api(dv[0].api))) {
+        o.no_device = 1; /* a synthetic or imported trace: nothing to replay it on */
+        snprintf(why, sizeof why, "a %s trace has no device to replay on",
+                 sbt_api_name(nd ? dv[0].api : SBT_API_NONE));
+    }
     if (!o.no_device) {
         int st = attempt(r, range, snapshots, out_path, &o, REPLAY_TRIM_DEVICE, res);
         if (st <= 0)
             return st;
         snprintf(why, sizeof why, "%s", res->why);
-    } else {
+    } else if (!why[0]) {
         snprintf(why, sizeof why, "--no-device");
     }
     struct replay_plan plan;

@@ -64,8 +64,8 @@ Test(cli, help_everywhere)
 {
     cr_assert(eq(int, run("--help"), 0));
     cr_assert(strstr(out, "Exit codes") != NULL);
-    static const char *cmds[] = {"info",   "view",   "validate", "gen",
-                                 "import", "replay", "analyze",  "export"};
+    static const char *cmds[] = {"info",   "view",    "validate", "gen", "import",
+                                 "replay", "analyze", "export",   "trim"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cr_assert(eq(int, run("%s --help", cmds[i]), 0), "%s --help: %s", cmds[i], out);
         cr_assert(strstr(out, "usage: reprise") != NULL, "%s --help: %s", cmds[i], out);
@@ -158,4 +158,65 @@ Test(cli, tracesmith_named_and_imported)
     cr_assert(strstr(out, "gemm grid 128x1x1 block 256x1x1") != NULL, "%s", out);
     cr_assert(eq(int, run("import conv.sbt -o again.sbt"), 3), "%s", out);
     cr_assert(strstr(out, "not a TraceSmith SBT file") != NULL, "%s", out);
+}
+
+/* ========================================================================================== */
+/* trim, and sidecars of snapshots                                                            */
+/* ========================================================================================== */
+
+Test(cli, trim_without_a_device_keeps_the_slice)
+{
+    cr_assert(eq(int, run("gen -o t.sbt --ops 5000 --seed 3"), 0), "%s", out);
+    cr_assert(eq(int, run("trim t.sbt -o s.sbt"), 2), "%s", out);
+    cr_assert(strstr(out, "give the range") != NULL, "%s", out);
+    cr_assert(eq(int, run("trim t.sbt --ops 2500:2550"), 2), "%s", out);
+    cr_assert(strstr(out, "-o SMALL.sbt is required") != NULL, "%s", out);
+    cr_assert(eq(int, run("trim t.sbt --ops 2500:2550 -o t.sbt"), 2), "%s", out);
+    cr_assert(eq(int, run("trim t.sbt --ops 2500:2550 -o s.sbt --chunk 3"), 2), "%s", out);
+    cr_assert(eq(int, run("trim t.sbt --ops 9000:9100 -o s.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "the range selects no op") != NULL, "%s", out);
+    /* a synthetic trace has no device: the slice's ops are kept, and it says so */
+    cr_assert(eq(int, run("trim t.sbt --ops 2500:2550 -o s.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "no device (a synthetic trace has no device to replay on) and no "
+                          "snapshot, so the slice's") != NULL,
+              "%s", out);
+    cr_assert(strstr(out, "kept        50 ops of the range") != NULL, "%s", out);
+    /* it keeps the original numbers: ops 2500..2549 are there, and replayable (dry run) */
+    cr_assert(eq(int, run("view s.sbt --ops 2500:2501 --limit 1"), 0), "%s", out);
+    cr_assert(strstr(out, "      2500 ") != NULL, "%s", out);
+    cr_assert(eq(int, run("info s.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "(seq 0..2549)") != NULL, "%s", out);
+    cr_assert(eq(int, run("validate s.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "ops skip seq") != NULL, "%s", out);
+    cr_assert(eq(int, run("replay s.sbt"), 0), "%s", out);
+    cr_assert(strstr(out, "result      replayable") != NULL, "%s", out);
+}
+
+Test(cli, a_bad_sidecar_exits_3_naming_it)
+{
+    cr_assert(eq(int, run("gen -o t.sbt --ops 3000 --seed 3"), 0), "%s", out);
+    /* none: the dry run says the slice runs from the start */
+    cr_assert(eq(int, run("replay t.sbt --ops 1500:1550"), 0), "%s", out);
+    cr_assert(strstr(out, "restore     none (no sidecar of snapshots)") != NULL, "%s", out);
+    /* the default sidecar is found by itself: garbage, another trace, named with --snapshots */
+    cr_assert(eq(int, run("gen -o t.snap.sbt --ops 10 --seed 4"), 0), "%s", out);
+    cr_assert(eq(int, run("replay t.sbt --ops 1500:1550"), 3), "%s", out);
+    cr_assert(strstr(out, "t.snap.sbt: not a sidecar of snapshots") != NULL, "%s", out);
+    cr_assert(eq(int, run("trim t.sbt --ops 1500:1550 -o s.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "t.snap.sbt: not a sidecar of snapshots") != NULL, "%s", out);
+    cr_assert(eq(int, run("replay t.sbt --ops 1500:1550 --no-snapshots"), 0), "%s", out);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "printf 'garbage!' > %s/t.snap.sbt", tmpdir);
+    cr_assert(eq(int, system(cmd), 0));
+    cr_assert(eq(int, run("replay t.sbt --ops 1500:1550"), 3), "%s", out);
+    cr_assert(strstr(out, "t.snap.sbt: not an SBT trace: offset 0: bad magic") != NULL, "%s", out);
+    cr_assert(eq(int, run("replay t.sbt --ops 1500:1550 --snapshots missing.sbt"), 3), "%s", out);
+    cr_assert(strstr(out, "cannot open missing.sbt") != NULL, "%s", out);
+    /* snapshots are written by a full replay of the whole trace */
+    cr_assert(eq(int, run("replay t.sbt --snapshot-every 100"), 2), "%s", out);
+    cr_assert(strstr(out, "need --mode full") != NULL, "%s", out);
+    cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-every 100 --ops 1:5"), 2), "%s",
+              out);
+    cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-every often"), 2), "%s", out);
+    cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-at 5,x"), 2), "%s", out);
 }

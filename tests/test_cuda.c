@@ -1269,6 +1269,114 @@ Test(decode, program_images_must_end_inside_their_blob)
     cr_assert(eq(sz, sbt_cuda_image_size_in(FAKE_IMAGE, sizeof FAKE_IMAGE - 1, &kind), 0));
     uint8_t wrapper[16] = {0xB1, 0x43, 0x62, 0x46, 1}; /* __fatBinC_Wrapper_t: holds a pointer */
     cr_assert(eq(sz, sbt_cuda_image_size_in(wrapper, sizeof wrapper, &kind), 0));
+
+/* ========================================================================================== */
+/* Snapshots on the fake driver: the CUDA backend's write() restores them                     */
+/* ========================================================================================== */
+
+struct digests {
+    uint64_t n;
+    sbt_hash dig[4096];
+    uint8_t has[4096];
+};
+
+static void keep_digest(void *ctx, const struct replay_op *op)
+{
+    struct digests *d = ctx;
+    if (op->seq < 4096 && op->has_digest) {
+        d->dig[op->seq] = op->digest;
+        d->has[op->seq] = 1;
+        d->n++;
+    }
+}
+
+Test(replay, range_from_a_snapshot_and_trim)
+{
+    paths();
+    need_replay();
+    const char *trace = tpath("cuda_snap.sbt"), *snaps = tpath("cuda_snap.snap.sbt");
+    char *out;
+    cr_assert(eq(int, run_prog("prog_saxpy", "", trace, NULL, &out), 0));
+    free(out);
+    setenv("REPRISE_CUDA_DRIVER", fake, 1);
+    setenv("FAKE_CUDA_BASE", "7d0000000000", 1);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
+    uint64_t n = sbt_reader_info(r)->seq_end;
+    cr_assert(n < 4096);
+    static struct digests full, part, alone;
+    memset(&full, 0, sizeof full);
+    struct replay_result res;
+    cr_assert(
+        eq(int,
+           replay_run(r,
+                      &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP,
+                                   .backend_impl = &replay__cuda_backend, .snapshot_every_ops = 2,
+                                   .snapshot_out = snaps, .on_op = keep_digest, .ctx = &full),
+                      &res),
+           0),
+        "%s", replay_errmsg());
+    cr_assert(eq(u64, res.n_mismatch, 0));
+    cr_assert(gt(u64, res.n_snapshots, 2));
+    replay_result_free(&res);
+    sbt_reader *sc;
+    cr_assert(eq(int, replay_snapshots_open(r, snaps, &sc), 0), "%s", replay_errmsg());
+    /* the second half, from the latest snapshot before it */
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = n / 2, .seq_end = n};
+    memset(&part, 0, sizeof part);
+    cr_assert(eq(int,
+                 replay_run(r,
+                            &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP,
+                                         .backend_impl = &replay__cuda_backend, .range = &rg,
+                                         .snapshots = sc, .on_op = keep_digest, .ctx = &part),
+                            &res),
+                 0),
+              "%s", replay_errmsg());
+    cr_assert(eq(u64, res.n_errors, 0), "%s", res.first_error_msg);
+    cr_assert(res.restore_seq != UINT64_MAX && res.restore_seq <= n / 2, "restored at %llu",
+              (unsigned long long)res.restore_seq);
+    cr_assert(gt(u64, res.restore_bytes, 0));
+    cr_assert(gt(u64, res.n_compared, 0), "the capture's read-backs in the range");
+    cr_assert(eq(u64, res.n_mismatch, 0), "first mismatch at op %llu",
+              (unsigned long long)res.first_mismatch);
+    uint64_t compared = 0;
+    for (uint64_t q = n / 2; q < n; q++)
+        if (full.has[q]) {
+            cr_assert(part.has[q] && sbt_hash_eq(part.dig[q], full.dig[q]),
+                      "op %llu differs from the full replay", (unsigned long long)q);
+            compared++;
+        }
+    cr_assert(gt(u64, compared, 0));
+    replay_result_free(&res);
+    /* trim on the fake device; the trimmed trace replays on its own */
+    struct replay_trim_result tr;
+    cr_assert(eq(int,
+                 replay_trim(r, &rg, sc, tpath("cuda_small.sbt"),
+                             &REPLAY_TRIM_OPTS(.backend_impl = &replay__cuda_backend), &tr),
+                 0),
+              "%s", replay_errmsg());
+    cr_assert(eq(u32, tr.mode, REPLAY_TRIM_DEVICE));
+    sbt_reader *t;
+    cr_assert(eq(int, sbt_reader_open(tpath("cuda_small.sbt"), NULL, &t), 0), "%s", sbt_errmsg());
+    memset(&alone, 0, sizeof alone);
+    cr_assert(eq(int,
+                 replay_run(t,
+                            &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP,
+                                         .backend_impl = &replay__cuda_backend,
+                                         .on_op = keep_digest, .ctx = &alone),
+                            &res),
+                 0),
+              "%s", replay_errmsg());
+    cr_assert(eq(u64, res.n_errors, 0), "%s", res.first_error_msg);
+    cr_assert(eq(u64, res.n_mismatch, 0));
+    for (uint64_t q = n / 2; q < n; q++)
+        if (full.has[q])
+            cr_assert(alone.has[q] && sbt_hash_eq(alone.dig[q], full.dig[q]),
+                      "op %llu of the trimmed trace differs", (unsigned long long)q);
+    replay_result_free(&res);
+    sbt_reader_close(t);
+    sbt_reader_close(sc);
+    sbt_reader_close(r);
 }
 
 /* ========================================================================================== */

@@ -824,12 +824,12 @@ Test(version, newer_reader_required)
     write_trace(tpath("v.sbt"), 10, 64, 3, 1);
     size_t len;
     uint8_t *b = slurp(tpath("v.sbt"), &len);
-    patch_header(b, 10, 2, 2); /* min_reader_version = 2 */
+    patch_header(b, 10, 3, 2); /* min_reader_version = 3 */
     spit(tpath("v2.sbt"), b, len);
     sbt_reader *r;
     cr_assert(eq(int, sbt_reader_open(tpath("v2.sbt"), NULL, &r), SBT_EVERSION));
     cr_assert(r == NULL);
-    cr_assert(strstr(sbt_errmsg(), "needs a reader of version 2") != NULL, "%s", sbt_errmsg());
+    cr_assert(strstr(sbt_errmsg(), "needs a reader of version 3") != NULL, "%s", sbt_errmsg());
     patch_header(b, 10, 1, 2);
     patch_header(b, 12, 0x20, 4); /* an unknown required feature */
     spit(tpath("v3.sbt"), b, len);
@@ -900,6 +900,208 @@ Test(version, tracesmith_recognised_and_imported)
 }
 
 /* ========================================================================================== */
+/* States (FORMAT.md 5a) and seq gaps                                                         */
+/* ========================================================================================== */
+
+TestSuite(state, .init = make_tmp, .fini = rm_tmp);
+
+/* A trace with ops 0..9, then 100..109 (a gap), and two states whose chunks are blobs: resource
+ * 5 (10 bytes in chunks of 4: 3 chunks, all stored) and resource 9 (8 bytes, only chunk 1). */
+static void write_states(const char *path, uint32_t features)
+{
+    sbt_writer *w;
+    cr_assert(eq(int,
+                 sbt_writer_open(
+                     path, &SBT_WRITER_OPTS(.chunk_ops = 4, .required_features = features), &w),
+                 SBT_OK),
+              "%s", sbt_errmsg());
+    uint32_t dev, strm;
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &dev), SBT_OK));
+    struct sbt_stream st = {.device = dev, .kind = SBT_STREAM_QUEUE};
+    cr_assert(eq(int, sbt_writer_add_stream(w, &st, &strm), SBT_OK));
+    static const char a[10] = "0123456789", b[8] = "abcdefgh";
+    sbt_hash h[4];
+    cr_assert(eq(int, sbt_writer_blob(w, a, 4, &h[0]), SBT_OK));
+    cr_assert(eq(int, sbt_writer_blob(w, a + 4, 4, &h[1]), SBT_OK));
+    cr_assert(eq(int, sbt_writer_blob(w, a + 8, 2, &h[2]), SBT_OK));
+    cr_assert(eq(int, sbt_writer_blob(w, b + 4, 4, &h[3]), SBT_OK));
+    cr_assert(sbt_writer_has_blob(w, &h[3]));
+    for (uint64_t i = 0; i < 20; i++) {
+        if (i == 10) { /* the second half keeps the numbers of a longer source */
+            cr_assert(eq(int, sbt_writer_set_next_seq(w, 100), SBT_OK));
+            cr_assert(eq(int, sbt_writer_set_next_seq(w, 99), SBT_EINVAL), "seqs only increase");
+            uint64_t idx5[3] = {0, 1, 2}, idx9[1] = {1};
+            struct sbt_state_alloc al[2] = {{5, 10, 4, 3, idx5, h}, {9, 8, 4, 1, idx9, &h[3]}};
+            struct sbt_state s = {.seq = 100, .time = 5000, .n_alloc = 2, .alloc = al};
+            cr_assert(eq(int, sbt_writer_add_state(w, &s), SBT_OK), "%s", sbt_errmsg());
+            struct sbt_state early = {.seq = 50, .time = 1};
+            cr_assert(eq(int, sbt_writer_add_state(w, &early), SBT_EINVAL), "states increase");
+        }
+        struct sbt_op op = {.kind = SBT_OP_MARKER,
+                            .stream = strm,
+                            .host_begin = 1000 * i,
+                            .host_end = 1000 * i + 10};
+        uint64_t seq;
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, &seq), SBT_OK));
+        cr_assert(eq(u64, seq, i < 10 ? i : 90 + i));
+    }
+    uint64_t idx0[1] = {0};
+    struct sbt_state_alloc al = {5, 10, 4, 1, idx0, h};
+    struct sbt_state s2 = {.seq = 105, .time = 6000, .n_alloc = 1, .alloc = &al};
+    cr_assert(eq(int, sbt_writer_add_state(w, &s2), SBT_OK), "%s", sbt_errmsg());
+    cr_assert(eq(int, sbt_writer_close(w), SBT_OK), "%s", sbt_errmsg());
+}
+
+Test(state, round_trip_with_seq_gaps)
+{
+    write_states(tpath("s.sbt"), SBT_FEATURE_INITIAL_STATE);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(tpath("s.sbt"), NULL, &r), SBT_OK), "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(eq(u64, in->n_ops, 20));
+    cr_assert(eq(u64, in->seq_first, 0));
+    cr_assert(eq(u64, in->seq_end, 110));
+    cr_assert(eq(u32, in->required_features, SBT_FEATURE_INITIAL_STATE));
+    cr_assert(eq(u64, in->n_states, 2));
+    /* ops keep their numbers; a seek into the gap lands on the op after it */
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    uint64_t n = 0;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &c), SBT_OK));
+    while (sbt_cursor_next(c, &op) == 1) {
+        cr_assert(eq(u64, op->seq, n < 10 ? n : 90 + n));
+        n++;
+    }
+    sbt_cursor_close(c);
+    cr_assert(eq(u64, n, 20));
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 50, .seq_end = 102};
+    cr_assert(eq(int, sbt_cursor_open(r, &rg, &c), SBT_OK));
+    cr_assert(eq(int, sbt_cursor_next(c, &op), 1));
+    cr_assert(eq(u64, op->seq, 100));
+    sbt_cursor_close(c);
+    /* states: found by seq, decoded whole */
+    uint64_t seq, t;
+    cr_assert(eq(int, sbt_reader_state_at(r, 1, &seq, &t), SBT_OK));
+    cr_assert(eq(u64, seq, 105));
+    cr_assert(eq(u64, t, 6000));
+    cr_assert(eq(i64, sbt_reader_state_find(r, 99), -1));
+    cr_assert(eq(i64, sbt_reader_state_find(r, 104), 0));
+    cr_assert(eq(i64, sbt_reader_state_find(r, 1000), 1));
+    struct sbt_state *s;
+    cr_assert(eq(int, sbt_reader_state(r, 0, &s), SBT_OK), "%s", sbt_errmsg());
+    cr_assert(eq(u64, s->seq, 100));
+    cr_assert(eq(u64, s->time, 5000));
+    cr_assert(eq(u32, s->n_alloc, 2));
+    cr_assert(eq(u64, s->alloc[0].resource, 5));
+    cr_assert(eq(u64, s->alloc[0].n_present, 3));
+    cr_assert(eq(u64, s->alloc[1].resource, 9));
+    cr_assert(eq(u64, s->alloc[1].n_present, 1));
+    cr_assert(eq(u64, s->alloc[1].index[0], 1));
+    void *data;
+    size_t len;
+    cr_assert(eq(int, sbt_reader_blob(r, &s->alloc[0].hash[2], &data, &len), SBT_OK));
+    cr_assert(len == 2 && !memcmp(data, "89", 2));
+    free(data);
+    cr_assert(eq(int, sbt_reader_blob(r, &s->alloc[1].hash[0], &data, &len), SBT_OK));
+    cr_assert(len == 4 && !memcmp(data, "efgh", 4));
+    free(data);
+    sbt_state_free(s);
+    cr_assert(eq(int, sbt_reader_state(r, 2, &s), SBT_EINVAL));
+    cr_assert(eq(int, sbt_reader_validate(r, NULL, NULL), 0), "gaps and states are valid");
+    sbt_reader_close(r);
+}
+
+Test(state, writer_checks_what_a_state_names)
+{
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(tpath("w.sbt"), NULL, &w), SBT_OK));
+    sbt_hash h, other = {1, 2};
+    cr_assert(eq(int, sbt_writer_blob(w, "abcd", 4, &h), SBT_OK));
+    uint64_t idx[2] = {0, 1};
+    sbt_hash hh[2] = {h, h};
+    struct sbt_state_alloc al[2] = {{7, 8, 4, 2, idx, hh}, {3, 4, 4, 1, idx, hh}};
+    struct sbt_state s = {.seq = 1, .n_alloc = 2, .alloc = al};
+    cr_assert(eq(int, sbt_writer_add_state(w, &s), SBT_EINVAL), "resources must increase");
+    cr_assert(strstr(sbt_errmsg(), "must increase") != NULL, "%s", sbt_errmsg());
+    al[1].resource = 9;
+    al[1].hash = &other;
+    cr_assert(eq(int, sbt_writer_add_state(w, &s), SBT_EINVAL), "a blob that was not written");
+    cr_assert(strstr(sbt_errmsg(), "was not written") != NULL, "%s", sbt_errmsg());
+    al[1].hash = hh;
+    idx[1] = 5;
+    cr_assert(eq(int, sbt_writer_add_state(w, &s), SBT_EINVAL), "chunk past the allocation");
+    cr_assert(strstr(sbt_errmsg(), "past its 2 chunks") != NULL, "%s", sbt_errmsg());
+    sbt_writer_abandon(w);
+    cr_assert(eq(int,
+                 sbt_writer_open(tpath("w.sbt"), &SBT_WRITER_OPTS(.required_features = 0x80), &w),
+                 SBT_EINVAL),
+              "unknown feature");
+}
+
+Test(state, corrupt_state_record_names_chunk_and_resource)
+{
+    write_states(tpath("s.sbt"), 0);
+    /* rewrite with stored (uncompressed) chunks so the record's bytes can be found */
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(tpath("s.sbt"), NULL, &r), SBT_OK));
+    uint64_t nc;
+    const struct sbt_chunk_info *ci = sbt_reader_chunks(r, &nc);
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < nc && !off; i++)
+        if (ci[i].content & SBT_CHUNK_STATE)
+            off = ci[i].offset;
+    cr_assert(off != 0, "no state chunk among %llu", (unsigned long long)nc);
+    sbt_reader_close(r);
+    size_t len;
+    uint8_t *b = slurp(tpath("s.sbt"), &len);
+    /* the STATE chunk payload: type 12, length, seq 100 (0x64), time 5000 (0x88 0x27), flags 0,
+     * n_alloc 2, resource 5, size 10, chunk 4, 3 present... make resource 9 come before 5 */
+    uint8_t *p = b + off + 56;
+    cr_assert(eq(u8, p[0], 12), "a STATE record");
+    cr_assert(eq(u8, p[2], 100));
+    cr_assert(eq(u8, p[7], 5), "resource 5 is first");
+    p[7] = 11; /* now 11 comes before 9: unsorted */
+    uint32_t pc = sbt_crc32c(0, b + off + 56, (size_t)(b[off + 8] | b[off + 9] << 8));
+    for (int i = 0; i < 4; i++)
+        b[off + 28 + i] = (uint8_t)(pc >> (8 * i));
+    uint32_t hc = sbt_crc32c(0, b + off, 52);
+    for (int i = 0; i < 4; i++)
+        b[off + 52 + i] = (uint8_t)(hc >> (8 * i));
+    spit(tpath("bad.sbt"), b, len);
+    free(b);
+    cr_assert(eq(int, sbt_reader_open(tpath("bad.sbt"), NULL, &r), SBT_OK), "%s", sbt_errmsg());
+    struct sbt_state *s;
+    cr_assert(eq(int, sbt_reader_state(r, 0, &s), SBT_ECORRUPT));
+    char want[128];
+    snprintf(want, sizeof want,
+             "chunk at offset %llu: state at op 100: resource 9 after resource 11",
+             (unsigned long long)off);
+    cr_assert(strstr(sbt_errmsg(), want) != NULL, "%s", sbt_errmsg());
+    cr_assert(gt(int, sbt_reader_validate(r, NULL, NULL), 0));
+    sbt_reader_close(r);
+}
+
+Test(state, fingerprint_tells_files_apart)
+{
+    write_trace(tpath("a.sbt"), 500, 64, 1, 1);
+    write_trace(tpath("b.sbt"), 501, 64, 1, 1);
+    sbt_reader *a, *a2, *b;
+    cr_assert(eq(int, sbt_reader_open(tpath("a.sbt"), NULL, &a), SBT_OK));
+    cr_assert(
+        eq(int, sbt_reader_open(tpath("a.sbt"), &SBT_OPEN_OPTS(.force_scan = 1), &a2), SBT_OK));
+    cr_assert(eq(int, sbt_reader_open(tpath("b.sbt"), NULL, &b), SBT_OK));
+    cr_assert(sbt_hash_eq(sbt_reader_fingerprint(a), sbt_reader_fingerprint(a2)),
+              "footer or scan: the same file");
+    cr_assert(sbt_hash_eq(sbt_reader_fingerprint(a), sbt_reader_fingerprint(b)) == 0,
+              "another file");
+    cr_assert(eq(str, (char *)sbt_reader_path(a), tpath("a.sbt")));
+    sbt_reader_close(a);
+    sbt_reader_close(a2);
+    sbt_reader_close(b);
+}
+
+/* ========================================================================================== */
 /* Golden files: good/ must read, bad/ must fail with the message in NAME.expect             */
 /* ========================================================================================== */
 
@@ -927,6 +1129,11 @@ static void good_one(const char *path, const char *name)
     sbt_reader *r;
     cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s: %s", name, sbt_errmsg());
     cr_assert(sbt_reader_info(r)->n_ops > 0, "%s", name);
+    for (uint64_t i = 0; i < sbt_reader_info(r)->n_states; i++) {
+        struct sbt_state *s;
+        cr_assert(eq(int, sbt_reader_state(r, i, &s), SBT_OK), "%s: %s", name, sbt_errmsg());
+        sbt_state_free(s);
+    }
     int problems = sbt_reader_validate(r, NULL, NULL);
     cr_assert(problems >= 0);
     /* no-footer goldens are recovered traces: their only problem is the torn tail */
@@ -955,8 +1162,13 @@ static void bad_one(const char *path, const char *name)
         while ((s2 = sbt_cursor_next(c, &op)) == 1)
             ;
         sbt_cursor_close(c);
+        for (uint64_t i = 0; s2 == 0 && i < sbt_reader_info(r)->n_states; i++) {
+            struct sbt_state *s; /* ... or when the states are decoded */
+            s2 = sbt_reader_state(r, i, &s);
+            sbt_state_free(s);
+        }
         sbt_reader_close(r);
-        cr_assert(s2 < 0, "%s: reading every op should fail", name);
+        cr_assert(s2 < 0, "%s: reading every op and state should fail", name);
         st = s2;
     }
     cr_assert(st < 0, "%s must not read", name);

@@ -143,6 +143,12 @@ static int fake_read(void *be, uint64_t res, uint64_t off, uint64_t len, void *d
     return 0;
 }
 
+static int fake_write(void *be, uint64_t res, uint64_t off, uint64_t len, const void *src)
+{
+    memcpy(fake_bytes(be, res, off + len) + off, src, len);
+    return 0;
+}
+
 static void fake_reset(void *be)
 {
     struct fake *f = be;
@@ -172,6 +178,7 @@ static const struct replay_backend fake_backend = {
     .exec = fake_exec,
     .drain = fake_drain,
     .read = fake_read,
+    .write = fake_write,
     .reset = fake_reset,
     .close = fake_close,
 };
@@ -319,6 +326,333 @@ Test(engine, range_outputs_equal_those_of_the_full_replay)
     replay_result_free(&res);
     coll_free(&full);
     coll_free(&part);
+    sbt_reader_close(r);
+}
+
+/* ---- snapshots, restores, trim ------------------------------------------------------------ */
+
+static char *tmp_path(const char *name)
+{
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof p[k], "%s/%s", tmpdir, name);
+    return p[k];
+}
+
+/* Two allocations and three kernels (the fake backend writes what a hash of the inputs says):
+ *   0 ALLOC 1 (256 KiB: 4 chunks)   1 ALLOC 2 (64 KiB)
+ *   2 KERNEL reads 2, writes chunk 0 of 1          3 marker (snapshot A)
+ *   4 KERNEL reads chunk 0 of 1, writes chunk 1    5 marker (snapshot B)
+ *   6 KERNEL reads chunk 1 of 1, writes 2 */
+static void write_chain(const char *path)
+{
+    sbt_writer *w;
+    cr_assert_eq(sbt_writer_open(path, NULL, &w), 0);
+    uint32_t dev, st, kn;
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    cr_assert_eq(sbt_writer_add_device(w, &d, &dev), 0);
+    struct sbt_stream sm = {.device = dev, .kind = SBT_STREAM_QUEUE};
+    cr_assert_eq(sbt_writer_add_stream(w, &sm, &st), 0);
+    cr_assert_eq(sbt_writer_intern(w, "step", &kn), 0);
+    const uint64_t K = 64 << 10;
+    struct sbt_access acc[3][2] = {{{2, 0, K, SBT_ACCESS_READ}, {1, 0, K, SBT_ACCESS_WRITE}},
+                                   {{1, 0, K, SBT_ACCESS_READ}, {1, K, K, SBT_ACCESS_WRITE}},
+                                   {{1, K, K, SBT_ACCESS_READ}, {2, 0, K, SBT_ACCESS_WRITE}}};
+    for (int i = 0; i < 7; i++) {
+        struct sbt_op op = {.stream = st, .name = kn, .host_begin = 10 * i, .host_end = 10 * i + 5};
+        if (i < 2) {
+            op.kind = SBT_OP_ALLOC;
+            op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES;
+            op.resource = 1 + i;
+            op.bytes = i ? K : 4 * K;
+        } else if (i % 2) {
+            op.kind = SBT_OP_MARKER;
+        } else {
+            op.kind = SBT_OP_KERNEL;
+            op.n_access = 2;
+            op.access = acc[i / 2 - 1];
+        }
+        cr_assert_eq(sbt_writer_add_op(w, &op, NULL), 0, "%s", sbt_errmsg());
+    }
+    cr_assert_eq(sbt_writer_close(w), 0);
+}
+
+Test(engine, snapshots_store_only_what_changed)
+{
+    write_chain(tmp_path("c.sbt"));
+    sbt_reader *r;
+    cr_assert_eq(sbt_reader_open(tmp_path("c.sbt"), NULL, &r), 0);
+    static const uint64_t at[2] = {3, 5};
+    struct replay_result res;
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .snapshot_at = at,
+                                         .n_snapshot_at = 2, .snapshot_out = tmp_path("c.snap")),
+                            &res),
+                 0, "%s", replay_errmsg());
+    const uint64_t K = 64 << 10;
+    cr_expect_eq(res.n_snapshots, 2);
+    /* A reads everything; B only the chunk kernel 4 wrote */
+    cr_expect_eq(res.snapshot_read_bytes, 5 * K + K);
+    /* blobs: a zero chunk (three of 1, all of 2), chunk 0 of 1 after A, chunk 1 after B */
+    cr_expect_eq(res.snapshot_new_bytes, 3 * K);
+    replay_result_free(&res);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("c.snap"), &sc), 0, "%s", replay_errmsg());
+    cr_expect_eq(sbt_reader_info(sc)->n_blobs, 3);
+    struct sbt_state *a, *b;
+    cr_assert_eq(sbt_reader_state(sc, 0, &a), 0);
+    cr_assert_eq(sbt_reader_state(sc, 1, &b), 0);
+    cr_expect_eq(a->seq, 3);
+    cr_expect_eq(b->seq, 5);
+    cr_assert_eq(a->n_alloc, 2);
+    cr_assert_eq(b->n_alloc, 2);
+    for (uint64_t k = 0; k < 4; k++)
+        cr_expect_eq(sbt_hash_eq(a->alloc[0].hash[k], b->alloc[0].hash[k]), k != 1,
+                     "chunk %" PRIu64 " of allocation 1", k);
+    cr_expect(sbt_hash_eq(a->alloc[1].hash[0], b->alloc[1].hash[0]),
+              "allocation 2 did not change: same blob");
+    cr_expect(sbt_hash_eq(a->alloc[1].hash[0], a->alloc[0].hash[2]), "zero chunks are one blob");
+    sbt_state_free(a);
+    sbt_state_free(b);
+    sbt_reader_close(sc);
+    sbt_reader_close(r);
+}
+
+struct counted {
+    struct coll c;
+    uint64_t n_reported;
+};
+
+static void count_on_op(void *ctx, const struct replay_op *op)
+{
+    struct counted *k = ctx;
+    k->n_reported++;
+    coll_on_op(&k->c, op);
+}
+
+/* A full replay of g.sbt (verify op) writing snapshots every `every` ops into g.snap.sbt. */
+static sbt_reader *full_with_snapshots(const char *name, uint64_t n, uint64_t every,
+                                       struct coll *full)
+{
+    sbt_reader *r = gen_trace(name, n);
+    coll_init(full, n);
+    struct replay_result res;
+    cr_assert_eq(
+        replay_run(r,
+                   &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                .snapshot_every_ops = every, .snapshot_out = tmp_path("g.snap.sbt"),
+                                .on_op = coll_on_op, .ctx = full),
+                   &res),
+        0, "%s", replay_errmsg());
+    cr_assert_gt(res.n_snapshots, 0);
+    replay_result_free(&res);
+    return r;
+}
+
+Test(engine, range_from_a_snapshot_equals_the_full_replay)
+{
+    struct coll full;
+    sbt_reader *r = full_with_snapshots("g.sbt", 5000, 400, &full);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("g.snap.sbt"), &sc), 0, "%s", replay_errmsg());
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 2500, .seq_end = 2550};
+    for (int with = 1; with >= 0; with--) { /* from the snapshot, then the slice as before */
+        struct counted part = {0};
+        coll_init(&part.c, 5000);
+        struct replay_result res;
+        cr_assert_eq(
+            replay_run(r,
+                       &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                    .range = &rg, .snapshots = with ? sc : NULL,
+                                    .on_op = count_on_op, .ctx = &part),
+                       &res),
+            0, "%s", replay_errmsg());
+        if (with) {
+            cr_expect_leq(res.restore_seq, 2500);
+            cr_expect_gt(res.restore_seq, 2000, "the latest snapshot before the range");
+            cr_expect_gt(res.restore_bytes, 0);
+            cr_expect_lt(res.slice_ops, 1000, "only what comes after the snapshot");
+        } else {
+            cr_expect_eq(res.restore_seq, UINT64_MAX, "fallback: no snapshot");
+            cr_expect_eq(res.restore_bytes, 0);
+        }
+        /* results exist for the executed ops only */
+        cr_expect_eq(part.n_reported, res.range_ops + res.slice_ops);
+        uint64_t compared = 0;
+        for (uint64_t q = 2500; q < 2550; q++)
+            if (full.has[q]) {
+                cr_expect(part.c.has[q] && sbt_hash_eq(part.c.dig[q], full.dig[q]),
+                          "op %" PRIu64 " differs from the full replay (%s)", q,
+                          with ? "snapshot" : "slice");
+                compared++;
+            }
+        cr_expect_gt(compared, 0);
+        replay_result_free(&res);
+        coll_free(&part.c);
+    }
+    sbt_reader_close(sc);
+    coll_free(&full);
+    sbt_reader_close(r);
+}
+
+Test(engine, plan_says_what_a_range_replay_will_do)
+{
+    struct coll full;
+    sbt_reader *r = full_with_snapshots("g.sbt", 5000, 400, &full);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("g.snap.sbt"), &sc), 0, "%s", replay_errmsg());
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 2500, .seq_end = 2550};
+    struct replay_plan p;
+    cr_assert_eq(replay_plan(r, &rg, sc, &p), 0, "%s", replay_errmsg());
+    cr_expect(p.use_snapshot);
+    cr_expect_leq(p.snapshot_seq, p.range_first);
+    cr_expect_eq(p.range_first, 2500);
+    cr_expect_gt(p.restore_bytes, 0);
+    cr_expect_gt(p.restore_allocs, 0);
+    cr_expect_lt(p.slice_ops, p.full_slice_ops);
+    cr_expect_gt(p.n_snapshots, 5);
+    struct sbt_range early = {.has_seq = 1, .seq_begin = 100, .seq_end = 150};
+    cr_assert_eq(replay_plan(r, &early, sc, &p), 0, "%s", replay_errmsg());
+    cr_expect(!p.use_snapshot);
+    cr_expect(strstr(p.why, "no snapshot at or before op 100"), "%s", p.why);
+    cr_expect_eq(p.slice_ops, p.full_slice_ops);
+    cr_assert_eq(replay_plan(r, &rg, NULL, &p), 0);
+    cr_expect(!p.use_snapshot);
+    cr_expect_str_eq(p.why, "no sidecar of snapshots");
+    sbt_reader_close(sc);
+    coll_free(&full);
+    sbt_reader_close(r);
+}
+
+Test(engine, a_damaged_or_foreign_sidecar_is_refused_with_where)
+{
+    struct coll full;
+    sbt_reader *r = full_with_snapshots("g.sbt", 3000, 500, &full);
+    coll_free(&full);
+    /* another trace */
+    char path[512];
+    snprintf(path, sizeof path, "%s/o.sbt", tmpdir);
+    cr_assert_eq(sbt_gen_write(path, &SBT_GEN_OPTS(.n_ops = 3000, .seed = 8), NULL, NULL), 0);
+    sbt_reader *o, *sc;
+    cr_assert_eq(sbt_reader_open(path, NULL, &o), 0);
+    cr_expect_eq(replay_snapshots_open(o, tmp_path("g.snap.sbt"), &sc), SBT_ECORRUPT);
+    cr_expect(strstr(replay_errmsg(), "g.snap.sbt: snapshots of another trace"), "%s",
+              replay_errmsg());
+    cr_expect_eq(replay_snapshots_open(o, path, &sc), SBT_ECORRUPT, "a trace is no sidecar");
+    cr_expect(strstr(replay_errmsg(), "not a sidecar of snapshots"), "%s", replay_errmsg());
+    sbt_reader_close(o);
+    /* the CLI says so and exits 3 */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' replay o.sbt --ops 1500:1550 --snapshots g.snap.sbt >out 2>&1",
+             tmpdir, getenv("REPRISE_BIN") ? getenv("REPRISE_BIN") : "build/default/reprise");
+    int rc = system(cmd);
+    cr_expect_eq(WEXITSTATUS(rc), 3);
+    snprintf(cmd, sizeof cmd, "grep -q 'g.snap.sbt: snapshots of another trace' '%s/out'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+    /* a damaged state chunk: the payload CRC names the chunk's offset */
+    sbt_reader *sc2;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("g.snap.sbt"), &sc2), 0);
+    uint64_t nc, off = 0;
+    const struct sbt_chunk_info *ci = sbt_reader_chunks(sc2, &nc);
+    for (uint64_t i = 0; i < nc; i++)
+        if (ci[i].content & SBT_CHUNK_STATE)
+            off = ci[i].offset; /* the last */
+    sbt_reader_close(sc2);
+    cr_assert(off != 0);
+    FILE *f = fopen(tmp_path("g.snap.sbt"), "r+b");
+    cr_assert(f);
+    fseek(f, (long)off + 56 + 3, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, (long)off + 56 + 3, SEEK_SET);
+    fputc(ch ^ 0x5a, f);
+    fclose(f);
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("g.snap.sbt"), &sc2), 0);
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 2990, .seq_end = 3000};
+    struct replay_plan p;
+    cr_expect_eq(replay_plan(r, &rg, sc2, &p), SBT_ECORRUPT);
+    char want[128];
+    snprintf(want, sizeof want, "chunk at offset %" PRIu64 ": payload CRC mismatch", off);
+    cr_expect(strstr(replay_errmsg(), want) && strstr(replay_errmsg(), "g.snap.sbt"), "%s",
+              replay_errmsg());
+    sbt_reader_close(sc2);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' replay g.sbt --ops 2990:3000 >out 2>&1", tmpdir,
+             getenv("REPRISE_BIN") ? getenv("REPRISE_BIN") : "build/default/reprise");
+    rc = system(cmd);
+    cr_expect_eq(WEXITSTATUS(rc), 3, "the dry run finds the sidecar and refuses it");
+    snprintf(cmd, sizeof cmd, "grep -q 'payload CRC mismatch' '%s/out'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+    sbt_reader_close(r);
+}
+
+/* Replays a trimmed trace on its own; every range op of it must equal the full replay's. */
+static void trimmed_equals(const char *name, const struct coll *full, uint64_t a, uint64_t b,
+                           uint32_t mode)
+{
+    sbt_reader *t;
+    cr_assert_eq(sbt_reader_open(tmp_path(name), NULL, &t), 0, "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(t);
+    cr_expect_eq(in->n_states, mode == REPLAY_TRIM_SLICE ? 0 : 1);
+    cr_expect_eq(!!(in->required_features & SBT_FEATURE_INITIAL_STATE), mode != REPLAY_TRIM_SLICE);
+    cr_expect_eq(in->seq_end, b, "the range's last op keeps its seq");
+    struct coll part;
+    coll_init(&part, b);
+    struct replay_result res;
+    cr_assert_eq(replay_run(t,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .on_op = coll_on_op, .ctx = &part),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    uint64_t compared = 0;
+    for (uint64_t q = a; q < b; q++)
+        if (full->has[q]) {
+            cr_expect(part.has[q] && sbt_hash_eq(part.dig[q], full->dig[q]),
+                      "op %" PRIu64 " of the trimmed trace (mode %u) differs", q, mode);
+            compared++;
+        }
+    cr_expect_gt(compared, 0);
+    replay_result_free(&res);
+    coll_free(&part);
+    sbt_reader_close(t);
+}
+
+Test(engine, trim_replays_on_its_own_to_the_same_outputs)
+{
+    struct coll full;
+    sbt_reader *r = full_with_snapshots("g.sbt", 5000, 400, &full);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("g.snap.sbt"), &sc), 0, "%s", replay_errmsg());
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 2500, .seq_end = 2550};
+    struct replay_trim_result tr;
+    /* on a "device": the contents the range reads, read after restoring + the slice after */
+    cr_assert_eq(replay_trim(r, &rg, sc, tmp_path("t1.sbt"),
+                             &REPLAY_TRIM_OPTS(.backend_impl = &fake_backend), &tr),
+                 0, "%s", replay_errmsg());
+    cr_expect_eq(tr.mode, REPLAY_TRIM_DEVICE);
+    cr_expect_eq(tr.state_seq, 2500);
+    cr_expect_gt(tr.state_bytes, 0);
+    cr_expect_eq(tr.range_ops, 50);
+    trimmed_equals("t1.sbt", &full, 2500, 2550, REPLAY_TRIM_DEVICE);
+    /* no device: the snapshot's chunks, and the slice after it as ops */
+    cr_assert_eq(replay_trim(r, &rg, sc, tmp_path("t2.sbt"),
+                             &REPLAY_TRIM_OPTS(.backend_impl = &fake_backend, .no_device = 1), &tr),
+                 0, "%s", replay_errmsg());
+    cr_expect_eq(tr.mode, REPLAY_TRIM_SNAPSHOT);
+    cr_expect_lt(tr.state_seq, 2500);
+    cr_expect_str_eq(tr.why, "--no-device");
+    trimmed_equals("t2.sbt", &full, 2500, 2550, REPLAY_TRIM_SNAPSHOT);
+    /* no device and no snapshot: the slice's ops */
+    cr_assert_eq(replay_trim(r, &rg, NULL, tmp_path("t3.sbt"),
+                             &REPLAY_TRIM_OPTS(.backend_impl = &fake_backend, .no_device = 1), &tr),
+                 0, "%s", replay_errmsg());
+    cr_expect_eq(tr.mode, REPLAY_TRIM_SLICE);
+    cr_expect_gt(tr.slice_ops, 0);
+    cr_expect_eq(tr.state_seq, UINT64_MAX);
+    trimmed_equals("t3.sbt", &full, 2500, 2550, REPLAY_TRIM_SLICE);
+    sbt_reader_close(sc);
+    coll_free(&full);
     sbt_reader_close(r);
 }
 
@@ -644,6 +978,113 @@ Test(vulkan, range_in_the_middle_equals_the_full_replay)
     replay_result_free(&res);
     coll_free(&full);
     coll_free(&part);
+    sbt_reader_close(r);
+}
+
+/* Runs `reprise ARGS` in tmpdir; output into tmpdir/out; returns the exit code. */
+static int cli(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int cli(const char *fmt, ...)
+{
+    char args[1024], cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >out 2>&1", tmpdir, bin, args);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int out_has(const char *what)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "grep -qF -- '%s' '%s/out'", what, tmpdir);
+    return system(cmd) == 0;
+}
+
+Test(vulkan, snapshots_restore_a_range_and_trim_cuts_it)
+{
+    need_vulkan();
+    capture("vk_compute", NULL, "t.sbt");
+    sbt_reader *r = open_tmp("t.sbt");
+    uint64_t n = sbt_reader_info(r)->seq_end;
+    uint64_t sub[16], n_sub = 0;
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &cu), 0);
+    while (sbt_cursor_next(cu, &op) == 1)
+        if (op->kind == SBT_OP_SUBMIT && n_sub < 16)
+            sub[n_sub++] = op->seq;
+    sbt_cursor_close(cu);
+    cr_assert_geq(n_sub, 4);
+    /* the full replay writes a snapshot every few ops */
+    struct coll full, part;
+    coll_init(&full, n);
+    coll_init(&part, n);
+    struct replay_result res;
+    cr_assert_eq(
+        replay_run(r,
+                   &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .on_op = coll_on_op, .ctx = &full,
+                                .snapshot_every_ops = 3, .snapshot_out = tmp_path("t.snap.sbt")),
+                   &res),
+        0, "%s", replay_errmsg());
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    cr_expect_eq(res.n_mismatch, 0, "snapshots do not change what the replay computes");
+    cr_expect_gt(res.n_snapshots, 1);
+    replay_result_free(&res);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, tmp_path("t.snap.sbt"), &sc), 0, "%s", replay_errmsg());
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = sub[1] + 1, .seq_end = sub[n_sub - 1]};
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .range = &rg, .snapshots = sc,
+                                         .on_op = coll_on_op, .ctx = &part),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    cr_expect_neq(res.restore_seq, UINT64_MAX, "restored from a snapshot");
+    cr_expect_gt(res.restore_bytes, 0);
+    uint64_t compared = 0;
+    for (uint64_t q = rg.seq_begin; q < rg.seq_end; q++)
+        if (full.has[q]) {
+            cr_expect(part.has[q] && sbt_hash_eq(part.dig[q], full.dig[q]),
+                      "op %" PRIu64 ": the range from a snapshot differs from the full replay", q);
+            compared++;
+        }
+    cr_expect_gt(compared, 0);
+    replay_result_free(&res);
+    sbt_reader_close(sc);
+    /* the dry run finds the sidecar and says what it will cost */
+    cr_expect_eq(cli("replay t.sbt --ops %" PRIu64 ":%" PRIu64, rg.seq_begin, rg.seq_end), 0);
+    cr_expect(out_has("restore     snapshot at op"), "dry run without a restore line");
+    /* trim: read on the device, replayed on its own to the same outputs */
+    cr_assert_eq(
+        cli("trim t.sbt --ops %" PRIu64 ":%" PRIu64 " -o small.sbt", rg.seq_begin, rg.seq_end), 0);
+    cr_expect(out_has("contents    read on"));
+    sbt_reader *t = open_tmp("small.sbt");
+    cr_expect_lt(sbt_reader_info(t)->n_ops, n, "smaller than the original");
+    struct coll alone;
+    coll_init(&alone, n);
+    cr_assert_eq(
+        replay_run(t, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .on_op = coll_on_op, .ctx = &alone),
+                   &res),
+        0, "%s", replay_errmsg());
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    cr_expect_eq(res.n_mismatch, 0, "the capture's read-backs in the range still match");
+    for (uint64_t q = rg.seq_begin; q < rg.seq_end; q++)
+        if (full.has[q])
+            cr_expect(alone.has[q] && sbt_hash_eq(alone.dig[q], full.dig[q]),
+                      "op %" PRIu64 ": the trimmed trace differs from the full replay", q);
+    replay_result_free(&res);
+    sbt_reader_close(t);
+    /* without a device: the slice's ops, and it says so */
+    cr_assert_eq(cli("trim t.sbt --ops %" PRIu64 ":%" PRIu64 " -o s2.sbt --no-snapshots "
+                     "--no-device",
+                     rg.seq_begin, rg.seq_end),
+                 0);
+    cr_expect(out_has("contents    none: no device (--no-device) and no snapshot"));
+    coll_free(&full);
+    coll_free(&part);
+    coll_free(&alone);
     sbt_reader_close(r);
 }
 

@@ -959,6 +959,51 @@ Test(slice, hand_case)
     sbt_reader_close(r);
 }
 
+Test(slice, floor_leaves_the_state_to_restore)
+{
+    struct opspec ops[] = {
+        ALLOC(4, 1, 64),                                 // 0
+        ALLOC(4, 2, 64),                                 // 1
+        KERN(2, 10, ACC(1, 0, 64, W)),                   // 2: before the floor: not in the slice
+        REC(2, 7),                                       // 3: recorded before the floor
+        KERN(2, 10, ACC(1, 0, 16, R), ACC(2, 0, 8, W)),  // 4: floor; needed, reads [0, 16) of 1
+        KERN(3, 10, ACC(1, 32, 8, W)),                   // 5: not needed (the range reads 0..16)
+        EWAIT(1, 7),                                     // 6: the range waits for the record 3
+        KERN(1, 10, ACC(2, 0, 8, R), ACC(2, 16, 16, W)), // 7: the range
+    };
+    sbt_reader *r = build(ops, 8);
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 6, .seq_end = 8};
+    struct sched_slice sl;
+    cr_assert(eq(int,
+                 sched_slice_compute(
+                     r, &rg, &SCHED_SLICE_OPTS(.collect = 1, .floor = 4, .range_outputs = 1), &sl),
+                 0),
+              "%s", sched_errmsg());
+    /* after the floor: kernel 4; before it: only the event record the range waits for */
+    cr_assert(eq(u64, sl.n_seqs, 2));
+    cr_assert(eq(u64, sl.seqs[0], 3));
+    cr_assert(eq(u64, sl.seqs[1], 4));
+    /* needed at the floor: what 4 reads of 1; what the range reads of 2, which kernel 4 only
+     * may have written; and what the range's kernel may leave of its output range [16, 32) of
+     * 2 (range_outputs); sorted by resource and offset */
+    cr_assert(eq(u64, sl.n_needs, 3));
+    uint64_t want[3][3] = {{1, 0, 16}, {2, 0, 8}, {2, 16, 16}};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(eq(u64, sl.needs[i].resource, want[i][0]), "need %d", i);
+        cr_assert(eq(u64, sl.needs[i].offset, want[i][1]), "need %d", i);
+        cr_assert(eq(u64, sl.needs[i].len, want[i][2]), "need %d", i);
+    }
+    cr_assert(eq(u64, sl.need_bytes, 40));
+    cr_assert(eq(u64, sl.uninit_bytes, 0), "nothing walked down to an allocation");
+    sched_slice_free(&sl);
+    /* without range_outputs the range's write range is not needed */
+    cr_assert(eq(int, sched_slice_compute(r, &rg, &SCHED_SLICE_OPTS(.floor = 4), &sl), 0));
+    cr_assert(eq(u64, sl.n_needs, 2));
+    cr_assert(eq(u64, sl.need_bytes, 24));
+    sched_slice_free(&sl);
+    sbt_reader_close(r);
+}
+
 /* ========================================================================================== */
 /* DOT                                                                                        */
 /* ========================================================================================== */

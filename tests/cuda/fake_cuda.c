@@ -547,6 +547,10 @@ __attribute__((destructor)) static void objs_free(void)
         free(o->image);
         free(o);
     }
+    if (heap) { /* device memory too: a process may load the driver again (replay twice) */
+        munmap(heap, heap_size);
+        heap = NULL;
+    }
 }
 
 static CUresult load(const void *image, struct fake_obj **out)

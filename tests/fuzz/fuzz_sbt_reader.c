@@ -1,7 +1,7 @@
 /*
  * tests/fuzz/fuzz_sbt_reader.c — the SBT reader on arbitrary bytes: open (footer and forced
- * scan), every op, every blob, validate. Any outcome is fine but a crash, a leak, a hang or a
- * failure without a message.
+ * scan), every op, every blob, every state (and the blobs of its chunks), validate. Any outcome is
+ * fine but a crash, a leak, a hang or a failure without a message.
  */
 #include <stdint.h>
 #include <string.h>
@@ -66,6 +66,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t len;
             if (sbt_reader_blob(r, &p[i].blob, &b, &len) == 0)
                 free(b);
+        }
+        for (uint64_t i = 0; i < in->n_states; i++) {
+            struct sbt_state *s;
+            st = sbt_reader_state(r, i, &s);
+            need_message(st);
+            if (st < 0)
+                continue;
+            for (uint32_t a = 0; a < s->n_alloc; a++) {
+                const struct sbt_state_alloc *al = &s->alloc[a];
+                for (uint64_t k = 0; k < al->n_present; k++) {
+                    void *b;
+                    size_t len;
+                    if (al->index[k] * (uint64_t)al->chunk_bytes >= al->size)
+                        abort(); /* the decoder let a chunk past the allocation through */
+                    if (sbt_reader_blob(r, &al->hash[k], &b, &len) == 0)
+                        free(b);
+                }
+            }
+            sbt_state_free(s);
         }
         need_message(sbt_reader_validate(r, report, NULL));
         sbt_reader_close(r);

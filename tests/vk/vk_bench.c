@@ -15,6 +15,14 @@
  *                                bench.comp; the host reads the result back after each fence.
  *                                --slow PCT gives saxpy PCT% more iterations: that one kernel
  *                                gets slower, everything else stays as it was.
+ *   vk_bench train               a training-loop-like chain (bench/RESULTS.md, range replay from
+ *                                snapshots and trim): 20,000 steps in 100 submissions of 200;
+ *                                before each submission the host writes a fresh input batch
+ *                                (200 slices of 1 KiB) through a mapping; step k reads the
+ *                                weights step k-1 wrote (64 KiB, ping-pong between two
+ *                                device-local buffers) and its slice of the batch, and writes
+ *                                the new weights (tests/vk/train.comp); a fence wait and a
+ *                                read-back of the weights per submission.
  *
  * Prints a checksum of everything read back, so runs with and without capture compare.
  */
@@ -202,6 +210,84 @@ static uint64_t gate(struct ctx *c, struct vkt_buf *x, struct vkt_buf *y, uint32
     return h;
 }
 
+#define TRAIN_N  16384u /* weights */
+#define TRAIN_XN 256u   /* input elements per step */
+
+/* The train workload: its own pipeline (3 bindings), two descriptor sets (A -> B, B -> A). */
+static uint64_t train(struct ctx *c)
+{
+    struct vkt_buf x, w[2], rb;
+    vkt_buffer(&c->v, (VkDeviceSize)N_PER_SUBMIT * TRAIN_XN * 4, 1, &x);
+    vkt_buffer(&c->v, TRAIN_N * 4, 0, &w[0]);
+    vkt_buffer(&c->v, TRAIN_N * 4, 0, &w[1]);
+    vkt_buffer(&c->v, TRAIN_N * 4, 1, &rb);
+    struct vkt_pipe p;
+    VkDescriptorType t[3] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                             VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    vkt_pipeline(&c->v, "train", 3, t, 12, NULL, &p);
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 6};
+    VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = 2,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &size};
+    VkDescriptorPool pool;
+    VKT_CHECK(vkCreateDescriptorPool(c->v.dev, &dpci, NULL, &pool));
+    VkDescriptorSetLayout dsl[2] = {p.dsl, p.dsl};
+    VkDescriptorSetAllocateInfo dsai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                        .descriptorPool = pool,
+                                        .descriptorSetCount = 2,
+                                        .pSetLayouts = dsl};
+    VkDescriptorSet set[2];
+    VKT_CHECK(vkAllocateDescriptorSets(c->v.dev, &dsai, set));
+    for (int k = 0; k < 2; k++) {
+        VkDescriptorBufferInfo bi[3] = {
+            {x.buf, 0, VK_WHOLE_SIZE}, {w[k].buf, 0, VK_WHOLE_SIZE}, {w[!k].buf, 0, VK_WHOLE_SIZE}};
+        VkWriteDescriptorSet wr = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                   .dstSet = set[k],
+                                   .dstBinding = 0,
+                                   .descriptorCount = 3,
+                                   .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                   .pBufferInfo = bi};
+        vkUpdateDescriptorSets(c->v.dev, 1, &wr, 0, NULL);
+    }
+    uint64_t h = 0;
+    uint32_t seed = 12345u;
+    for (uint32_t s = 0; s < N_SUBMITS; s++) {
+        uint32_t *px = x.map; /* a fresh batch: new bytes every submission */
+        for (uint32_t i = 0; i < N_PER_SUBMIT * TRAIN_XN; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            px[i] = seed;
+        }
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        VKT_CHECK(vkBeginCommandBuffer(c->cb, &bi));
+        vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipe);
+        for (uint32_t i = 0; i < N_PER_SUBMIT; i++) {
+            uint32_t step = s * N_PER_SUBMIT + i;
+            vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1,
+                                    &set[step & 1], 0, NULL);
+            uint32_t pc[3] = {i, TRAIN_XN, TRAIN_N};
+            vkCmdPushConstants(c->cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 12, pc);
+            vkCmdDispatch(c->cb, TRAIN_N / 64, 1, 1);
+            barrier(c->cb);
+        }
+        /* the weights the last step wrote, for the host */
+        VkBufferCopy cp = {0, 0, TRAIN_N * 4};
+        vkCmdCopyBuffer(c->cb, w[N_PER_SUBMIT * (s + 1) & 1].buf, rb.buf, 1, &cp);
+        barrier(c->cb);
+        VKT_CHECK(vkEndCommandBuffer(c->cb));
+        submit_wait(c);
+        h = sum64(h, rb.map, TRAIN_N * 4);
+    }
+    VKT_CHECK(vkDeviceWaitIdle(c->v.dev));
+    vkDestroyDescriptorPool(c->v.dev, pool, NULL);
+    vkt_pipeline_free(&c->v, &p);
+    vkt_buffer_free(&c->v, &x);
+    vkt_buffer_free(&c->v, &w[0]);
+    vkt_buffer_free(&c->v, &w[1]);
+    vkt_buffer_free(&c->v, &rb);
+    return h;
+}
+
 static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out)
 {
     uint64_t h = 0;
@@ -226,7 +312,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     int reuse = 0;
     uint32_t slow = 0, submits = 20;
-    int bad = strcmp(mode, "dispatch") && strcmp(mode, "data") && strcmp(mode, "gate");
+    int bad = strcmp(mode, "dispatch") && strcmp(mode, "data") && strcmp(mode, "gate") &&
+              strcmp(mode, "train");
     for (int i = 2; i < argc && !bad; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--reuse") && !strcmp(mode, "dispatch"))
@@ -240,7 +327,7 @@ int main(int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | gate [--slow PCT] "
-                        "[--submits N]\n");
+                        "[--submits N] | train\n");
         return 2;
     }
     int data = !strcmp(mode, "data");
@@ -253,9 +340,10 @@ int main(int argc, char **argv)
     vkt_buffer(&c.v, size, 1, &in);
     vkt_buffer(&c.v, size, 1, &out);
     setup(&c, argv[0], &in, &out);
-    uint64_t h = data                    ? data_heavy(&c, &in, &out)
-                 : !strcmp(mode, "gate") ? gate(&c, &in, &out, submits, slow)
-                                         : dispatch_heavy(&c, &in, &out, reuse);
+    uint64_t h = data                     ? data_heavy(&c, &in, &out)
+                 : !strcmp(mode, "gate")  ? gate(&c, &in, &out, submits, slow)
+                 : !strcmp(mode, "train") ? train(&c)
+                                          : dispatch_heavy(&c, &in, &out, reuse);
     printf("vk_bench %s checksum %016" PRIx64 "\n", mode, h);
     VKT_CHECK(vkDeviceWaitIdle(c.v.dev));
     vkDestroyFence(c.v.dev, c.fence, NULL);

@@ -1,7 +1,9 @@
 /*
  * tests/data/format/mkgolden.c — writes the golden files of tests/data/format once; they are
  * committed, so a format change that breaks old files shows up as a failing test, not a new
- * golden. Rebuild them only when the format version changes: `make golden`.
+ * golden. Rebuild them only when the format version changes: `make golden`. Files of earlier
+ * versions stay as they were written (good/v1-*.sbt: version 1), since a reader must keep
+ * reading them.
  *
  * good/ must read; bad/NAME.sbt must fail with the text in bad/NAME.sbt.expect.
  */
@@ -116,13 +118,13 @@ int main(int argc, char **argv)
     b[9] ^= 1;
     spit(bad, "header-crc.sbt", b, len, "offset 28: file header CRC mismatch");
     b[9] ^= 1;
-    b[10] = 2;
+    b[10] = 3;
     fix_header_crc(b);
-    spit(bad, "newer-reader.sbt", b, len, "needs a reader of version 2");
+    spit(bad, "newer-reader.sbt", b, len, "needs a reader of version 3");
     b[10] = 1;
-    b[12] = 1;
+    b[12] = 0x80;
     fix_header_crc(b);
-    spit(bad, "required-feature.sbt", b, len, "requires format features 0x1");
+    spit(bad, "required-feature.sbt", b, len, "requires format features 0x80");
     b[12] = 0;
     fix_header_crc(b);
     b[first_ops + SBT_CHUNK_HEADER_LEN + 40] ^= 0x55;
@@ -149,6 +151,68 @@ int main(int argc, char **argv)
     static const uint8_t ts[] = {0x53, 0x42, 0x54, 0x00, 0x00, 0x00, 0x01, 0x00,
                                  0x03, 0,    0,    0,    0x48, 0,    0,    0};
     spit(bad, "tracesmith.sbt", ts, sizeof ts, "is a TraceSmith SBT file");
+    free(b);
+
+    /* version 2: a trimmed trace (ops that keep their source's seq numbers, with gaps, and an
+     * initial STATE), and the same with its STATE record's resources out of order */
+    sbt_writer *w;
+    if (sbt_writer_open(
+            tmp, &SBT_WRITER_OPTS(.chunk_ops = 4, .required_features = SBT_FEATURE_INITIAL_STATE),
+            &w))
+        die("open");
+    uint32_t dev, strm, name;
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    struct sbt_stream st = {.kind = SBT_STREAM_QUEUE};
+    sbt_hash h[2];
+    if (sbt_writer_add_device(w, &d, &dev) || (st.device = dev, 0) ||
+        sbt_writer_add_stream(w, &st, &strm) || sbt_writer_intern(w, "kernel", &name) ||
+        sbt_writer_blob(w, "0123", 4, &h[0]) || sbt_writer_blob(w, "45", 2, &h[1]))
+        die("tables");
+    for (uint64_t i = 0; i < 12; i++) {
+        struct sbt_access a = {i < 2 ? 7 + i : 7, 0, 6, SBT_ACCESS_RW};
+        struct sbt_op op = {.kind = i < 2 ? SBT_OP_ALLOC : SBT_OP_KERNEL,
+                            .flags = i < 2 ? SBT_OPF_RESOURCE | SBT_OPF_BYTES : 0,
+                            .stream = strm,
+                            .name = name,
+                            .host_begin = 100 * i,
+                            .host_end = 100 * i + 50,
+                            .resource = 7 + i,
+                            .bytes = 6,
+                            .n_access = i < 2 ? 0 : 1,
+                            .access = &a};
+        if (i == 2) {
+            uint64_t idx[2] = {0, 1};
+            struct sbt_state_alloc al[2] = {{7, 6, 4, 2, idx, h}, {8, 6, 4, 1, idx + 1, h + 1}};
+            struct sbt_state s = {.seq = 500, .time = 200, .n_alloc = 2, .alloc = al};
+            if (sbt_writer_set_next_seq(w, 500) || sbt_writer_add_state(w, &s))
+                die("state");
+        }
+        if (sbt_writer_add_op(w, &op, NULL))
+            die("op");
+    }
+    if (sbt_writer_close(w))
+        die("close");
+    b = slurp(tmp, &len);
+    spit(good, "trimmed-state.sbt", b, len, NULL);
+    if (sbt_reader_open(tmp, NULL, &r))
+        die("open");
+    ci = sbt_reader_chunks(r, &n);
+    size_t state_off = 0;
+    for (uint64_t k = 0; k < n; k++)
+        if (ci[k].content & SBT_CHUNK_STATE)
+            state_off = (size_t)ci[k].offset;
+    sbt_reader_close(r);
+    /* the record: type 12, length, seq 500 (2 bytes), time 200 (2), flags, n_alloc, resource 7 */
+    uint8_t *srec = b + state_off + SBT_CHUNK_HEADER_LEN;
+    if (srec[0] != SBT_REC_STATE || srec[8] != 7)
+        die("state record layout");
+    srec[8] = 9; /* 9, then 8 */
+    struct sbt__chunk_hdr hd;
+    if (sbt__chunk_hdr_decode(b + state_off, state_off, &hd))
+        die("state chunk");
+    hd.payload_crc = sbt_crc32c(0, srec, hd.stored_len);
+    sbt__chunk_hdr_encode(&hd, b + state_off);
+    spit(bad, "state-unsorted.sbt", b, len, "state at op 500: resource 8 after resource 9");
     free(b);
     remove(tmp);
     return 0;
