@@ -120,6 +120,17 @@ static int vk_read(void *be, uint64_t resource, uint64_t off, uint64_t len, void
     return vkr_mem_read(b, m, off, dst, len);
 }
 
+/* Restores (snapshots, a trimmed trace's initial contents): wherever the bytes live. */
+static int vk_write(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src)
+{
+    struct vkbe *b = be;
+    struct mem *m = idmap_get(&b->mems, resource);
+    if (!m || off > m->size || len > m->size - off)
+        return replay__fail(SBT_EINVAL, "write of memory %" PRIu64 ": %s", resource,
+                            m ? "out of bounds" : "no such memory");
+    return vkr_mem_write(b, m, off, src, len);
+}
+
 /* ========================================================================================== */
 /* reset, close                                                                               */
 /* ========================================================================================== */
@@ -231,7 +242,7 @@ const struct replay_backend replay__vk_backend = {
     .exec = vk_exec,
     .drain = vkr_drain,
     .read = vk_read,
-    .write = vkr_mem_write,
+    .write = vk_write,
     .state_op = vkr_state_op,
     .reset = vk_reset,
     .close = vk_close,

@@ -376,8 +376,6 @@ int vkr_slot_set(struct vkbe *b, uint64_t slot, uint8_t q, uint64_t value);
 
 /* ---- replay_vk_memory.c ----------------------------------------------------------------- */
 int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op);
-/* Backend write(): bytes into memory, through its mapping or a staging copy. */
-int vkr_mem_write(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src);
 void vkr_mem_destroy(struct vkbe *b, struct mem *m);
 void vkr_buf_destroy(struct vkbe *b, struct buf *x);
 /* Bytes [off, off+len) of captured memory m (checked by the caller), wherever they live:

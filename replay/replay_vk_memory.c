@@ -404,59 +404,6 @@ void vkr_mem_destroy(struct vkbe *b, struct mem *m)
     free(m);
 }
 
-int vkr_mem_write(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src)
-{
-    struct vkbe *b = be;
-    struct mem *m = idmap_get(&b->mems, resource);
-    if (!m || off > m->size || len > m->size - off)
-        return replay__fail(SBT_EINVAL,
-                            "write of memory %" PRIu64 " [%" PRIu64 ", +%" PRIu64 "): %s", resource,
-                            off, len, m ? "out of bounds" : "no such memory");
-    if (!len)
-        return 0;
-    if (m->map) { /* host-visible: through the mapping */
-        memcpy(m->map + off, src, len);
-        if (!m->coherent) {
-            VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                      .memory = m->mem,
-                                      .size = VK_WHOLE_SIZE};
-            VkResult vr = vkFlushMappedMemoryRanges(b->dev, 1, &rg);
-            if (vr != VK_SUCCESS)
-                return VKFAIL(vr, "vkFlushMappedMemoryRanges");
-        }
-        return 0;
-    }
-    /* device-local: a staging copy, STAGING_CHUNK at a time */
-    for (uint64_t done = 0; done < len;) {
-        uint64_t n = len - done < STAGING_CHUNK ? len - done : STAGING_CHUNK;
-        struct staging *s = vkr_staging_get(b, n);
-        if (!s)
-            return replay__fail(REPLAY_EDEVICE, "no staging memory for a write");
-        memcpy(s->map, (const uint8_t *)src + done, n);
-        int st = 0;
-        if (!s->coherent) {
-            VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                      .memory = s->mem,
-                                      .size = VK_WHOLE_SIZE};
-            VkResult vr = vkFlushMappedMemoryRanges(b->dev, 1, &rg);
-            if (vr != VK_SUCCESS)
-                st = VKFAIL(vr, "vkFlushMappedMemoryRanges");
-        }
-        VkCommandBuffer cb;
-        if (st == 0 && (st = vkr_oneshot_begin(b, &cb)) == 0) {
-            VkBufferCopy c = {0, off + done, n};
-            vkCmdCopyBuffer(cb, s->buf, m->whole, 1, &c);
-            st = vkr_oneshot_end(b, cb);
-        }
-        s->next = b->free_staging;
-        b->free_staging = s;
-        if (st < 0)
-            return st;
-        done += n;
-    }
-    return 0;
-}
-
 int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
 {
     if (!(op->flags & SBT_OPF_BLOB))

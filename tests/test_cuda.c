@@ -1269,6 +1269,7 @@ Test(decode, program_images_must_end_inside_their_blob)
     cr_assert(eq(sz, sbt_cuda_image_size_in(FAKE_IMAGE, sizeof FAKE_IMAGE - 1, &kind), 0));
     uint8_t wrapper[16] = {0xB1, 0x43, 0x62, 0x46, 1}; /* __fatBinC_Wrapper_t: holds a pointer */
     cr_assert(eq(sz, sbt_cuda_image_size_in(wrapper, sizeof wrapper, &kind), 0));
+}
 
 /* ========================================================================================== */
 /* Snapshots on the fake driver: the CUDA backend's write() restores them                     */

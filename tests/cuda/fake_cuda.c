@@ -190,6 +190,11 @@ __attribute__((destructor)) static void mem_free(void)
         phys = p->next;
         free(p);
     }
+    if (store) { /* the addresses and the store too: a process may load the driver again */
+        munmap(store, heap_size);
+        munmap((void *)(uintptr_t)heap_base, heap_size);
+        store = NULL;
+    }
 }
 
 /* ========================================================================================== */
@@ -546,10 +551,6 @@ __attribute__((destructor)) static void objs_free(void)
         objs = o->next;
         free(o->image);
         free(o);
-    }
-    if (heap) { /* device memory too: a process may load the driver again (replay twice) */
-        munmap(heap, heap_size);
-        heap = NULL;
     }
 }
 
