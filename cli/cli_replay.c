@@ -349,7 +349,9 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
         goto fail;
     if ((st = sched_sim_finish(sim)) < 0)
         goto fail;
-    if (has_range && (st = sched_slice_compute(r, &rg, NULL, &sl)) < 0)
+    /* the slice a range replay runs (kernels' outputs included: replay_plan says so too) */
+    if (has_range &&
+        (st = sched_slice_compute(r, &rg, &SCHED_SLICE_OPTS(.range_outputs = 1), &sl)) < 0)
         goto fail;
     if (has_range) {
         if ((rc = cli_open_snapshots("replay", path, r, so->file, so->none, &snaps, &sidecar)))

@@ -701,8 +701,7 @@ static int write_result(struct eng *e, const char *path)
             k++;
         const struct res *x =
             k < e->n_res && e->res[e->by_seq[k]].seq == sop->seq ? &e->res[e->by_seq[k]] : NULL;
-        if (sop->seq > in->seq_first && (st = sbt_writer_set_next_seq(w, sop->seq)) < 0)
-            TRY(st); /* a trimmed source keeps its gaps */
+        TRY(sbt_writer_set_next_seq(w, sop->seq)); /* a trimmed source keeps its numbers */
         if (!x || x->state == ST_SKIP) {
             op.flags |= SBT_OPF_UNTIMED; /* not executed: no times */
             op.host_begin = op.host_end = e->t_run0;

@@ -198,7 +198,8 @@ static void vk_reset(void *be)
     idmap_free(&b->playouts);
     idmap_free(&b->setlayouts);
     vkr_dead_bufs_free(b);
-    memset(b->slot_q, 0, b->n_slots);
+    if (b->slot_q) /* slots start again at 1 in the next run */
+        memset(b->slot_q, 0, b->n_slots);
 }
 
 static void vk_close(void *be)
