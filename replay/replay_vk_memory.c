@@ -626,7 +626,8 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
                 }
             }
             break;
-        default: /* descriptor sets, sync objects: replay builds its own */
+        default: /* descriptor sets, sync objects: replay builds its own (a case added above
+                    belongs in vkr_state_op too, or range replays skip it) */
             break;
         }
     }
