@@ -220,10 +220,6 @@ static int add_err(struct eng *e, struct res *x, int status, const char *msg)
     return 0;
 }
 
-/* Which ops a range replay runs outside the range besides the slice: object creation and
- * lifetime (replay__is_state), which the slice (a data-flow notion) does not cover but every
- * later op may name. */
-
 static int in_slice(struct eng *e, uint64_t seq)
 {
     const uint64_t *v = e->slice.seqs;
@@ -275,6 +271,8 @@ static int node_visit(void *ctx, struct sched_node *n)
     if (op->seq < e->lo || op->seq >= e->hi)
         return 0;
     int state = ST_RANGE;
+    /* outside the range: the slice, and object creation and lifetime (replay__is_state), which
+     * the slice (a data-flow notion) does not cover but later ops may name */
     if (e->range && !sched_range_contains(e->range, op))
         state = in_slice(e, op->seq) || replay__is_state(e->bk, op) ? ST_FF : ST_SKIP;
     if (state == ST_SKIP) {
