@@ -33,6 +33,19 @@
 #define CAP_ENV_DIGESTS "REPRISE_DIGESTS"
 /* "0": write chunks uncompressed; otherwise the zstd level (default: the writer's). */
 #define CAP_ENV_ZSTD "REPRISE_ZSTD"
+/* How host writes into mapped memory are found: "auto" (default: userfaultfd asynchronous
+ * write-protection where the kernel and the mapping allow it, else mprotect and the first
+ * write fault per page), "uffd", "protect", or "scan" (every mapped page hashed at every
+ * submit: no tracking). The choice is recorded in the trace (capture.host_writes). */
+#define CAP_ENV_HOST_WRITES "REPRISE_HOST_WRITES"
+/* "1": hand the program a copy of every mapping, as the layer does for memory the CPU reads
+ * slowly (no HOST_CACHED); for tests on drivers that only have cached memory. */
+#define CAP_ENV_HOST_COPY "REPRISE_HOST_COPY"
+/* "0": on a CPU device (lavapipe), do not wait inside vkQueueSubmit for a submission that may
+ * write mapped memory. By default the layer waits (when the submission cannot be held up by the
+ * host: no semaphore or event waits), so that no host write can land among the device's in
+ * the same pages: there the device is the CPU, and only the order tells their bytes apart. */
+#define CAP_ENV_CPU_WAIT "REPRISE_CPU_DEVICE_WAIT"
 /* "1": print a summary line on stderr when the trace is closed (reprise capture sets it). */
 #define CAP_ENV_SUMMARY "REPRISE_SUMMARY"
 /* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" (and

@@ -560,6 +560,11 @@ void cap__signals_install(void)
     pthread_mutex_unlock(&sig_mu);
 }
 
+int cap__signals_installed(void)
+{
+    return atomic_load(&sig_pid) == (int)getpid();
+}
+
 void cap__signals_reassert(void)
 {
     static atomic_uint_fast64_t last_ms;

@@ -94,6 +94,9 @@ int cap_fault_claim_add(cap_fault_claim_fn fn);
 /* Installs the handlers (once per process; later calls do nothing), and pins the capture
  * library in memory: a handler installed after ours may keep our address to chain to. */
 void cap__signals_install(void);
+/* Are our handlers installed in this process (not a forked child's copy)? A claim callback is
+ * only ever asked when they are. */
+int cap__signals_installed(void);
 /* At a safe point (the pump does it every 100 ms; the Vulkan layer after each wait): for each
  * signal whose handler the program replaced after us, put ours back on top, chaining to the
  * program's. Looks at most once per 10 ms (8 sigaction calls, a few microseconds). */

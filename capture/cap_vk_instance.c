@@ -247,6 +247,7 @@ static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
     in->fn.GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, d->qfam);
     d->n_qfam = nq;
     d->ts_period_ns = p.limits.timestampPeriod;
+    d->cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     d->nc_atom = p.limits.nonCoherentAtomSize;
 
     struct sbt_vk_enc enc = {0};
@@ -430,6 +431,7 @@ static void queue_seen(struct cap_dev *d, VkQueue q, uint32_t family, uint32_t i
     if (cq) {
         cq->family = family;
         cq->index = index;
+        pthread_mutex_init(&cq->mu, NULL);
     }
     struct cap_ev *e = cq ? cap_ev_new(CAP_EV_QUEUE) : NULL;
     if (e) {
@@ -494,13 +496,9 @@ void cap_device_lost(const char *call)
 static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
 {
     switch (t) {
-    case CAP_T_MEM: {
-        struct cap_mem *m = (struct cap_mem *)o;
-        free(m->page);
-        free(m->pend);
-        free(m->done);
-        break;
-    }
+    case CAP_T_MEM:
+        cap_mem_unref((struct cap_mem *)o); /* the reference of cap.mems */
+        return;
     case CAP_T_MODULE:
         cap_refl_free(&((struct cap_module *)o)->refl);
         break;
@@ -552,7 +550,7 @@ void cap_layer_free_all(void)
     cap.tpend = NULL;
     cap.n_tpend = cap.cap_tpend = 0;
     cap_map_free(&cap.cmd_pools);
-    cap_submit_free_all();
+    cap_mapped_free_all();
     cap_unmod_free_all();
     cap.shadow_gen++;
     atomic_fetch_add(&cap.gen, 1); /* no cached command buffer survives */

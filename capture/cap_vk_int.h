@@ -67,6 +67,8 @@ struct cap_dev {
     uint32_t n_qfam;
     double ts_period_ns;
     uint64_t nc_atom;          /* nonCoherentAtomSize */
+    int cpu;                   /* VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe): its device writes are
+                                * the CPU's, into the same pages the program writes */
     VkCommandPool ts_pool[16]; /* --timing/--digests helpers, per queue family */
     /* --timing: VK_EXT_calibrated_timestamps enabled by the layer (NULL = not available: device
      * times are aligned to the submit instead, see cap_vk_timing.c) */
@@ -152,19 +154,31 @@ struct cap_ivl {
     uint64_t serial; /* submission serial on that queue */
 };
 
+/* A VkDeviceMemory allocation. Host-visible ones carry what the layer knows of their bytes
+ * (cap_vk_mapped.c): the mapping, its write tracking and byte shadow, and the device writes
+ * not yet seen finished or not yet read back. */
 struct cap_mem {
     struct cap_obj o;
+    atomic_int ref;     /* one for cap.mems, one per user holding it without cap.mu */
+    pthread_mutex_t mu; /* everything below; taken after cap.mu, never before it */
     uint64_t size;
     uint32_t type_index, props;
-    uint8_t *map_base;         /* host address of offset 0 of the allocation while mapped */
+    int dead;                  /* freed by the program (out of cap.mems) */
+    int imported;              /* VK_EXT_external_memory_host: the program's own pages, "mapped"
+                                * at offset 0 from allocation to free */
+    int mapped;                /* a vkMapMemory is in effect (or imported) */
+    uint8_t *map_base;         /* the program's address of allocation offset 0 while mapped */
+    uint8_t *dev_base;         /* the driver's (where device writes land): map_base unless the
+                                * program writes a copy (struct cap_track.copy) */
     uint64_t map_off, map_len; /* the mapped range, bytes */
-    int mapped;
-    uint64_t n_pages;
-    sbt_hash *page;       /* shadow: hash of each 4 KiB page as last seen (zero page at start) */
-    struct cap_ivl *pend; /* device writes of submissions not yet seen complete */
+    struct cap_track *tr;      /* how host writes are found in the mapping (cap_vk_mapped.c) */
+    struct cap_ivl *pend;      /* device writes of submissions not yet seen complete */
     uint32_t n_pend, cap_pend;
     struct cap_ivl *done; /* finished device writes not yet read back (memory was unmapped) */
     uint32_t n_done, cap_done;
+    struct cap_ivl *devb; /* every byte range device work ever wrote, merged (queue, serial
+                           * unused): host-write runs are never joined across them */
+    uint32_t n_devb, cap_devb;
 };
 
 struct cap_buf {
@@ -275,7 +289,15 @@ struct cap_sync {
 struct cap_queue {
     struct cap_obj o;
     uint32_t family, index;
-    uint64_t serial; /* last submission serial */
+    uint64_t serial;    /* last submission serial (cap.mu) */
+    pthread_mutex_t mu; /* held across the driver's vkQueueSubmit: the trace has this queue's
+                         * submissions in the driver's order (the program synchronises a queue,
+                         * so it is never contended by a valid program) */
+    /* q->mu held: the last submission that may wait for the host (semaphore or event waits)
+     * and the last one seen finished (cap.mu); whether the one being built writes mapped
+     * memory (cap_vk_sync.c: waited for on a CPU device) */
+    uint64_t blocking_serial, done_serial;
+    int writes_mapped;
 };
 
 struct cap_cmdbuf {
@@ -405,6 +427,8 @@ struct cap_global {
     struct cap_mem **mems;             /* live allocations */
     uint32_t n_mems, cap_mems;
     int timing, digests;
+    int cpu_wait; /* CAP_ENV_CPU_WAIT: wait for a CPU device's submissions writing mappings */
+    atomic_uint_fast64_t n_cpu_waits;
     struct cap_map cmd_pools;  /* VkCommandPool -> queue family + 1 (for --timing) */
     struct cap_timing **tpend; /* --timing: submissions whose device times are not read yet */
     uint32_t n_tpend, cap_tpend;
@@ -441,6 +465,11 @@ void cap_run_free(uint8_t *p);
 void cap_ev_free_chain(struct cap_ev *e);
 /* Queues a batch (e and its next chain) under one sequence number. */
 void cap_emit(struct cap_ev *e);
+/* A sequence number taken now for a batch queued later with cap_emit_seq (e NULL: nothing to
+ * write, the number is given back). Until it is queued, the writer holds later batches back:
+ * take it right before the driver call whose ops it numbers. */
+uint64_t cap_seq_take(void);
+void cap_emit_seq(struct cap_ev *e, uint64_t seq);
 /* Wakes the writer now (after waits, so HOST_READ ops do not linger). */
 void cap_kick(void);
 
@@ -548,19 +577,64 @@ void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id);
 /* The SET_LAYOUT and SET_BINDING records of l (pipeline layouts repeat them). */
 void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l);
 
-/* ---- cap_vk_submit.c -------------------------------------------------------------------- */
-/* All with cap.mu held. */
+/* ---- cap_vk_mapped.c -------------------------------------------------------------------- */
+/* Host-visible memory as the host sees it: host writes into mappings found exactly and
+ * cheaply, device output read back (the file's header says how). m->mu is taken after
+ * cap.mu, never before it; the functions that take an allocation want m->mu held unless said
+ * otherwise, and emit their ops themselves. */
+enum cap_track_mode { CAP_TRACK_NONE, CAP_TRACK_UFFD, CAP_TRACK_PROTECT, CAP_TRACK_SCAN };
+/* At init (after the signal handlers): the tracking this process can use. */
+void cap_mapped_init(void);
+/* The tracking chosen and why (at_close 0), or what the mappings used (at_close 1), for the
+ * trace's metadata; returns the length written. */
+size_t cap_mapped_describe(char *buf, size_t len, int at_close);
+/* cap.mu held: a new allocation (one reference, held by cap.mems), or NULL (recording off). */
 struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
                             uint32_t type_index);
-void cap_mem_free(struct cap_mem *m);
-/* Host writes since the shadow in [off, off+len) of m, clipped to the mapping: HOST_WRITE
- * ops appended to the chain at *tail. */
-void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev ***tail,
-                  uint64_t now);
-/* All mapped allocations of dev (NULL = every device). */
-void cap_mem_scan_all(struct cap_dev *dev, struct cap_ev ***tail, uint64_t now);
-/* vkMapMemory: finished device writes become HOST_READ ops. */
-void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now);
+/* cap.mu held, after cap_obj_del: out of cap.mems; freed when the last reference goes. */
+void cap_mem_release(struct cap_mem *m);
+/* The allocation of handle with a reference (takes cap.mu), or NULL. */
+struct cap_mem *cap_mem_get(uint64_t handle);
+void cap_mem_unref(struct cap_mem *m);
+/* cap.mu held: the allocation with capture id, or NULL. */
+struct cap_mem *cap_mem_by_id(uint64_t id);
+/* The driver mapped [off, off+len) at *pp (placed: at an address the program chose): host
+ * writes are found there from now on. The program may be handed a copy instead (memory the
+ * CPU reads slowly): *pp is replaced. Device writes finished while unmapped become HOST_READ
+ * ops. */
+void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int placed,
+                 uint64_t now);
+/* VK_EXT_external_memory_host: the allocation is the program's pages at ptr. Their contents
+ * now become one HOST_WRITE, and host writes are found there as in a mapping until the free
+ * (cap_mem_unmap). */
+void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now);
+/* Before the driver unmaps: the last host writes published, the tracking undone. */
+void cap_mem_unmap(struct cap_mem *m, uint64_t now);
+/* Host writes in [off, off+len) of m (whole pages of the mapping) as HOST_WRITE ops. */
+void cap_mem_publish(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now);
+/* The same for every mapped allocation of dev (NULL: all). Takes cap.mu, then each m->mu. */
+void cap_publish_all(struct cap_dev *dev, uint64_t now);
+/* Device work of submission (queue, serial) may write [off, off+len) of m: remembered until a
+ * wait says it finished. Takes m->mu (cap.mu may be held). Returns 1 when m is mapped (the
+ * write lands where the program reads and writes), else 0. */
+int cap_mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, uint64_t serial);
+/* Does unfinished device work write somewhere in [a, b) of m? */
+int cap_mem_pending(const struct cap_mem *m, uint64_t a, uint64_t b);
+/* len bytes at offset off of the program's view, when mapped and no unfinished device work
+ * writes them (the host's last writes were published): 1 and *out filled, else 0. */
+int cap_mem_read_args(struct cap_mem *m, uint64_t off, void *out, size_t len);
+/* Adds [off, off+len) of m as the device left it to h, mapping it for the moment if the
+ * program has not (--digests, after the queue went idle). */
+void cap_mem_digest(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h);
+/* The host saw submissions of queue (0: every queue of dev) up to serial finish: HOST_READ ops
+ * for what they wrote. cap.mu must not be held. */
+void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now);
+/* At shutdown, before the trace closes: last host writes published, every page writable. */
+void cap_mapped_shutdown(void);
+/* At unload: frees what this file keeps (no Vulkan call). */
+void cap_mapped_free_all(void);
+
+/* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* Submission of n batches on q, from the v1 or v2 submit infos. */
 struct cap_submit_batch {
     uint32_t n_wait, n_cb, n_signal;
@@ -572,25 +646,33 @@ struct cap_submit_batch {
     const uint64_t *signal_value;
     const uint64_t *signal_stage;
 };
-/* Builds the SUBMIT batch (host writes, SUBMIT, waits, command ops, signals, fence) and
- * records the device writes as pending. pre: the HOST_WRITE ops of the scan made before the
- * driver's vkQueueSubmit (after it, the device may already be writing mapped memory); the
- * batch takes them over, also on failure. NULL when recording failed. */
+/* Builds the SUBMIT batch (SUBMIT, waits, command ops, signals, fence) and records its device
+ * writes as pending and its signals, before the driver sees it (the host writes it can read
+ * were published just before: cap_publish_all). cap.mu and q->mu held. NULL when recording
+ * failed. If the driver then refuses the submission, cap_submit_abandon undoes it. */
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                                 const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
-                                uint64_t t0, uint64_t t1, struct cap_ev *pre);
-/* The host saw submissions on queue (0 = every queue of dev) up to serial finish. Appends
- * HOST_READ ops to *tail. */
-void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,
-                  uint64_t now);
-void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
-                      struct cap_ev ***tail, uint64_t now);
+                                uint64_t t0, uint64_t t1);
+/* cap.mu held: the driver refused the submission chain was built for (batches b as given to
+ * cap_submit_build): its signals forgotten, its timing dropped; chain is freed. */
+void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct cap_submit_batch *b,
+                        uint32_t n, VkFence fence, struct cap_ev *chain);
+/* What a wait that returned tells: the submissions (queue, serial) the host now knows finished
+ * (the latest per queue). cap.mu held to find them, not to complete them. */
+#define CAP_REACHED_MAX 32u
+struct cap_reached {
+    uint32_t n;
+    struct {
+        uint64_t queue, serial;
+    } v[CAP_REACHED_MAX];
+};
+void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r);
+/* Completes what r names (cap.mu not held). */
+void cap_reached_complete(struct cap_dev *dev, const struct cap_reached *r, uint64_t now);
 /* Forgets the cached ops of cb (re-recorded, reset or freed). */
 void cap_cmdbuf_drop_ops(struct cap_cmdbuf *cb);
 /* --digests: after the queue went idle, the output digest of each dispatch in chain. */
 void cap_digest_ops(struct cap_ev *chain);
-/* At unload (cap_layer_free_all, cap.mu held): frees this file's own state. */
-void cap_submit_free_all(void);
 
 /* ---- cap_vk_timing.c -------------------------------------------------------------------- */
 /* Record time (the program's thread, no lock): the timestamp before a timed command of cb
@@ -607,6 +689,8 @@ void cap_timing_add(struct cap_timing **t, struct cap_ev *e, const struct cap_cm
 /* cap.mu held. Hangs t on the batch head and remembers it until its submission completes. */
 void cap_timing_submit(struct cap_timing *t, struct cap_ev *head, struct cap_dev *dev,
                        struct cap_queue *q, uint64_t serial, uint64_t t_submit);
+/* cap.mu held. t's submission never reached the driver: forgotten (its batch frees it). */
+void cap_timing_forget(struct cap_timing *t);
 /* cap.mu held. The host saw submissions on queue (0 = all of dev) up to serial finish. */
 void cap_timing_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial);
 /* cap.mu held. cb is about to be re-recorded, reset, freed or submitted again: pending

@@ -2,9 +2,12 @@
  * capture/cap_vk_memory.c — device memory (allocation, mapping, flushes), buffers, their
  * binding and buffer views: the resources of the trace. A VkDeviceMemory allocation is an ALLOC
  * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
- * recreates them from. Host writes through mappings are found by cap_vk_submit.c's page scans,
- * which unmap, flush and free call here. Images and device addresses are unmodelled: their
- * generated wrappers count them and mark the trace incomplete (capture/cap_vk_classes.txt).
+ * recreates them from. Host writes through mappings are found by cap_vk_mapped.c, which the
+ * mapping calls (vkMapMemory, vkMapMemory2, and the program's own pages imported as device memory
+ * with VK_EXT_external_memory_host) start and unmap, flush and free publish. Memory another
+ * process or API fills (imported or exported handles), images and device addresses are
+ * unmodelled: their generated wrappers count them and mark the trace incomplete
+ * (capture/cap_vk_classes.txt).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -30,13 +33,15 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     uint32_t flags = 0;
     uint64_t dedicated = 0;
     int foreign = 0;
+    void *host_ptr = NULL;
     for (const VkBaseInStructure *s = ai->pNext; s; s = s->pNext) {
         if (s->sType == VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO)
             flags = ((const VkMemoryAllocateFlagsInfo *)s)->flags;
         else if (s->sType == VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO)
             dedicated = CAP_H(((const VkMemoryDedicatedAllocateInfo *)s)->buffer);
+        else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT)
+            host_ptr = ((const VkImportMemoryHostPointerInfoEXT *)s)->pHostPointer;
         else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR ||
-                 s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT ||
                  s->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO)
             foreign = 1;
     }
@@ -62,6 +67,18 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
         }
         cap_emit(e);
         sbt_vk_enc_free(&enc);
+        if (host_ptr) {
+            /* the program's own pages: what they hold now is its input (one HOST_WRITE), and
+             * what it writes there from now on is found as in a mapping, until the free */
+            atomic_fetch_add(&m->ref, 1);
+            pthread_mutex_unlock(&cap.mu);
+            pthread_mutex_lock(&m->mu);
+            m->imported = 1;
+            cap_mem_import(m, host_ptr, cap_now());
+            pthread_mutex_unlock(&m->mu);
+            cap_mem_unref(m);
+            return r;
+        }
     }
     pthread_mutex_unlock(&cap.mu);
     return r;
@@ -77,21 +94,52 @@ VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
         pthread_mutex_lock(&cap.mu);
         struct cap_mem *m = cap_obj_del(CAP_H(mem), CAP_T_MEM);
         if (m) {
-            struct cap_ev *head = NULL, **tail = &head;
-            if (m->mapped) /* freeing a mapped allocation unmaps it: last writes count */
-                cap_mem_scan(m, m->map_off, m->map_len, &tail, t0);
+            /* freeing a mapped allocation unmaps it: its last host writes count */
+            pthread_mutex_lock(&m->mu);
+            cap_mem_unmap(m, t0);
+            pthread_mutex_unlock(&m->mu);
             struct cap_ev *e = cap_op_ev(d, SBT_OP_FREE, "vkFreeMemory", NULL, t0);
             if (e) {
                 e->op.resource = m->o.id;
                 e->op.flags = SBT_OPF_RESOURCE;
-                *tail = e;
             }
-            cap_emit(head);
-            cap_mem_free(m);
+            cap_emit(e);
+            cap_mem_release(m);
         }
         pthread_mutex_unlock(&cap.mu);
     }
     d->fn.FreeMemory(device, mem, alloc);
+}
+
+/* The driver mapped mem: host writes are found there from now on (*pp may be replaced by the
+ * program's copy of memory the CPU reads slowly). */
+static void mapped(VkDeviceMemory mem, VkDeviceSize off, VkDeviceSize size, void **pp, int placed)
+{
+    uint64_t t0 = cap_now();
+    struct cap_mem *m = cap_mem_get(CAP_H(mem));
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    if (!m->imported) /* imported pages are tracked from allocation to free */
+        cap_mem_map(m, off, size, pp, placed, t0);
+    pthread_mutex_unlock(&m->mu);
+    cap_mem_unref(m);
+}
+
+/* Before the driver unmaps mem: its last host writes. */
+static void unmapping(VkDeviceMemory mem)
+{
+    uint64_t t0 = cap_now();
+    struct cap_mem *m = cap_mem_get(CAP_H(mem));
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    if (m->imported)
+        cap_mem_publish(m, 0, m->size, t0);
+    else
+        cap_mem_unmap(m, t0);
+    pthread_mutex_unlock(&m->mu);
+    cap_mem_unref(m);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem, VkDeviceSize off,
@@ -100,23 +148,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory(VkDevice device, VkDeviceMemory mem
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     VkResult r = cap_vk_result(d->fn.MapMemory(device, mem, off, size, flags, pp), "vkMapMemory");
-    if (r != VK_SUCCESS || !CAP_ON())
-        return r;
-    uint64_t t0 = cap_now();
-    pthread_mutex_lock(&cap.mu);
-    struct cap_mem *m = cap_obj_find(CAP_H(mem), CAP_T_MEM);
-    if (m && off <= m->size) {
-        m->mapped = 1;
-        m->map_off = off;
-        m->map_len = size == VK_WHOLE_SIZE ? m->size - off : size;
-        if (m->map_len > m->size - off)
-            m->map_len = m->size - off;
-        m->map_base = (uint8_t *)*pp - off;
-        struct cap_ev *head = NULL, **tail = &head;
-        cap_mem_mapped(m, &tail, t0);
-        cap_emit(head);
-    }
-    pthread_mutex_unlock(&cap.mu);
+    if (r == VK_SUCCESS && CAP_ON())
+        mapped(mem, off, size, pp, 0);
     return r;
 }
 
@@ -124,21 +157,34 @@ VKAPI_ATTR void VKAPI_CALL cap_UnmapMemory(VkDevice device, VkDeviceMemory mem)
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (CAP_ON()) {
-        uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_mem *m = cap_obj_find(CAP_H(mem), CAP_T_MEM);
-        if (m && m->mapped) {
-            struct cap_ev *head = NULL, **tail = &head;
-            cap_mem_scan(m, m->map_off, m->map_len, &tail, t0);
-            cap_emit(head);
-            m->mapped = 0;
-            m->map_base = NULL;
-        }
-        pthread_mutex_unlock(&cap.mu);
-    }
+    if (CAP_ON())
+        unmapping(mem);
     d->fn.UnmapMemory(device, mem);
 }
+
+#ifdef VK_VERSION_1_4
+/* vkMapMemory2 (VK_KHR_map_memory2, core in 1.4), placed mappings (VK_EXT_map_memory_placed)
+ * included: the program chose the address, so it gets no copy there. */
+VKAPI_ATTR VkResult VKAPI_CALL cap_MapMemory2(VkDevice device, const VkMemoryMapInfo *mi, void **pp)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    VkResult r = cap_vk_result(d->fn.MapMemory2(device, mi, pp), "vkMapMemory2");
+    if (r == VK_SUCCESS && CAP_ON())
+        mapped(mi->memory, mi->offset, mi->size, pp,
+               (mi->flags & VK_MEMORY_MAP_PLACED_BIT_EXT) != 0);
+    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL cap_UnmapMemory2(VkDevice device, const VkMemoryUnmapInfo *ui)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    if (CAP_ON())
+        unmapping(ui->memory);
+    return cap_vk_result(d->fn.UnmapMemory2(device, ui), "vkUnmapMemory2");
+}
+#endif
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
                                                            const VkMappedMemoryRange *rg)
@@ -147,17 +193,18 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint
     CAP_COUNT();
     if (CAP_ON()) {
         uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_ev *head = NULL, **tail = &head;
         for (uint32_t i = 0; i < n; i++) {
-            struct cap_mem *m = cap_obj_find(CAP_H(rg[i].memory), CAP_T_MEM);
-            if (!m || !m->mapped || rg[i].offset > m->size)
+            struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
+            if (!m)
                 continue;
-            uint64_t len = rg[i].size == VK_WHOLE_SIZE ? m->size - rg[i].offset : rg[i].size;
-            cap_mem_scan(m, rg[i].offset, len, &tail, t0);
+            pthread_mutex_lock(&m->mu);
+            if (m->mapped && rg[i].offset <= m->size)
+                cap_mem_publish(m, rg[i].offset,
+                                rg[i].size == VK_WHOLE_SIZE ? m->size - rg[i].offset : rg[i].size,
+                                t0);
+            pthread_mutex_unlock(&m->mu);
+            cap_mem_unref(m);
         }
-        cap_emit(head);
-        pthread_mutex_unlock(&cap.mu);
     }
     return cap_vk_result(d->fn.FlushMappedMemoryRanges(device, n, rg), "vkFlushMappedMemoryRanges");
 }
@@ -167,6 +214,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
+    /* device output reaches the layer's view when a wait says it is final (cap_complete) */
     return cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
                          "vkInvalidateMappedMemoryRanges");
 }

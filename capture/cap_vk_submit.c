@@ -1,31 +1,19 @@
 /*
- * capture/cap_vk_submit.c — what happens at vkQueueSubmit and when the host sees work finish:
- * host writes through mapped memory found by page hashes, command-buffer recordings expanded
- * into ops with exact resource accesses, device writes remembered until a wait tells the host
- * they are done, and then the digests of what the program can read back (HOST_READ).
+ * capture/cap_vk_submit.c — what happens at vkQueueSubmit: command-buffer recordings expanded
+ * into ops with exact resource accesses, their device writes remembered (cap_vk_mapped.c)
+ * until a wait tells the host they are done, and what a wait tells.
  *
  * Resources. A trace resource is a VkDeviceMemory allocation (its capture id). A buffer bound
  * at memoryOffset M turns a buffer range [a, a+n) into the access (memory, M + a, n), so
  * accesses from buffers that alias one allocation overlap exactly where the bytes do.
  *
- * Host writes. Every allocation keeps one hash per 4 KiB page of what the layer last saw
- * there; the first vkMapMemory takes the contents as they are as the baseline (new memory is
- * undefined in Vulkan: bytes the program never wrote are not stored). At submit, flush,
- * unmap, free, vkSignalSemaphore and vkSetEvent every mapped page is compared; a page that
- * changed and is not being written by unfinished device work is host-written: runs of such
- * pages become one HOST_WRITE op whose blob is the bytes (deduplicated by the writer).
+ * Order. The submission is built before the driver sees it (cap_vk_sync.c): the host writes it
+ * can read are published first, its device writes are pending from then on (so that a publish
+ * of another thread leaves those bytes alone), and its ops take their place in the trace
+ * (cap_seq_take) before the driver can finish it, so that a HOST_READ of its output always
+ * comes after it. A wait on a fence completes that submission and every earlier one on its
+ * queue (queues finish in order on every driver we know; the specification promises less).
  *
- * Host reads. Device writes to host-visible memory are kept as pending intervals tagged with
- * (queue, submission serial). When a fence wait, timeline wait, counter read or idle wait
- * says a submission finished, its intervals become HOST_READ ops carrying the digest of the
- * bytes the program can now read (never the bytes: they are outputs, not inputs), and the
- * page hashes are refreshed so the next scan does not mistake them for host writes. A wait on
- * a fence completes that submission and every earlier one on its queue (queues finish in
- * order on every driver we know; the specification promises less). If the memory is not
- * mapped at that moment, the read is recorded when the program maps it.
- *
- * Limits (documented in the report): host writes to a page that device work of an unfinished
- * submission also writes are attributed to the device; digests cover host-visible memory only.
  * Indirect dispatches get their group counts at submit when the arguments sit in mapped
  * host-visible memory no unfinished device work writes (the usual case: the host wrote them);
  * arguments produced on the device, or in memory the program has not mapped, are not read
@@ -38,411 +26,45 @@
 #include "capture/cap_vk_int.h"
 
 /* ========================================================================================== */
-/* Allocations                                                                                */
+/* Waits                                                                                      */
 /* ========================================================================================== */
 
-struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
-                            uint32_t type_index)
+static void reached_add(struct cap_reached *r, uint64_t queue, uint64_t serial)
 {
-    if (cap.n_mems == cap.cap_mems) {
-        uint32_t c = cap.cap_mems ? cap.cap_mems * 2 : 64;
-        struct cap_mem **v = realloc(cap.mems, c * sizeof *v);
-        if (!v) {
-            cap_fail("out of memory tracking allocations");
-            return NULL;
-        }
-        cap.mems = v;
-        cap.cap_mems = c;
-    }
-    struct cap_mem *m = calloc(1, sizeof *m);
-    uint64_t n_pages = (size + CAP_PAGE - 1) / CAP_PAGE;
-    uint32_t props = type_index < dev->mem_props.memoryTypeCount
-                         ? dev->mem_props.memoryTypes[type_index].propertyFlags
-                         : 0;
-    int hv = (props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
-    if (m && hv)
-        m->page = calloc(n_pages ? n_pages : 1, sizeof *m->page); /* zero hash = "all zero" */
-    if (!m || (hv && !m->page)) {
-        free(m);
-        cap_fail("out of memory for the page shadow of a %llu-byte allocation",
-                 (unsigned long long)size);
-        return NULL;
-    }
-    m->o.handle = handle;
-    m->o.type = VK_OBJECT_TYPE_DEVICE_MEMORY;
-    m->o.id = cap_new_id();
-    m->o.dev = dev;
-    m->size = size;
-    m->type_index = type_index;
-    m->props = props;
-    m->n_pages = hv ? n_pages : 0;
-    if (cap_map_put(&cap.objs[CAP_T_MEM], handle, m)) {
-        free(m->page);
-        free(m);
-        cap_fail("out of memory tracking allocations");
-        return NULL;
-    }
-    cap.mems[cap.n_mems++] = m;
-    cap.shadow_gen++;
-    return m;
-}
-
-void cap_mem_free(struct cap_mem *m)
-{
-    cap.shadow_gen++;
-    for (uint32_t i = 0; i < cap.n_mems; i++)
-        if (cap.mems[i] == m) {
-            cap.mems[i] = cap.mems[--cap.n_mems];
-            break;
-        }
-    free(m->page);
-    free(m->pend);
-    free(m->done);
-    free(m);
-}
-
-static struct cap_mem *mem_by_id(uint64_t id)
-{
-    for (uint32_t i = 0; i < cap.n_mems; i++)
-        if (cap.mems[i]->o.id == id)
-            return cap.mems[i];
-    return NULL;
-}
-
-static int push_ivl(struct cap_ivl **v, uint32_t *n, uint32_t *cap_n, struct cap_ivl x)
-{
-    if (*n == *cap_n) {
-        uint32_t c = *cap_n ? *cap_n * 2 : 8;
-        struct cap_ivl *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return -1;
-        *v = p;
-        *cap_n = c;
-    }
-    (*v)[(*n)++] = x;
-    return 0;
-}
-
-/* A device write of a submission: merged into an overlapping interval of the same queue. */
-static void mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, uint64_t serial)
-{
-    if (!(m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) || !len)
-        return;
-    for (uint32_t i = 0; i < m->n_pend; i++) {
-        struct cap_ivl *p = &m->pend[i];
-        if (p->queue == queue && off <= p->off + p->len && p->off <= off + len) {
-            uint64_t end = off + len > p->off + p->len ? off + len : p->off + p->len;
-            p->off = off < p->off ? off : p->off;
-            p->len = end - p->off;
-            p->serial = serial > p->serial ? serial : p->serial;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->v[i].queue == queue) {
+            if (serial > r->v[i].serial)
+                r->v[i].serial = serial;
             return;
         }
-    }
-    if (push_ivl(&m->pend, &m->n_pend, &m->cap_pend, (struct cap_ivl){off, len, queue, serial}))
-        cap_fail("out of memory tracking device writes");
+    if (r->n < CAP_REACHED_MAX) {
+        r->v[r->n].queue = queue;
+        r->v[r->n].serial = serial;
+        r->n++;
+    } /* else: more queues than that in one wait; the rest complete at a later wait */
 }
 
-/* ========================================================================================== */
-/* Host writes                                                                                */
-/* ========================================================================================== */
-
-static int all_zero(const uint8_t *p, size_t n)
-{
-    static const uint8_t zero[CAP_PAGE];
-    while (n) {
-        size_t k = n < CAP_PAGE ? n : CAP_PAGE;
-        if (memcmp(p, zero, k))
-            return 0;
-        p += k;
-        n -= k;
-    }
-    return 1;
-}
-
-static int page_pending(const struct cap_mem *m, uint64_t a, uint64_t b)
-{
-    for (uint32_t i = 0; i < m->n_pend; i++)
-        if (m->pend[i].off < b && a < m->pend[i].off + m->pend[i].len)
-            return 1;
-    return 0;
-}
-
-/* A host-side op on [a, b) of m (HOST_WRITE or HOST_READ) with its one access; NULL when out
- * of memory. */
-static struct cap_ev *host_op(struct cap_mem *m, uint64_t a, uint64_t b, uint32_t kind,
-                              uint64_t now)
-{
-    struct cap_ev *e = cap_ev_new_op(1, 0);
-    if (!e)
-        return NULL;
-    int w = kind == SBT_OP_HOST_WRITE;
-    *e->acc = (struct sbt_access){m->o.id, a, b - a, w ? SBT_ACCESS_WRITE : SBT_ACCESS_READ};
-    e->dev_id = m->o.dev->id;
-    e->name = w ? "host write" : "host read";
-    e->op.kind = kind;
-    e->op.host_begin = e->op.host_end = now;
-    e->op.bytes = b - a;
-    e->op.flags = SBT_OPF_BYTES;
-    return e;
-}
-
-/* A HOST_WRITE op of [a, b) of m whose bytes are already in data (a run buffer, owned). */
-static void host_write_op(struct cap_mem *m, uint64_t a, uint64_t b, uint8_t *data,
-                          struct cap_ev ***tail, uint64_t now)
-{
-    struct cap_ev *e = data ? host_op(m, a, b, SBT_OP_HOST_WRITE, now) : NULL;
-    if (!e) {
-        cap_run_free(data);
-        cap_fail("out of memory storing %llu bytes of host writes", (unsigned long long)(b - a));
-        return;
-    }
-    e->data = data;
-    e->data_len = b - a;
-    e->data_pooled = 1;
-    **tail = e;
-    *tail = &e->next;
-}
-
-void cap_mem_scan(struct cap_mem *m, uint64_t off, uint64_t len, struct cap_ev ***tail,
-                  uint64_t now)
-{
-    if (!m->mapped || !m->page || !m->map_base)
-        return;
-    uint64_t lo = off > m->map_off ? off : m->map_off;
-    uint64_t hi = m->map_off + m->map_len;
-    if (len < hi - lo && off + len < hi)
-        hi = off + len;
-    if (lo >= hi)
-        return;
-    /* a changed page is copied into the run buffer right after it is hashed, while it is in
-     * cache: the mapping is read once */
-    uint64_t run_a = 0, run_b = 0;
-    uint8_t *run = NULL;
-    for (uint64_t p = lo / CAP_PAGE; p * CAP_PAGE < hi && p < m->n_pages; p++) {
-        uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
-        uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                  : m->map_off + m->map_len;
-        if (b > m->size)
-            b = m->size;
-        int changed = 0;
-        if (a < b && !page_pending(m, a, b)) {
-            const uint8_t *q = m->map_base + a;
-            if (sbt_hash_is_zero(m->page[p])) {
-                if (!all_zero(q, b - a)) {
-                    m->page[p] = sbt_hash_bytes(q, b - a);
-                    changed = 1;
-                }
-            } else {
-                sbt_hash h = sbt_hash_bytes(q, b - a);
-                if (!sbt_hash_eq(h, m->page[p])) {
-                    m->page[p] = h;
-                    changed = 1;
-                }
-            }
-        }
-        if (changed && run_b > run_a && run_b == a && run_b - run_a < CAP_RUN_MAX) {
-            if (run)
-                memcpy(run + (a - run_a), m->map_base + a, b - a);
-            run_b = b;
-            continue;
-        }
-        if (run_b > run_a) {
-            host_write_op(m, run_a, run_b, run, tail, now);
-            run = NULL;
-        }
-        run_a = run_b = changed ? a : 0;
-        if (changed) {
-            run_b = b;
-            run = cap_run_alloc();
-            if (run)
-                memcpy(run, m->map_base + a, b - a);
-        }
-    }
-    if (run_b > run_a)
-        host_write_op(m, run_a, run_b, run, tail, now);
-}
-
-void cap_mem_scan_all(struct cap_dev *dev, struct cap_ev ***tail, uint64_t now)
-{
-    for (uint32_t i = 0; i < cap.n_mems; i++) {
-        struct cap_mem *m = cap.mems[i];
-        if (m->mapped && (!dev || m->o.dev == dev))
-            cap_mem_scan(m, m->map_off, m->map_len, tail, now);
-    }
-}
-
-/* ========================================================================================== */
-/* Host reads                                                                                 */
-/* ========================================================================================== */
-
-static void refresh_pages(struct cap_mem *m, uint64_t a, uint64_t b)
-{
-    for (uint64_t p = a / CAP_PAGE; p * CAP_PAGE < b && p < m->n_pages; p++) {
-        uint64_t x = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
-        uint64_t y = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                  : m->map_off + m->map_len;
-        if (y > m->size)
-            y = m->size;
-        if (x < y)
-            m->page[p] = sbt_hash_bytes(m->map_base + x, y - x);
-    }
-}
-
-static sbt_hasher *refresh_hasher; /* cap.mu held; made on first use, freed at unload */
-
-void cap_submit_free_all(void)
-{
-    sbt_hasher_destroy(refresh_hasher);
-    refresh_hasher = NULL;
-}
-
-/* The digest of [a, b) of m, refreshing the page shadow of those pages in the same pass
- * (each page is hashed for the shadow right after it went into the digest, in cache). */
-static sbt_hash digest_refresh(struct cap_mem *m, uint64_t a, uint64_t b)
-{
-    if (!refresh_hasher && sbt_hasher_create(&refresh_hasher) < 0)
-        refresh_hasher = NULL;
-    sbt_hasher *h = refresh_hasher;
-    if (!h) {
-        refresh_pages(m, a, b);
-        return sbt_hash_bytes(m->map_base + a, b - a);
-    }
-    sbt_hasher_reset(h);
-    for (uint64_t p = a / CAP_PAGE; p * CAP_PAGE < b; p++) {
-        uint64_t sa = p * CAP_PAGE > a ? p * CAP_PAGE : a;
-        uint64_t sb = (p + 1) * CAP_PAGE < b ? (p + 1) * CAP_PAGE : b;
-        sbt_hasher_update(h, m->map_base + sa, sb - sa);
-        if (p >= m->n_pages)
-            continue;
-        uint64_t x = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
-        uint64_t y = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                  : m->map_off + m->map_len;
-        if (y > m->size)
-            y = m->size;
-        if (x < y)
-            m->page[p] = sbt_hash_bytes(m->map_base + x, y - x);
-    }
-    return sbt_hasher_digest(h);
-}
-
-static void host_read_op(struct cap_mem *m, uint64_t a, uint64_t b, struct cap_ev ***tail,
-                         uint64_t now)
-{
-    struct cap_ev *e = host_op(m, a, b, SBT_OP_HOST_READ, now);
-    if (!e) {
-        cap_fail("out of memory recording a host read");
-        return;
-    }
-    e->op.digest = digest_refresh(m, a, b);
-    e->op.flags |= SBT_OPF_DIGEST;
-    **tail = e;
-    *tail = &e->next;
-}
-
-static int cmp_ivl(const void *a, const void *b)
-{
-    const struct cap_ivl *x = a, *y = b;
-    return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* Reads back the intervals v[0..n) of m (sorted and merged here) that lie in the mapping;
- * returns how many were left for later (kept at the front of v). */
-static uint32_t read_back(struct cap_mem *m, struct cap_ivl *v, uint32_t n, struct cap_ev ***tail,
-                          uint64_t now)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_ivl);
-    uint32_t k = 0;
-    for (uint32_t i = 1; i < n; i++) {
-        if (v[i].off <= v[k].off + v[k].len) {
-            uint64_t end = v[i].off + v[i].len;
-            if (end > v[k].off + v[k].len)
-                v[k].len = end - v[k].off;
-        } else {
-            v[++k] = v[i];
-        }
-    }
-    n = k + 1;
-    uint32_t left = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t a = v[i].off, b = v[i].off + v[i].len;
-        if (b > m->size)
-            b = m->size;
-        if (m->mapped && m->map_base) {
-            uint64_t x = a > m->map_off ? a : m->map_off;
-            uint64_t y = b < m->map_off + m->map_len ? b : m->map_off + m->map_len;
-            if (x < y) {
-                host_read_op(m, x, y, tail, now);
-                continue;
-            }
-        }
-        v[left++] = v[i];
-    }
-    return left;
-}
-
-void cap_mem_mapped(struct cap_mem *m, struct cap_ev ***tail, uint64_t now)
-{
-    m->n_done = read_back(m, m->done, m->n_done, tail, now);
-    /* Pages seen for the first time: what is there now is the baseline, not a host write.
-     * Drivers need not zero new allocations (lavapipe does not); bytes the program never
-     * wrote are undefined in the capture as in any replay, so storing them would only cost. */
-    for (uint64_t p = m->map_off / CAP_PAGE;
-         p * CAP_PAGE < m->map_off + m->map_len && p < m->n_pages; p++) {
-        if (!sbt_hash_is_zero(m->page[p]))
-            continue;
-        uint64_t a = p * CAP_PAGE > m->map_off ? p * CAP_PAGE : m->map_off;
-        uint64_t b = (p + 1) * CAP_PAGE < m->map_off + m->map_len ? (p + 1) * CAP_PAGE
-                                                                  : m->map_off + m->map_len;
-        if (b > m->size)
-            b = m->size;
-        if (a < b && !page_pending(m, a, b))
-            m->page[p] = sbt_hash_bytes(m->map_base + a, b - a);
-    }
-}
-
-void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, struct cap_ev ***tail,
-                  uint64_t now)
-{
-    if (cap.n_tpend)
-        cap_timing_complete(dev, queue, serial);
-    for (uint32_t i = 0; i < cap.n_mems; i++) {
-        struct cap_mem *m = cap.mems[i];
-        if (m->o.dev != dev || !m->n_pend)
-            continue;
-        uint32_t keep = 0, first_done = m->n_done;
-        for (uint32_t k = 0; k < m->n_pend; k++) {
-            struct cap_ivl x = m->pend[k];
-            if ((queue == 0 || x.queue == queue) && x.serial <= serial) {
-                if (push_ivl(&m->done, &m->n_done, &m->cap_done, x))
-                    cap_fail("out of memory tracking device writes");
-            } else {
-                m->pend[keep++] = x;
-            }
-        }
-        m->n_pend = keep;
-        if (m->n_done > first_done)
-            m->n_done = read_back(m, m->done, m->n_done, tail, now);
-    }
-}
-
-void cap_sync_reached(struct cap_dev *dev, struct cap_sync *s, uint64_t value,
-                      struct cap_ev ***tail, uint64_t now)
+void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r)
 {
     uint32_t n = s->n_sig < CAP_SIG_RING ? s->n_sig : CAP_SIG_RING;
     if (!n)
         return;
     if (s->kind == SBT_SYNC_FENCE) {
         const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
-        cap_complete(dev, g->queue, g->serial, tail, now);
+        reached_add(r, g->queue, g->serial);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
         const struct cap_sig *g = &s->sig[(s->n_sig - 1 - i) % CAP_SIG_RING];
         if (g->value <= value)
-            cap_complete(dev, g->queue, g->serial, tail, now);
+            reached_add(r, g->queue, g->serial);
     }
+}
+
+void cap_reached_complete(struct cap_dev *dev, const struct cap_reached *r, uint64_t now)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        cap_complete(dev, r->v[i].queue, r->v[i].serial, now);
 }
 
 static void sync_signaled(struct cap_sync *s, uint64_t value, uint64_t queue, uint64_t serial)
@@ -508,7 +130,7 @@ static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t 
     }
     x->acc[x->n_acc++] = (struct sbt_access){b->mem->o.id, a, len, mode};
     if (mode & SBT_ACCESS_WRITE)
-        mem_pend(b->mem, a, len, x->q->o.id, x->serial);
+        x->q->writes_mapped |= cap_mem_pend(b->mem, a, len, x->q->o.id, x->serial);
 }
 
 /* Finishes the op being built: accesses and payload are copied into a new event (one
@@ -596,19 +218,19 @@ static uint32_t binding_mode(const struct cap_pipeline *p, uint32_t set, uint32_
 
 /* The group counts of an indirect dispatch when they can be known at submit: the arguments
  * lie in host-visible memory the program has mapped, and no device work of this or an
- * unfinished submission writes them (host writes were scanned just before the submit, so
+ * unfinished submission writes them (host writes were published just before the submit, so
  * the mapping holds what the device will read). 1 with out[] set, else 0. */
 static int indirect_groups(const struct cap_buf *b, uint64_t off, uint32_t out[3])
 {
-    const struct cap_mem *m = b ? b->mem : NULL;
-    if (!m || !m->mapped || !m->map_base || off > b->size ||
-        b->size - off < sizeof(VkDispatchIndirectCommand))
-        return 0;
-    uint64_t a = b->mem_off + off, e = a + sizeof(VkDispatchIndirectCommand);
-    if (a < m->map_off || e > m->map_off + m->map_len || e > m->size || page_pending(m, a, e))
+    struct cap_mem *m = b ? b->mem : NULL;
+    if (!m || off > b->size || b->size - off < sizeof(VkDispatchIndirectCommand))
         return 0;
     VkDispatchIndirectCommand c;
-    memcpy(&c, m->map_base + a, sizeof c);
+    pthread_mutex_lock(&m->mu);
+    int ok = cap_mem_read_args(m, b->mem_off + off, &c, sizeof c);
+    pthread_mutex_unlock(&m->mu);
+    if (!ok)
+        return 0;
     out[0] = c.x;
     out[1] = c.y;
     out[2] = c.z;
@@ -1087,9 +709,9 @@ static void replay_ops(struct xstate *x, const struct cap_cmdbuf *cb)
             if (!(a->mode & SBT_ACCESS_WRITE))
                 continue;
             if (!last || last->o.id != a->resource)
-                last = mem_by_id(a->resource);
+                last = cap_mem_by_id(a->resource);
             if (last)
-                mem_pend(last, a->offset, a->len, x->q->o.id, x->serial);
+                x->q->writes_mapped |= cap_mem_pend(last, a->offset, a->len, x->q->o.id, x->serial);
         }
         *x->tail = e;
         x->tail = &e->next;
@@ -1103,19 +725,16 @@ static void replay_ops(struct xstate *x, const struct cap_cmdbuf *cb)
 
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
                                 const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
-                                uint64_t t0, uint64_t t1, struct cap_ev *pre)
+                                uint64_t t0, uint64_t t1)
 {
-    struct cap_ev *head = pre, **tail = &head;
-    while (*tail)
-        tail = &(*tail)->next;
+    struct cap_ev *head = NULL, **tail = &head;
     struct cap_ev *sub = cap_ev_new(CAP_EV_OP);
-    if (!sub) {
-        cap_ev_free_chain(head);
+    if (!sub)
         return NULL;
-    }
     *tail = sub;
     tail = &sub->next;
     uint64_t serial = ++q->serial;
+    q->writes_mapped = 0;
     struct xstate x = {.dev = dev, .q = q, .serial = serial, .t0 = t0, .t1 = t1, .tail = tail};
     struct sbt_vk_enc pay = {0};
     struct cap_sync *fs = cap_obj_find((uint64_t)(uintptr_t)fence, CAP_T_FENCE);
@@ -1218,6 +837,30 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     return head;
 }
 
+/* The last signal of s, if it is (queue, serial)'s, is forgotten. */
+static void unsignal(struct cap_sync *s, uint64_t queue, uint64_t serial)
+{
+    if (s && s->n_sig) {
+        const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        if (g->queue == queue && g->serial == serial)
+            s->n_sig--;
+    }
+}
+
+void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct cap_submit_batch *b,
+                        uint32_t n, VkFence fence, struct cap_ev *chain)
+{
+    (void)dev;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < b[i].n_signal; k++)
+            unsignal(cap_obj_find((uint64_t)(uintptr_t)b[i].signal[k], CAP_T_SEM), q->o.id,
+                     q->serial);
+    unsignal(cap_obj_find((uint64_t)(uintptr_t)fence, CAP_T_FENCE), q->o.id, q->serial);
+    if (chain && chain->timing)
+        cap_timing_forget(chain->timing);
+    cap_ev_free_chain(chain);
+}
+
 /* ========================================================================================== */
 /* --digests                                                                                  */
 /* ========================================================================================== */
@@ -1226,24 +869,6 @@ static int overlaps(const struct sbt_access *a, const struct sbt_access *b)
 {
     return a->resource == b->resource && a->offset < b->offset + b->len &&
            b->offset < a->offset + a->len;
-}
-
-/* Bytes of [off, off+len) of m, mapping it for the moment if the program has not. */
-static void digest_range(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h)
-{
-    if (m->mapped && m->map_base && off >= m->map_off && off + len <= m->map_off + m->map_len) {
-        sbt_hasher_update(h, m->map_base + off, len);
-        return;
-    }
-    if (m->mapped)
-        return;
-    void *p = NULL;
-    struct cap_dev *d = m->o.dev;
-    if (d->fn.MapMemory(d->handle, (VkDeviceMemory)(uintptr_t)m->o.handle, off, len, 0, &p) !=
-        VK_SUCCESS)
-        return;
-    sbt_hasher_update(h, p, len);
-    d->fn.UnmapMemory(d->handle, (VkDeviceMemory)(uintptr_t)m->o.handle);
 }
 
 void cap_digest_ops(struct cap_ev *chain)
@@ -1260,7 +885,7 @@ void cap_digest_ops(struct cap_ev *chain)
             const struct sbt_access *a = &e->acc[i];
             if (!(a->mode & SBT_ACCESS_WRITE))
                 continue;
-            struct cap_mem *m = mem_by_id(a->resource);
+            struct cap_mem *m = cap_mem_by_id(a->resource);
             if (!m || !(m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
                 exact = 0;
             any = 1;
@@ -1275,8 +900,12 @@ void cap_digest_ops(struct cap_ev *chain)
         sbt_hasher_reset(h);
         for (uint32_t i = 0; i < e->op.n_access; i++) {
             const struct sbt_access *a = &e->acc[i];
-            if (a->mode & SBT_ACCESS_WRITE)
-                digest_range(mem_by_id(a->resource), a->offset, a->len, h);
+            struct cap_mem *m = (a->mode & SBT_ACCESS_WRITE) ? cap_mem_by_id(a->resource) : NULL;
+            if (m) {
+                pthread_mutex_lock(&m->mu);
+                cap_mem_digest(m, a->offset, a->len, h);
+                pthread_mutex_unlock(&m->mu);
+            }
         }
         e->op.digest = sbt_hasher_digest(h);
         e->op.flags |= SBT_OPF_DIGEST;

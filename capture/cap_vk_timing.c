@@ -171,6 +171,15 @@ void cap_timing_submit(struct cap_timing *t, struct cap_ev *head, struct cap_dev
     cap.tpend[cap.n_tpend++] = t;
 }
 
+void cap_timing_forget(struct cap_timing *t)
+{
+    for (uint32_t i = 0; i < cap.n_tpend; i++)
+        if (cap.tpend[i] == t) {
+            cap.tpend[i] = cap.tpend[--cap.n_tpend];
+            return;
+        }
+}
+
 /* ========================================================================================== */
 /* Reading                                                                                    */
 /* ========================================================================================== */

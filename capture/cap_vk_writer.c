@@ -386,22 +386,25 @@ void cap_kick(void)
     cap__signals_reassert();
 }
 
-void cap_emit(struct cap_ev *e)
+/* Queues batch e under number seq (e NULL: an empty batch that only moves order on). */
+static void emit_at(struct cap_ev *e, uint64_t seq, int take)
 {
-    if (!e)
-        return;
     if (!atomic_load(&cap.on) || !wr.started) {
         cap_ev_free_chain(e);
         return;
     }
     struct tbuf *tb = tb_get();
+    if (!e && !(e = calloc(1, sizeof *e))) { /* type 0: written as nothing */
+        cap_fail("out of memory for an event");
+        return;
+    }
     if (!tb) {
         cap_ev_free_chain(e);
         cap_fail("out of memory for a thread buffer");
         return;
     }
     pthread_mutex_lock(&tb->mu);
-    e->seq = atomic_fetch_add(&cap.seq, 1);
+    e->seq = take ? atomic_fetch_add(&cap.seq, 1) : seq;
     if (tb->n == tb->cap) {
         size_t cap2 = tb->cap ? tb->cap * 2 : 64;
         struct cap_ev **v = realloc(tb->v, cap2 * sizeof *v);
@@ -419,6 +422,22 @@ void cap_emit(struct cap_ev *e)
     pthread_mutex_unlock(&tb->mu);
     if (n >= 256)
         cap__pump_kick();
+}
+
+void cap_emit(struct cap_ev *e)
+{
+    if (e)
+        emit_at(e, 0, 1);
+}
+
+uint64_t cap_seq_take(void)
+{
+    return atomic_fetch_add(&cap.seq, 1);
+}
+
+void cap_emit_seq(struct cap_ev *e, uint64_t seq)
+{
+    emit_at(e, seq, 0);
 }
 
 static int heap_push(struct cap_ev *e)
@@ -712,6 +731,7 @@ static void init(void)
     pthread_atfork(NULL, NULL, atfork_child);
     cap.timing = cap__env_flag(CAP_ENV_TIMING);
     cap.digests = cap__env_flag(CAP_ENV_DIGESTS);
+    cap.cpu_wait = !getenv(CAP_ENV_CPU_WAIT) || cap__env_flag(CAP_ENV_CPU_WAIT);
     cap__trace_path(wr.path, sizeof wr.path);
     struct sbt_writer_opts o = cap__writer_opts();
     cap.epoch_ns = mono_ns();
@@ -727,6 +747,10 @@ static void init(void)
     meta_now("capture.timing", cap.timing ? "1" : "0");
     meta_now("capture.digests", cap.digests ? "1" : "0");
     meta_now("capture.page_bytes", "4096");
+    cap_mapped_init();
+    char how[256];
+    cap_mapped_describe(how, sizeof how, 0);
+    meta_now("capture.host_writes", how);
     meta_now("vulkan.resources", "VkDeviceMemory allocations; buffer ranges map to "
                                  "(memory, bind offset + buffer offset)");
     if (wr.broken)
@@ -772,6 +796,8 @@ void cap_shutdown(void)
 {
     if (!atomic_load(&initialised) || atomic_exchange(&closed, 1))
         return;
+    /* the last host writes, and every mapped page writable again */
+    cap_mapped_shutdown();
     atomic_store(&cap.on, 0);
     uint64_t n_unmod = 0;
     if (wr.started) {
@@ -783,6 +809,9 @@ void cap_shutdown(void)
         snprintf(buf, sizeof buf, "%" PRIu64,
                  (uint64_t)atomic_load(&cap.n_calls) + cap_unmod_total_calls());
         meta_now("capture.vulkan_calls", buf);
+        char how[256];
+        cap_mapped_describe(how, sizeof how, 1);
+        meta_now("capture.host_writes_used", how);
         if (cap.timing) {
             snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_timed));
             meta_now("capture.timing_timed_ops", buf);

@@ -1,0 +1,1707 @@
+/*
+ * capture/cap_vk_mapped.c — host-visible memory as the host sees it: which bytes the host wrote
+ * into a mapping before a submission (or vkSetEvent, vkSignalSemaphore, a flush, an unmap)
+ * could read them (HOST_WRITE ops carrying those bytes), and what device work left there for the
+ * host to read once a wait says it finished (HOST_READ ops carrying a digest).
+ *
+ * Exact, byte for byte. Host and device may write different bytes of one page at the same time
+ * (an upload ring: the device writes one KiB while the host fills the next submission's input
+ * in another KiB of the same page). So a page is never taken as a whole where device work may
+ * write or has written part of it: the layer keeps a shadow copy of such a page (what it knows
+ * each byte holds) and compares it byte by byte, leaving out the bytes unfinished device work
+ * may write (its may-write intervals, struct cap_mem.pend). When a wait says that work finished
+ * (cap_complete, before the program can touch the bytes), what it wrote goes into the shadow as
+ * device output, or the page is write-protected so that the first host write copies it there
+ * first (copy on first write, PS_STALE). Bytes the device wrote are never recorded as host
+ * writes; runs of host writes are never joined across them (struct cap_mem.devb). Pages device
+ * work never touched are recorded whole when written (their other bytes are the host's too, or
+ * the contents the mapping had when first mapped).
+ *
+ * Cheap: the cost follows what the host wrote, not what is mapped. Each mapping's pages are
+ * write-protected and the first write to a page after a publish marks it; a publish reads only
+ * marked pages (and the few pages shared with unfinished device work, and the partial pages at
+ * either end of a mapping that does not start or end on a page boundary). Three ways, chosen at
+ * capture time (REPRISE_HOST_WRITES, capture/cap.h) and per mapping, and recorded in the
+ * trace's metadata (capture.host_writes):
+ *   uffd     userfaultfd asynchronous write-protection (Linux 6.7: UFFD_FEATURE_WP_ASYNC, and
+ *            PAGEMAP_SCAN to read and re-arm the marks in one call): the kernel marks a page on
+ *            its first write without stopping the program, system calls that write into the
+ *            mapping (read(2)) work as before, and no signal is involved. Anonymous and shmem
+ *            memory only (lavapipe's, the program's own pages imported as device memory).
+ *   protect  mprotect(PROT_READ) and the first write fault per page, taken by the claim hook of
+ *            capture/cap_common.c (our SIGSEGV handler asks this file first, and chains to the
+ *            program's own handler for every fault that is not ours). A run of writes opens the
+ *            pages after it as well (fault-ahead), whose bytes are hashed so that those left
+ *            unwritten are not recorded. Any mapping a driver hands out. A system call that
+ *            writes into a protected page fails with EFAULT instead of faulting: this is why
+ *            uffd comes first where it works.
+ *   scan     every page hashed at every publish (the fallback: no tracking, or the program's
+ *            own SIGSEGV handling could not be put under ours).
+ * Memory the CPU reads slowly (no HOST_CACHED: write-combined on discrete GPUs) is handed to
+ * the program as a copy in ordinary memory ("copy" mappings): host writes are found there as
+ * above and written through to the driver's mapping at publish, device output is copied in when
+ * a wait says it finished. Host and device then write different memory, so even host writes
+ * into bytes a descriptor lets unfinished work write are told apart (byte by byte, against the
+ * shadow taken at the host's first write).
+ *
+ * Limits. A host write during a submission's run into bytes its descriptors let it write (its
+ * may-write intervals are wider than what it writes) is taken for device output in a mapping
+ * the program writes directly; copy mappings tell them apart. Host writes the program makes
+ * without a publish point after them are recorded at the next one, unmap or free.
+ *
+ * Locks. cap.mu guards cap.mems (allocations are counted references, so the work is done under
+ * the allocation's own m->mu only); m->mu guards one allocation's mapping, page states (but for
+ * the transitions the fault handler makes, all atomic), shadow and intervals. Ops are emitted
+ * under m->mu: two threads publishing the same bytes put them into the trace in the order they
+ * read them. The fault handler takes no lock: it finds the page through a table published with
+ * an atomic pointer (freed only when no handler runs) and changes the page's state with atomics.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "capture/cap_int.h"
+#include "capture/cap_vk_int.h"
+
+/* Linux 6.7's userfaultfd asynchronous write-protection and PAGEMAP_SCAN, for headers older
+ * than the kernel we run on (Debian 12's are 6.1); the values are the kernel ABI. */
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef PAGEMAP_SCAN
+struct page_region {
+    __u64 start, end, categories;
+};
+struct pm_scan_arg {
+    __u64 size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+        category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN          _IOWR('f', 16, struct pm_scan_arg)
+#define PM_SCAN_WP_MATCHING   (1 << 0)
+#define PM_SCAN_CHECK_WPASYNC (1 << 1)
+#define PAGE_IS_WPALLOWED     (1 << 0)
+#define PAGE_IS_WRITTEN       (1 << 1)
+#endif
+
+#define PG CAP_PAGE
+
+/* ========================================================================================== */
+/* State                                                                                      */
+/* ========================================================================================== */
+
+/* Page states (struct cap_track.ps, one byte per page of a mapping's span). The low bits say
+ * how a host write to the page is found; the flags what the layer knows of its bytes. */
+#define PS_MASK  0x07
+#define PS_ARMED 0 /* write-protected: the first write marks it (uffd) or faults (protect) */
+#define PS_OPEN  1 /* protect: written since the last publish, writable until the next */
+#define PS_HOT                                                                  \
+    2 /* not protected, compared at every publish: shares bytes with unfinished \
+       * device work, or is a partial page at an end of the mapping, or scan */
+#define PS_DEV                                                                               \
+    3                  /* every byte of it may be written by unfinished device work: neither \
+                        * protected (lavapipe's device is the CPU) nor compared */
+#define PS_BUSY   4    /* a thread is changing its protection: the fault handler waits */
+#define PS_SHADOW 0x10 /* sh holds its known bytes: compared byte by byte */
+#define PS_STALE                                                                               \
+    0x20               /* holds device output sh lacks: mprotect'ed in every mode, so that the \
+                        * first host write copies the page into sh first */
+#define PS_HASHED 0x40 /* hash[] holds the hash of its bytes as last recorded or opened ahead */
+
+struct cap_track {
+    struct cap_mem *m;
+    int mode;        /* enum cap_track_mode */
+    int copy;        /* the program writes a copy (uncached memory): map_base != dev_base */
+    int cofw;        /* device output is kept by copy on first write (PS_STALE) */
+    int uffd;        /* the span's full pages are registered with hm.uffd */
+    int in_tab;      /* in the fault handler's table */
+    uint8_t *base;   /* the program's address of the span's first page */
+    uint64_t n;      /* pages in the span (the mapping, rounded out to pages) */
+    uint64_t lo, hi; /* pages [lo, hi) lie wholly in the mapping: only they are protected */
+    _Atomic uint8_t *ps;
+    sbt_hash *hash;  /* per page, valid with PS_HASHED */
+    uint8_t *sh;     /* the shadow: n pages, reserved (MAP_NORESERVE), touched per page */
+    size_t copy_len; /* copy mappings: bytes of the program's copy at base (munmap) */
+};
+
+static struct {
+    int mode;      /* what a new mapping gets first (uffd falls back per mapping) */
+    int copy_all;  /* REPRISE_HOST_COPY=1: every mapping a copy (tests) */
+    int uffd;      /* userfaultfd with asynchronous write-protection, -1 without */
+    int pagemap;   /* /proc/self/pagemap (PAGEMAP_SCAN), -1 without */
+    int claim;     /* our fault claim is registered */
+    char why[200]; /* why the default is not uffd */
+    atomic_uint_fast64_t n_map[4], n_copy, n_cofw_faults, n_faults;
+} hm = {.uffd = -1, .pagemap = -1};
+
+static const char *mode_name(int mode)
+{
+    switch (mode) {
+    case CAP_TRACK_UFFD:
+        return "uffd";
+    case CAP_TRACK_PROTECT:
+        return "protect";
+    case CAP_TRACK_SCAN:
+        return "scan";
+    }
+    return "none";
+}
+
+/* ========================================================================================== */
+/* The fault handler's table                                                                  */
+/* ========================================================================================== */
+
+/* Sorted by address; replaced whole under tab_mu and published with an atomic pointer. A
+ * handler counts itself in tab_readers while it looks: a replaced table is freed when none is
+ * looking (handlers are short and never wait for the table's writer). */
+struct tab {
+    uint32_t n;
+    struct tab_ent {
+        uintptr_t lo, hi; /* protected span pages [lo, hi) */
+        struct cap_track *t;
+    } e[];
+};
+static _Atomic(struct tab *) tab;
+static atomic_int tab_readers;
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void tab_publish(struct tab *nt)
+{
+    struct tab *old = atomic_exchange(&tab, nt);
+    while (atomic_load(&tab_readers))
+        sched_yield();
+    free(old);
+}
+
+static int tab_add(struct cap_track *t)
+{
+    pthread_mutex_lock(&tab_mu);
+    struct tab *ot = atomic_load(&tab);
+    uint32_t n = ot ? ot->n : 0;
+    struct tab *nt = malloc(sizeof *nt + (n + 1) * sizeof nt->e[0]);
+    if (!nt) {
+        pthread_mutex_unlock(&tab_mu);
+        return -1;
+    }
+    uintptr_t lo = (uintptr_t)t->base, hi = lo + t->n * PG;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (ot->e[i].lo > lo && k == i)
+            nt->e[k++] = (struct tab_ent){lo, hi, t};
+        nt->e[k++] = ot->e[i];
+    }
+    if (k == n)
+        nt->e[k++] = (struct tab_ent){lo, hi, t};
+    nt->n = k;
+    tab_publish(nt);
+    t->in_tab = 1;
+    pthread_mutex_unlock(&tab_mu);
+    return 0;
+}
+
+static void tab_remove(struct cap_track *t)
+{
+    if (!t->in_tab)
+        return;
+    pthread_mutex_lock(&tab_mu);
+    struct tab *ot = atomic_load(&tab);
+    struct tab *nt = malloc(sizeof *nt + (ot ? ot->n : 0) * sizeof nt->e[0] + 1);
+    if (nt) {
+        nt->n = 0;
+        for (uint32_t i = 0; ot && i < ot->n; i++)
+            if (ot->e[i].t != t)
+                nt->e[nt->n++] = ot->e[i];
+        tab_publish(nt);
+    } else {
+        /* cannot shrink: blank the entry in place (the handler then finds nothing there) */
+        for (uint32_t i = 0; ot && i < ot->n; i++)
+            if (ot->e[i].t == t)
+                ot->e[i].lo = ot->e[i].hi = 0;
+        while (atomic_load(&tab_readers))
+            sched_yield();
+    }
+    t->in_tab = 0;
+    pthread_mutex_unlock(&tab_mu);
+}
+
+/* ========================================================================================== */
+/* Protection                                                                                 */
+/* ========================================================================================== */
+
+static uint8_t ps_get(const struct cap_track *t, uint64_t i)
+{
+    return atomic_load_explicit(&t->ps[i], memory_order_acquire);
+}
+
+static void ps_set(struct cap_track *t, uint64_t i, uint8_t s)
+{
+    atomic_store_explicit(&t->ps[i], s, memory_order_release);
+}
+
+static uint8_t *page_at(const struct cap_track *t, uint64_t i)
+{
+    return t->base + i * PG;
+}
+
+/* uffd write-protection of pages [i, j) on (wp) or off. */
+static int uffd_wp(struct cap_track *t, uint64_t i, uint64_t j, int wp)
+{
+    if (!t->uffd || i >= j)
+        return 0;
+    struct uffdio_writeprotect w = {
+        .range = {(uintptr_t)page_at(t, i), (j - i) * PG},
+        .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+    };
+    return ioctl(hm.uffd, UFFDIO_WRITEPROTECT, &w);
+}
+
+/* Pages [i, j) writable (rw) or read-only as far as mprotect goes. */
+static int prot(struct cap_track *t, uint64_t i, uint64_t j, int rw)
+{
+    if (i >= j)
+        return 0;
+    return mprotect(page_at(t, i), (j - i) * PG, rw ? PROT_READ | PROT_WRITE : PROT_READ);
+}
+
+/* Does t protect its armed pages with mprotect (rather than uffd)? */
+static int armed_by_prot(const struct cap_track *t)
+{
+    return t->mode == CAP_TRACK_PROTECT;
+}
+
+static void set_busy(struct cap_track *t, uint64_t i, uint64_t j)
+{
+    for (uint64_t k = i; k < j; k++)
+        ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_BUSY));
+}
+
+/* Arms pages [i, j) (not armed now: HOT, DEV or OPEN), flags kept. stale (only with t->cofw):
+ * they hold device output the shadow lacks, which the first host write copies there first. A
+ * write from now on is found. m->mu held. */
+static void arm(struct cap_track *t, uint64_t i, uint64_t j, int stale)
+{
+    if (i >= j)
+        return;
+    set_busy(t, i, j);
+    uffd_wp(t, i, j, 1);
+    if (armed_by_prot(t) || stale)
+        prot(t, i, j, 0);
+    for (uint64_t k = i; k < j; k++) {
+        uint8_t s = ps_get(t, k) & ~(PS_MASK | PS_STALE);
+        if (stale)
+            s = (uint8_t)((s & ~PS_SHADOW) | PS_STALE);
+        ps_set(t, k, (uint8_t)(PS_ARMED | s));
+    }
+}
+
+/* Takes pages [i, j) out of protection into state to (PS_HOT or PS_DEV), flags kept but
+ * PS_STALE. What the host wrote there must have been published (or is found against a
+ * shadow). m->mu held. */
+static void disarm(struct cap_track *t, uint64_t i, uint64_t j, uint8_t to)
+{
+    if (i >= j)
+        return;
+    int need_prot = armed_by_prot(t);
+    for (uint64_t k = i; k < j && !need_prot; k++)
+        need_prot = (ps_get(t, k) & PS_STALE) != 0;
+    set_busy(t, i, j);
+    uffd_wp(t, i, j, 0);
+    if (need_prot)
+        prot(t, i, j, 1);
+    for (uint64_t k = i; k < j; k++) {
+        uint8_t s = ps_get(t, k) & ~(PS_MASK | PS_STALE);
+        ps_set(t, k, (uint8_t)(to | s));
+    }
+}
+
+/* Copies page i of the program's view into the shadow (m->mu held, or the fault handler with
+ * the page busy). */
+static void snap(struct cap_track *t, uint64_t i)
+{
+    memcpy(t->sh + i * PG, page_at(t, i), PG);
+}
+
+/* The claim hook (capture/cap_common.c): a write fault on a page we protected. Signal
+ * context: atomics, memcpy, mprotect and sched_yield only. */
+static int fault_claim(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (sig != SIGSEGV || !si || si->si_code != SEGV_ACCERR)
+        return 0;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    atomic_fetch_add(&tab_readers, 1);
+    struct tab *tb = atomic_load(&tab);
+    struct cap_track *t = NULL;
+    if (tb) {
+        uint32_t lo = 0, hi = tb->n;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (a < tb->e[mid].lo)
+                hi = mid;
+            else if (a >= tb->e[mid].hi)
+                lo = mid + 1;
+            else {
+                t = tb->e[mid].t;
+                break;
+            }
+        }
+    }
+    int ours = 0;
+    if (t) {
+        uint64_t i = (a - (uintptr_t)t->base) / PG;
+        for (;;) {
+            uint8_t s = ps_get(t, i);
+            uint8_t st = s & PS_MASK;
+            if (st == PS_BUSY) {
+                sched_yield();
+                continue;
+            }
+            if (st != PS_ARMED) {
+                /* writable as far as we know: another thread opened it between this thread's
+                 * fault and now */
+                if (i >= t->lo && i < t->hi)
+                    prot(t, i, i + 1, 1);
+                ours = 1;
+                break;
+            }
+            if (!atomic_compare_exchange_weak(&t->ps[i], &s, (uint8_t)((s & ~PS_MASK) | PS_BUSY)))
+                continue;
+            atomic_fetch_add(&hm.n_faults, 1);
+            uint64_t j = i + 1;
+            if (s & PS_STALE) {
+                /* device output: into the shadow before the host changes it */
+                snap(t, i);
+                s = (uint8_t)((s & ~PS_STALE) | PS_SHADOW);
+                atomic_fetch_add(&hm.n_cofw_faults, 1);
+            } else if (armed_by_prot(t) && i > t->lo && (ps_get(t, i - 1) & PS_MASK) == PS_OPEN) {
+                /* a run of writes: open as many pages ahead as it has behind it (at most 64),
+                 * hashing them so that those it does not reach are not recorded */
+                uint64_t back = 1;
+                while (back < 64 && i - back > t->lo &&
+                       (ps_get(t, i - back - 1) & PS_MASK) == PS_OPEN)
+                    back++;
+                while (j < t->hi && j - i <= back) {
+                    uint8_t n = ps_get(t, j);
+                    if ((n & (PS_MASK | PS_STALE | PS_SHADOW)) != PS_ARMED ||
+                        !atomic_compare_exchange_strong(&t->ps[j], &n,
+                                                        (uint8_t)((n & ~PS_MASK) | PS_BUSY)))
+                        break;
+                    t->hash[j] = sbt_hash_bytes(page_at(t, j), PG);
+                    ps_set(t, j, (uint8_t)((n & ~PS_MASK) | PS_BUSY | PS_HASHED));
+                    j++;
+                }
+            }
+            prot(t, i, j, 1);
+            /* uffd: writable now, the write that faulted marks it when it is retried */
+            uint8_t to = armed_by_prot(t) ? PS_OPEN : PS_ARMED;
+            ps_set(t, i, (uint8_t)((s & ~PS_MASK) | to));
+            for (uint64_t k = i + 1; k < j; k++)
+                ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | to));
+            ours = 1;
+            break;
+        }
+    }
+    atomic_fetch_sub(&tab_readers, 1);
+    return ours;
+}
+
+/* ========================================================================================== */
+/* Setup                                                                                      */
+/* ========================================================================================== */
+
+static int uffd_open(char *why, size_t len)
+{
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd < 0) {
+        snprintf(why, len, "userfaultfd: %s", strerror(errno));
+        return -1;
+    }
+    struct uffdio_api api = {.api = UFFD_API};
+    if (ioctl(fd, UFFDIO_API, &api) != 0) {
+        snprintf(why, len, "UFFDIO_API: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    uint64_t need = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
+    if ((api.features & need) != need) {
+        snprintf(why, len, "userfaultfd lacks asynchronous write-protection (Linux 6.7)");
+        close(fd);
+        return -1;
+    }
+    close(fd); /* the features are negotiated once per descriptor: a fresh one asks for them */
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    api = (struct uffdio_api){.api = UFFD_API,
+                              .features = need | (api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM)};
+    if (fd < 0 || ioctl(fd, UFFDIO_API, &api) != 0) {
+        snprintf(why, len, "UFFDIO_API with write-protection: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* PAGEMAP_SCAN answers (Linux 6.7): an empty range is scanned without error. */
+static int pagemap_open(char *why, size_t len)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, len, "/proc/self/pagemap: %s", strerror(errno));
+        return -1;
+    }
+    static char probe[2 * PG] __attribute__((aligned(PG)));
+    struct page_region v[1];
+    struct pm_scan_arg a = {.size = sizeof a,
+                            .start = (uintptr_t)probe,
+                            .end = (uintptr_t)probe,
+                            .vec = (uintptr_t)v,
+                            .vec_len = 1,
+                            .category_mask = PAGE_IS_WRITTEN,
+                            .return_mask = PAGE_IS_WRITTEN};
+    if (ioctl(fd, PAGEMAP_SCAN, &a) < 0) {
+        snprintf(why, len, "PAGEMAP_SCAN: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void cap_mapped_init(void)
+{
+    const char *e = getenv(CAP_ENV_HOST_WRITES);
+    int want = 0; /* auto */
+    if (e && *e && strcmp(e, "auto")) {
+        want = !strcmp(e, "uffd")      ? CAP_TRACK_UFFD
+               : !strcmp(e, "protect") ? CAP_TRACK_PROTECT
+               : !strcmp(e, "scan")    ? CAP_TRACK_SCAN
+                                       : -1;
+        if (want < 0) {
+            fprintf(stderr, "reprise capture: %s=%s: not auto, uffd, protect or scan; using auto\n",
+                    CAP_ENV_HOST_WRITES, e);
+            want = 0;
+        }
+    }
+    hm.copy_all = cap__env_flag(CAP_ENV_HOST_COPY);
+    hm.claim = cap_fault_claim_add(fault_claim) == 0;
+    long psz = sysconf(_SC_PAGESIZE);
+    if (psz != PG) {
+        snprintf(hm.why, sizeof hm.why, "page size %ld, not %u", psz, PG);
+        hm.mode = CAP_TRACK_SCAN;
+        return;
+    }
+    if (want == CAP_TRACK_SCAN) {
+        snprintf(hm.why, sizeof hm.why, "%s=scan", CAP_ENV_HOST_WRITES);
+        hm.mode = CAP_TRACK_SCAN;
+        return;
+    }
+    if (want != CAP_TRACK_PROTECT) {
+        hm.uffd = uffd_open(hm.why, sizeof hm.why);
+        if (hm.uffd >= 0) {
+            hm.pagemap = pagemap_open(hm.why, sizeof hm.why);
+            if (hm.pagemap < 0) {
+                close(hm.uffd);
+                hm.uffd = -1;
+            }
+        }
+    } else {
+        snprintf(hm.why, sizeof hm.why, "%s=protect", CAP_ENV_HOST_WRITES);
+    }
+    if (hm.uffd >= 0) {
+        hm.mode = CAP_TRACK_UFFD;
+        hm.why[0] = 0;
+    } else if (hm.claim) {
+        hm.mode = CAP_TRACK_PROTECT;
+    } else {
+        snprintf(hm.why + strlen(hm.why), sizeof hm.why - strlen(hm.why), "%sno fault claim slot",
+                 hm.why[0] ? "; " : "");
+        hm.mode = CAP_TRACK_SCAN;
+    }
+}
+
+size_t cap_mapped_describe(char *buf, size_t len, int at_close)
+{
+    int n;
+    if (!at_close)
+        n = snprintf(buf, len, "%s%s%s%s", mode_name(hm.mode), hm.why[0] ? " (" : "", hm.why,
+                     hm.why[0] ? ")" : "");
+    else
+        n = snprintf(buf, len,
+                     "mappings: %llu uffd, %llu protect, %llu scan, %llu copied; %llu write "
+                     "faults taken, %llu of them copying device output first; %llu submissions "
+                     "waited for (CPU device)",
+                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_UFFD]),
+                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_PROTECT]),
+                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_SCAN]),
+                     (unsigned long long)atomic_load(&hm.n_copy),
+                     (unsigned long long)atomic_load(&hm.n_faults),
+                     (unsigned long long)atomic_load(&hm.n_cofw_faults),
+                     (unsigned long long)atomic_load(&cap.n_cpu_waits));
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* ========================================================================================== */
+/* Allocations                                                                                */
+/* ========================================================================================== */
+
+struct cap_mem *cap_mem_new(struct cap_dev *dev, uint64_t handle, uint64_t size,
+                            uint32_t type_index)
+{
+    if (cap.n_mems == cap.cap_mems) {
+        uint32_t c = cap.cap_mems ? cap.cap_mems * 2 : 64;
+        struct cap_mem **v = realloc(cap.mems, c * sizeof *v);
+        if (!v) {
+            cap_fail("out of memory tracking allocations");
+            return NULL;
+        }
+        cap.mems = v;
+        cap.cap_mems = c;
+    }
+    struct cap_mem *m = calloc(1, sizeof *m);
+    if (!m) {
+        cap_fail("out of memory tracking allocations");
+        return NULL;
+    }
+    m->o.handle = handle;
+    m->o.type = VK_OBJECT_TYPE_DEVICE_MEMORY;
+    m->o.id = cap_new_id();
+    m->o.dev = dev;
+    m->size = size;
+    m->type_index = type_index;
+    m->props = type_index < dev->mem_props.memoryTypeCount
+                   ? dev->mem_props.memoryTypes[type_index].propertyFlags
+                   : 0;
+    atomic_init(&m->ref, 1);
+    pthread_mutex_init(&m->mu, NULL);
+    if (cap_map_put(&cap.objs[CAP_T_MEM], handle, m)) {
+        pthread_mutex_destroy(&m->mu);
+        free(m);
+        cap_fail("out of memory tracking allocations");
+        return NULL;
+    }
+    cap.mems[cap.n_mems++] = m;
+    cap.shadow_gen++;
+    return m;
+}
+
+static void track_free(struct cap_mem *m);
+
+static void mem_destroy(struct cap_mem *m)
+{
+    track_free(m);
+    free(m->pend);
+    free(m->done);
+    free(m->devb);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+void cap_mem_unref(struct cap_mem *m)
+{
+    if (m && atomic_fetch_sub(&m->ref, 1) == 1)
+        mem_destroy(m);
+}
+
+void cap_mem_release(struct cap_mem *m)
+{
+    cap.shadow_gen++;
+    for (uint32_t i = 0; i < cap.n_mems; i++)
+        if (cap.mems[i] == m) {
+            cap.mems[i] = cap.mems[--cap.n_mems];
+            break;
+        }
+    m->dead = 1;
+    cap_mem_unref(m);
+}
+
+struct cap_mem *cap_mem_by_id(uint64_t id)
+{
+    for (uint32_t i = 0; i < cap.n_mems; i++)
+        if (cap.mems[i]->o.id == id)
+            return cap.mems[i];
+    return NULL;
+}
+
+struct cap_mem *cap_mem_get(uint64_t handle)
+{
+    pthread_mutex_lock(&cap.mu);
+    struct cap_mem *m = cap_obj_find(handle, CAP_T_MEM);
+    if (m)
+        atomic_fetch_add(&m->ref, 1);
+    pthread_mutex_unlock(&cap.mu);
+    return m;
+}
+
+/* The mapped allocations of dev (all devices: NULL), each with a reference; *n of them. */
+static struct cap_mem **mems_of(struct cap_dev *dev, int with_pending, uint32_t *n)
+{
+    pthread_mutex_lock(&cap.mu);
+    struct cap_mem **v = malloc((cap.n_mems ? cap.n_mems : 1) * sizeof *v);
+    uint32_t k = 0;
+    for (uint32_t i = 0; v && i < cap.n_mems; i++) {
+        struct cap_mem *m = cap.mems[i];
+        /* racy reads as a filter: m->mu is taken before anything is done with m */
+        int want = with_pending ? __atomic_load_n(&m->n_pend, __ATOMIC_RELAXED) != 0
+                                : __atomic_load_n(&m->mapped, __ATOMIC_RELAXED) != 0;
+        if ((dev && m->o.dev != dev) || !want)
+            continue;
+        atomic_fetch_add(&m->ref, 1);
+        v[k++] = m;
+    }
+    pthread_mutex_unlock(&cap.mu);
+    if (!v)
+        cap_fail("out of memory listing allocations");
+    *n = k;
+    return v;
+}
+
+/* ========================================================================================== */
+/* Intervals                                                                                  */
+/* ========================================================================================== */
+
+static int push_ivl(struct cap_ivl **v, uint32_t *n, uint32_t *cap_n, struct cap_ivl x)
+{
+    if (*n == *cap_n) {
+        uint32_t c = *cap_n ? *cap_n * 2 : 8;
+        struct cap_ivl *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p;
+        *cap_n = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+/* [a, b) into the sorted, merged list devb. */
+static void devb_add(struct cap_mem *m, uint64_t a, uint64_t b)
+{
+    uint32_t lo = 0, hi = m->n_devb;
+    while (lo < hi) { /* first interval ending at or after a */
+        uint32_t mid = (lo + hi) / 2;
+        if (m->devb[mid].off + m->devb[mid].len < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t j = lo;
+    while (j < m->n_devb && m->devb[j].off <= b) {
+        if (m->devb[j].off < a)
+            a = m->devb[j].off;
+        if (m->devb[j].off + m->devb[j].len > b)
+            b = m->devb[j].off + m->devb[j].len;
+        j++;
+    }
+    if (j == lo) { /* insert */
+        if (push_ivl(&m->devb, &m->n_devb, &m->cap_devb, (struct cap_ivl){0})) {
+            cap_fail("out of memory tracking device writes");
+            return;
+        }
+        memmove(m->devb + lo + 1, m->devb + lo, (m->n_devb - 1 - lo) * sizeof *m->devb);
+    } else if (j > lo + 1) { /* merged several */
+        memmove(m->devb + lo + 1, m->devb + j, (m->n_devb - j) * sizeof *m->devb);
+        m->n_devb -= j - lo - 1;
+    }
+    m->devb[lo] = (struct cap_ivl){a, b - a, 0, 0};
+}
+
+/* Does device work ever written intersect [a, b)? */
+static int devb_hits(const struct cap_mem *m, uint64_t a, uint64_t b)
+{
+    uint32_t lo = 0, hi = m->n_devb;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (m->devb[mid].off + m->devb[mid].len <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n_devb && m->devb[lo].off < b;
+}
+
+/* Coverage of [a, b) by unfinished device writes: 0 none, 1 part, 2 all (one interval). */
+static int pend_cover(const struct cap_mem *m, uint64_t a, uint64_t b)
+{
+    int any = 0;
+    for (uint32_t i = 0; i < m->n_pend; i++) {
+        const struct cap_ivl *p = &m->pend[i];
+        if (p->off < b && a < p->off + p->len) {
+            if (p->off <= a && p->off + p->len >= b)
+                return 2;
+            any = 1;
+        }
+    }
+    return any;
+}
+
+int cap_mem_pending(const struct cap_mem *m, uint64_t a, uint64_t b)
+{
+    return pend_cover(m, a, b) != 0;
+}
+
+/* The end of the stretch from c that unfinished device writes cover (c if none does), and in
+ * *next the start of the next one after c (or b). */
+static uint64_t pend_skip(const struct cap_mem *m, uint64_t c, uint64_t b, uint64_t *next)
+{
+    int moved = 1;
+    while (moved) {
+        moved = 0;
+        for (uint32_t i = 0; i < m->n_pend; i++) {
+            const struct cap_ivl *p = &m->pend[i];
+            if (p->off <= c && c < p->off + p->len) {
+                c = p->off + p->len;
+                moved = 1;
+            }
+        }
+    }
+    uint64_t n = b;
+    for (uint32_t i = 0; i < m->n_pend; i++)
+        if (m->pend[i].off > c && m->pend[i].off < n)
+            n = m->pend[i].off;
+    *next = n;
+    return c < b ? c : b;
+}
+
+/* ========================================================================================== */
+/* Host-write runs                                                                            */
+/* ========================================================================================== */
+
+#define GAP 64u /* unchanged bytes a run may span (never device output) */
+
+/* Builds the HOST_WRITE ops of one publish: byte runs of the program's view, joined across
+ * small gaps, at most CAP_RUN_MAX (+ a page) each. */
+struct out {
+    struct cap_mem *m;
+    uint64_t now;
+    uint64_t ra, rb; /* the run being built (allocation offsets), empty when equal */
+    uint8_t *buf;
+    struct cap_ev *head, **tail;
+};
+
+static void out_init(struct out *o, struct cap_mem *m, uint64_t now)
+{
+    memset(o, 0, sizeof *o);
+    o->m = m;
+    o->now = now;
+    o->tail = &o->head;
+}
+
+/* A host-side op on [a, b) of m (HOST_WRITE or HOST_READ) with its one access. */
+static struct cap_ev *host_op(struct cap_mem *m, uint64_t a, uint64_t b, uint32_t kind,
+                              uint64_t now)
+{
+    struct cap_ev *e = cap_ev_new_op(1, 0);
+    if (!e)
+        return NULL;
+    int w = kind == SBT_OP_HOST_WRITE;
+    *e->acc = (struct sbt_access){m->o.id, a, b - a, w ? SBT_ACCESS_WRITE : SBT_ACCESS_READ};
+    e->dev_id = m->o.dev->id;
+    e->name = w ? "host write" : "host read";
+    e->op.kind = kind;
+    e->op.host_begin = e->op.host_end = now;
+    e->op.bytes = b - a;
+    e->op.flags = SBT_OPF_BYTES;
+    return e;
+}
+
+static void out_end_run(struct out *o)
+{
+    if (o->rb == o->ra)
+        return;
+    struct cap_mem *m = o->m;
+    struct cap_ev *e = o->buf ? host_op(m, o->ra, o->rb, SBT_OP_HOST_WRITE, o->now) : NULL;
+    if (!e) {
+        cap_run_free(o->buf);
+        cap_fail("out of memory storing %llu bytes of host writes",
+                 (unsigned long long)(o->rb - o->ra));
+    } else {
+        e->data = o->buf;
+        e->data_len = o->rb - o->ra;
+        e->data_pooled = 1;
+        *o->tail = e;
+        o->tail = &e->next;
+        if (m->tr && m->tr->copy) /* through to the driver's mapping */
+            memcpy(m->dev_base + o->ra, o->buf, o->rb - o->ra);
+    }
+    o->buf = NULL;
+    o->ra = o->rb = 0;
+}
+
+/* Bytes [a, b) of the program's view are host writes. */
+static void out_add(struct out *o, uint64_t a, uint64_t b)
+{
+    const uint8_t *src = o->m->map_base;
+    if (o->rb > o->ra && a >= o->rb && a - o->rb <= GAP && b - o->ra <= CAP_RUN_MAX + PG &&
+        o->rb - o->ra < CAP_RUN_MAX && (a == o->rb || !devb_hits(o->m, o->rb, a))) {
+        if (o->buf)
+            memcpy(o->buf + (o->rb - o->ra), src + o->rb, b - o->rb);
+        o->rb = b;
+        return;
+    }
+    out_end_run(o);
+    o->ra = a;
+    o->rb = b;
+    o->buf = cap_run_alloc();
+    if (o->buf)
+        memcpy(o->buf, src + a, b - a);
+}
+
+static void out_emit(struct out *o)
+{
+    out_end_run(o);
+    cap_emit(o->head);
+    o->head = NULL;
+    o->tail = &o->head;
+}
+
+/* ========================================================================================== */
+/* Publishing                                                                                 */
+/* ========================================================================================== */
+
+/* Allocation offsets of page i's bytes in the mapping. */
+static void page_bytes(const struct cap_mem *m, const struct cap_track *t, uint64_t i, uint64_t *x,
+                       uint64_t *y)
+{
+    uint64_t a = (uint64_t)(page_at(t, i) - m->map_base), b = a + PG;
+    *x = a > m->map_off ? a : m->map_off;
+    *y = b < m->map_off + m->map_len ? b : m->map_off + m->map_len;
+}
+
+/* The shadow byte of allocation offset 0 (t->sh maps the span's pages). */
+static uint8_t *sh_at0(const struct cap_mem *m, const struct cap_track *t)
+{
+    return t->sh - (page_at(t, 0) - m->map_base);
+}
+
+/* [a, b) of the program's view into o, and into the shadow from the bytes recorded: a host
+ * write landing after they were read is then still a difference at the next publish. */
+static void out_add_shadow(struct out *o, struct cap_track *t, uint64_t a, uint64_t b)
+{
+    out_add(o, a, b);
+    if (o->buf)
+        memcpy(sh_at0(o->m, t) + a, o->buf + (a - o->ra), b - a);
+}
+
+/* The host writes in [u, v) (no unfinished device write there) of a page with a shadow:
+ * compared in 64-byte blocks, runs trimmed to the first and last byte that differ, split into
+ * exact runs where device output lies. Returns the number of runs. */
+static int diff_shadow(struct out *o, struct cap_track *t, uint64_t u, uint64_t v)
+{
+    struct cap_mem *m = o->m;
+    const volatile uint8_t *p = m->map_base; /* other threads may be writing it */
+    uint8_t *s = sh_at0(m, t);
+    int n = 0;
+    uint64_t c = u;
+    while (c < v) {
+        uint64_t blk = c + 64 < v ? c + 64 : v;
+        if (!memcmp((const uint8_t *)p + c, s + c, blk - c)) {
+            c = blk;
+            continue;
+        }
+        uint64_t d = c;
+        while (d < blk && p[d] == s[d])
+            d++;
+        if (d == blk) { /* changed back meanwhile */
+            c = blk;
+            continue;
+        }
+        uint64_t e = blk;
+        while (e < v) { /* over the changed blocks that follow */
+            uint64_t nb = e + 64 < v ? e + 64 : v;
+            if (!memcmp((const uint8_t *)p + e, s + e, nb - e))
+                break;
+            e = nb;
+        }
+        while (e > d + 1 && p[e - 1] == s[e - 1])
+            e--;
+        if (!devb_hits(m, d, e)) {
+            out_add_shadow(o, t, d, e);
+            n++;
+        } else { /* exact byte runs where device output lies */
+            for (uint64_t k = d; k < e;) {
+                while (k < e && p[k] == s[k])
+                    k++;
+                uint64_t r = k;
+                while (r < e && p[r] != s[r])
+                    r++;
+                if (r > k) {
+                    out_add_shadow(o, t, k, r);
+                    n++;
+                }
+                k = r;
+            }
+        }
+        c = e;
+    }
+    return n;
+}
+
+/* Page i recorded whole, its shadow made from the bytes recorded. */
+static void record_whole(struct out *o, struct cap_track *t, uint64_t i)
+{
+    uint64_t x, y;
+    page_bytes(o->m, t, i, &x, &y);
+    if (x < y)
+        out_add_shadow(o, t, x, y);
+    ps_set(t, i, (uint8_t)((ps_get(t, i) | PS_SHADOW) & ~PS_HASHED));
+}
+
+/* Page i's host writes into o: found written (dirty) or to be compared. Returns whether any.
+ * m->mu held; the page is not armed, or was re-armed by the collect that found it. */
+static int publish_page(struct out *o, struct cap_track *t, uint64_t i, int dirty)
+{
+    struct cap_mem *m = o->m;
+    uint64_t x, y;
+    page_bytes(m, t, i, &x, &y);
+    if (x >= y)
+        return 0;
+    uint8_t s = ps_get(t, i);
+    if (s & PS_SHADOW) {
+        int n = 0;
+        for (uint64_t c = x, nx; c < y; c = nx) {
+            c = pend_skip(m, c, y, &nx);
+            if (c < nx)
+                n += diff_shadow(o, t, c, nx);
+        }
+        return n > 0;
+    }
+    /* a page device work never wrote: recorded whole. Its hash, where there is one (scan
+     * keeps them; fault-ahead takes one when it opens a page nobody wrote yet), tells whether
+     * it changed. */
+    if (t->mode == CAP_TRACK_SCAN || (s & PS_HASHED) || !dirty) {
+        sbt_hash h = sbt_hash_bytes(m->map_base + x, y - x);
+        int same = (s & PS_HASHED) && sbt_hash_eq(h, t->hash[i]);
+        if (t->mode == CAP_TRACK_SCAN) {
+            t->hash[i] = h;
+            s |= PS_HASHED;
+        } else {
+            s &= ~PS_HASHED;
+        }
+        ps_set(t, i, (uint8_t)((ps_get(t, i) & ~PS_HASHED) | (s & PS_HASHED)));
+        if (same)
+            return 0;
+    }
+    out_add(o, x, y);
+    return 1;
+}
+
+/* uffd: the written pages among armed pages [i, j), re-armed in the same call, published. */
+static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
+{
+    struct page_region v[64];
+    uintptr_t start = (uintptr_t)page_at(t, i), end = (uintptr_t)page_at(t, j);
+    while (start < end) {
+        struct pm_scan_arg a = {.size = sizeof a,
+                                .flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+                                .start = start,
+                                .end = end,
+                                .vec = (uintptr_t)v,
+                                .vec_len = 64,
+                                .category_mask = PAGE_IS_WRITTEN,
+                                .return_mask = PAGE_IS_WRITTEN};
+        long n = ioctl(hm.pagemap, PAGEMAP_SCAN, &a);
+        if (n < 0) { /* cannot tell: every page compared, as a scan would */
+            for (uint64_t k = (start - (uintptr_t)t->base) / PG; k < j; k++)
+                publish_page(o, t, k, 0);
+            return;
+        }
+        for (long r = 0; r < n; r++)
+            for (uint64_t k = (v[r].start - (uintptr_t)t->base) / PG;
+                 k < (v[r].end - (uintptr_t)t->base) / PG; k++)
+                publish_page(o, t, k, 1);
+        if (a.walk_end <= start || a.walk_end >= end)
+            break;
+        start = a.walk_end;
+    }
+}
+
+/* protect: open pages [i, j) write-protected again, then published (a write from now on
+ * faults again: it is not lost, whether or not the bytes read below already hold it). */
+static void collect_prot(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
+{
+    set_busy(t, i, j);
+    prot(t, i, j, 0);
+    for (uint64_t k = i; k < j; k++)
+        ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
+    for (uint64_t k = i; k < j; k++)
+        publish_page(o, t, k, 1);
+}
+
+static int full_page(const struct cap_track *t, uint64_t k)
+{
+    return k >= t->lo && k < t->hi;
+}
+
+/* Host writes on span pages [i, j) since the last publish, into o. A compared (HOT) page that
+ * shares nothing with unfinished device work any more goes back under protection, before it
+ * is compared: a write after that is found either way. */
+static void publish_pages(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
+{
+    struct cap_mem *m = o->m;
+    uint64_t k = i;
+    while (k < j) {
+        uint8_t st = ps_get(t, k) & PS_MASK;
+        uint64_t e = k + 1;
+        if (st == PS_ARMED && t->mode == CAP_TRACK_UFFD) {
+            while (e < j && (ps_get(t, e) & PS_MASK) == PS_ARMED)
+                e++;
+            collect_uffd(o, t, k, e);
+        } else if (st == PS_OPEN) {
+            while (e < j && (ps_get(t, e) & PS_MASK) == PS_OPEN)
+                e++;
+            collect_prot(o, t, k, e);
+        } else if (st == PS_HOT) {
+            uint64_t x, y;
+            page_bytes(m, t, k, &x, &y);
+            if (t->mode != CAP_TRACK_SCAN && full_page(t, k) && !pend_cover(m, x, y))
+                arm(t, k, k + 1, 0);
+            publish_page(o, t, k, 0);
+        }
+        k = e;
+    }
+}
+
+static void span_of(const struct cap_mem *m, const struct cap_track *t, uint64_t a, uint64_t b,
+                    uint64_t *i, uint64_t *j)
+{
+    uint64_t lo = m->map_off, hi = m->map_off + m->map_len;
+    a = a > lo ? a : lo;
+    b = b < hi ? b : hi;
+    if (a >= b) {
+        *i = *j = 0;
+        return;
+    }
+    uint64_t base = (uint64_t)(page_at(t, 0) - m->map_base); /* offset of the span start */
+    *i = (a - base) / PG;
+    *j = (b - base + PG - 1) / PG;
+}
+
+void cap_mem_publish(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now)
+{
+    struct cap_track *t = m->tr;
+    if (!m->mapped || !t)
+        return;
+    uint64_t i, j;
+    span_of(m, t, off, len > UINT64_MAX - off ? UINT64_MAX : off + len, &i, &j);
+    struct out o;
+    out_init(&o, m, now);
+    publish_pages(&o, t, i, j);
+    out_emit(&o);
+}
+
+void cap_publish_all(struct cap_dev *dev, uint64_t now)
+{
+    uint32_t n = 0;
+    struct cap_mem **v = mems_of(dev, 0, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct cap_mem *m = v[k];
+        pthread_mutex_lock(&m->mu);
+        if (m->mapped)
+            cap_mem_publish(m, m->map_off, m->map_len, now);
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    free(v);
+}
+
+/* ========================================================================================== */
+/* Device writes                                                                              */
+/* ========================================================================================== */
+
+/* Device work is about to write [a, b) (allocation offsets) of the mapping. Pages it covers
+ * wholly are left to it (DEV: not compared, not protected, for lavapipe's device is the CPU);
+ * pages it shares with the host are compared byte by byte from now on (HOT with a shadow).
+ * What the host wrote there before is published first, with the interval not yet pending. A
+ * copy mapping keeps the pages it covers protected instead (the device writes the driver's
+ * pages, not these), copied on the host's first write so that cap_complete can tell whose
+ * each byte is. m->mu held. */
+static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint64_t b)
+{
+    uint64_t i, j;
+    span_of(m, t, a, b, &i, &j);
+    if (i >= j)
+        return;
+    struct out o;
+    out_init(&o, m, cap_now());
+    uint64_t run = UINT64_MAX; /* first page of a run of wholly covered pages */
+    for (uint64_t k = i; k <= j; k++) {
+        uint64_t x = 0, y = 0;
+        uint8_t s = 0;
+        int whole = 0;
+        if (k < j) {
+            page_bytes(m, t, k, &x, &y);
+            s = ps_get(t, k);
+            whole = x >= a && y <= b && full_page(t, k);
+            if (whole && !t->copy)
+                whole = (s & PS_MASK) != PS_DEV;
+            else if (whole)
+                whole = t->cofw && !((s & PS_MASK) == PS_ARMED && (s & PS_STALE));
+            if (whole) {
+                if (run == UINT64_MAX)
+                    run = k;
+                continue;
+            }
+        }
+        if (run != UINT64_MAX) {
+            publish_pages(&o, t, run, k);
+            if (t->copy) {
+                arm(t, run, k, 1);
+            } else {
+                disarm(t, run, k, PS_DEV);
+            }
+            run = UINT64_MAX;
+        }
+        if (k == j)
+            break;
+        if (x >= y || (s & PS_MASK) == PS_DEV || (x >= a && y <= b && !t->copy))
+            continue; /* still the device's */
+        if (x >= a && y <= b && t->copy && (s & PS_STALE))
+            continue; /* a copy mapping's page the host has not written since: stays so */
+        /* shared with the host from now on */
+        if (s & PS_SHADOW) {
+            publish_pages(&o, t, k, k + 1);
+        } else if (s & PS_STALE) {
+            snap(t, k); /* protected and unwritten: the device's last output */
+            ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_STALE) | PS_SHADOW));
+        } else {
+            record_whole(&o, t, k);
+        }
+        if ((ps_get(t, k) & PS_MASK) != PS_HOT)
+            disarm(t, k, k + 1, PS_HOT);
+    }
+    out_emit(&o);
+}
+
+int cap_mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, uint64_t serial)
+{
+    if (!((m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) || m->imported) || !len ||
+        off >= m->size)
+        return 0;
+    if (len > m->size - off)
+        len = m->size - off;
+    pthread_mutex_lock(&m->mu);
+    int covered = 0;
+    for (uint32_t i = 0; i < m->n_pend; i++) {
+        struct cap_ivl *p = &m->pend[i];
+        if (p->off <= off && p->off + p->len >= off + len)
+            covered = 1; /* its pages are the device's already */
+        if (p->queue == queue && off <= p->off + p->len && p->off <= off + len) {
+            uint64_t end = off + len > p->off + p->len ? off + len : p->off + p->len;
+            p->off = off < p->off ? off : p->off;
+            p->len = end - p->off;
+            p->serial = serial > p->serial ? serial : p->serial;
+            covered |= 2;
+            break;
+        }
+    }
+    if (!(covered & 1) && m->mapped && m->tr)
+        pages_pend(m, m->tr, off, off + len);
+    if (!(covered & 2) &&
+        push_ivl(&m->pend, &m->n_pend, &m->cap_pend, (struct cap_ivl){off, len, queue, serial}))
+        cap_fail("out of memory tracking device writes");
+    if (!(covered & 1))
+        devb_add(m, off, off + len);
+    int mapped = m->mapped;
+    pthread_mutex_unlock(&m->mu);
+    return mapped;
+}
+
+/* ========================================================================================== */
+/* Host reads                                                                                 */
+/* ========================================================================================== */
+
+static sbt_hasher *read_hasher; /* under read_mu; made on first use, freed at unload */
+static pthread_mutex_t read_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static sbt_hash digest(const uint8_t *p, uint64_t len)
+{
+    pthread_mutex_lock(&read_mu);
+    if (!read_hasher && sbt_hasher_create(&read_hasher) < 0)
+        read_hasher = NULL;
+    sbt_hash h;
+    if (read_hasher) {
+        sbt_hasher_reset(read_hasher);
+        sbt_hasher_update(read_hasher, p, len);
+        h = sbt_hasher_digest(read_hasher);
+    } else {
+        h = sbt_hash_bytes(p, len);
+    }
+    pthread_mutex_unlock(&read_mu);
+    return h;
+}
+
+void cap_mem_digest(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h)
+{
+    if (m->mapped && m->dev_base && off >= m->map_off && off + len <= m->map_off + m->map_len) {
+        sbt_hasher_update(h, m->dev_base + off, len);
+        return;
+    }
+    if (m->mapped)
+        return;
+    void *p = NULL;
+    struct cap_dev *d = m->o.dev;
+    if (d->fn.MapMemory(d->handle, (VkDeviceMemory)(uintptr_t)m->o.handle, off, len, 0, &p) !=
+        VK_SUCCESS)
+        return;
+    sbt_hasher_update(h, p, len);
+    d->fn.UnmapMemory(d->handle, (VkDeviceMemory)(uintptr_t)m->o.handle);
+}
+
+/* Copy mapping: device output [u, v) of page k is in the driver's mapping; into the
+ * program's copy now. Where the host wrote since its first write (against the shadow the
+ * fault took), its bytes stay: they are host writes, published next time. */
+static void copy_done(struct cap_mem *m, struct cap_track *t, uint64_t k, uint64_t u, uint64_t v)
+{
+    uint8_t *p = m->map_base, *sh0 = sh_at0(m, t);
+    const uint8_t *d = m->dev_base;
+    uint8_t s = ps_get(t, k);
+    if (s & PS_SHADOW) {
+        for (uint64_t c = u; c < v; c++) {
+            if (p[c] == sh0[c])
+                p[c] = d[c]; /* a protected page: our own write opens it (fault_claim) */
+            sh0[c] = d[c];
+        }
+    } else if ((s & PS_STALE) && full_page(t, k)) {
+        /* the host did not write it: the device's, and protected again */
+        set_busy(t, k, k + 1);
+        prot(t, k, k + 1, 1);
+        memcpy(p + u, d + u, v - u);
+        arm(t, k, k + 1, 1);
+    } else {
+        memcpy(p + u, d + u, v - u);
+    }
+}
+
+/* Device output [a, b) of the mapping is final (the host may read it from now on): into the
+ * shadow of the pages that keep one; the pages it wholly covered back under protection, as
+ * stale (copied on the host's first write) or with a shadow taken now. m->mu held. */
+static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint64_t b)
+{
+    uint64_t i, j;
+    span_of(m, t, a, b, &i, &j);
+    uint8_t *sh0 = sh_at0(m, t);
+    uint64_t run = UINT64_MAX; /* first of a run of DEV pages going stale */
+    for (uint64_t k = i; k <= j; k++) {
+        uint64_t x = 0, y = 0;
+        uint8_t s = 0;
+        int stale = 0;
+        if (k < j) {
+            page_bytes(m, t, k, &x, &y);
+            s = ps_get(t, k);
+            stale = !t->copy && (s & PS_MASK) == PS_DEV && t->cofw && full_page(t, k) &&
+                    !pend_cover(m, x, y);
+            if (stale) {
+                if (run == UINT64_MAX)
+                    run = k;
+                continue;
+            }
+        }
+        if (run != UINT64_MAX) {
+            arm(t, run, k, 1);
+            run = UINT64_MAX;
+        }
+        if (k == j)
+            break;
+        uint64_t u = x > a ? x : a, v = y < b ? y : b;
+        if (u >= v)
+            continue;
+        if (t->copy) {
+            copy_done(m, t, k, u, v);
+        } else if ((s & PS_MASK) == PS_DEV) {
+            int cover = pend_cover(m, x, y);
+            if (cover == 2)
+                continue; /* still all the device's */
+            snap(t, k);
+            ps_set(t, k, (uint8_t)(ps_get(t, k) | PS_SHADOW));
+            if (cover == 0 && full_page(t, k) && t->mode != CAP_TRACK_SCAN)
+                arm(t, k, k + 1, 0);
+            else
+                disarm(t, k, k + 1, PS_HOT);
+        } else if (s & PS_SHADOW) {
+            memcpy(sh0 + u, m->map_base + u, v - u);
+        }
+    }
+}
+
+static int cmp_ivl(const void *a, const void *b)
+{
+    const struct cap_ivl *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Reads back the intervals v[0..n) of m (sorted and merged here) that lie in the mapping: one
+ * HOST_READ each; returns how many were left for later (kept at the front of v). */
+static uint32_t read_back(struct cap_mem *m, struct cap_ivl *v, uint32_t n, uint64_t now)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_ivl);
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        if (v[i].off <= v[k].off + v[k].len) {
+            uint64_t end = v[i].off + v[i].len;
+            if (end > v[k].off + v[k].len)
+                v[k].len = end - v[k].off;
+        } else {
+            v[++k] = v[i];
+        }
+    }
+    n = k + 1;
+    struct cap_ev *head = NULL, **tail = &head;
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = v[i].off, b = v[i].off + v[i].len;
+        if (b > m->size)
+            b = m->size;
+        if (m->mapped && m->dev_base) {
+            uint64_t x = a > m->map_off ? a : m->map_off;
+            uint64_t y = b < m->map_off + m->map_len ? b : m->map_off + m->map_len;
+            if (x < y) {
+                struct cap_ev *e = host_op(m, x, y, SBT_OP_HOST_READ, now);
+                if (!e) {
+                    cap_fail("out of memory recording a host read");
+                } else {
+                    e->op.digest = digest(m->dev_base + x, y - x);
+                    e->op.flags |= SBT_OPF_DIGEST;
+                    *tail = e;
+                    tail = &e->next;
+                }
+                if (m->tr)
+                    pages_done(m, m->tr, x, y);
+                if (x > a)
+                    v[left++] = (struct cap_ivl){a, x - a, 0, 0};
+                if (y < b && left < n)
+                    v[left++] = (struct cap_ivl){y, b - y, 0, 0};
+                continue;
+            }
+        }
+        v[left++] = v[i];
+    }
+    cap_emit(head);
+    return left;
+}
+
+/* Finished intervals of queue up to serial move from pend to done and are read back. */
+static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uint64_t now)
+{
+    uint32_t keep = 0, first_done = m->n_done;
+    for (uint32_t k = 0; k < m->n_pend; k++) {
+        struct cap_ivl x = m->pend[k];
+        if ((queue == 0 || x.queue == queue) && x.serial <= serial) {
+            if (push_ivl(&m->done, &m->n_done, &m->cap_done, x))
+                cap_fail("out of memory tracking device writes");
+        } else {
+            m->pend[keep++] = x;
+        }
+    }
+    __atomic_store_n(&m->n_pend, keep, __ATOMIC_RELAXED);
+    if (m->n_done > first_done) {
+        /* read back only what is in the mapping; the rest waits for a map */
+        uint32_t n_new = m->n_done - first_done;
+        uint32_t left = read_back(m, m->done + first_done, n_new, now);
+        m->n_done = first_done + left;
+    }
+}
+
+void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now)
+{
+    pthread_mutex_lock(&cap.mu);
+    if (cap.n_tpend)
+        cap_timing_complete(dev, queue, serial);
+    const struct cap_map *qs = &cap.objs[CAP_T_QUEUE];
+    for (size_t i = 0; i < qs->cap; i++) {
+        struct cap_queue *q = qs->e[i].key >= 2 ? qs->e[i].val : NULL;
+        if (q && q->o.dev == dev && (queue == 0 || q->o.id == queue)) {
+            uint64_t s = serial < q->serial ? serial : q->serial;
+            if (s > q->done_serial)
+                q->done_serial = s;
+        }
+    }
+    pthread_mutex_unlock(&cap.mu);
+    uint32_t n = 0;
+    struct cap_mem **v = mems_of(dev, 1, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct cap_mem *m = v[k];
+        pthread_mutex_lock(&m->mu);
+        mem_complete(m, queue, serial, now);
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    free(v);
+}
+
+/* ========================================================================================== */
+/* Mapping                                                                                    */
+/* ========================================================================================== */
+
+/* Can the kernel userfaultfd-protect this range (anonymous or shmem memory)? Registers it. */
+static int uffd_register(struct cap_track *t)
+{
+    if (hm.uffd < 0 || t->lo >= t->hi)
+        return 0;
+    struct uffdio_register r = {
+        .range = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG},
+        .mode = UFFDIO_REGISTER_MODE_WP,
+    };
+    if (ioctl(hm.uffd, UFFDIO_REGISTER, &r) != 0)
+        return 0;
+    t->uffd = 1;
+    return 1;
+}
+
+static void track_free(struct cap_mem *m)
+{
+    struct cap_track *t = m->tr;
+    if (!t)
+        return;
+    tab_remove(t);
+    if (t->uffd) {
+        struct uffdio_range r = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG};
+        ioctl(hm.uffd, UFFDIO_UNREGISTER, &r);
+    }
+    if (t->lo < t->hi && (armed_by_prot(t) || t->cofw) && !t->copy)
+        prot(t, t->lo, t->hi, 1);
+    if (t->copy && t->base)
+        munmap(t->base, t->copy_len);
+    if (t->sh)
+        munmap(t->sh, t->n * PG);
+    free((void *)t->ps);
+    free(t->hash);
+    free(t);
+    m->tr = NULL;
+}
+
+/* Where the program writes: the driver's mapping at ptr (len bytes from allocation offset
+ * off), or a copy of it (copy: memory the CPU reads slowly); then the tracking of every page. */
+static struct cap_track *track_new(struct cap_mem *m, uint8_t *ptr, uint64_t len, int copy,
+                                   int placed)
+{
+    struct cap_track *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->m = m;
+    uintptr_t a = (uintptr_t)ptr, first = a & ~(uintptr_t)(PG - 1);
+    uintptr_t end = (a + len + PG - 1) & ~(uintptr_t)(PG - 1);
+    t->n = (end - first) / PG;
+    t->ps = calloc(t->n ? t->n : 1, 1);
+    t->hash = calloc(t->n ? t->n : 1, sizeof *t->hash);
+    t->sh = mmap(NULL, t->n * PG, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t->sh == MAP_FAILED)
+        t->sh = NULL;
+    if (!t->ps || !t->hash || !t->sh || !t->n) {
+        if (t->sh)
+            munmap(t->sh, t->n * PG);
+        free((void *)t->ps);
+        free(t->hash);
+        free(t);
+        return NULL;
+    }
+    t->base = (uint8_t *)first;
+    if (copy && !placed) {
+        /* the program's copy: same offset within its first page as the driver's pointer */
+        t->copy_len = t->n * PG;
+        void *c =
+            mmap(NULL, t->copy_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (c != MAP_FAILED) {
+            t->copy = 1;
+            t->base = c;
+            memcpy(t->base + (a - first), ptr, len); /* what the mapping holds now */
+            atomic_fetch_add(&hm.n_copy, 1);
+        }
+    }
+    uint8_t *pa = t->base + (a - first);
+    t->lo = (uintptr_t)pa == (uintptr_t)t->base ? 0 : 1;
+    t->hi = (uintptr_t)(pa + len) == (uintptr_t)t->base + t->n * PG ? t->n : t->n - 1;
+    if (t->hi < t->lo)
+        t->hi = t->lo;
+    /* faults are ours to take only while our SIGSEGV handler is installed (it asks the claim
+     * first, and chains to the program's for the rest) */
+    int claim = hm.claim && cap__signals_installed();
+    t->mode = hm.mode;
+    if (t->mode == CAP_TRACK_UFFD && !uffd_register(t))
+        t->mode = claim ? CAP_TRACK_PROTECT : CAP_TRACK_SCAN;
+    if (t->mode == CAP_TRACK_PROTECT && !claim)
+        t->mode = CAP_TRACK_SCAN;
+    t->cofw = claim && t->mode != CAP_TRACK_SCAN;
+    if ((t->mode == CAP_TRACK_PROTECT || t->cofw) && tab_add(t) != 0) {
+        t->cofw = 0;
+        if (t->mode == CAP_TRACK_PROTECT)
+            t->mode = CAP_TRACK_SCAN;
+    }
+    if (t->lo < t->hi && t->mode == CAP_TRACK_PROTECT && prot(t, t->lo, t->hi, 0) != 0) {
+        /* a mapping mprotect refuses: compared instead */
+        t->mode = CAP_TRACK_SCAN;
+        t->cofw = 0;
+        tab_remove(t);
+    }
+    atomic_fetch_add(&hm.n_map[t->mode], 1);
+    return t;
+}
+
+/* The pages of a fresh mapping: the partial ones at its ends compared from a shadow; the rest
+ * protected, those holding device output the layer has not seen in the shadow so that the
+ * first host write copies them first (or copied now); device work in flight applied. */
+static void track_start(struct cap_mem *m, struct cap_track *t)
+{
+    for (uint64_t k = 0; k < t->n; k++) {
+        uint64_t x, y;
+        page_bytes(m, t, k, &x, &y);
+        int full = k >= t->lo && k < t->hi;
+        int devout = devb_hits(m, x, y);
+        if (!full || t->mode == CAP_TRACK_SCAN) {
+            uint8_t s = PS_HOT;
+            if (!full || devout) {
+                snap(t, k);
+                s |= PS_SHADOW;
+            } else { /* scan: what is there now is the baseline, not a host write */
+                t->hash[k] = sbt_hash_bytes(m->map_base + x, y - x);
+                s |= PS_HASHED;
+            }
+            ps_set(t, k, s);
+            continue;
+        }
+        if (devout && !t->cofw) {
+            snap(t, k);
+            ps_set(t, k, PS_BUSY | PS_SHADOW);
+        } else {
+            ps_set(t, k, PS_BUSY | (devout ? PS_STALE : 0));
+        }
+    }
+    if (t->mode != CAP_TRACK_SCAN && t->lo < t->hi) {
+        if (t->uffd)
+            uffd_wp(t, t->lo, t->hi, 1);
+        /* protect mode: every full page read-only; uffd: only the stale ones */
+        uint64_t k = t->lo;
+        while (k < t->hi) {
+            uint64_t e = k + 1;
+            int stale = (ps_get(t, k) & PS_STALE) != 0;
+            while (e < t->hi && ((ps_get(t, e) & PS_STALE) != 0) == stale)
+                e++;
+            if (armed_by_prot(t) || stale)
+                prot(t, k, e, 0);
+            k = e;
+        }
+        for (k = t->lo; k < t->hi; k++)
+            ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
+    }
+    for (uint32_t i = 0; i < m->n_pend; i++)
+        pages_pend(m, t, m->pend[i].off, m->pend[i].off + m->pend[i].len);
+}
+
+void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int placed, uint64_t now)
+{
+    if (m->mapped || off > m->size || !pp || !*pp)
+        return;
+    if (len == VK_WHOLE_SIZE || len > m->size - off)
+        len = m->size - off;
+    m->mapped = 1;
+    m->map_off = off;
+    m->map_len = len;
+    m->map_base = m->dev_base = (uint8_t *)*pp - off;
+    int copy = !placed && !m->imported &&
+               (hm.copy_all || !(m->props & VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
+    struct cap_track *t = len ? track_new(m, *pp, len, copy, placed) : NULL;
+    if (len && !t) {
+        cap_fail("out of memory tracking a %llu-byte mapping", (unsigned long long)len);
+        return;
+    }
+    if (t && t->copy) {
+        m->map_base = t->base + ((uintptr_t)*pp & (PG - 1)) - off;
+        *pp = m->map_base + off;
+    }
+    /* device writes that finished while it was unmapped: read back now (the program's copy
+     * already holds them); the pages they touched get shadows below */
+    m->n_done = read_back(m, m->done, m->n_done, now);
+    m->tr = t;
+    if (t)
+        track_start(m, t);
+}
+
+void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now)
+{
+    void *p = ptr;
+    cap_mem_map(m, 0, m->size, &p, 1, now);
+    struct cap_track *t = m->tr;
+    if (!t)
+        return;
+    /* its contents now are the program's input: recorded once, whole */
+    struct out o;
+    out_init(&o, m, now);
+    for (uint64_t k = 0; k < t->n; k++) {
+        uint64_t x, y;
+        page_bytes(m, t, k, &x, &y);
+        if (x >= y)
+            continue;
+        if (ps_get(t, k) & PS_SHADOW)
+            out_add_shadow(&o, t, x, y);
+        else
+            out_add(&o, x, y);
+    }
+    out_emit(&o);
+}
+
+void cap_mem_unmap(struct cap_mem *m, uint64_t now)
+{
+    if (!m->mapped)
+        return;
+    cap_mem_publish(m, m->map_off, m->map_len, now);
+    track_free(m);
+    m->mapped = 0;
+    m->map_base = m->dev_base = NULL;
+}
+
+int cap_mem_read_args(struct cap_mem *m, uint64_t off, void *out, size_t len)
+{
+    if (!m->mapped || !m->map_base || off < m->map_off || off + len > m->map_off + m->map_len ||
+        off + len > m->size || pend_cover(m, off, off + len))
+        return 0;
+    memcpy(out, m->map_base + off, len);
+    return 1;
+}
+
+/* ========================================================================================== */
+/* Shutdown                                                                                   */
+/* ========================================================================================== */
+
+void cap_mapped_shutdown(void)
+{
+    /* every page writable again before the layer stops handling their faults; the program's
+     * copies of uncached memory stay (the program still holds pointers into them) */
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t i = 0; i < cap.n_mems; i++) {
+        struct cap_mem *m = cap.mems[i];
+        pthread_mutex_lock(&m->mu);
+        struct cap_track *t = m->tr;
+        if (t) {
+            if (m->mapped && !t->copy)
+                cap_mem_publish(m, m->map_off, m->map_len, cap_now());
+            if (t->copy) {
+                t->base = NULL; /* left mapped for the program */
+                t->copy = 0;
+            }
+            track_free(m);
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    pthread_mutex_unlock(&cap.mu);
+}
+
+void cap_mapped_free_all(void)
+{
+    pthread_mutex_lock(&read_mu);
+    sbt_hasher_destroy(read_hasher);
+    read_hasher = NULL;
+    pthread_mutex_unlock(&read_mu);
+}
