@@ -1043,6 +1043,39 @@ static int full_page(const struct cap_track *t, uint64_t k)
     return k >= t->lo && k < t->hi;
 }
 
+/* uffd: was armed page k written since it was armed? (1 when it cannot tell) */
+static int uffd_written(struct cap_track *t, uint64_t k)
+{
+    struct page_region v[1];
+    struct pm_scan_arg a = {.size = sizeof a,
+                            .flags = PM_SCAN_CHECK_WPASYNC,
+                            .start = (uintptr_t)page_at(t, k),
+                            .end = (uintptr_t)page_at(t, k + 1),
+                            .vec = (uintptr_t)v,
+                            .vec_len = 1,
+                            .category_mask = PAGE_IS_WRITTEN,
+                            .return_mask = PAGE_IS_WRITTEN};
+    return ioctl(hm.pagemap, PAGEMAP_SCAN, &a) != 0;
+}
+
+/* The shadow of armed page k taken from the page itself, when no host write can have changed
+ * it since its last publish (one found before or during the copy makes this fail: 0). */
+static int snap_clean(struct cap_track *t, uint64_t k)
+{
+    if ((ps_get(t, k) & PS_MASK) != PS_ARMED)
+        return 0;
+    if (t->mode == CAP_TRACK_UFFD) {
+        if (uffd_written(t, k))
+            return 0;
+        snap(t, k);
+        return !uffd_written(t, k);
+    }
+    if (t->mode != CAP_TRACK_PROTECT)
+        return 0;
+    snap(t, k); /* read-only: a write faults, and the handler opens it (OPEN) */
+    return (ps_get(t, k) & PS_MASK) == PS_ARMED;
+}
+
 /* Host writes on span pages [i, j) since the last publish, into o. A compared (HOT) page that
  * shares nothing with unfinished device work any more goes back under protection, before it
  * is compared: a write after that is found either way. */
@@ -1174,6 +1207,8 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
         } else if (s & PS_STALE) {
             snap(t, k); /* protected and unwritten: the device's last output */
             ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_STALE) | PS_SHADOW));
+        } else if (snap_clean(t, k)) { /* what the host last published (or never wrote) */
+            ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_HASHED) | PS_SHADOW));
         } else {
             record_whole(&o, t, k);
         }

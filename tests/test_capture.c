@@ -652,6 +652,120 @@ Test(signals, the_default_action_ends_the_process_as_without_us)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
 }
 
+/* ---- host writes into mapped memory (issue 14) ------------------------------------------ */
+
+/* tests/vk/vk_ring ARGS captured with ENV: the program's output is its own and the trace
+ * complete; the trace says how host writes were found. Returns the open reader (the caller
+ * closes it and unlinks trace). */
+static sbt_reader *capture_ring(const char *args, const char *env, char *trace, char *cap,
+                                size_t n_cap)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char plain[4096], pe[8192], ce[8192], cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_ring %s", build, args);
+    cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "vk_ring %s failed: %s", args,
+                 pe);
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/vk_ring %s", env, bin, trace,
+             build, args);
+    cr_assert_eq(run(cmd, cap, n_cap, ce, sizeof ce), 0, "capture failed: %s", ce);
+    cr_assert_str_eq(cap, plain, "output changed under capture");
+    cr_assert_null(strstr(ce, "recording stopped"), "the layer failed: %s", ce);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_assert(sbt_reader_info(r)->complete, "trace incomplete");
+    const char *how = sbt_reader_meta_get(r, "capture.host_writes");
+    cr_assert(how && *how, "the trace does not say how host writes were found");
+    return r;
+}
+
+/* Device output is never recorded as host writes: after the host's first fill, each round of
+ * `vk_ring chain` changes four words of what the device just wrote, and exactly those four
+ * words are recorded (the device's other bytes, in the same pages, are not), with each way of
+ * finding host writes and whether or not the device still runs while the host writes. */
+struct ringenv { /* arrays: Criterion copies parameters into another process */
+    char env[96], how[16];
+};
+
+ParameterizedTestParameters(capture, host_writes_are_the_bytes_the_host_changed)
+{
+    static struct ringenv e[] = {
+        {"", ""},                                                             // the default
+        {"REPRISE_CPU_DEVICE_WAIT=0", ""},                                    // device running
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect"}, // write faults
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=scan", "scan"},       // compared every time
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_COPY=1", ""},                // the program's copy
+    };
+    return cr_make_param_array(struct ringenv, e, sizeof e / sizeof e[0]);
+}
+
+ParameterizedTest(struct ringenv *e, capture, host_writes_are_the_bytes_the_host_changed)
+{
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096];
+    sbt_reader *r = capture_ring("chain --size 16384", e->env, trace, cap, sizeof cap);
+    if (e->how[0])
+        cr_assert_not_null(strstr(sbt_reader_meta_get(r, "capture.host_writes"), e->how), "%s",
+                           sbt_reader_meta_get(r, "capture.host_writes"));
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
+    uint64_t reads = 0, edits = 0, first = 0;
+    while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_HOST_READ)
+            reads++;
+        if (op->kind != SBT_OP_HOST_WRITE)
+            continue;
+        cr_assert_eq(op->n_access, 1);
+        if (!reads) { /* the first fill: region 0, 16 KiB (whole pages around it at most) */
+            first += op->access[0].len;
+            continue;
+        }
+        cr_expect_eq(op->access[0].len, 4, "op %llu: host write of %llu bytes at +%llu",
+                     (unsigned long long)op->seq, (unsigned long long)op->access[0].len,
+                     (unsigned long long)op->access[0].offset);
+        edits++;
+    }
+    sbt_cursor_close(c);
+    cr_expect_eq(reads, 32);
+    cr_expect_geq(first, 16384);
+    cr_expect_leq(first, 16384 + 8192);
+    cr_expect_eq(edits, 4 * 32, "%llu four-byte host writes", (unsigned long long)edits);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
+/* A program that takes SIGSEGV for faults of its own (as V8 and the JVM do) still sees every
+ * one of them while the layer write-protects mapped pages: its handler, installed before the
+ * layer's or after it, passes the faults it does not know on, and the layer passes on the
+ * ones that are not its own. */
+ParameterizedTestParameters(capture, programs_own_sigsegv_handler_sees_its_faults)
+{
+    static struct ringenv e[] = {
+        {"chain --size 16384 --own-segv early", ""}, // installed before the layer's
+        {"chain --size 16384 --own-segv late", ""},  // after it
+    };
+    return cr_make_param_array(struct ringenv, e, sizeof e / sizeof e[0]);
+}
+
+ParameterizedTest(struct ringenv *e, capture, programs_own_sigsegv_handler_sees_its_faults)
+{
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096];
+    sbt_reader *r = capture_ring(e->env, "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0",
+                                 trace, cap, sizeof cap);
+    cr_assert_not_null(strstr(cap, "own faults 32"), "%s", cap);
+    /* and the layer took write faults of its own meanwhile */
+    const char *used = sbt_reader_meta_get(r, "capture.host_writes_used");
+    unsigned long long faults = 0;
+    const char *f = used ? strstr(used, "copied; ") : NULL;
+    cr_assert(f && sscanf(f, "copied; %llu write faults", &faults) == 1, "%s", used);
+    cr_expect_gt(faults, 0, "%s", used);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
 /* ---- completeness: programs that use Vulkan the layer does not record --------------------- */
 
 /* tests/vk/vk_unmodelled MODE under capture: the program's output is its own, and the trace is

@@ -346,7 +346,7 @@ int main(int argc, char **argv)
             /* four words of what the device wrote, changed by the host, read by the next */
             uint32_t *o = (uint32_t *)(ring + (size_t)out * opt.size);
             for (uint32_t j = 0; j < 4; j++)
-                o[(k * 37 + j * (n / 4)) % n] ^= 0xdeadbeefu + k;
+                o[(k * 37 + j * (n / 4)) % n] = ~o[(k * 37 + j * (n / 4)) % n];
             flush(out, opt.size);
         }
     }
