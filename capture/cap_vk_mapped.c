@@ -110,10 +110,14 @@ struct pm_scan_arg {
 #define PS_HOT                                                                  \
     2 /* not protected, compared at every publish: shares bytes with unfinished \
        * device work, or is a partial page at an end of the mapping, or scan */
-#define PS_DEV                                                                               \
-    3                  /* every byte of it may be written by unfinished device work: neither \
-                        * protected (lavapipe's device is the CPU) nor compared */
-#define PS_BUSY   4    /* a thread is changing its protection: the fault handler waits */
+#define PS_DEV                                                                          \
+    3             /* every byte of it may be written by unfinished device work: neither \
+                   * protected (lavapipe's device is the CPU) nor compared */
+#define PS_BUSY 4 /* a thread is changing its protection: the fault handler waits */
+#define PS_RECENT                                                                                 \
+    0x08               /* recorded at the last publish that looked at it: a page written at two   \
+                        * publishes in a row (a buffer rewritten every round) is left unprotected \
+                        * (HOT) and compared by the hash of its bytes instead of faulting */
 #define PS_SHADOW 0x10 /* sh holds its known bytes: compared byte by byte */
 #define PS_STALE                                                                               \
     0x20               /* holds device output sh lacks: mprotect'ed in every mode, so that the \
@@ -857,6 +861,29 @@ static void out_add(struct out *o, uint64_t a, uint64_t b)
         memcpy(o->buf, src + a, b - a);
 }
 
+/* Takes back [x, y), the last bytes out_add added (they did not change after all). */
+static void out_undo(struct out *o, uint64_t x, uint64_t y)
+{
+    if (o->rb != y || o->rb == o->ra)
+        return;
+    if (o->ra >= x) { /* the run was this page alone */
+        cap_run_free(o->buf);
+        o->buf = NULL;
+        o->ra = o->rb = 0;
+    } else {
+        o->rb = x;
+    }
+}
+
+/* The hash of [x, y) as out_add just copied it (in cache), or of the mapping when the copy
+ * failed. */
+static sbt_hash out_hash(const struct out *o, uint64_t x, uint64_t y)
+{
+    if (o->buf && o->rb == y && o->ra <= x)
+        return sbt_hash_bytes(o->buf + (x - o->ra), y - x);
+    return sbt_hash_bytes(o->m->map_base + x, y - x);
+}
+
 static void out_emit(struct out *o)
 {
     out_end_run(o);
@@ -876,6 +903,11 @@ static void page_bytes(const struct cap_mem *m, const struct cap_track *t, uint6
     uint64_t a = (uint64_t)(page_at(t, i) - m->map_base), b = a + PG;
     *x = a > m->map_off ? a : m->map_off;
     *y = b < m->map_off + m->map_len ? b : m->map_off + m->map_len;
+}
+
+static int full_page(const struct cap_track *t, uint64_t k)
+{
+    return k >= t->lo && k < t->hi;
 }
 
 /* The shadow byte of allocation offset 0 (t->sh maps the span's pages). */
@@ -957,9 +989,9 @@ static void record_whole(struct out *o, struct cap_track *t, uint64_t i)
     ps_set(t, i, (uint8_t)((ps_get(t, i) | PS_SHADOW) & ~PS_HASHED));
 }
 
-/* Page i's host writes into o: found written (dirty) or to be compared. Returns whether any.
+/* Page i's host writes into o: found written, or to be compared. Returns whether any.
  * m->mu held; the page is not armed, or was re-armed by the collect that found it. */
-static int publish_page(struct out *o, struct cap_track *t, uint64_t i, int dirty)
+static int publish_page(struct out *o, struct cap_track *t, uint64_t i)
 {
     struct cap_mem *m = o->m;
     uint64_t x, y;
@@ -976,24 +1008,71 @@ static int publish_page(struct out *o, struct cap_track *t, uint64_t i, int dirt
         }
         return n > 0;
     }
-    /* a page device work never wrote: recorded whole. Its hash, where there is one (scan
-     * keeps them; fault-ahead takes one when it opens a page nobody wrote yet), tells whether
-     * it changed. */
-    if (t->mode == CAP_TRACK_SCAN || (s & PS_HASHED) || !dirty) {
+    /* a page device work never wrote: recorded whole, unless the hash of its bytes says they
+     * did not change (a page opened ahead of a run of writes, or written with what it held) */
+    if (t->mode == CAP_TRACK_SCAN) { /* hashed in place first: most pages did not change */
         sbt_hash h = sbt_hash_bytes(m->map_base + x, y - x);
-        int same = (s & PS_HASHED) && sbt_hash_eq(h, t->hash[i]);
-        if (t->mode == CAP_TRACK_SCAN) {
-            t->hash[i] = h;
-            s |= PS_HASHED;
-        } else {
-            s &= ~PS_HASHED;
-        }
-        ps_set(t, i, (uint8_t)((ps_get(t, i) & ~PS_HASHED) | (s & PS_HASHED)));
-        if (same)
+        if ((s & PS_HASHED) && sbt_hash_eq(h, t->hash[i]))
             return 0;
+        t->hash[i] = h;
+        ps_set(t, i, (uint8_t)(ps_get(t, i) | PS_HASHED));
+        out_add(o, x, y);
+        return 1;
     }
     out_add(o, x, y);
+    sbt_hash h = out_hash(o, x, y); /* from the copy, in cache */
+    if ((s & PS_HASHED) && sbt_hash_eq(h, t->hash[i])) {
+        out_undo(o, x, y);
+        return 0;
+    }
+    t->hash[i] = h;
+    ps_set(t, i, (uint8_t)(ps_get(t, i) | PS_HASHED));
     return 1;
+}
+
+/* Host-only pages [i, j) just collected as written, recorded: those recorded at the publish
+ * before too go unprotected (HOT): a buffer the host rewrites every round costs a hash of what
+ * is copied anyway instead of a fault per page. A write after the copy is still found: the
+ * page's bytes then differ from the hash of the copy. */
+static void heat(struct cap_track *t, uint64_t i, uint64_t j, const uint8_t *changed)
+{
+    uint64_t run = UINT64_MAX;
+    for (uint64_t k = i; k <= j; k++) {
+        int hot = 0;
+        if (k < j) {
+            uint8_t s = ps_get(t, k);
+            hot = changed[k - i] && (s & PS_RECENT) && !(s & (PS_SHADOW | PS_STALE)) &&
+                  (s & PS_HASHED) && (s & PS_MASK) == PS_ARMED;
+            ps_set(t, k, (uint8_t)(changed[k - i] ? s | PS_RECENT : s & ~PS_RECENT));
+        }
+        if (hot) {
+            if (run == UINT64_MAX)
+                run = k;
+            continue;
+        }
+        if (run != UINT64_MAX)
+            disarm(t, run, k, PS_HOT);
+        run = UINT64_MAX;
+    }
+}
+
+/* A HOT page that device work never wrote: compared by the hash of its bytes; one that did not
+ * change since the last publish goes back under protection (checked again once protected, so
+ * that a write between the two is not lost). */
+static void publish_hot(struct out *o, struct cap_track *t, uint64_t k)
+{
+    struct cap_mem *m = o->m;
+    uint64_t x, y;
+    page_bytes(m, t, k, &x, &y);
+    if (x >= y)
+        return;
+    if (publish_page(o, t, k))
+        return; /* changed: stays HOT */
+    if (t->mode == CAP_TRACK_SCAN || !full_page(t, k) || pend_cover(m, x, y))
+        return;
+    arm(t, k, k + 1, 0);
+    ps_set(t, k, (uint8_t)(ps_get(t, k) & ~PS_RECENT));
+    publish_page(o, t, k);
 }
 
 /* uffd: the written pages among armed pages [i, j), re-armed in the same call, published. */
@@ -1013,13 +1092,20 @@ static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_
         long n = ioctl(hm.pagemap, PAGEMAP_SCAN, &a);
         if (n < 0) { /* cannot tell: every page compared, as a scan would */
             for (uint64_t k = (start - (uintptr_t)t->base) / PG; k < j; k++)
-                publish_page(o, t, k, 0);
+                publish_page(o, t, k);
             return;
         }
-        for (long r = 0; r < n; r++)
-            for (uint64_t k = (v[r].start - (uintptr_t)t->base) / PG;
-                 k < (v[r].end - (uintptr_t)t->base) / PG; k++)
-                publish_page(o, t, k, 1);
+        for (long r = 0; r < n; r++) {
+            uint64_t a0 = (v[r].start - (uintptr_t)t->base) / PG,
+                     a1 = (v[r].end - (uintptr_t)t->base) / PG;
+            uint8_t changed[64];
+            for (uint64_t k0 = a0; k0 < a1; k0 += 64) {
+                uint64_t k1 = k0 + 64 < a1 ? k0 + 64 : a1;
+                for (uint64_t k = k0; k < k1; k++)
+                    changed[k - k0] = (uint8_t)publish_page(o, t, k);
+                heat(t, k0, k1, changed);
+            }
+        }
         if (a.walk_end <= start || a.walk_end >= end)
             break;
         start = a.walk_end;
@@ -1034,13 +1120,13 @@ static void collect_prot(struct out *o, struct cap_track *t, uint64_t i, uint64_
     prot(t, i, j, 0);
     for (uint64_t k = i; k < j; k++)
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
-    for (uint64_t k = i; k < j; k++)
-        publish_page(o, t, k, 1);
-}
-
-static int full_page(const struct cap_track *t, uint64_t k)
-{
-    return k >= t->lo && k < t->hi;
+    uint8_t changed[64];
+    for (uint64_t k0 = i; k0 < j; k0 += 64) {
+        uint64_t k1 = k0 + 64 < j ? k0 + 64 : j;
+        for (uint64_t k = k0; k < k1; k++)
+            changed[k - k0] = (uint8_t)publish_page(o, t, k);
+        heat(t, k0, k1, changed);
+    }
 }
 
 /* uffd: was armed page k written since it was armed? (1 when it cannot tell) */
@@ -1094,12 +1180,15 @@ static void publish_pages(struct out *o, struct cap_track *t, uint64_t i, uint64
             while (e < j && (ps_get(t, e) & PS_MASK) == PS_OPEN)
                 e++;
             collect_prot(o, t, k, e);
+        } else if (st == PS_HOT && !(ps_get(t, k) & PS_SHADOW)) {
+            publish_hot(o, t, k);
         } else if (st == PS_HOT) {
+            /* shares bytes with device work: back under protection once that is over */
             uint64_t x, y;
             page_bytes(m, t, k, &x, &y);
             if (t->mode != CAP_TRACK_SCAN && full_page(t, k) && !pend_cover(m, x, y))
                 arm(t, k, k + 1, 0);
-            publish_page(o, t, k, 0);
+            publish_page(o, t, k);
         }
         k = e;
     }
