@@ -291,15 +291,17 @@ static void set_busy(struct cap_track *t, uint64_t i, uint64_t j)
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_BUSY));
 }
 
-/* Arms pages [i, j) (not armed now: HOT, DEV or OPEN), flags kept. stale (only with t->cofw):
- * they hold device output the shadow lacks, which the first host write copies there first. A
- * write from now on is found. m->mu held. */
+/* Arms pages [i, j) (not armed now: HOT, DEV or OPEN), flags kept: a write from now on is
+ * found. stale (only with t->cofw): they hold device output the shadow lacks; mprotect keeps
+ * them read-only (uffd or not) until the first host write copies them into the shadow. m->mu
+ * held. */
 static void arm(struct cap_track *t, uint64_t i, uint64_t j, int stale)
 {
     if (i >= j)
         return;
     set_busy(t, i, j);
-    uffd_wp(t, i, j, 1);
+    if (!stale)
+        uffd_wp(t, i, j, 1);
     if (armed_by_prot(t) || stale)
         prot(t, i, j, 0);
     for (uint64_t k = i; k < j; k++) {
@@ -310,23 +312,47 @@ static void arm(struct cap_track *t, uint64_t i, uint64_t j, int stale)
     }
 }
 
+/* Is page k write-protected by uffd (armed, not stale, in a uffd mapping)? */
+static int by_uffd(const struct cap_track *t, uint8_t s)
+{
+    return t->uffd && (s & PS_MASK) == PS_ARMED && !(s & PS_STALE);
+}
+
+/* Does mprotect keep page k read-only? */
+static int by_prot(const struct cap_track *t, uint8_t s)
+{
+    return (s & PS_STALE) || (armed_by_prot(t) && (s & PS_MASK) == PS_ARMED);
+}
+
 /* Takes pages [i, j) out of protection into state to (PS_HOT or PS_DEV), flags kept but
  * PS_STALE. What the host wrote there must have been published (or is found against a
- * shadow). m->mu held. */
+ * shadow). One system call per run of pages protected the same way. m->mu held. */
 static void disarm(struct cap_track *t, uint64_t i, uint64_t j, uint8_t to)
 {
     if (i >= j)
         return;
-    int need_prot = armed_by_prot(t);
-    for (uint64_t k = i; k < j && !need_prot; k++)
-        need_prot = (ps_get(t, k) & PS_STALE) != 0;
-    set_busy(t, i, j);
-    uffd_wp(t, i, j, 0);
-    if (need_prot)
-        prot(t, i, j, 1);
-    for (uint64_t k = i; k < j; k++) {
-        uint8_t s = ps_get(t, k) & ~(PS_MASK | PS_STALE);
-        ps_set(t, k, (uint8_t)(to | s));
+    uint8_t st[64];
+    for (uint64_t k0 = i; k0 < j; k0 += 64) {
+        uint64_t k1 = k0 + 64 < j ? k0 + 64 : j;
+        for (uint64_t k = k0; k < k1; k++)
+            st[k - k0] = ps_get(t, k);
+        set_busy(t, k0, k1);
+        for (uint64_t k = k0; k < k1;) { /* runs of pages uffd protects */
+            uint64_t e = k;
+            while (e < k1 && by_uffd(t, st[e - k0]))
+                e++;
+            uffd_wp(t, k, e, 0);
+            k = e == k ? k + 1 : e;
+        }
+        for (uint64_t k = k0; k < k1;) { /* and those mprotect does */
+            uint64_t e = k;
+            while (e < k1 && by_prot(t, st[e - k0]))
+                e++;
+            prot(t, k, e, 1);
+            k = e == k ? k + 1 : e;
+        }
+        for (uint64_t k = k0; k < k1; k++)
+            ps_set(t, k, (uint8_t)(to | (st[k - k0] & ~(PS_MASK | PS_STALE))));
     }
 }
 
@@ -408,8 +434,9 @@ static int fault_claim(int sig, siginfo_t *si, void *uc)
                 }
             }
             prot(t, i, j, 1);
-            /* uffd: writable now, the write that faulted marks it when it is retried */
-            uint8_t to = armed_by_prot(t) ? PS_OPEN : PS_ARMED;
+            /* protect: open until the next publish. uffd: a stale page is not uffd-armed, so
+             * it is compared against the shadow just taken until it settles */
+            uint8_t to = armed_by_prot(t) ? PS_OPEN : PS_HOT;
             ps_set(t, i, (uint8_t)((s & ~PS_MASK) | to));
             for (uint64_t k = i + 1; k < j; k++)
                 ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | to));
@@ -788,6 +815,7 @@ static uint64_t pend_skip(const struct cap_mem *m, uint64_t c, uint64_t b, uint6
 struct out {
     struct cap_mem *m;
     uint64_t now;
+    int last; /* the last publish of the mapping (unmap): nothing goes back under protection */
     uint64_t ra, rb; /* the run being built (allocation offsets), empty when equal */
     uint8_t *buf;
     struct cap_ev *head, **tail;
@@ -1020,6 +1048,8 @@ static int publish_page(struct out *o, struct cap_track *t, uint64_t i)
         return 1;
     }
     out_add(o, x, y);
+    if (!(s & (PS_HASHED | PS_RECENT)) && (s & PS_MASK) != PS_HOT)
+        return 1;                   /* written, and cannot go HOT yet: no hash needed */
     sbt_hash h = out_hash(o, x, y); /* from the copy, in cache */
     if ((s & PS_HASHED) && sbt_hash_eq(h, t->hash[i])) {
         out_undo(o, x, y);
@@ -1064,15 +1094,14 @@ static void publish_hot(struct out *o, struct cap_track *t, uint64_t k)
     struct cap_mem *m = o->m;
     uint64_t x, y;
     page_bytes(m, t, k, &x, &y);
-    if (x >= y)
-        return;
-    if (publish_page(o, t, k))
+    if (x >= y || publish_page(o, t, k))
         return; /* changed: stays HOT */
-    if (t->mode == CAP_TRACK_SCAN || !full_page(t, k) || pend_cover(m, x, y))
+    if (o->last || t->mode == CAP_TRACK_SCAN || !full_page(t, k) || pend_cover(m, x, y))
         return;
     arm(t, k, k + 1, 0);
     ps_set(t, k, (uint8_t)(ps_get(t, k) & ~PS_RECENT));
-    publish_page(o, t, k);
+    if (!sbt_hash_eq(sbt_hash_bytes(m->map_base + x, y - x), t->hash[k]))
+        publish_page(o, t, k);
 }
 
 /* uffd: the written pages among armed pages [i, j), re-armed in the same call, published. */
@@ -1172,8 +1201,8 @@ static void publish_pages(struct out *o, struct cap_track *t, uint64_t i, uint64
     while (k < j) {
         uint8_t st = ps_get(t, k) & PS_MASK;
         uint64_t e = k + 1;
-        if (st == PS_ARMED && t->mode == CAP_TRACK_UFFD) {
-            while (e < j && (ps_get(t, e) & PS_MASK) == PS_ARMED)
+        if (st == PS_ARMED && t->mode == CAP_TRACK_UFFD && by_uffd(t, ps_get(t, k))) {
+            while (e < j && by_uffd(t, ps_get(t, e)))
                 e++;
             collect_uffd(o, t, k, e);
         } else if (st == PS_OPEN) {
@@ -1780,7 +1809,15 @@ void cap_mem_unmap(struct cap_mem *m, uint64_t now)
 {
     if (!m->mapped)
         return;
-    cap_mem_publish(m, m->map_off, m->map_len, now);
+    if (m->tr) {
+        struct out o;
+        out_init(&o, m, now);
+        o.last = 1;
+        uint64_t i, j;
+        span_of(m, m->tr, m->map_off, m->map_off + m->map_len, &i, &j);
+        publish_pages(&o, m->tr, i, j);
+        out_emit(&o);
+    }
     track_free(m);
     m->mapped = 0;
     m->map_base = m->dev_base = NULL;

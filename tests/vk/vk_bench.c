@@ -23,6 +23,10 @@
  *                                device-local buffers) and its slice of the batch, and writes
  *                                the new weights (tests/vk/train.comp); a fence wait and a
  *                                read-back of the weights per submission.
+ *   vk_bench sparse              the same 64 MiB buffers as data, mapped, but 100 rounds that each
+ *                                write 4 KiB somewhere in the input and read 4 KiB of output
+ *                                back: what capture costs should follow what the host writes,
+ *                                not what is mapped.
  *
  * Prints a checksum of everything read back, so runs with and without capture compare.
  */
@@ -307,13 +311,42 @@ static uint64_t data_heavy(struct ctx *c, struct vkt_buf *in, struct vkt_buf *ou
     return h;
 }
 
+/* 100 rounds: 4 KiB written at a different place of the 64 MiB input, one dispatch over
+ * those 1024 elements (the bindings are moved there), 4 KiB of its output read back. */
+static uint64_t sparse(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out)
+{
+    uint64_t h = 0;
+    for (uint32_t r = 0; r < N_SUBMITS; r++) {
+        uint32_t first = (r * 2654435761u) % (BIG_N / 1024) * 1024, *p = in->map;
+        for (uint32_t i = 0; i < 1024; i++)
+            p[first + i] = (first + i) * 2246822519u + r;
+        VkDescriptorBufferInfo bi[] = {{in->buf, first * 4u, 4096}, {out->buf, first * 4u, 4096}};
+        VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                  .dstSet = c->set,
+                                  .dstBinding = 0,
+                                  .descriptorCount = 2,
+                                  .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                  .pBufferInfo = bi};
+        vkUpdateDescriptorSets(c->v.dev, 1, &w, 0, NULL);
+        begin(c);
+        uint32_t pc[2] = {r, 1024};
+        vkCmdPushConstants(c->cb, c->p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
+        vkCmdDispatch(c->cb, 1024 / 64, 1, 1);
+        barrier(c->cb);
+        VKT_CHECK(vkEndCommandBuffer(c->cb));
+        submit_wait(c);
+        h = sum64(h, (uint32_t *)out->map + first, 4096);
+    }
+    return h;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     int reuse = 0;
     uint32_t slow = 0, submits = 20;
     int bad = strcmp(mode, "dispatch") && strcmp(mode, "data") && strcmp(mode, "gate") &&
-              strcmp(mode, "train");
+              strcmp(mode, "train") && strcmp(mode, "sparse");
     for (int i = 2; i < argc && !bad; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--reuse") && !strcmp(mode, "dispatch"))
@@ -326,11 +359,11 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad) {
-        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | gate [--slow PCT] "
+        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | sparse | gate [--slow PCT] "
                         "[--submits N] | train\n");
         return 2;
     }
-    int data = !strcmp(mode, "data");
+    int data = !strcmp(mode, "data") || !strcmp(mode, "sparse");
     struct ctx c;
     memset(&c, 0, sizeof c);
     vkt_clean_structs = 1; /* GFXReconstruct runs this too */
@@ -340,7 +373,8 @@ int main(int argc, char **argv)
     vkt_buffer(&c.v, size, 1, &in);
     vkt_buffer(&c.v, size, 1, &out);
     setup(&c, argv[0], &in, &out);
-    uint64_t h = data                     ? data_heavy(&c, &in, &out)
+    uint64_t h = !strcmp(mode, "sparse")  ? sparse(&c, &in, &out)
+                 : data                   ? data_heavy(&c, &in, &out)
                  : !strcmp(mode, "gate")  ? gate(&c, &in, &out, submits, slow)
                  : !strcmp(mode, "train") ? train(&c)
                                           : dispatch_heavy(&c, &in, &out, reuse);
