@@ -7,6 +7,8 @@
 #   dispatch        20,000 small dispatches in 100 submissions (command buffer re-recorded each)
 #   dispatch-reuse  the same, one recording submitted 100 times
 #   data            4 dispatches over 64 MiB buffers, 64 MiB mapped upload and read-back each
+#   sparse          the same buffers mapped, 100 rounds of 4 KiB written and read back
+#   threads         2 threads, 16 MiB mapped each, 200 rounds of 16 KiB each on one queue
 # Configurations, all in one hyperfine run per workload:
 #   plain           the program alone
 #   reprise         reprise capture -o T -- program (default: zstd level 3 chunks)
@@ -16,7 +18,7 @@
 #   gfxr-none       GFXReconstruct's layer, uncompressed
 #
 # Usage: bench/vk_capture_overhead.sh [OUTDIR]   (env: BUILD=build/default RUNS=10 DATA_RUNS=5
-#        BEFORE=, WORKLOADS="dispatch dispatch-reuse data")
+#        BEFORE=, WORKLOADS="dispatch dispatch-reuse data sparse threads")
 # Needs hyperfine (apt-get install hyperfine); gfxreconstruct is optional (apt-get install
 # gfxreconstruct). Prints a markdown table per workload: median wall time, overhead against
 # plain (median and min), CPU time (user+sys of the whole process tree: steadier than wall on
@@ -26,7 +28,7 @@ set -eu
 BUILD=${BUILD:-build/default}
 RUNS=${RUNS:-10}
 DATA_RUNS=${DATA_RUNS:-5}
-WORKLOADS=${WORKLOADS:-"dispatch dispatch-reuse data"}
+WORKLOADS=${WORKLOADS:-"dispatch dispatch-reuse data sparse threads"}
 OUT=${1:-$(mktemp -d /tmp/reprise-vkbench-XXXXXX)}
 mkdir -p "$OUT"
 R=$(cd "$BUILD" && pwd)/reprise
@@ -52,6 +54,8 @@ for w in $WORKLOADS; do
     dispatch) args="dispatch"; runs=$RUNS ;;
     dispatch-reuse) args="dispatch --reuse"; runs=$RUNS ;;
     data) args="data"; runs=$DATA_RUNS ;;
+    sparse) args="sparse"; runs=$RUNS ;;
+    threads) args="threads"; runs=$RUNS ;;
     *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
     set -- -n plain "$PROG $args" \

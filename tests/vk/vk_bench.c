@@ -27,10 +27,15 @@
  *                                write 4 KiB somewhere in the input and read 4 KiB of output
  *                                back: what capture costs should follow what the host writes,
  *                                not what is mapped.
+ *   vk_bench threads             2 threads, each with 16 MiB mapped in and out, 200 rounds each:
+ *                                16 KiB written, one dispatch over it, submitted to the shared
+ *                                queue (a mutex, as Vulkan requires), waited for, 16 KiB read
+ *                                back: do the threads wait for each other in the layer?
  *
  * Prints a checksum of everything read back, so runs with and without capture compare.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,9 +345,122 @@ static uint64_t sparse(struct ctx *c, struct vkt_buf *in, struct vkt_buf *out)
     return h;
 }
 
+/* ---- threads ----------------------------------------------------------------------------- */
+
+#define MT_THREADS 2u
+#define MT_ROUNDS  200u
+#define MT_BYTES   (16u << 20)
+#define MT_CHUNK   4096u /* elements per round: 16 KiB */
+
+static struct {
+    struct vkt v;
+    struct vkt_pipe p;
+    pthread_mutex_t qmu;
+    uint64_t sum[MT_THREADS];
+} mt = {.qmu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *mt_worker(void *arg)
+{
+    uint32_t t = (uint32_t)(uintptr_t)arg;
+    struct vkt *v = &mt.v;
+    struct vkt_buf in, out;
+    vkt_buffer(v, MT_BYTES, 1, &in);
+    vkt_buffer(v, MT_BYTES, 1, &out);
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+    VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = 1,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &size};
+    VkDescriptorPool pool;
+    VKT_CHECK(vkCreateDescriptorPool(v->dev, &dpci, NULL, &pool));
+    VkDescriptorSetAllocateInfo dsai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                        .descriptorPool = pool,
+                                        .descriptorSetCount = 1,
+                                        .pSetLayouts = &mt.p.dsl};
+    VkDescriptorSet set;
+    VKT_CHECK(vkAllocateDescriptorSets(v->dev, &dsai, &set));
+    VkCommandPoolCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                    .queueFamilyIndex = v->family};
+    VkCommandPool cpool;
+    VKT_CHECK(vkCreateCommandPool(v->dev, &cpci, NULL, &cpool));
+    VkCommandBufferAllocateInfo cbai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                        .commandPool = cpool,
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                        .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    VKT_CHECK(vkAllocateCommandBuffers(v->dev, &cbai, &cb));
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    VKT_CHECK(vkCreateFence(v->dev, &fci, NULL, &fence));
+    uint64_t h = 0;
+    for (uint32_t r = 0; r < MT_ROUNDS; r++) {
+        uint32_t n = MT_BYTES / 4, first = (r * 2654435761u + t) % (n / MT_CHUNK) * MT_CHUNK;
+        uint32_t *p = in.map;
+        for (uint32_t i = 0; i < MT_CHUNK; i++)
+            p[first + i] = (first + i) * 2246822519u + r + t;
+        VkDescriptorBufferInfo bi[] = {{in.buf, first * 4u, MT_CHUNK * 4},
+                                       {out.buf, first * 4u, MT_CHUNK * 4}};
+        VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                  .dstSet = set,
+                                  .descriptorCount = 2,
+                                  .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                  .pBufferInfo = bi};
+        vkUpdateDescriptorSets(v->dev, 1, &w, 0, NULL);
+        VkCommandBufferBeginInfo bb = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        VKT_CHECK(vkBeginCommandBuffer(cb, &bb));
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, mt.p.pipe);
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, mt.p.layout, 0, 1, &set, 0,
+                                NULL);
+        uint32_t pc[2] = {r, MT_CHUNK};
+        vkCmdPushConstants(cb, mt.p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, pc);
+        vkCmdDispatch(cb, MT_CHUNK / 64, 1, 1);
+        VKT_CHECK(vkEndCommandBuffer(cb));
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &cb};
+        pthread_mutex_lock(&mt.qmu);
+        VKT_CHECK(vkQueueSubmit(v->queue[0], 1, &si, fence));
+        pthread_mutex_unlock(&mt.qmu);
+        VKT_CHECK(vkWaitForFences(v->dev, 1, &fence, VK_TRUE, UINT64_MAX));
+        VKT_CHECK(vkResetFences(v->dev, 1, &fence));
+        h = sum64(h, (uint32_t *)out.map + first, MT_CHUNK * 4);
+    }
+    mt.sum[t] = h;
+    vkDestroyFence(v->dev, fence, NULL);
+    vkDestroyCommandPool(v->dev, cpool, NULL);
+    vkDestroyDescriptorPool(v->dev, pool, NULL);
+    vkt_buffer_free(v, &in);
+    vkt_buffer_free(v, &out);
+    return NULL;
+}
+
+static uint64_t threads(const char *argv0)
+{
+    vkt_init(&mt.v, argv0, 1);
+    VkDescriptorType t[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    vkt_pipeline(&mt.v, "bench", 2, t, 8, NULL, &mt.p);
+    pthread_t th[MT_THREADS];
+    for (uint32_t i = 0; i < MT_THREADS; i++)
+        pthread_create(&th[i], NULL, mt_worker, (void *)(uintptr_t)i);
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < MT_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        h = sum64(h, &mt.sum[i], sizeof mt.sum[i]);
+    }
+    vkt_pipeline_free(&mt.v, &mt.p);
+    vkt_done(&mt.v);
+    return h;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    vkt_clean_structs = 1; /* GFXReconstruct runs this too */
+    if (!strcmp(mode, "threads") && argc == 2) {
+        printf("vk_bench threads checksum %016" PRIx64 "\n", threads(argv[0]));
+        return 0;
+    }
     int reuse = 0;
     uint32_t slow = 0, submits = 20;
     int bad = strcmp(mode, "dispatch") && strcmp(mode, "data") && strcmp(mode, "gate") &&
@@ -359,14 +477,13 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad) {
-        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | sparse | gate [--slow PCT] "
-                        "[--submits N] | train\n");
+        fprintf(stderr, "usage: vk_bench dispatch [--reuse] | data | sparse | threads | gate "
+                        "[--slow PCT] [--submits N] | train\n");
         return 2;
     }
     int data = !strcmp(mode, "data") || !strcmp(mode, "sparse");
     struct ctx c;
     memset(&c, 0, sizeof c);
-    vkt_clean_structs = 1; /* GFXReconstruct runs this too */
     vkt_init(&c.v, argv[0], 1);
     struct vkt_buf in, out;
     VkDeviceSize size = data ? BIG_BYTES : !strcmp(mode, "gate") ? GATE_N * 4 : SMALL_N * 4;
