@@ -8,15 +8,18 @@
  * Files: cap_vk_instance.c (loader interface, instances, devices, queues, name lookup, shadow
  * objects), cap_vk_memory.c, cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
  * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into
- * ops at submit, host writes and reads), cap_vk_unmodelled.c and cap_vk_tramp.c (what is
- * passed through unrecorded), cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
+ * ops at submit), cap_vk_mapped.c (host writes into mapped memory and device output read back),
+ * cap_vk_unmodelled.c and cap_vk_tramp.c (what is passed through unrecorded),
+ * cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
  *
  * Threads. A Vulkan call runs on the program's thread. vkCmd* calls only append to their
  * command buffer's own record buffer (the program synchronises command buffers, so no lock).
  * Every other tracked call takes cap.mu briefly to update the shadow objects, builds finished
  * ops (struct cap_ev) and appends them to its thread's buffer with a number from one global
- * atomic sequence. The writer thread (cap_vk_writer.c) drains the thread buffers, puts events
- * back into sequence order and is the only thread that touches the sbt_writer.
+ * atomic sequence. Mapped memory has a lock per allocation (struct cap_mem.mu, after cap.mu);
+ * vkQueueSubmit holds only its queue's lock (struct cap_queue.mu) across the driver. The writer
+ * thread (cap_vk_writer.c) drains the thread buffers, puts events back into sequence order and
+ * is the only thread that touches the sbt_writer.
  */
 #ifndef REPRISE_CAP_VK_INT_H
 #define REPRISE_CAP_VK_INT_H
