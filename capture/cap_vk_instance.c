@@ -407,6 +407,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device, const VkAllocation
     if (!d)
         return;
     CAP_COUNT();
+    cap_mapped_device_gone(d); /* memory still mapped goes away with the device */
     d->fn.DestroyDevice(device, alloc);
     pthread_mutex_lock(&tab_mu);
     for (int i = 0; i < CAP_MAX_DEV; i++)

@@ -632,6 +632,9 @@ void cap_mem_digest(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h
 /* The host saw submissions of queue (0: every queue of dev) up to serial finish: HOST_READ ops
  * for what they wrote. cap.mu must not be held. */
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now);
+/* Before the driver destroys dev: the mappings it still has published and untracked (their
+ * pages go away with it). */
+void cap_mapped_device_gone(struct cap_dev *dev);
 /* At shutdown, before the trace closes: last host writes published, every page writable. */
 void cap_mapped_shutdown(void);
 /* At unload: frees what this file keeps (no Vulkan call). */

@@ -132,6 +132,8 @@ struct cap_track {
     int uffd;        /* the span's full pages are registered with hm.uffd */
     int in_tab;      /* in the fault handler's table */
     uint8_t *base;   /* the program's address of the span's first page */
+    uint8_t *first;  /* ... and of the mapping's first byte */
+    uint64_t len;    /* bytes mapped */
     uint64_t n;      /* pages in the span (the mapping, rounded out to pages) */
     uint64_t lo, hi; /* pages [lo, hi) lie wholly in the mapping: only they are protected */
     _Atomic uint8_t *ps;
@@ -357,10 +359,14 @@ static void disarm(struct cap_track *t, uint64_t i, uint64_t j, uint8_t to)
 }
 
 /* Copies page i of the program's view into the shadow (m->mu held, or the fault handler with
- * the page busy). */
+ * the page busy): the bytes of the mapping only (a partial page at an end of it shares the rest
+ * with memory that is none of ours). */
 static void snap(struct cap_track *t, uint64_t i)
 {
-    memcpy(t->sh + i * PG, page_at(t, i), PG);
+    uint8_t *p = page_at(t, i), *lo = t->first, *hi = t->first + t->len;
+    uint8_t *a = p > lo ? p : lo, *b = p + PG < hi ? p + PG : hi;
+    if (a < b)
+        memcpy(t->sh + i * PG + (a - p), a, (size_t)(b - a));
 }
 
 /* The claim hook (capture/cap_common.c): a write fault on a page we protected. Signal
@@ -1613,26 +1619,34 @@ static int uffd_register(struct cap_track *t)
     return 1;
 }
 
-static void track_free(struct cap_mem *m)
+/* Tracking ends: every page writable again, out of the fault handler's table and of the
+ * uffd. The program's copy of uncached memory is unmapped, unless keep_copy (the layer is going
+ * away, the mapping is not: the program keeps writing it). */
+static void track_end(struct cap_mem *m, int keep_copy)
 {
     struct cap_track *t = m->tr;
     if (!t)
         return;
+    m->tr = NULL;
     tab_remove(t);
     if (t->uffd) {
         struct uffdio_range r = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG};
         ioctl(hm.uffd, UFFDIO_UNREGISTER, &r);
     }
-    if (t->lo < t->hi && (armed_by_prot(t) || t->cofw) && !t->copy)
+    if (t->lo < t->hi && (armed_by_prot(t) || t->cofw) && (!t->copy || keep_copy))
         prot(t, t->lo, t->hi, 1);
-    if (t->copy && t->base)
+    if (t->copy && !keep_copy)
         munmap(t->base, t->copy_len);
     if (t->sh)
         munmap(t->sh, t->n * PG);
     free((void *)t->ps);
     free(t->hash);
     free(t);
-    m->tr = NULL;
+}
+
+static void track_free(struct cap_mem *m)
+{
+    track_end(m, 0);
 }
 
 /* Where the program writes: the driver's mapping at ptr (len bytes from allocation offset
@@ -1675,6 +1689,8 @@ static struct cap_track *track_new(struct cap_mem *m, uint8_t *ptr, uint64_t len
         }
     }
     uint8_t *pa = t->base + (a - first);
+    t->first = pa;
+    t->len = len;
     t->lo = (uintptr_t)pa == (uintptr_t)t->base ? 0 : 1;
     t->hi = (uintptr_t)(pa + len) == (uintptr_t)t->base + t->n * PG ? t->n : t->n - 1;
     if (t->hi < t->lo)
@@ -1838,25 +1854,33 @@ int cap_mem_read_args(struct cap_mem *m, uint64_t off, void *out, size_t len)
 
 void cap_mapped_shutdown(void)
 {
-    /* every page writable again before the layer stops handling their faults; the program's
-     * copies of uncached memory stay (the program still holds pointers into them) */
+    /* the last host writes, and every page writable again before the layer stops handling
+     * their faults; the program's copies of uncached memory stay (it still holds pointers into
+     * them) */
     pthread_mutex_lock(&cap.mu);
     for (uint32_t i = 0; i < cap.n_mems; i++) {
         struct cap_mem *m = cap.mems[i];
         pthread_mutex_lock(&m->mu);
-        struct cap_track *t = m->tr;
-        if (t) {
-            if (m->mapped && !t->copy)
-                cap_mem_publish(m, m->map_off, m->map_len, cap_now());
-            if (t->copy) {
-                t->base = NULL; /* left mapped for the program */
-                t->copy = 0;
-            }
-            track_free(m);
-        }
+        if (m->mapped && m->tr)
+            cap_mem_publish(m, m->map_off, m->map_len, cap_now());
+        track_end(m, 1);
         pthread_mutex_unlock(&m->mu);
     }
     pthread_mutex_unlock(&cap.mu);
+}
+
+void cap_mapped_device_gone(struct cap_dev *dev)
+{
+    uint32_t n = 0;
+    struct cap_mem **v = mems_of(dev, 0, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct cap_mem *m = v[k];
+        pthread_mutex_lock(&m->mu);
+        cap_mem_unmap(m, cap_now());
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    free(v);
 }
 
 void cap_mapped_free_all(void)

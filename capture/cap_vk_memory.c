@@ -90,7 +90,7 @@ VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    if (mem && CAP_ON()) {
+    if (mem) { /* also once recording stopped: a mapping must not stay tracked */
         pthread_mutex_lock(&cap.mu);
         struct cap_mem *m = cap_obj_del(CAP_H(mem), CAP_T_MEM);
         if (m) {
@@ -157,8 +157,7 @@ VKAPI_ATTR void VKAPI_CALL cap_UnmapMemory(VkDevice device, VkDeviceMemory mem)
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (CAP_ON())
-        unmapping(mem);
+    unmapping(mem); /* also once recording stopped: a mapping must not stay tracked */
     d->fn.UnmapMemory(device, mem);
 }
 
@@ -180,8 +179,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_UnmapMemory2(VkDevice device, const VkMemoryU
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (CAP_ON())
-        unmapping(ui->memory);
+    unmapping(ui->memory); /* also once recording stopped */
     return cap_vk_result(d->fn.UnmapMemory2(device, ui), "vkUnmapMemory2");
 }
 #endif
