@@ -201,7 +201,8 @@ static int tab_add(struct cap_track *t)
         pthread_mutex_unlock(&tab_mu);
         return -1;
     }
-    uintptr_t lo = (uintptr_t)t->base, hi = lo + t->n * PG;
+    /* the pages we protect: a fault on a partial page at an end of the mapping is not ours */
+    uintptr_t lo = (uintptr_t)(t->base + t->lo * PG), hi = (uintptr_t)(t->base + t->hi * PG);
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (ot->e[i].lo > lo && k == i)
@@ -407,8 +408,7 @@ static int fault_claim(int sig, siginfo_t *si, void *uc)
             if (st != PS_ARMED) {
                 /* writable as far as we know: another thread opened it between this thread's
                  * fault and now */
-                if (i >= t->lo && i < t->hi)
-                    prot(t, i, i + 1, 1);
+                prot(t, i, i + 1, 1);
                 ours = 1;
                 break;
             }
