@@ -245,6 +245,7 @@ int main(int argc, char **argv)
     if (opt.import) {
         ring = imp.pHostPointer; /* written through the program's own pointer */
     } else if (opt.map2) {
+#ifdef VK_KHR_map_memory2
         PFN_vkMapMemory2KHR map2 =
             (PFN_vkMapMemory2KHR)vkGetDeviceProcAddr(v.dev, "vkMapMemory2KHR");
         if (!map2)
@@ -254,6 +255,10 @@ int main(int argc, char **argv)
         void *ptr = NULL;
         VKT_CHECK(map2(v.dev, &mi, &ptr));
         ring = ptr;
+#else
+        fprintf(stderr, "vk_ring: built with Vulkan headers older than VK_KHR_map_memory2\n");
+        return 4;
+#endif
     } else {
         void *ptr = NULL;
         VKT_CHECK(vkMapMemory(v.dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr));
@@ -362,11 +367,13 @@ int main(int argc, char **argv)
     }
     if (!opt.import) {
         if (opt.map2) {
+#ifdef VK_KHR_map_memory2
             PFN_vkUnmapMemory2KHR unmap2 =
                 (PFN_vkUnmapMemory2KHR)vkGetDeviceProcAddr(v.dev, "vkUnmapMemory2KHR");
             VkMemoryUnmapInfoKHR ui = {.sType = VK_STRUCTURE_TYPE_MEMORY_UNMAP_INFO_KHR,
                                        .memory = mem};
             VKT_CHECK(unmap2(v.dev, &ui));
+#endif
         } else {
             vkUnmapMemory(v.dev, mem);
         }
