@@ -1451,6 +1451,8 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
     span_of(m, t, a, b, &i, &j);
     uint8_t *sh0 = sh_at0(m, t);
     uint64_t run = UINT64_MAX; /* first of a run of DEV pages going stale */
+    if (t->cofw) /* a write to a stale page must reach our SIGSEGV handler first */
+        cap__signals_reassert();
     for (uint64_t k = i; k <= j; k++) {
         uint64_t x = 0, y = 0;
         uint8_t s = 0;
