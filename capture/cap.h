@@ -46,6 +46,11 @@
  * host: no semaphore or event waits), so that no host write can land among the device's in
  * the same pages: there the device is the CPU, and only the order tells their bytes apart. */
 #define CAP_ENV_CPU_WAIT "REPRISE_CPU_DEVICE_WAIT"
+/* "1", for tests on lavapipe: treat a CPU device as one that writes memory by DMA (a GPU): no
+ * waiting inside vkQueueSubmit, and pages its submissions may write wholly stay protected, so
+ * that a host write there is seen and makes the trace incomplete. (On lavapipe the device's own
+ * writes are seen as such too.) */
+#define CAP_ENV_TEST_DMA "REPRISE_TEST_DMA_DEVICE"
 /* "1": print a summary line on stderr when the trace is closed (reprise capture sets it). */
 #define CAP_ENV_SUMMARY "REPRISE_SUMMARY"
 /* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" (and

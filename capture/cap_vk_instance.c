@@ -247,7 +247,7 @@ static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
     in->fn.GetPhysicalDeviceQueueFamilyProperties(d->phys, &nq, d->qfam);
     d->n_qfam = nq;
     d->ts_period_ns = p.limits.timestampPeriod;
-    d->cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    d->cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !cap__env_flag(CAP_ENV_TEST_DMA);
     d->nc_atom = p.limits.nonCoherentAtomSize;
 
     struct sbt_vk_enc enc = {0};

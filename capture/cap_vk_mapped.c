@@ -123,6 +123,10 @@ struct pm_scan_arg {
     0x20               /* holds device output sh lacks: mprotect'ed in every mode, so that the \
                         * first host write copies the page into sh first */
 #define PS_HASHED 0x40 /* hash[] holds the hash of its bytes as last recorded or opened ahead */
+#define PS_WATCH                                                                  \
+    0x80 /* DEV on a device that writes memory by DMA: still protected, so that a \
+          * host write while the device may write it is seen (the handler clears  \
+          * this; uffd marks it) and the trace said incomplete */
 
 struct cap_track {
     struct cap_mem *m;
@@ -404,6 +408,15 @@ static int fault_claim(int sig, siginfo_t *si, void *uc)
             if (st == PS_BUSY) {
                 sched_yield();
                 continue;
+            }
+            if (st == PS_DEV && (s & PS_WATCH)) {
+                /* the host writes a page device work in flight may write: let it, and say so
+                 * when the work is seen finished */
+                if (!atomic_compare_exchange_weak(&t->ps[i], &s, (uint8_t)(s & ~PS_WATCH)))
+                    continue;
+                prot(t, i, i + 1, 1);
+                ours = 1;
+                break;
             }
             if (st != PS_ARMED) {
                 /* writable as far as we know: another thread opened it between this thread's
@@ -1276,6 +1289,40 @@ void cap_publish_all(struct cap_dev *dev, uint64_t now)
 /* Device writes                                                                              */
 /* ========================================================================================== */
 
+/* Pages [i, j), wholly in a may-write interval of a device that writes memory by DMA, stay
+ * protected as they are (a host write there is seen: watched_touched). Armed or HOT before; the
+ * HOT ones are armed first. m->mu held. */
+static void watch(struct cap_track *t, uint64_t i, uint64_t j)
+{
+    for (uint64_t k = i; k < j; k++)
+        if ((ps_get(t, k) & PS_MASK) != PS_ARMED)
+            arm(t, k, k + 1, 0);
+    for (uint64_t k = i; k < j; k++) /* ARMED -> DEV: the fault handler opens and unmarks */
+        ps_set(t, k, (uint8_t)((ps_get(t, k) & ~(PS_MASK | PS_RECENT)) | PS_DEV | PS_WATCH));
+}
+
+/* Watched DEV page k, its device work seen finished: did the host write it meanwhile? (The
+ * uffd mark is read and re-armed; a protected page's handler cleared PS_WATCH.) */
+static int watched_touched(struct cap_track *t, uint64_t k)
+{
+    uint8_t s = ps_get(t, k);
+    if (!(s & PS_WATCH))
+        return 1;
+    if (t->uffd && !(s & PS_STALE) && t->mode == CAP_TRACK_UFFD) {
+        struct page_region v[1];
+        struct pm_scan_arg a = {.size = sizeof a,
+                                .flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+                                .start = (uintptr_t)page_at(t, k),
+                                .end = (uintptr_t)page_at(t, k + 1),
+                                .vec = (uintptr_t)v,
+                                .vec_len = 1,
+                                .category_mask = PAGE_IS_WRITTEN,
+                                .return_mask = PAGE_IS_WRITTEN};
+        return ioctl(hm.pagemap, PAGEMAP_SCAN, &a) != 0;
+    }
+    return 0;
+}
+
 /* Device work is about to write [a, b) (allocation offsets) of the mapping. Pages it covers
  * wholly are left to it (DEV: not compared, not protected, for lavapipe's device is the CPU);
  * pages it shares with the host are compared byte by byte from now on (HOT with a shadow).
@@ -1312,11 +1359,12 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
         }
         if (run != UINT64_MAX) {
             publish_pages(&o, t, run, k);
-            if (t->copy) {
+            if (t->copy)
                 arm(t, run, k, 1);
-            } else {
-                disarm(t, run, k, PS_DEV);
-            }
+            else if (m->o.dev->cpu || t->mode == CAP_TRACK_SCAN)
+                disarm(t, run, k, PS_DEV); /* the device writes them with the CPU */
+            else
+                watch(t, run, k);
             run = UINT64_MAX;
         }
         if (k == j)
@@ -1451,18 +1499,25 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
     span_of(m, t, a, b, &i, &j);
     uint8_t *sh0 = sh_at0(m, t);
     uint64_t run = UINT64_MAX; /* first of a run of DEV pages going stale */
+    int watched = !t->copy && !m->o.dev->cpu && t->mode != CAP_TRACK_SCAN, touched = 0;
     if (t->cofw) /* a write to a stale page must reach our SIGSEGV handler first */
         cap__signals_reassert();
     for (uint64_t k = i; k <= j; k++) {
         uint64_t x = 0, y = 0;
         uint8_t s = 0;
-        int stale = 0;
+        int dev = 0, cover = 0;
         if (k < j) {
             page_bytes(m, t, k, &x, &y);
             s = ps_get(t, k);
-            stale = !t->copy && (s & PS_MASK) == PS_DEV && t->cofw && full_page(t, k) &&
-                    !pend_cover(m, x, y);
-            if (stale) {
+            dev = (s & PS_MASK) == PS_DEV;
+            cover = dev ? pend_cover(m, x, y) : 0;
+            if (dev && cover != 2 && watched) {
+                /* protected all along: armed, as far as what follows is concerned */
+                touched |= watched_touched(t, k);
+                s = (uint8_t)((s & ~(PS_MASK | PS_WATCH)) | PS_ARMED);
+                ps_set(t, k, s);
+            }
+            if (dev && cover == 0 && !t->copy && t->cofw && full_page(t, k)) {
                 if (run == UINT64_MAX)
                     run = k;
                 continue;
@@ -1479,8 +1534,7 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
             continue;
         if (t->copy) {
             copy_done(m, t, k, u, v);
-        } else if ((s & PS_MASK) == PS_DEV) {
-            int cover = pend_cover(m, x, y);
+        } else if (dev) {
             if (cover == 2)
                 continue; /* still all the device's */
             snap(t, k);
@@ -1493,6 +1547,11 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
             memcpy(sh0 + u, m->map_base + u, v - u);
         }
     }
+    if (touched)
+        cap_unmodelled(m->o.dev,
+                       "host write into mapped memory while a submission that may write all of "
+                       "its page ran (its bytes cannot be told from the device's)",
+                       SBT_UNMODELLED_AFFECTS);
 }
 
 static int cmp_ivl(const void *a, const void *b)

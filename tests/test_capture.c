@@ -737,6 +737,33 @@ ParameterizedTest(struct ringenv *e, capture, host_writes_are_the_bytes_the_host
     unlink(trace);
 }
 
+/* What cannot be made exact is loud: on a device that writes memory by DMA (a GPU; simulated on
+ * lavapipe), the layer does not wait inside vkQueueSubmit, and a host write into a page a
+ * running submission may write wholly (here its output binding is the whole ring) cannot be
+ * told from the device's bytes: the trace is incomplete, naming it. */
+Test(capture, host_write_under_running_device_output_is_loud)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", out[4096], err[8192], cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd,
+             "REPRISE_TEST_DMA_DEVICE=1 %s capture -o %s -- %s/tests/vk/vk_ring ring --wide", bin,
+             trace, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "capture failed: %s", err);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    char why[2048];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_expect(!sbt_reader_info(r)->complete && strstr(why, "host write into mapped memory"),
+              "the trace must say it lacks what the host wrote: %s", why);
+    cr_expect_not_null(strstr(err, "INCOMPLETE"), "%s", err);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
 /* A program that takes SIGSEGV for faults of its own (as V8 and the JVM do) still sees every
  * one of them while the layer write-protects mapped pages: its handler, installed before the
  * layer's or after it, passes the faults it does not know on, and the layer passes on the
