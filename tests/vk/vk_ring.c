@@ -18,9 +18,10 @@
  * pages, VK_EXT_external_memory_host), --map2 (vkMapMemory2KHR), --own-segv early|late (the
  * program takes SIGSEGV for faults of its own, as JITs do: a page it write-protects and writes
  * every round; its handler, installed before or after the Vulkan device, passes other faults
- * on to the handler it replaced). Prints a checksum of every read-back (and the faults its own
- * handler saw), so runs with and without capture compare; exits 4 when the device lacks what
- * an option needs.
+ * on to the handler it replaced), --remap (vkUnmapMemory while each dispatch runs, vkMapMemory
+ * again after the wait: its output is final while nothing is mapped). Prints a checksum of every
+ * read-back (and the faults its own handler saw), so runs with and without capture compare; exits 4
+ * when the device lacks what an option needs.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -35,7 +36,7 @@
 #include "tests/vk/vkt.h"
 
 static struct {
-    int chain, flush, wide, import, map2, own_segv; /* own_segv: 1 early, 2 late */
+    int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
     uint32_t size, rounds, threads;
 } opt = {.size = 1024, .rounds = 32, .threads = 1};
 
@@ -174,6 +175,8 @@ int main(int argc, char **argv)
             opt.import = 1;
         else if (!strcmp(argv[i], "--map2"))
             opt.map2 = 1;
+        else if (!strcmp(argv[i], "--remap"))
+            opt.remap = 1;
         else if (!strcmp(argv[i], "--own-segv") && i + 1 < argc)
             opt.own_segv = !strcmp(argv[++i], "late") ? 2 : 1;
         else {
@@ -181,8 +184,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (opt.size < 1024 || opt.size % 1024 || opt.threads < 1 || opt.threads > 16) {
-        fprintf(stderr, "vk_ring: --size is a multiple of 1024, --threads 1..16\n");
+    if (opt.size < 1024 || opt.size % 1024 || opt.threads < 1 || opt.threads > 16 ||
+        (opt.remap && (opt.import || opt.map2))) {
+        fprintf(stderr, "vk_ring: --size is a multiple of 1024, --threads 1..16; --remap goes "
+                        "with vkMapMemory only\n");
         return 2;
     }
     const char *ext[2];
@@ -344,8 +349,15 @@ int main(int argc, char **argv)
             fill(next, k + 1);
             flush(next, opt.size);
         }
+        if (opt.remap)
+            vkUnmapMemory(v.dev, mem);
         VKT_CHECK(vkWaitForFences(v.dev, 1, &fence, VK_TRUE, UINT64_MAX));
         VKT_CHECK(vkResetFences(v.dev, 1, &fence));
+        if (opt.remap) {
+            void *ptr = NULL;
+            VKT_CHECK(vkMapMemory(v.dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr));
+            ring = ptr;
+        }
         h = vkt_sum(h, ring + (size_t)out * opt.size, opt.size);
         if (opt.chain) {
             /* four words of what the device wrote, changed by the host, read by the next */
