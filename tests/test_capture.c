@@ -687,7 +687,7 @@ static sbt_reader *capture_ring(const char *args, const char *env, char *trace, 
  * words are recorded (the device's other bytes, in the same pages, are not), with each way of
  * finding host writes and whether or not the device still runs while the host writes. */
 struct ringenv { /* arrays: Criterion copies parameters into another process */
-    char env[96], how[16];
+    char env[96], how[16], args[32];
 };
 
 ParameterizedTestParameters(capture, host_writes_are_the_bytes_the_host_changed)
@@ -698,14 +698,17 @@ ParameterizedTestParameters(capture, host_writes_are_the_bytes_the_host_changed)
         {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect"}, // write faults
         {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=scan", "scan"},       // compared every time
         {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_COPY=1", ""},                // the program's copy
+        {"REPRISE_CPU_DEVICE_WAIT=0", "", "--remap"}, // output final while unmapped
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect", "--remap"},
     };
     return cr_make_param_array(struct ringenv, e, sizeof e / sizeof e[0]);
 }
 
 ParameterizedTest(struct ringenv *e, capture, host_writes_are_the_bytes_the_host_changed)
 {
-    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096];
-    sbt_reader *r = capture_ring("chain --size 16384", e->env, trace, cap, sizeof cap);
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096], args[128];
+    snprintf(args, sizeof args, "chain --size 16384 %s", e->args);
+    sbt_reader *r = capture_ring(args, e->env, trace, cap, sizeof cap);
     if (e->how[0])
         cr_assert_not_null(strstr(sbt_reader_meta_get(r, "capture.host_writes"), e->how), "%s",
                            sbt_reader_meta_get(r, "capture.host_writes"));

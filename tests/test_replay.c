@@ -962,7 +962,9 @@ ParameterizedTestParameters(vulkan, upload_rings_replay_every_read_back)
         {"ring --threads 4", NOWAIT "REPRISE_HOST_WRITES=scan", 0}, // no tracking
         {"chain --size 16384", NOWAIT "REPRISE_HOST_WRITES=scan", 0},
         {"chain --size 8192", NOWAIT "REPRISE_HOST_COPY=1", 0}, // the program's copy
-        {"ring --import", NOWAIT, 0},                           // imported host pages
+        {"ring --remap", NOWAIT, 0},                            // unmapped while it runs
+        {"chain --size 16384 --remap", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
+        {"ring --import", NOWAIT, 0}, // imported host pages
         {"chain --size 8192 --import", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
         {"ring --map2", NOWAIT, 1}, // vkMapMemory2KHR
         {"chain --size 16384 --map2", "", 1},
