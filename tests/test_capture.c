@@ -693,11 +693,11 @@ struct ringenv { /* arrays: Criterion copies parameters into another process */
 ParameterizedTestParameters(capture, host_writes_are_the_bytes_the_host_changed)
 {
     static struct ringenv e[] = {
-        {"", ""},                                                             // the default
-        {"REPRISE_CPU_DEVICE_WAIT=0", ""},                                    // device running
-        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect"}, // write faults
-        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=scan", "scan"},       // compared every time
-        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_COPY=1", ""},                // the program's copy
+        {"", "", ""},                                                             // the default
+        {"REPRISE_CPU_DEVICE_WAIT=0", "", ""},                                    // device running
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect", ""}, // write faults
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=scan", "scan", ""}, // compared every time
+        {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_COPY=1", "", ""},          // the program's copy
         {"REPRISE_CPU_DEVICE_WAIT=0", "", "--remap"}, // output final while unmapped
         {"REPRISE_CPU_DEVICE_WAIT=0 REPRISE_HOST_WRITES=protect", "protect", "--remap"},
     };
@@ -774,16 +774,17 @@ Test(capture, host_write_under_running_device_output_is_loud)
 ParameterizedTestParameters(capture, programs_own_sigsegv_handler_sees_its_faults)
 {
     static struct ringenv e[] = {
-        {"chain --size 16384 --own-segv early", ""}, // installed before the layer's
-        {"chain --size 16384 --own-segv late", ""},  // after it
+        {"", "", "--own-segv early"}, // installed before the layer's
+        {"", "", "--own-segv late"},  // after it
     };
     return cr_make_param_array(struct ringenv, e, sizeof e / sizeof e[0]);
 }
 
 ParameterizedTest(struct ringenv *e, capture, programs_own_sigsegv_handler_sees_its_faults)
 {
-    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096];
-    sbt_reader *r = capture_ring(e->env, "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0",
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096], args[128];
+    snprintf(args, sizeof args, "chain --size 16384 %s", e->args);
+    sbt_reader *r = capture_ring(args, "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0",
                                  trace, cap, sizeof cap);
     cr_assert_not_null(strstr(cap, "own faults 32"), "%s", cap);
     /* and the layer took write faults of its own meanwhile */
