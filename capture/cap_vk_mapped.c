@@ -37,6 +37,8 @@
  *            uffd comes first where it works.
  *   scan     every page hashed at every publish (the fallback: no tracking, or the program's
  *            own SIGSEGV handling could not be put under ours).
+ * A page written at two publishes in a row (a buffer the host rewrites every round) is left
+ * unprotected and compared by the hash of the copy recorded anyway, until it stops changing.
  * Memory the CPU reads slowly (no HOST_CACHED: write-combined on discrete GPUs) is handed to
  * the program as a copy in ordinary memory ("copy" mappings): host writes are found there as
  * above and written through to the driver's mapping at publish, device output is copied in when
@@ -45,9 +47,15 @@
  * shadow taken at the host's first write).
  *
  * Limits. A host write during a submission's run into bytes its descriptors let it write (its
- * may-write intervals are wider than what it writes) is taken for device output in a mapping
- * the program writes directly; copy mappings tell them apart. Host writes the program makes
- * without a publish point after them are recorded at the next one, unmap or free.
+ * may-write intervals are wider than what it writes) cannot be told from device output in a
+ * mapping the program writes directly; copy mappings tell them apart. So that it does not
+ * happen on a CPU device (lavapipe: the device writes with the CPU, into the very pages),
+ * cap_vk_sync.c waits there for a submission that writes mapped memory before vkQueueSubmit
+ * returns (when it cannot wait for the host). On a device that writes by DMA the pages such
+ * work may write wholly stay protected while it runs (PS_WATCH): a host write there makes the
+ * trace incomplete, naming it. One into the may-write part of a page the host shares is not
+ * seen. Host writes the program makes without a publish point after them are recorded at the
+ * next one, unmap or free.
  *
  * Locks. cap.mu guards cap.mems (allocations are counted references, so the work is done under
  * the allocation's own m->mu only); m->mu guards one allocation's mapping, page states (but for
