@@ -240,10 +240,13 @@ struct cap_slot {
     uint32_t type;
     uint64_t buf_handle, offset, range, view_handle;
 };
+/* A descriptor set, or the push descriptors of one set number of a command buffer being
+ * expanded (cap_vk_submit.c; then o is unused). */
 struct cap_dset {
     struct cap_obj o;
     uint64_t pool_handle;
-    struct cap_dsl_binding *b; /* copy of the layout's bindings */
+    uint64_t layout_id;        /* capture id of its set layout */
+    struct cap_dsl_binding *b; /* copy of the layout's bindings (a variable count applied) */
     uint32_t n_b, n_slots;
     struct cap_slot *slot;
 };
@@ -256,7 +259,9 @@ struct cap_templ {
     struct cap_obj o;
     struct cap_templ_entry *e;
     uint32_t n_e;
-    uint32_t type; /* VkDescriptorUpdateTemplateType */
+    uint32_t type;       /* VkDescriptorUpdateTemplateType */
+    uint32_t bind_point; /* push descriptor templates: VkPipelineBindPoint */
+    uint32_t set;        /* push descriptor templates: the set number */
 };
 
 /* Fences, semaphores, events. Signals remember which submission signals what value, so a
@@ -547,6 +552,32 @@ void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id);
 /* ---- cap_vk_descriptors.c --------------------------------------------------------------- */
 /* The SET_LAYOUT and SET_BINDING records of l (pipeline layouts repeat them). */
 void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l);
+/* Descriptor writes. A write is recorded as "binding, array element, VkDescriptorType, n" and n
+ * tuples of CAP_DESC_TUPLE arguments (format/sbt_vk.h WRITE_SET after its set id; CMD_PUSH_SET),
+ * with the program's handles until cap_write_ids makes them capture ids. Set updates and push
+ * descriptors share these, so a descriptor type the capture learns to record is recorded on
+ * every path. */
+#define CAP_DESC_TUPLE 4u
+/* 1 when descriptors of type t are recorded; else why not, for the unmodelled name. */
+int cap_desc_recorded(uint32_t t);
+const char *cap_desc_why(uint32_t t);
+/* Appends the arguments of w (a record being built in enc; handles). No lock needed. */
+void cap_enc_write(struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w);
+/* The write at a[0..n) (handles) into the slots of s; returns its number of arguments, 0 if it
+ * is malformed. */
+uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n);
+/* The handles of the write at a[0..n) made capture ids (VK_WHOLE_SIZE ranges resolved); returns
+ * its number of arguments, 0 if malformed. cap.mu held. */
+uint32_t cap_write_ids(uint64_t *a, uint32_t n);
+/* s (its o, pool_handle untouched) shaped like set layout l, every slot empty; var is the
+ * variable descriptor count of l's variable-count binding. 0, or -1 (out of memory: recording
+ * stops). */
+int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var);
+void cap_dset_release(struct cap_dset *s);
+/* The VkWriteDescriptorSet structures (dstSet unset) a template update with data amounts to,
+ * handed to fn one by one. cap.mu held (t is a shadow). */
+void cap_templ_writes(const struct cap_templ *t, const void *data,
+                      void (*fn)(void *ctx, const VkWriteDescriptorSet *w), void *ctx);
 
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* All with cap.mu held. */

@@ -122,7 +122,8 @@ enum sbt_vk_kind {
     /* set id, set layout id, pool id, variable descriptor count */                                \
     X(ALLOC_SET, 52)                                                                               \
     /* set id, binding, array element, VkDescriptorType, n, then n x (buffer id, offset,           \
-       range, buffer view id) — images and samplers are not captured (counted unsupported) */    \
+       range, buffer view id); an update template is recorded as the writes it amounts to.         \
+       Images and samplers are not captured (counted unsupported) */                               \
     X(WRITE_SET, 53)                                                                               \
     /* src set, src binding, src element, dst set, dst binding, dst element, count */              \
     X(COPY_SET, 54)                                                                                \
@@ -182,7 +183,12 @@ enum sbt_vk_kind {
     X(CMD_RESET_QUERIES, 110)   /* query pool id, first, count */                                  \
     X(CMD_EXECUTE, 111)         /* n, secondary command buffer ids... */                           \
     X(CMD_UNSUPPORTED, 112)     /* bytes: the Vulkan command name */                               \
-    X(CMD_END, 113)             /* number of records before it */
+    X(CMD_END, 113)             /* number of records before it */                                  \
+    /* push descriptors (vkCmdPushDescriptorSet*, plain or through a template, and the             \
+       maintenance6 forms): bind point, layout id, set number, then writes to the end of the       \
+       arguments, each in the layout of WRITE_SET after its set id (binding, array element,        \
+       type, n, n tuples); they update the command buffer's push set for that set number */        \
+    X(CMD_PUSH_SET, 114)
 
 enum sbt_vk_call {
 #define SBT_VK__ENUM(name, val) SBT_VK_##name = val,
