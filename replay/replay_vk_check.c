@@ -202,14 +202,59 @@ int vkr_check_update(const struct sbt_vk_rec *r, uint64_t data_len, uint64_t buf
 
 /* ---- layouts and pipelines ---------------------------------------------------------------- */
 
-int vkr_check_set_binding(const struct sbt_vk_rec *r)
+int vkr_check_set_layout(const struct sbt_vk_rec *r)
+{
+    /* push descriptors (replay allocates sets instead) and update-after-bind pools; what needs
+     * descriptor buffers, host-only pools or per-stage layouts is not replayed */
+    uint64_t flags = sbt_vk_arg(r, 1);
+    uint64_t known = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR |
+                     VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT;
+    if (r->call != SBT_VK_SET_LAYOUT || r->n_arg < 3)
+        return BAD("SET_LAYOUT record expected (%u arguments)", r->n_arg);
+    if (flags & ~known)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "set layout %" PRIu64 ": create flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(r, 0), flags, flags & ~known);
+    if ((flags & known) == known)
+        return BAD("set layout %" PRIu64 ": push descriptors in an update-after-bind pool",
+                   sbt_vk_arg(r, 0));
+    return 0;
+}
+
+static int is_dynamic(uint64_t t)
+{
+    return t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC ||
+           t == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+}
+
+int vkr_check_set_binding(const struct sbt_vk_rec *r, uint64_t layout_flags)
 {
     if (r->call != SBT_VK_SET_BINDING || r->n_arg < 3)
         return BAD("set layout: SET_BINDING record expected (%u arguments)", r->n_arg);
-    uint64_t type = sbt_vk_arg(r, 1), count = sbt_vk_arg(r, 2);
+    uint64_t type = sbt_vk_arg(r, 1), count = sbt_vk_arg(r, 2), flags = sbt_vk_arg(r, 4);
     if (sbt_vk_arg(r, 0) > UINT32_MAX || type > UINT32_MAX || count > (1u << 20))
         return BAD("set layout binding %" PRIu64 ": type %" PRIu64 ", %" PRIu64 " descriptors",
                    sbt_vk_arg(r, 0), type, count);
+    uint64_t known = VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
+                     VK_DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING_BIT |
+                     VK_DESCRIPTOR_BINDING_PARTIALLY_BOUND_BIT |
+                     VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT;
+    if (flags & ~known)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "set layout binding %" PRIu64 ": binding flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(r, 0), flags, flags & ~known);
+    if ((flags & VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT) &&
+        !(layout_flags & VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT))
+        return BAD("set layout binding %" PRIu64 ": update after bind in a layout without "
+                   "UPDATE_AFTER_BIND_POOL",
+                   sbt_vk_arg(r, 0));
+    if (is_dynamic(type) && (flags & (VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
+                                      VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT)))
+        return BAD("set layout binding %" PRIu64 ": dynamic buffer descriptors cannot have "
+                   "binding flags 0x%" PRIx64,
+                   sbt_vk_arg(r, 0), flags);
     return 0;
 }
 

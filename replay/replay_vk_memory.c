@@ -606,7 +606,7 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             break;
         }
         case SBT_VK_SET_LAYOUT:
-            vkr_make_setlayout(b, sbt_vk_arg(&r, 0), &dec, (uint32_t)sbt_vk_arg(&r, 2), &st);
+            vkr_make_setlayout(b, &r, &dec, &st);
             break;
         case SBT_VK_PIPELINE_LAYOUT:
             vkr_make_playout(b, &r, &st);

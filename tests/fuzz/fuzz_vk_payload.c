@@ -48,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sbt_vk_dec_init(&dec, data + 16, size - 16);
     int k;
     uint32_t n;
+    uint64_t layout_flags = 0; /* of the last SET_LAYOUT record */
     while ((k = sbt_vk_dec_next(&dec, &r)) == 1) {
         switch (r.call) {
         case SBT_VK_FEATURES:
@@ -69,8 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case SBT_VK_UPDATE_BUFFER:
             expect_message(vkr_check_update(&r, r.n_bytes, sz[0]));
             break;
+        case SBT_VK_SET_LAYOUT:
+            expect_message(vkr_check_set_layout(&r));
+            layout_flags = sbt_vk_arg(&r, 1);
+            break;
         case SBT_VK_SET_BINDING:
-            expect_message(vkr_check_set_binding(&r));
+            expect_message(vkr_check_set_binding(&r, layout_flags));
             break;
         case SBT_VK_PIPELINE_LAYOUT:
             expect_message(vkr_check_playout(&lim, &r, MAX_SETS));
