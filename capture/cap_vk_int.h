@@ -199,6 +199,9 @@ struct cap_refl {
     /* WorkgroupSize built-in: constants (with spec ids) */
     int has_wgsize;
     uint32_t wg[3], wg_spec[3];
+    /* buffer device addresses: the enum sbt_access_mode the shader may apply through
+     * PhysicalStorageBuffer pointers (0: it has none) */
+    uint32_t addresses;
 };
 
 struct cap_module {
@@ -234,6 +237,7 @@ struct cap_pipeline {
     struct cap_refl_binding *acc; /* copy of the module's reflection */
     uint32_t n_acc;
     int refl_ok;
+    uint32_t addresses; /* the module's cap_refl.addresses */
 };
 
 struct cap_slot {

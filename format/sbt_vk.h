@@ -92,7 +92,10 @@ enum sbt_vk_kind {
        features structure (replay does not rebuild it; the capture counts it as unmodelled) */     \
     X(DEVICE_CHAIN, 9)                                                                             \
     /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
-    X(MODULE, 16) /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1) */      \
+    /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1), device addresses:    \
+       the enum sbt_access_mode the shader may apply through PhysicalStorageBuffer pointers (0 =   \
+       none; missing in older traces: 0) */                                                        \
+    X(MODULE, 16)                                                                                  \
     /* set, binding, access (enum sbt_access_mode the shader allows: NonWritable -> READ,          \
        NonReadable -> WRITE, else RW), storage class (SPIR-V), array size (0 = runtime) */         \
     X(MODULE_BINDING, 17)                                                                          \
@@ -100,9 +103,12 @@ enum sbt_vk_kind {
        bytes: entry point name */                                                                  \
     X(ENTRY_POINT, 18)                                                                             \
     /* ---- kernel ext: compute pipeline ---------------------------------------------------- */   \
-    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage flags,               \
-       resolved local size x, y, z, required subgroup size (0 = none), pipeline cache id;          \
-       bytes: specialization data */                                                               \
+    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage (the                \
+       VkShaderStageFlagBits), resolved local size x, y, z, required subgroup size (0 = none),     \
+       pipeline cache id (0: not recorded, replay uses none), VkPipelineShaderStageCreateFlags,    \
+       VkPipelineCreateFlags2 and whether a VkPipelineCreateFlags2CreateInfo gave them (1: they    \
+       replace the VkPipelineCreateFlags); bytes: specialization data. The module may have been    \
+       chained into the stage (maintenance5): it has its program row all the same */              \
     X(PIPELINE, 32)                                                                                \
     X(SPEC_ENTRY, 33) /* constantID, offset, size (into PIPELINE's bytes) */                       \
     /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */    \

@@ -25,7 +25,7 @@ static int in_range(uint64_t off, uint64_t len, uint64_t size)
 #define BAD(...) replay__fail(SBT_ECORRUPT, __VA_ARGS__)
 
 void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint32_t min_subgroup,
-                     uint32_t max_subgroup)
+                     uint32_t max_subgroup, uint32_t subgroup_size)
 {
     memset(l, 0, sizeof *l);
     l->max_push_constants = d->maxPushConstantsSize;
@@ -44,6 +44,7 @@ void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint
     l->max_bound_sets = d->maxBoundDescriptorSets;
     l->min_subgroup = min_subgroup;
     l->max_subgroup = max_subgroup;
+    l->subgroup_size = subgroup_size;
 }
 
 /* ---- device row ------------------------------------------------------------------------- */
@@ -287,28 +288,47 @@ int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, ui
     return 0;
 }
 
-int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p)
+int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, uint32_t *out_flags)
 {
-    /* create flags replay can pass on: everything but those that need more than one
-     * create info or a pipeline library (derivatives, libraries, capture/replay of
-     * shader-group handles) */
-    uint64_t flags = sbt_vk_arg(p, 1);
-    uint64_t known = VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT |
-                     VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT |
-                     VK_PIPELINE_CREATE_DISPATCH_BASE_BIT |
-                     VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |
-                     VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT |
-                     VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
-                     VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
-    if (flags & ~known)
+    /* create flags (VkPipelineCreateFlags2 when the capture chained them: the same bits below
+     * bit 32): those that change what the pipeline computes are passed on; those that only ask
+     * for caching behaviour, statistics or derivatives are dropped (replay compiles every
+     * pipeline afresh, without a cache); the rest need more than one create info, a library or
+     * features replay does not rebuild */
+    uint64_t flags = sbt_vk_arg(p, 12) ? sbt_vk_arg(p, 11) : sbt_vk_arg(p, 1);
+    const uint64_t pass = VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT |
+                          VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
+    const uint64_t drop = VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT |
+                          VK_PIPELINE_CREATE_DERIVATIVE_BIT |
+                          VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |
+                          VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT |
+                          VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+                          VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR |
+                          0x08000000ull /* NO_PROTECTED_ACCESS: what unprotected replay does */ |
+                          0x80000000ull /* CAPTURE_DATA (pipeline binaries): not used */;
+    if (flags & ~(pass | drop))
         return replay__fail(REPLAY_EUNSUPPORTED,
                             "pipeline %" PRIu64 ": create flags 0x%" PRIx64
                             " include bits replay does not support (0x%" PRIx64 ")",
-                            sbt_vk_arg(p, 0), flags, flags & ~known);
-    uint64_t req = sbt_vk_arg(p, 8);
+                            sbt_vk_arg(p, 0), flags, flags & ~(pass | drop));
+    *out_flags = (uint32_t)(flags & pass);
+    if (sbt_vk_arg(p, 4) && sbt_vk_arg(p, 4) != VK_SHADER_STAGE_COMPUTE_BIT)
+        return BAD("pipeline %" PRIu64 ": shader stage 0x%" PRIx64 " in a compute pipeline",
+                   sbt_vk_arg(p, 0), sbt_vk_arg(p, 4));
+    uint64_t req = sbt_vk_arg(p, 8), sflags = sbt_vk_arg(p, 10);
+    const uint64_t vary = VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT,
+                   full = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    if (sflags & ~(vary | full))
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "pipeline %" PRIu64 ": shader stage create flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(p, 0), sflags, sflags & ~(vary | full));
     if (req && (req & (req - 1)))
         return BAD("pipeline %" PRIu64 ": required subgroup size %" PRIu64 " is not a power of two",
                    sbt_vk_arg(p, 0), req);
+    if (req && (sflags & vary))
+        return BAD("pipeline %" PRIu64 ": a required subgroup size with a varying one",
+                   sbt_vk_arg(p, 0));
     if (req && (req < l->min_subgroup || req > l->max_subgroup))
         return replay__fail(REPLAY_ENODEV,
                             "pipeline %" PRIu64 ": required subgroup size %" PRIu64
@@ -329,6 +349,19 @@ int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p)
                             "pipeline %" PRIu64 ": %" PRIu64 " invocations per workgroup; this "
                             "device's maxComputeWorkGroupInvocations is %u",
                             sbt_vk_arg(p, 0), inv, l->max_invocations);
+    /* full subgroups: the workgroup's x size must be a multiple of the subgroup size the
+     * pipeline will run with on this device (it may differ from the capture's) */
+    if (sflags & full) {
+        uint64_t sg = req ? req : (sflags & vary) ? l->max_subgroup : l->subgroup_size;
+        const char *what = req              ? "its required subgroup size"
+                           : (sflags & vary) ? "this device's maxSubgroupSize"
+                                             : "this device's subgroupSize";
+        if (sg && sbt_vk_arg(p, 5) % sg)
+            return replay__fail(REPLAY_ENODEV,
+                                "pipeline %" PRIu64 " requires full subgroups: its workgroup size x "
+                                "= %" PRIu64 " is not a multiple of %s (%" PRIu64 ")",
+                                sbt_vk_arg(p, 0), sbt_vk_arg(p, 5), what, sg);
+    }
     return 0;
 }
 

@@ -341,12 +341,16 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
      * require, where the device reports them (Vulkan 1.3 or VK_EXT_subgroup_size_control) */
     VkPhysicalDeviceSubgroupSizeControlProperties sgp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    if (b->props.apiVersion >= VK_API_VERSION_1_3) {
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        .pNext = b->props.apiVersion >= VK_API_VERSION_1_3 ? &sgp : NULL};
+    if (b->props.apiVersion >= VK_API_VERSION_1_1) {
         VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                          .pNext = &sgp};
+                                          .pNext = &sg};
         vkGetPhysicalDeviceProperties2(b->phys, &p2);
     }
-    vkr_limits_from(&b->lim, &b->props.limits, sgp.minSubgroupSize, sgp.maxSubgroupSize);
+    vkr_limits_from(&b->lim, &b->props.limits, sgp.minSubgroupSize, sgp.maxSubgroupSize,
+                    sg.subgroupSize);
     vkGetPhysicalDeviceMemoryProperties(b->phys, &b->memp);
     b->n_fam = 32;
     vkGetPhysicalDeviceQueueFamilyProperties(b->phys, &b->n_fam, b->fam);

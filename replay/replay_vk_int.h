@@ -111,6 +111,7 @@ struct vkr_limits {
     uint32_t max_texel_elements;
     uint32_t max_bound_sets;
     uint32_t min_subgroup, max_subgroup; /* required subgroup sizes it accepts; 0, 0 = none */
+    uint32_t subgroup_size;              /* the default (VkPhysicalDeviceSubgroupProperties) */
 };
 
 /* ========================================================================================== */
@@ -328,7 +329,7 @@ static inline int vkr_is_texel(uint32_t t)
  * SBT_ECORRUPT when the trace cannot be right, REPLAY_ENODEV when this device's limit is the
  * obstacle, REPLAY_EUNSUPPORTED for what replay does not do. No Vulkan calls (fuzzed). */
 void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint32_t min_subgroup,
-                     uint32_t max_subgroup);
+                     uint32_t max_subgroup, uint32_t subgroup_size);
 /* A FEATURES record: *t its structure in the registry's table (NULL if none). */
 int vkr_check_features(const struct sbt_vk_rec *r, const struct sbt_vk_feature_struct **t);
 int vkr_check_dispatch(const struct vkr_limits *l, const struct sbt_vk_rec *d);
@@ -343,7 +344,10 @@ int vkr_check_set_layout(const struct sbt_vk_rec *r);
 /* A SET_BINDING record of a layout with the SET_LAYOUT flags layout_flags. */
 int vkr_check_set_binding(const struct sbt_vk_rec *r, uint64_t layout_flags);
 int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint32_t max_sets);
-int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p);
+/* A PIPELINE record; *flags: the VkPipelineCreateFlags replay creates it with (those of the
+ * capture that change what it computes; the rest only ask for caching, statistics or
+ * derivatives). */
+int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, uint32_t *flags);
 int vkr_check_spec_entry(const struct sbt_vk_rec *r, uint32_t data_len);
 int vkr_check_spirv(const void *code, size_t len);
 int vkr_check_buffer(const struct sbt_vk_rec *r);

@@ -277,8 +277,9 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     }
     uint64_t id = sbt_vk_arg(&pr, 0);
     char msg[512];
+    uint32_t flags = 0;
     if (st == 0)
-        st = vkr_check_pipeline(&b->lim, &pr);
+        st = vkr_check_pipeline(&b->lim, &pr, &flags);
     if (st == REPLAY_ENODEV) { /* a limit the trace needs: say so before replaying anything */
         sbt_vk_dec_free(&dec);
         return st;
@@ -355,9 +356,10 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         .requiredSubgroupSize = (uint32_t)sbt_vk_arg(&pr, 8)};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .flags = (VkPipelineCreateFlags)sbt_vk_arg(&pr, 1),
+        .flags = flags,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .pNext = rs.requiredSubgroupSize ? &rs : NULL,
+                  .flags = (VkPipelineShaderStageCreateFlags)sbt_vk_arg(&pr, 10),
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod,
                   .pName = entry && *entry ? entry : "main",

@@ -767,29 +767,33 @@ Test(capture, push_descriptor_template_complete)
         capture_mode("push-template", NULL, NULL, 0);
 }
 
-/* Every way of binding buffers (tests/vk/vk_descriptors): complete traces, outputs unchanged.
- * The modes Debian 12's lavapipe lacks (maintenance6, descriptor indexing) run on Mesa 25. */
-struct descmode { /* arrays: Criterion copies parameters into another process */
-    char mode[16];
+/* Every way of binding buffers (tests/vk/vk_descriptors) and of making pipelines
+ * (tests/vk/vk_pipelines): complete traces, outputs unchanged. The modes Debian 12's lavapipe
+ * lacks (maintenance5 and 6, descriptor indexing) run on Mesa 25. */
+struct progmode { /* arrays: Criterion copies parameters into another process */
+    char prog[32], mode[16];
     int mesa25;
 };
 
-ParameterizedTestParameters(capture, binding_programs_are_complete)
+ParameterizedTestParameters(capture, binding_and_pipeline_programs_are_complete)
 {
-    static struct descmode p[] = {
-        {"push", 0},    {"push-template", 0}, {"template", 0}, {"dynamic", 0},
-        {"push2", 1},   {"indexing", 1},
+    static struct progmode p[] = {
+        {"vk_descriptors", "push", 0},     {"vk_descriptors", "push-template", 0},
+        {"vk_descriptors", "template", 0}, {"vk_descriptors", "dynamic", 0},
+        {"vk_descriptors", "push2", 1},    {"vk_descriptors", "indexing", 1},
+        {"vk_pipelines", "subgroup", 0},   {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},      {"vk_pipelines", "maint5", 1},
     };
-    return cr_make_param_array(struct descmode, p, sizeof p / sizeof p[0]);
+    return cr_make_param_array(struct progmode, p, sizeof p / sizeof p[0]);
 }
 
-ParameterizedTest(struct descmode *p, capture, binding_programs_are_complete)
+ParameterizedTest(struct progmode *p, capture, binding_and_pipeline_programs_are_complete)
 {
     char why[512];
     const char *env = p->mesa25 ? tenv_mesa25(why, sizeof why) : NULL;
     if (p->mesa25 && !env)
         cr_skip_test("%s", why);
-    capture_prog("vk_descriptors", p->mode, env, NULL, 0);
+    capture_prog(p->prog, p->mode, env, NULL, 0);
 }
 
 Test(capture, copy_query_pool_results_incomplete)

@@ -1362,7 +1362,7 @@ Test(vulkan, payload_values_are_checked_before_the_driver)
                                  .minUniformBufferOffsetAlignment = 256,
                                  .maxBoundDescriptorSets = 4};
     struct vkr_limits l;
-    vkr_limits_from(&l, &dl, 8, 32);
+    vkr_limits_from(&l, &dl, 8, 32, 16);
     static const struct {
         uint32_t call, n;
         uint64_t a[16];
@@ -1496,6 +1496,104 @@ Test(vulkan, payload_values_are_checked_before_the_driver)
          0,
          REPLAY_EUNSUPPORTED,
          "create flags 0x8"},
+        /* stage flags: full subgroups against the subgroup size this device would use */
+        {SBT_VK_PIPELINE, 13, {7, 0, 1, 2, 32, 64, 1, 1, 0, 0, 2, 0, 0}, 0, 0, 0, 0, ""},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0, 1, 2, 32, 24, 1, 1, 0, 0, 2, 0, 0},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "workgroup size x = 24 is not a multiple of this device's subgroupSize (16)"},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0, 1, 2, 32, 48, 1, 1, 0, 0, 3, 0, 0},
+         0,
+         0,
+         0,
+         REPLAY_ENODEV,
+         "not a multiple of this device's maxSubgroupSize (32)"},
+        {SBT_VK_PIPELINE, 13, {7, 0, 1, 2, 32, 48, 1, 1, 16, 0, 2, 0, 0}, 0, 0, 0, 0, ""},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0, 1, 2, 32, 48, 1, 1, 16, 0, 1, 0, 0},
+         0,
+         0,
+         0,
+         SBT_ECORRUPT,
+         "a required subgroup size with a varying one"},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0, 1, 2, 32, 64, 1, 1, 0, 0, 4, 0, 0},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "shader stage create flags 0x4"},
+        /* create flags: caching ones dropped; VkPipelineCreateFlags2 replace the 32-bit ones */
+        {SBT_VK_PIPELINE, 13, {7, 0x310, 1, 2, 32, 64, 1, 1, 0, 0, 0, 0x800, 0}, 0, 0, 0, 0, ""},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0x10, 1, 2, 32, 64, 1, 1, 0, 0, 0, 0x800, 1},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "create flags 0x800"},
+        {SBT_VK_PIPELINE,
+         13,
+         {7, 0, 1, 2, 32, 64, 1, 1, 0, 0, 0, 0x2000000011ull, 1},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "(0x2000000000)"},
+        {SBT_VK_PIPELINE,
+         9,
+         {7, 0, 1, 2, 8, 64, 1, 1, 0},
+         0,
+         0,
+         0,
+         SBT_ECORRUPT,
+         "shader stage 0x8 in a compute pipeline"},
+        /* set layouts: push descriptors and update-after-bind pools; binding flags */
+        {SBT_VK_SET_LAYOUT, 3, {5, 1, 2}, 0, 0, 0, 0, ""},
+        {SBT_VK_SET_LAYOUT, 3, {5, 2, 2}, 0, 0, 0, 0, ""},
+        {SBT_VK_SET_LAYOUT,
+         3,
+         {5, 0x10, 2},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "set layout 5: create flags 0x10"},
+        {SBT_VK_SET_LAYOUT, 3, {5, 3, 2}, 0, 0, 0, SBT_ECORRUPT, "push descriptors in an update"},
+        {SBT_VK_SET_BINDING, 5, {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 9, 32, 0xd}, 0, 2, 0, 0, ""},
+        {SBT_VK_SET_BINDING,
+         5,
+         {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 9, 32, 0x1},
+         0,
+         0,
+         0,
+         SBT_ECORRUPT,
+         "update after bind in a layout without UPDATE_AFTER_BIND_POOL"},
+        {SBT_VK_SET_BINDING,
+         5,
+         {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 1, 32, 0x8},
+         0,
+         2,
+         0,
+         SBT_ECORRUPT,
+         "dynamic buffer descriptors cannot have binding flags 0x8"},
+        {SBT_VK_SET_BINDING,
+         5,
+         {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, 32, 0x10},
+         0,
+         0,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "binding flags 0x10"},
         {SBT_VK_SPEC_ENTRY, 3, {0, 4, 4}, 0, 8, 0, 0, ""},
         {SBT_VK_SPEC_ENTRY,
          3,
@@ -1528,7 +1626,15 @@ Test(vulkan, payload_values_are_checked_before_the_driver)
             st = vkr_check_playout(&l, &r, 8);
             break;
         case SBT_VK_PIPELINE:
-            st = vkr_check_pipeline(&l, &r);
+            st = vkr_check_pipeline(&l, &r, &n);
+            if (i + 1 < sizeof c / sizeof c[0] && c[i].a[1] == 0x310) /* only 0x10 is kept */
+                cr_expect_eq(n, 0x10, "case %zu: flags 0x%x", i, n);
+            break;
+        case SBT_VK_SET_LAYOUT:
+            st = vkr_check_set_layout(&r);
+            break;
+        case SBT_VK_SET_BINDING:
+            st = vkr_check_set_binding(&r, c[i].size0);
             break;
         case SBT_VK_SPEC_ENTRY:
             st = vkr_check_spec_entry(&r, (uint32_t)c[i].size0);
@@ -1683,6 +1789,25 @@ ParameterizedTestParameters(vulkan, binding_programs_replay_exactly)
 }
 
 ParameterizedTest(struct vkmode *p, vulkan, binding_programs_replay_exactly)
+{
+    replay_mode_exactly(p);
+}
+
+/* Pipelines made every way the capture records (tests/vk/vk_pipelines: full and required
+ * subgroup sizes, specialization constants of each kind, create flags with a pipeline cache
+ * and derivatives, maintenance5's inline module and 64-bit flags) replay bit for bit. */
+ParameterizedTestParameters(vulkan, pipeline_programs_replay_exactly)
+{
+    static struct vkmode p[] = {
+        {"vk_pipelines", "subgroup", 0},
+        {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},
+        {"vk_pipelines", "maint5", 1},
+    };
+    return cr_make_param_array(struct vkmode, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct vkmode *p, vulkan, pipeline_programs_replay_exactly)
 {
     replay_mode_exactly(p);
 }

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  .maxTexelBufferElements = 1u << 27,
                                  .maxBoundDescriptorSets = 8};
     struct vkr_limits lim;
-    vkr_limits_from(&lim, &dl, 4, 64);
+    vkr_limits_from(&lim, &dl, 4, 64, 32);
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
     const struct sbt_vk_feature_struct *t;
@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             expect_message(vkr_check_playout(&lim, &r, MAX_SETS));
             break;
         case SBT_VK_PIPELINE:
-            expect_message(vkr_check_pipeline(&lim, &r));
+            expect_message(vkr_check_pipeline(&lim, &r, &n));
             expect_message(vkr_check_spirv(r.bytes, r.n_bytes));
             break;
         case SBT_VK_SPEC_ENTRY:
