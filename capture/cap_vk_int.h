@@ -73,6 +73,7 @@ struct cap_dev {
     PFN_vkGetCalibratedTimestampsEXT GetCalibratedTimestampsEXT;
     uint64_t calib_at;                /* cap_now() of the last calibration, 0 = none yet */
     uint64_t calib_ticks, calib_host; /* a (device ticks, ns since the trace epoch) pair */
+    int addr_replay; /* bufferDeviceAddressCaptureReplay is on (cap_vk_address.c) */
     int dead;
     struct cap_dev *retired_next; /* destroyed devices, freed only at unload */
 };
@@ -170,9 +171,10 @@ struct cap_mem {
 struct cap_buf {
     struct cap_obj o;
     uint64_t size;
-    uint32_t usage;
+    uint64_t usage;      /* VkBufferUsageFlags (or VkBufferUsageFlags2) */
     struct cap_mem *mem; /* NULL until bound */
     uint64_t mem_off;
+    uint64_t addr; /* device address the program was given (0 = none yet) */
 };
 
 struct cap_bview {
@@ -547,6 +549,27 @@ void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc
 /* A MARKER op with one DESTROY record. */
 void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
                       uint64_t t0);
+
+/* ---- cap_vk_address.c ------------------------------------------------------------------- */
+/* Buffer device addresses (the file says how they replay). Device creation: when the program
+ * enables bufferDeviceAddress and phys offers capture-replay, ci->pNext is made a copy that
+ * turns it on too; *on says whether capture-replay is on. Returns memory to free after
+ * vkCreateDevice (NULL: none). */
+void *cap_addr_device_info(struct cap_inst *in, VkPhysicalDevice phys, VkDeviceCreateInfo *ci,
+                           int *on);
+/* vkAllocateMemory with DEVICE_ADDRESS on such a device: ai->pNext made a copy that adds
+ * DEVICE_ADDRESS_CAPTURE_REPLAY. Returns memory to free after the call (NULL: none). */
+void *cap_addr_alloc_info(struct cap_dev *d, VkMemoryAllocateInfo *ai);
+/* The opaque capture address of allocation m made with ai (0: none). */
+uint64_t cap_addr_memory_opaque(struct cap_dev *d, const VkMemoryAllocateInfo *ai,
+                                VkDeviceMemory m);
+/* A buffer's usage (maintenance5's VkBufferUsageFlags2CreateInfo replaces ci->usage). */
+uint64_t cap_addr_buffer_usage(const VkBufferCreateInfo *ci);
+/* vkCreateBuffer with SHADER_DEVICE_ADDRESS on such a device: the capture-replay flag added to
+ * ci->flags; 1 if it was. */
+int cap_addr_buffer_info(struct cap_dev *d, VkBufferCreateInfo *ci);
+/* The opaque capture address of buffer b made with ci (0: none). */
+uint64_t cap_addr_buffer_opaque(struct cap_dev *d, const VkBufferCreateInfo *ci, VkBuffer b);
 
 /* ---- cap_vk_commands.c ------------------------------------------------------------------ */
 /* An unrecorded vkCmd* (generated wrappers): counted, and a CMD_UNSUPPORTED record in the

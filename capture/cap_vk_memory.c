@@ -3,8 +3,9 @@
  * binding and buffer views: the resources of the trace. A VkDeviceMemory allocation is an ALLOC
  * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
  * recreates them from. Host writes through mappings are found by cap_vk_submit.c's page scans,
- * which unmap, flush and free call here. Images and device addresses are unmodelled: their
- * generated wrappers count them and mark the trace incomplete (capture/cap_vk_classes.txt).
+ * which unmap, flush and free call here. Images are unmodelled: their generated wrappers count
+ * them and mark the trace incomplete (capture/cap_vk_classes.txt). Buffers and allocations with
+ * device addresses get their capture-replay flags and opaque addresses from cap_vk_address.c.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -24,7 +25,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = cap_vk_result(d->fn.AllocateMemory(device, ai, alloc, out), "vkAllocateMemory");
+    VkMemoryAllocateInfo ai2 = *ai; /* with device addresses: capture-replay (cap_vk_address.c) */
+    void *addr_mem = CAP_ON() ? cap_addr_alloc_info(d, &ai2) : NULL;
+    VkResult r = cap_vk_result(d->fn.AllocateMemory(device, &ai2, alloc, out), "vkAllocateMemory");
+    uint64_t opaque = r == VK_SUCCESS ? cap_addr_memory_opaque(d, &ai2, *out) : 0;
+    free(addr_mem);
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint32_t flags = 0;
@@ -49,8 +54,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_rec(&enc, SBT_VK_MEMORY,
                        (uint64_t[]){m->o.id, m->size, m->type_index, m->props, flags,
-                                    db ? db->o.id : 0, d->id},
-                       7, NULL, 0);
+                                    db ? db->o.id : 0, d->id, opaque},
+                       8, NULL, 0);
         struct cap_ev *e = cap_op_ev(d, SBT_OP_ALLOC, "vkAllocateMemory", &enc, t0);
         if (e) {
             e->op.resource = m->o.id;
@@ -177,19 +182,23 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = cap_vk_result(d->fn.CreateBuffer(device, ci, alloc, out), "vkCreateBuffer");
+    VkBufferCreateInfo ci2 = *ci; /* with a device address: capture-replay (cap_vk_address.c) */
+    if (CAP_ON())
+        cap_addr_buffer_info(d, &ci2);
+    VkResult r = cap_vk_result(d->fn.CreateBuffer(device, &ci2, alloc, out), "vkCreateBuffer");
+    uint64_t opaque = r == VK_SUCCESS ? cap_addr_buffer_opaque(d, &ci2, *out) : 0;
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
     struct cap_buf *b = cap_obj_new(sizeof *b, CAP_T_BUF, VK_OBJECT_TYPE_BUFFER, CAP_H(*out), d);
     if (b) {
         b->size = ci->size;
-        b->usage = ci->usage;
+        b->usage = cap_addr_buffer_usage(ci);
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_begin(&enc, SBT_VK_CREATE_BUFFER);
         sbt_vk_enc_arg(&enc, b->o.id);
         sbt_vk_enc_arg(&enc, ci->size);
-        sbt_vk_enc_arg(&enc, ci->usage);
+        sbt_vk_enc_arg(&enc, b->usage);
         sbt_vk_enc_arg(&enc, ci->flags);
         sbt_vk_enc_arg(&enc, ci->sharingMode);
         uint32_t nf = ci->sharingMode == VK_SHARING_MODE_CONCURRENT && ci->pQueueFamilyIndices
@@ -199,6 +208,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
         for (uint32_t i = 0; i < nf; i++)
             sbt_vk_enc_arg(&enc, ci->pQueueFamilyIndices[i]);
         sbt_vk_enc_arg(&enc, d->id);
+        sbt_vk_enc_arg(&enc, opaque);
         sbt_vk_enc_end(&enc, NULL, 0);
         cap_emit_marker(d, "vkCreateBuffer", &enc, t0);
     }

@@ -619,6 +619,32 @@ static int indirect_groups(const struct cap_buf *b, uint64_t off, uint32_t out[3
     return 1;
 }
 
+/* A shader that dereferences buffer device addresses may read (and, if its SPIR-V stores
+ * through them, write) any buffer that has an address: the dispatch gets that access to the
+ * whole of every live buffer of the device with SHADER_DEVICE_ADDRESS usage, so the graph,
+ * slices and digests stay sound. */
+static int cmp_acc(const void *a, const void *b)
+{
+    const struct sbt_access *x = a, *y = b;
+    if (x->resource != y->resource)
+        return x->resource < y->resource ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void address_accesses(struct xstate *x, uint32_t mode)
+{
+    const struct cap_map *m = &cap.objs[CAP_T_BUF];
+    uint32_t first = x->n_acc;
+    for (size_t i = 0; i < m->cap; i++) {
+        struct cap_buf *b = m->e[i].key > 1 ? m->e[i].val : NULL;
+        if (b && b->o.dev == x->dev && (b->usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT))
+            add_acc(x, b, 0, b->size, mode);
+    }
+    /* in memory order, not the order of the handle map: the same in every capture */
+    if (x->n_acc > first)
+        qsort(x->acc + first, x->n_acc - first, sizeof *x->acc, cmp_acc);
+}
+
 static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, uint64_t ind_off,
                         uint32_t index)
 {
@@ -684,6 +710,8 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
             }
         }
     }
+    if (p->addresses)
+        address_accesses(x, p->addresses);
     struct cap_ev *e = op_done(x, SBT_OP_KERNEL, "vkCmdDispatch");
     if (!e)
         return;

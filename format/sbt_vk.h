@@ -91,6 +91,10 @@ enum sbt_vk_kind {
     /* DEVICE_CHAIN: sType of a structure in VkDeviceCreateInfo's pNext chain that is not a        \
        features structure (replay does not rebuild it; the capture counts it as unmodelled) */     \
     X(DEVICE_CHAIN, 9)                                                                             \
+    /* ADDRESS_REPLAY: 1 = bufferDeviceAddressCaptureReplay was on (the layer turns it on where    \
+       the program enables bufferDeviceAddress and the device offers it): buffers and memory       \
+       with device addresses carry opaque capture addresses (CREATE_BUFFER, MEMORY) */            \
+    X(ADDRESS_REPLAY, 10)                                                                          \
     /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
     /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1), device addresses:    \
        the enum sbt_access_mode the shader may apply through PhysicalStorageBuffer pointers (0 =   \
@@ -118,9 +122,12 @@ enum sbt_vk_kind {
     X(SET_BINDING, 36)                                                                             \
     /* ---- state ops (MARKER / ALLOC) -------------------------------------------------------- */ \
     /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,             \
-       VkMemoryAllocateFlags, dedicated buffer id (0 = none), device id */                         \
+       VkMemoryAllocateFlags (as the program gave them), dedicated buffer id (0 = none), device    \
+       id, opaque capture address (0 = none; see ADDRESS_REPLAY) */                                \
     X(MEMORY, 48)                                                                                  \
-    /* buffer id, size, usage, flags, sharingMode, n queue families, families..., device id */     \
+    /* buffer id, size, usage (VkBufferUsageFlags2 when the program gave those), flags (as the     \
+       program gave them), sharingMode, n queue families, families..., device id, opaque capture   \
+       address (0 = none; see ADDRESS_REPLAY) */                                                   \
     X(CREATE_BUFFER, 49)                                                                           \
     /* buffer id, memory id, memoryOffset, buffer size, memory requirements alignment */           \
     X(BIND_BUFFER, 50)                                                                             \
@@ -138,6 +145,9 @@ enum sbt_vk_kind {
     X(CREATE_SYNC, 55)                                                                             \
     X(RESET_SYNC, 56) /* obj type, n, ids... (vkResetFences, vkResetEvent) */                      \
     X(DESTROY, 57)    /* VkObjectType, id */                                                       \
+    /* buffer id, device address vkGetBufferDeviceAddress gave the program (written the first     \
+       time, and again if it changes) */                                                          \
+    X(BUFFER_ADDRESS, 58)                                                                          \
     /* ---- submission ------------------------------------------------------------------------ */ \
     /* queue id, n batches, fence id (0 = none), 2 if vkQueueSubmit2 else 1 */                     \
     X(SUBMIT, 64)                                                                                  \

@@ -395,9 +395,14 @@ int vkr_check_buffer(const struct sbt_vk_rec *r)
     if (!sbt_vk_arg(r, 0) || !sbt_vk_arg(r, 1))
         return BAD("buffer %" PRIu64 " of %" PRIu64 " bytes (id and size must be nonzero)",
                    sbt_vk_arg(r, 0), sbt_vk_arg(r, 1));
-    if (sbt_vk_arg(r, 2) > UINT32_MAX || sbt_vk_arg(r, 3) > UINT32_MAX)
+    if (sbt_vk_arg(r, 3) > UINT32_MAX)
         return BAD("buffer %" PRIu64 ": usage 0x%" PRIx64 ", flags 0x%" PRIx64, sbt_vk_arg(r, 0),
                    sbt_vk_arg(r, 2), sbt_vk_arg(r, 3));
+    if (sbt_vk_arg(r, 2) > UINT32_MAX) /* VkBufferUsageFlags2 (maintenance5) past 32 bits */
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "buffer %" PRIu64 ": usage 0x%" PRIx64
+                            " includes bits past VkBufferUsageFlags",
+                            sbt_vk_arg(r, 0), sbt_vk_arg(r, 2));
     return 0;
 }
 

@@ -263,6 +263,31 @@ static int used_bindings(const struct sbt_program *prog, struct pipe *p)
     return 0;
 }
 
+/* A shader that dereferences buffer device addresses reads pointers the program stored as
+ * data: it replays right only with every buffer at its captured address, which takes
+ * bufferDeviceAddressCaptureReplay at capture (the trace's opaque addresses) and here. 0, or
+ * REPLAY_ENODEV saying which is missing. */
+static int addresses_ok(struct vkbe *b, const struct sbt_program *prog, uint64_t id)
+{
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    if (!prog || prog->ext.kind != SBT_VK_EXT_MODULE || b->addr_replay)
+        return 0;
+    int f = sbt_vk_find(&dec, prog->ext.data, prog->ext.len, SBT_VK_MODULE, &r);
+    uint64_t uses = f == 1 ? sbt_vk_arg(&r, 4) : 0;
+    sbt_vk_dec_free(&dec);
+    if (!uses)
+        return 0;
+    return replay__fail(REPLAY_ENODEV,
+                        "pipeline %" PRIu64 ": its shader uses buffer device addresses, which "
+                        "replay must give every buffer again, and %s",
+                        id,
+                        !b->addr_capture
+                            ? "the capture device did not offer bufferDeviceAddressCaptureReplay "
+                              "(the trace holds no opaque capture addresses to replay them at)"
+                            : "this device lacks bufferDeviceAddressCaptureReplay");
+}
+
 static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
 {
     if (k->ext.kind != SBT_VK_EXT_PIPELINE)
@@ -293,6 +318,10 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     uint64_t layout = sbt_vk_arg(&pr, 3);
     struct playout *pl = idmap_get(&b->playouts, layout);
     const struct sbt_program *prog = sbt_reader_program(b->r, k->program);
+    if ((st = addresses_ok(b, prog, id)) < 0) { /* say so before replaying anything */
+        sbt_vk_dec_free(&dec);
+        return st;
+    }
     VkShaderModule mod = VK_NULL_HANDLE;
     void *code = NULL;
     size_t code_len = 0;
