@@ -111,7 +111,7 @@ static VkBool32 *feature(void *s, const char *field)
     for (uint32_t i = 0; t && i < t->n; i++)
         if (!strcmp(t->fields[i], field))
             return (VkBool32 *)((uint8_t *)s + offsetof(VkPhysicalDeviceVulkan12Features,
-                                                         samplerMirrorClampToEdge)) +
+                                                        samplerMirrorClampToEdge)) +
                    i;
     return NULL;
 }

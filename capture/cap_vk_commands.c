@@ -466,8 +466,8 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSet2(VkCommandBuffer h,
     d->fn.CmdPushDescriptorSet2(h, i);
 }
 
-VKAPI_ATTR void VKAPI_CALL
-cap_CmdPushDescriptorSetWithTemplate2(VkCommandBuffer h, const VkPushDescriptorSetWithTemplateInfo *i)
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSetWithTemplate2(
+    VkCommandBuffer h, const VkPushDescriptorSetWithTemplateInfo *i)
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();

@@ -6,8 +6,9 @@
  * the registry through $(BUILD)/gen/capture/cap_vk_gen.h (capture/cap_vk_gen.py).
  *
  * Files: cap_vk_instance.c (loader interface, instances, devices, queues, name lookup, shadow
- * objects), cap_vk_memory.c, cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
- * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into
+ * objects), cap_vk_memory.c, cap_vk_address.c (buffer device addresses), cap_vk_descriptors.c,
+ * cap_vk_pipelines.c, cap_vk_commands.c, cap_vk_sync.c (the recorded calls by concern),
+ * cap_vk_submit.c (recordings expanded into
  * ops at submit, host writes and reads), cap_vk_unmodelled.c and cap_vk_tramp.c (what is
  * passed through unrecorded), cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
  *

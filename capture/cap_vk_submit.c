@@ -759,8 +759,7 @@ static void push_set(struct xstate *x, const struct sbt_vk_rec *r)
         return;
     uint64_t si = sbt_vk_arg(r, 2);
     struct cap_playout *pl = cap_obj_find(sbt_vk_arg(r, 1), CAP_T_PLAYOUT);
-    struct cap_dsl *l =
-        pl && si < pl->n_sets ? cap_obj_find(pl->set_layout[si], CAP_T_DSL) : NULL;
+    struct cap_dsl *l = pl && si < pl->n_sets ? cap_obj_find(pl->set_layout[si], CAP_T_DSL) : NULL;
     if (!l) {
         unmod_op(x, "vkCmdPushDescriptorSet (pipeline layout or set layout not captured)");
         return;

@@ -25,7 +25,7 @@
  * Where each payload goes (capture/cap_vk_*.c write them, replay reads them):
  *   device row ext        kind SBT_VK_EXT_DEVICE:   DEVICE, MEMORY_TYPE*, MEMORY_HEAP*,
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
- *                                                   FEATURES*, DEVICE_CHAIN*
+ *                                                   FEATURES*, DEVICE_CHAIN*, ADDRESS_REPLAY
  *   program row ext       kind SBT_VK_EXT_MODULE:   MODULE, MODULE_BINDING*, ENTRY_POINT*
  *   kernel row ext        kind SBT_VK_EXT_PIPELINE: PIPELINE, SPEC_ENTRY*, PIPELINE_LAYOUT,
  *                                                   SET_LAYOUT* (+ SET_BINDING* after each)
@@ -36,11 +36,14 @@
  *   ALLOC      MEMORY                FREE            DESTROY (type MEMORY)
  *   MARKER     CREATE_BUFFER, BIND_BUFFER, CREATE_BUFFER_VIEW, SET_LAYOUT (+SET_BINDING*),
  *              PIPELINE_LAYOUT, ALLOC_SET, WRITE_SET*, COPY_SET*, CREATE_SYNC, RESET_SYNC,
- *              DESTROY — API state changes with no device effect, in API order. The op name is
- *              the Vulkan command ("vkCreateBuffer").
+ *              DESTROY, BUFFER_ADDRESS — API state changes with no device effect, in API
+ *              order. The op name is the Vulkan command ("vkCreateBuffer").
  *   SUBMIT     SUBMIT, then per batch BATCH, WAIT_SEM*, CMDBUF*, SIGNAL_SEM*
  *   KERNEL     DISPATCH (+ BINDING*): self-contained (pipeline, resolved descriptors, push
- *              constants), so one dispatch can be replayed on its own
+ *              constants), so one dispatch can be replayed on its own. Descriptors bound in
+ *              sets (dynamic offsets applied), pushed, or written through templates all end up
+ *              as BINDING records. A shader that dereferences device addresses has, besides its
+ *              bindings' accesses, one to every buffer with an address (MODULE says so)
  *   COPY       COPY_BUFFER / UPDATE_BUFFER (op.blob = the update bytes)   FILL   FILL_BUFFER
  *   HOST_WRITE / HOST_READ / SIGNAL / WAIT / EVENT_* / *_SYNC: no payload needed, or a
  *              SYNC_INFO record for queue-side waits (stage mask)
@@ -93,7 +96,7 @@ enum sbt_vk_kind {
     X(DEVICE_CHAIN, 9)                                                                             \
     /* ADDRESS_REPLAY: 1 = bufferDeviceAddressCaptureReplay was on (the layer turns it on where    \
        the program enables bufferDeviceAddress and the device offers it): buffers and memory       \
-       with device addresses carry opaque capture addresses (CREATE_BUFFER, MEMORY) */            \
+       with device addresses carry opaque capture addresses (CREATE_BUFFER, MEMORY) */             \
     X(ADDRESS_REPLAY, 10)                                                                          \
     /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
     /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1), device addresses:    \
@@ -107,12 +110,12 @@ enum sbt_vk_kind {
        bytes: entry point name */                                                                  \
     X(ENTRY_POINT, 18)                                                                             \
     /* ---- kernel ext: compute pipeline ---------------------------------------------------- */   \
-    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage (the                \
+    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage (the                 \
        VkShaderStageFlagBits), resolved local size x, y, z, required subgroup size (0 = none),     \
        pipeline cache id (0: not recorded, replay uses none), VkPipelineShaderStageCreateFlags,    \
        VkPipelineCreateFlags2 and whether a VkPipelineCreateFlags2CreateInfo gave them (1: they    \
        replace the VkPipelineCreateFlags); bytes: specialization data. The module may have been    \
-       chained into the stage (maintenance5): it has its program row all the same */              \
+       chained into the stage (maintenance5): it has its program row all the same */               \
     X(PIPELINE, 32)                                                                                \
     X(SPEC_ENTRY, 33) /* constantID, offset, size (into PIPELINE's bytes) */                       \
     /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */    \
@@ -145,8 +148,8 @@ enum sbt_vk_kind {
     X(CREATE_SYNC, 55)                                                                             \
     X(RESET_SYNC, 56) /* obj type, n, ids... (vkResetFences, vkResetEvent) */                      \
     X(DESTROY, 57)    /* VkObjectType, id */                                                       \
-    /* buffer id, device address vkGetBufferDeviceAddress gave the program (written the first     \
-       time, and again if it changes) */                                                          \
+    /* buffer id, device address vkGetBufferDeviceAddress gave the program (written the first      \
+       time, and again if it changes) */                                                           \
     X(BUFFER_ADDRESS, 58)                                                                          \
     /* ---- submission ------------------------------------------------------------------------ */ \
     /* queue id, n batches, fence id (0 = none), 2 if vkQueueSubmit2 else 1 */                     \

@@ -296,8 +296,8 @@ int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, u
      * pipeline afresh, without a cache); the rest need more than one create info, a library or
      * features replay does not rebuild */
     uint64_t flags = sbt_vk_arg(p, 12) ? sbt_vk_arg(p, 11) : sbt_vk_arg(p, 1);
-    const uint64_t pass = VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT |
-                          VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
+    const uint64_t pass =
+        VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT | VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
     const uint64_t drop = VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT |
                           VK_PIPELINE_CREATE_DERIVATIVE_BIT |
                           VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |
@@ -353,12 +353,13 @@ int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, u
      * pipeline will run with on this device (it may differ from the capture's) */
     if (sflags & full) {
         uint64_t sg = req ? req : (sflags & vary) ? l->max_subgroup : l->subgroup_size;
-        const char *what = req              ? "its required subgroup size"
+        const char *what = req               ? "its required subgroup size"
                            : (sflags & vary) ? "this device's maxSubgroupSize"
                                              : "this device's subgroupSize";
         if (sg && sbt_vk_arg(p, 5) % sg)
             return replay__fail(REPLAY_ENODEV,
-                                "pipeline %" PRIu64 " requires full subgroups: its workgroup size x "
+                                "pipeline %" PRIu64
+                                " requires full subgroups: its workgroup size x "
                                 "= %" PRIu64 " is not a multiple of %s (%" PRIu64 ")",
                                 sbt_vk_arg(p, 0), sbt_vk_arg(p, 5), what, sg);
     }

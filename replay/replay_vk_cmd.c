@@ -160,11 +160,16 @@ static const struct {
     VkDescriptorType type;
     uint32_t n;
 } pool_types[] = {
-    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1024},
-    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 256}, {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, 256},
-    {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 256},   {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 256},
-    {VK_DESCRIPTOR_TYPE_SAMPLER, 256},                {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 256},
-    {VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 256},          {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 256},
+    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1024},
+    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 256},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, 256},
+    {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 256},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 256},
+    {VK_DESCRIPTOR_TYPE_SAMPLER, 256},
+    {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 256},
+    {VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 256},
+    {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 256},
 };
 #define N_POOL_TYPES (sizeof pool_types / sizeof pool_types[0])
 #define POOL_SETS    512u
@@ -213,9 +218,8 @@ static VkDescriptorPool pool_get(struct vkbe *b, struct batch *x, int uab,
     if (!p.pool) {
         VkDescriptorPoolSize ps[N_POOL_TYPES];
         for (uint32_t t = 0; t < N_POOL_TYPES; t++)
-            ps[t] = (VkDescriptorPoolSize){pool_types[t].type, pool_types[t].n > need[t]
-                                                                   ? pool_types[t].n
-                                                                   : need[t]};
+            ps[t] = (VkDescriptorPoolSize){pool_types[t].type,
+                                           pool_types[t].n > need[t] ? pool_types[t].n : need[t]};
         VkDescriptorPoolCreateInfo ci = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
             .flags = uab ? VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT : 0,
@@ -394,8 +398,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
             continue;
         uint32_t set = (uint32_t)sbt_vk_arg(&r, 0), bi = 0;
         if (sbt_vk_arg(&r, 0) >= pl->n_sets)
-            return replay__fail(SBT_EINVAL,
-                                "binding of set %" PRIu64 " but the layout has %u sets",
+            return replay__fail(SBT_EINVAL, "binding of set %" PRIu64 " but the layout has %u sets",
                                 sbt_vk_arg(&r, 0), pl->n_sets);
         struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
         if (!bf)

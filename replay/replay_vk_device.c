@@ -520,7 +520,8 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
                          "bufferDeviceAddressCaptureReplay") |
             chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
                          "bufferDeviceAddressCaptureReplay") |
-            chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_EXT,
+            chain_enable(chain,
+                         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_EXT,
                          "bufferDeviceAddressCaptureReplay");
     int tl_in_chain =
         chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,

@@ -138,7 +138,7 @@ struct mem {
 struct buf {
     VkBuffer buf;
     uint64_t size;
-    uint64_t usage; /* as captured */
+    uint64_t usage;   /* as captured */
     struct mem *mem;  /* bound memory (NULL: none, or it was freed) */
     uint64_t mem_off; /* where the capture bound it */
     uint64_t id;
@@ -267,8 +267,8 @@ struct vkbe {
      * holds opaque capture addresses), and this device has it on (buffers and memory are made at
      * their captured addresses) */
     int addr_capture, addr_replay;
-    double ts_period;         /* ns per tick */
-    int64_t ts_offset;        /* host ns = ticks * period + offset */
+    double ts_period;  /* ns per tick */
+    int64_t ts_offset; /* host ns = ticks * period + offset */
     uint64_t ts_mask;
     /* streams: trace stream id -> replay queue index; queues */
     uint32_t n_streams;

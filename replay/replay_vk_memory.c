@@ -577,23 +577,22 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             VkBufferOpaqueCaptureAddressCreateInfo oa = {
                 .sType = VK_STRUCTURE_TYPE_BUFFER_OPAQUE_CAPTURE_ADDRESS_CREATE_INFO,
                 .opaqueCaptureAddress = opaque};
-            VkBufferCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                                     .pNext = opaque ? &oa : NULL,
-                                     .size = x->size,
-                                     .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) |
-                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                              VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                     .flags = ((VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
-                                               ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
-                                                           VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
-                                                           VK_BUFFER_CREATE_SPARSE_ALIASED_BIT |
-                                                           VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT)) |
-                                              (opaque ? VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT
-                                                      : 0),
-                                     .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
-                                                                      : VK_SHARING_MODE_EXCLUSIVE,
-                                     .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
-                                     .pQueueFamilyIndices = b->families};
+            VkBufferCreateInfo ci = {
+                .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                .pNext = opaque ? &oa : NULL,
+                .size = x->size,
+                .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                         VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                .flags = ((VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
+                          ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
+                                      VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
+                                      VK_BUFFER_CREATE_SPARSE_ALIASED_BIT |
+                                      VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT)) |
+                         (opaque ? VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT : 0),
+                .sharingMode =
+                    b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE,
+                .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+                .pQueueFamilyIndices = b->families};
             VkResult vr = vkCreateBuffer(b->dev, &ci, NULL, &x->buf);
             if (vr != VK_SUCCESS) {
                 free(x);

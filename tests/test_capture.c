@@ -690,7 +690,8 @@ static void capture_prog(const char *prog, const char *mode, const char *env, co
         for (uint32_t i = 0; i < n; i++)
             cr_assert(!(u[i].flags & SBT_UNMODELLED_AFFECTS), "%s affects replay",
                       sbt_reader_string(r, u[i].what));
-        cr_assert_not_null(strstr(ce, "; complete"), "summary: %s", ce); /* harmless ones may be named */
+        cr_assert_not_null(strstr(ce, "; complete"), "summary: %s",
+                           ce); /* harmless ones may be named */
         sbt_reader_close(r);
         unlink(trace);
         return;
@@ -778,11 +779,16 @@ struct progmode { /* arrays: Criterion copies parameters into another process */
 ParameterizedTestParameters(capture, binding_and_pipeline_programs_are_complete)
 {
     static struct progmode p[] = {
-        {"vk_descriptors", "push", 0},     {"vk_descriptors", "push-template", 0},
-        {"vk_descriptors", "template", 0}, {"vk_descriptors", "dynamic", 0},
-        {"vk_descriptors", "push2", 1},    {"vk_descriptors", "indexing", 1},
-        {"vk_pipelines", "subgroup", 0},   {"vk_pipelines", "spec", 0},
-        {"vk_pipelines", "flags", 0},      {"vk_pipelines", "maint5", 1},
+        {"vk_descriptors", "push", 0},
+        {"vk_descriptors", "push-template", 0},
+        {"vk_descriptors", "template", 0},
+        {"vk_descriptors", "dynamic", 0},
+        {"vk_descriptors", "push2", 1},
+        {"vk_descriptors", "indexing", 1},
+        {"vk_pipelines", "subgroup", 0},
+        {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},
+        {"vk_pipelines", "maint5", 1},
         {"vk_address", "", 0},
     };
     return cr_make_param_array(struct progmode, p, sizeof p / sizeof p[0]);

@@ -1834,8 +1834,8 @@ Test(vulkan, device_addresses_without_capture_replay_are_refused)
 {
     char out[8192], err[4096];
     need_vulkan();
-    int rc = sh_out(out, sizeof out, "'%s' capture -o t.sbt -- '%s/tests/vk/vk_address'", bin,
-                    build);
+    int rc =
+        sh_out(out, sizeof out, "'%s' capture -o t.sbt -- '%s/tests/vk/vk_address'", bin, build);
     if (rc == 4)
         cr_skip_test("the device has no buffer device addresses");
     cr_assert_eq(rc, 0, "capture failed (see %s/err)", tmpdir);
@@ -1864,8 +1864,9 @@ Test(vulkan, device_addresses_replay_at_their_captured_addresses)
     need_vulkan();
     snprintf(layer, sizeof layer,
              "VK_ADD_LAYER_PATH='%s/tests/vk' VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_fakebda ", build);
-    int rc = sh_out(out, sizeof out, "%s'%s' capture --digests -o t.sbt -- '%s/tests/vk/vk_address'",
-                    layer, bin, build);
+    int rc =
+        sh_out(out, sizeof out, "%s'%s' capture --digests -o t.sbt -- '%s/tests/vk/vk_address'",
+               layer, bin, build);
     if (rc == 4)
         cr_skip_test("the device has no buffer device addresses");
     cr_assert_eq(rc, 0, "capture failed (see %s/err)", tmpdir);

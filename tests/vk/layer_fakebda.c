@@ -63,7 +63,7 @@ static VkBool32 *bda_member(VkBaseOutStructure *s, int capture_replay)
 }
 
 static VKAPI_ATTR void VKAPI_CALL fake_GetPhysicalDeviceFeatures2(VkPhysicalDevice p,
-                                                                 VkPhysicalDeviceFeatures2 *f)
+                                                                  VkPhysicalDeviceFeatures2 *f)
 {
     next_features2(p, f);
     for (VkBaseOutStructure *s = (void *)f; s; s = s->pNext)
@@ -188,7 +188,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev,
 }
 
 static VKAPI_ATTR void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory m,
-                                                 const VkAllocationCallbacks *alloc)
+                                                  const VkAllocationCallbacks *alloc)
 {
     next_free(dev, m, alloc);
     for (int i = 0; m && i < MAX_MEM; i++)
@@ -198,8 +198,8 @@ static VKAPI_ATTR void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory m
         }
 }
 
-static VKAPI_ATTR uint64_t VKAPI_CALL
-fake_GetDeviceMemoryOpaqueCaptureAddress(VkDevice dev, const VkDeviceMemoryOpaqueCaptureAddressInfo *i)
+static VKAPI_ATTR uint64_t VKAPI_CALL fake_GetDeviceMemoryOpaqueCaptureAddress(
+    VkDevice dev, const VkDeviceMemoryOpaqueCaptureAddressInfo *i)
 {
     (void)dev;
     for (int k = 0; k < MAX_MEM; k++)

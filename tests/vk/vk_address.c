@@ -46,13 +46,13 @@ static VkDeviceMemory alloc(struct vkt *v, VkBuffer like, VkDeviceSize size, voi
     vkGetBufferMemoryRequirements(v->dev, like, &req);
     VkMemoryAllocateFlagsInfo fi = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
                                     .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
-    VkMemoryAllocateInfo mai = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .pNext = &fi,
-        .allocationSize = size,
-        .memoryTypeIndex = vkt_mem_type(v, req.memoryTypeBits,
-                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)};
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .pNext = &fi,
+                                .allocationSize = size,
+                                .memoryTypeIndex =
+                                    vkt_mem_type(v, req.memoryTypeBits,
+                                                 VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)};
     VkDeviceMemory m;
     VKT_CHECK(vkAllocateMemory(v->dev, &mai, NULL, &m));
     VKT_CHECK(vkMapMemory(v->dev, m, 0, VK_WHOLE_SIZE, 0, map));
@@ -110,8 +110,10 @@ int main(int argc, char **argv)
     VkDescriptorSetLayoutBinding lb[2] = {
         {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
         {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL}};
-    VkDescriptorSetLayoutCreateInfo lci = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = 2, .pBindings = lb};
+    VkDescriptorSetLayoutCreateInfo lci = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = 2,
+                                           .pBindings = lb};
     VkDescriptorSetLayout dsl;
     VKT_CHECK(vkCreateDescriptorSetLayout(v.dev, &lci, NULL, &dsl));
     VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 16};
@@ -123,7 +125,8 @@ int main(int argc, char **argv)
     VkPipelineLayout pl;
     VKT_CHECK(vkCreatePipelineLayout(v.dev, &plci, NULL, &pl));
     VkShaderModule m1, m2;
-    VkPipeline p_write = pipeline(&v, "address", pl, &m1), p_read = pipeline(&v, "addrsum", pl, &m2);
+    VkPipeline p_write = pipeline(&v, "address", pl, &m1),
+               p_read = pipeline(&v, "addrsum", pl, &m2);
     VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = 1,

@@ -425,13 +425,13 @@ static int mode_push2(const char *argv0)
                                           .descriptorCount = 2,
                                           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                           .pBufferInfo = bi};
-                VkPushDescriptorSetInfoKHR pi = {
-                    .sType = VK_STRUCTURE_TYPE_PUSH_DESCRIPTOR_SET_INFO_KHR,
-                    .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-                    .layout = pl,
-                    .set = 0,
-                    .descriptorWriteCount = 1,
-                    .pDescriptorWrites = &w};
+                VkPushDescriptorSetInfoKHR pi = {.sType =
+                                                     VK_STRUCTURE_TYPE_PUSH_DESCRIPTOR_SET_INFO_KHR,
+                                                 .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+                                                 .layout = pl,
+                                                 .set = 0,
+                                                 .descriptorWriteCount = 1,
+                                                 .pDescriptorWrites = &w};
                 push2(cb, &pi);
             } else {
                 VkPushDescriptorSetWithTemplateInfoKHR pi = {
@@ -443,15 +443,15 @@ static int mode_push2(const char *argv0)
                 push_t2(cb, &pi);
             }
             uint32_t dyn = (round * 2 + k) % 4 * 256;
-            VkBindDescriptorSetsInfoKHR bsi = {
-                .sType = VK_STRUCTURE_TYPE_BIND_DESCRIPTOR_SETS_INFO_KHR,
-                .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-                .layout = pl,
-                .firstSet = 1,
-                .descriptorSetCount = 1,
-                .pDescriptorSets = &set,
-                .dynamicOffsetCount = 1,
-                .pDynamicOffsets = &dyn};
+            VkBindDescriptorSetsInfoKHR bsi = {.sType =
+                                                   VK_STRUCTURE_TYPE_BIND_DESCRIPTOR_SETS_INFO_KHR,
+                                               .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+                                               .layout = pl,
+                                               .firstSet = 1,
+                                               .descriptorSetCount = 1,
+                                               .pDescriptorSets = &set,
+                                               .dynamicOffsetCount = 1,
+                                               .pDynamicOffsets = &dyn};
             bind2(cb, &bsi);
             struct {
                 float b;

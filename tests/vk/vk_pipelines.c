@@ -44,8 +44,10 @@ static void setup(struct prog *g, const char *argv0, const struct vkt_opts *o)
     VkDescriptorSetLayoutBinding b[2] = {
         {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
         {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL}};
-    VkDescriptorSetLayoutCreateInfo lci = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = 2, .pBindings = b};
+    VkDescriptorSetLayoutCreateInfo lci = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = 2,
+                                           .pBindings = b};
     VKT_CHECK(vkCreateDescriptorSetLayout(v->dev, &lci, NULL, &g->dsl));
     VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
     VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
@@ -174,10 +176,11 @@ static int mode_spec(const char *argv0)
         int32_t i;
         VkBool32 b;
     } data[2] = {{11, 0xdead, 32, 0.75f, -5, VK_FALSE}, {13, 0xbeef, 128, 2.5f, 9, VK_TRUE}};
-    VkSpecializationMapEntry me[5] = {
-        {4, offsetof(__typeof__(data[0]), u), 4},     {0, offsetof(__typeof__(data[0]), local), 4},
-        {2, offsetof(__typeof__(data[0]), f), 4},     {1, offsetof(__typeof__(data[0]), i), 4},
-        {3, offsetof(__typeof__(data[0]), b), sizeof(VkBool32)}};
+    VkSpecializationMapEntry me[5] = {{4, offsetof(__typeof__(data[0]), u), 4},
+                                      {0, offsetof(__typeof__(data[0]), local), 4},
+                                      {2, offsetof(__typeof__(data[0]), f), 4},
+                                      {1, offsetof(__typeof__(data[0]), i), 4},
+                                      {3, offsetof(__typeof__(data[0]), b), sizeof(VkBool32)}};
     for (int k = 0; k < 2; k++) {
         VkSpecializationInfo si = {5, me, sizeof data[k], &data[k]};
         VkComputePipelineCreateInfo ci = pipe_info(&g, m, 0);
@@ -216,7 +219,8 @@ static int mode_flags(const char *argv0)
     VkPipeline base;
     VkResult r = vkCreateComputePipelines(g.v.dev, cache, 1, &ci, NULL, &base);
     if (r == VK_PIPELINE_COMPILE_REQUIRED) { /* not in the cache: compile it after all */
-        ci.flags &= ~(VkPipelineCreateFlags)VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
+        ci.flags &=
+            ~(VkPipelineCreateFlags)VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
         r = vkCreateComputePipelines(g.v.dev, cache, 1, &ci, NULL, &base);
     }
     VKT_CHECK(r);

@@ -81,9 +81,9 @@ void vkt_init_opts(struct vkt *v, const char *argv0, uint32_t max_queues, const 
                                    sizeof(VkBool32);
              i++)
             d12[i] |= s12[i];
-        for (size_t i = 0; i < (sizeof f13 - offsetof(VkPhysicalDeviceVulkan13Features,
-                                                      robustImageAccess)) /
-                                   sizeof(VkBool32);
+        for (size_t i = 0;
+             i < (sizeof f13 - offsetof(VkPhysicalDeviceVulkan13Features, robustImageAccess)) /
+                     sizeof(VkBool32);
              i++)
             d13[i] |= s13[i];
     }
