@@ -326,6 +326,9 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLay
 
 /* ---- push descriptors ---------------------------------------------------------------------- */
 
+#ifdef VK_VERSION_1_4 /* the 1.4 core names (VK_KHR_push_descriptor, VK_KHR_maintenance6): an \
+                       * older registry leaves these commands to the rules (affecting) */
+
 /* A descriptor of a type the capture does not record, pushed through via (a literal). */
 static void cb_unmodelled_desc(VkCommandBuffer h, const char *via, uint32_t type)
 {
@@ -392,7 +395,6 @@ static void rec_push(VkCommandBuffer h, uint32_t bp, VkPipelineLayout layout, ui
         cb_unmodelled_desc(h, via, p.bad_type);
 }
 
-#ifdef VK_VERSION_1_4 /* the 1.4 core names (VK_KHR_push_descriptor, VK_KHR_maintenance6) */
 VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSet(VkCommandBuffer h, VkPipelineBindPoint bp,
                                                     VkPipelineLayout layout, uint32_t set,
                                                     uint32_t n, const VkWriteDescriptorSet *w)

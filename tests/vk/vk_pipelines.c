@@ -248,6 +248,11 @@ static int mode_flags(const char *argv0)
 
 static int mode_maint5(const char *argv0)
 {
+#ifndef VK_KHR_maintenance5
+    (void)argv0;
+    fprintf(stderr, "built with Vulkan headers older than VK_KHR_maintenance5\n");
+    return 4;
+#else
     static const char *const ext[] = {"VK_KHR_maintenance5"};
     VkPhysicalDeviceMaintenance5FeaturesKHR m5 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR, .maintenance5 = 1};
@@ -277,6 +282,7 @@ static int mode_maint5(const char *argv0)
     vkDestroyPipeline(g.v.dev, p, NULL);
     done(&g);
     return 0;
+#endif
 }
 
 int main(int argc, char **argv)
