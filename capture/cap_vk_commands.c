@@ -326,8 +326,9 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLay
 
 /* ---- push descriptors ---------------------------------------------------------------------- */
 
-#ifdef VK_VERSION_1_4 /* the 1.4 core names (VK_KHR_push_descriptor, VK_KHR_maintenance6): an \
-                       * older registry leaves these commands to the rules (affecting) */
+/* By their 1.4 core names (VK_KHR_push_descriptor, VK_KHR_maintenance6): an older registry
+ * leaves these commands to the rules (affecting). */
+#ifdef VK_VERSION_1_4
 
 /* A descriptor of a type the capture does not record, pushed through via (a literal). */
 static void cb_unmodelled_desc(VkCommandBuffer h, const char *via, uint32_t type)
