@@ -531,7 +531,8 @@ int vkr_state_op(const struct sbt_op *op)
     while (!keep && (k = sbt_vk_dec_next(&dec, &r)) == 1)
         keep = r.call == SBT_VK_CREATE_BUFFER || r.call == SBT_VK_BIND_BUFFER ||
                r.call == SBT_VK_CREATE_BUFFER_VIEW || r.call == SBT_VK_SET_LAYOUT ||
-               r.call == SBT_VK_PIPELINE_LAYOUT || r.call == SBT_VK_DESTROY;
+               r.call == SBT_VK_PIPELINE_LAYOUT || r.call == SBT_VK_DESTROY ||
+               r.call == SBT_VK_BUFFER_ADDRESS;
     if (k < 0)
         keep = 1; /* undecodable: let the marker report it where it runs */
     sbt_vk_dec_free(&dec);
