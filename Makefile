@@ -263,9 +263,11 @@ $(BUILD)/tests/vk/%: tests/vk/%.c $(BUILD)/tests/vk/vkt.o
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(BUILD)/tests/vk/vkt.o -o $@ $(LDFLAGS) \
 	  -lvulkan -lpthread
+# GLSLFLAGS_<name>: options of one shader (subgroup operations need SPIR-V 1.3)
+GLSLFLAGS_subgroup := --target-env vulkan1.1
 $(BUILD)/tests/vk/%.spv: tests/vk/%.comp
 	@mkdir -p $(@D)
-	glslangValidator -V --quiet $< -o $@
+	glslangValidator -V --quiet $(GLSLFLAGS_$*) $< -o $@
 # tests/vk/layer_<name>.c: test-only Vulkan layers VK_LAYER_REPRISE_<name>, each a library with
 # its manifest in $(BUILD)/tests/vk (VK_ADD_LAYER_PATH=$(BUILD)/tests/vk finds them).
 VKT_LAYERS := $(patsubst tests/vk/layer_%.c,$(BUILD)/tests/vk/libVkLayer_reprise_%.so,$(wildcard tests/vk/layer_*.c))

@@ -277,6 +277,31 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdBindPipeline(VkCommandBuffer h, VkPipelineBind
     d->fn.CmdBindPipeline(h, bp, p);
 }
 
+/* CMD_BIND_SETS: bind point, layout, first set, the sets, the dynamic offsets. */
+static void rec_bind_sets(VkCommandBuffer h, uint32_t bp, VkPipelineLayout layout, uint32_t first,
+                          uint32_t n, const VkDescriptorSet *sets, uint32_t n_dyn,
+                          const uint32_t *dyn, const char *too_many)
+{
+    if (!CAP_ON())
+        return;
+    if (n > 64 || n_dyn > 256) {
+        cb_unmodelled(h, too_many);
+        return;
+    }
+    uint64_t a[4 + 64 + 1 + 256];
+    size_t k = 0;
+    a[k++] = bp;
+    a[k++] = CAP_H(layout);
+    a[k++] = first;
+    a[k++] = n;
+    for (uint32_t i = 0; i < n; i++)
+        a[k++] = CAP_H(sets[i]);
+    a[k++] = n_dyn;
+    for (uint32_t i = 0; i < n_dyn; i++)
+        a[k++] = dyn[i];
+    cb_rec(h, SBT_VK_CMD_BIND_SETS, a, k, NULL, 0);
+}
+
 VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipelineBindPoint bp,
                                                      VkPipelineLayout layout, uint32_t first,
                                                      uint32_t n, const VkDescriptorSet *sets,
@@ -284,22 +309,8 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets(VkCommandBuffer h, VkPipeli
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    if (CAP_ON() && n <= 64 && n_dyn <= 256) {
-        uint64_t a[4 + 64 + 1 + 256];
-        size_t k = 0;
-        a[k++] = bp;
-        a[k++] = CAP_H(layout);
-        a[k++] = first;
-        a[k++] = n;
-        for (uint32_t i = 0; i < n; i++)
-            a[k++] = CAP_H(sets[i]);
-        a[k++] = n_dyn;
-        for (uint32_t i = 0; i < n_dyn; i++)
-            a[k++] = dyn[i];
-        cb_rec(h, SBT_VK_CMD_BIND_SETS, a, k, NULL, 0);
-    } else if (CAP_ON()) {
-        cb_unmodelled(h, "vkCmdBindDescriptorSets (more than 64 sets or 256 dynamic offsets)");
-    }
+    rec_bind_sets(h, bp, layout, first, n, sets, n_dyn, dyn,
+                  "vkCmdBindDescriptorSets (more than 64 sets or 256 dynamic offsets)");
     d->fn.CmdBindDescriptorSets(h, bp, layout, first, n, sets, n_dyn, dyn);
 }
 
@@ -312,6 +323,166 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants(VkCommandBuffer h, VkPipelineLay
     cb_rec(h, SBT_VK_CMD_PUSH_CONSTANTS, (uint64_t[]){CAP_H(layout), stages, off}, 3, values, size);
     d->fn.CmdPushConstants(h, layout, stages, off, size, values);
 }
+
+/* ---- push descriptors ---------------------------------------------------------------------- */
+
+/* By their 1.4 core names (VK_KHR_push_descriptor, VK_KHR_maintenance6): an older registry
+ * leaves these commands to the rules (affecting). */
+#ifdef VK_VERSION_1_4
+
+/* A descriptor of a type the capture does not record, pushed through via (a literal). */
+static void cb_unmodelled_desc(VkCommandBuffer h, const char *via, uint32_t type)
+{
+    char what[192];
+    snprintf(what, sizeof what, "%s (%s)", via, cap_desc_why(type));
+    uint32_t id = cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1);
+    cap_vk_count(id);
+    const char *name = cap_unmod_name(id);
+    cb_rec(h, SBT_VK_CMD_UNSUPPORTED, NULL, 0, name, strlen(name));
+}
+
+/* A CMD_PUSH_SET record being built: the writes of one push. */
+struct push_rec {
+    struct cap_cmdbuf *cb;
+    uint32_t bad_type, n_bad; /* writes of types not recorded (the first one's type) */
+};
+
+static void push_write(void *ctx, const VkWriteDescriptorSet *w)
+{
+    struct push_rec *p = ctx;
+    if (!cap_desc_recorded(w->descriptorType)) {
+        if (!p->n_bad++)
+            p->bad_type = w->descriptorType;
+        return;
+    }
+    cap_enc_write(&p->cb->raw, w);
+}
+
+/* Push descriptors become one CMD_PUSH_SET record of the command buffer, with the writes in
+ * the form set updates use (cap_vk_descriptors.c); cap_vk_submit.c applies them to the command
+ * buffer's push set when it expands the recording. A template push turns into the writes it
+ * amounts to here, while its data is valid. Writes of a type the capture does not record are
+ * left out and counted. */
+static void rec_push(VkCommandBuffer h, uint32_t bp, VkPipelineLayout layout, uint32_t set,
+                     uint32_t n, const VkWriteDescriptorSet *w, VkDescriptorUpdateTemplate templ,
+                     const void *data, const char *via)
+{
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (!cb)
+        return;
+    struct push_rec p = {cb, 0, 0};
+    if (templ)
+        pthread_mutex_lock(&cap.mu); /* the template's shadow */
+    const struct cap_templ *t = templ ? cap_obj_find(CAP_H(templ), CAP_T_TEMPL) : NULL;
+    if (t)
+        bp = t->bind_point;
+    sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_PUSH_SET);
+    sbt_vk_enc_arg(&cb->raw, bp);
+    sbt_vk_enc_arg(&cb->raw, CAP_H(layout));
+    sbt_vk_enc_arg(&cb->raw, set);
+    for (uint32_t i = 0; i < n; i++)
+        push_write(&p, &w[i]);
+    if (t)
+        cap_templ_writes(t, data, push_write, &p);
+    sbt_vk_enc_end(&cb->raw, NULL, 0);
+    cb->n_cmds++;
+    if (templ)
+        pthread_mutex_unlock(&cap.mu);
+    if (cb->raw.status)
+        cap_fail("recording a command buffer: %s", sbt_errmsg());
+    if (templ && !t)
+        cb_unmodelled(h, "vkCmdPushDescriptorSetWithTemplate (template not captured)");
+    if (p.n_bad)
+        cb_unmodelled_desc(h, via, p.bad_type);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSet(VkCommandBuffer h, VkPipelineBindPoint bp,
+                                                    VkPipelineLayout layout, uint32_t set,
+                                                    uint32_t n, const VkWriteDescriptorSet *w)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    rec_push(h, bp, layout, set, n, w, VK_NULL_HANDLE, NULL, "vkCmdPushDescriptorSet");
+    d->fn.CmdPushDescriptorSet(h, bp, layout, set, n, w);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSetWithTemplate(VkCommandBuffer h,
+                                                                VkDescriptorUpdateTemplate templ,
+                                                                VkPipelineLayout layout,
+                                                                uint32_t set, const void *data)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    rec_push(h, 0, layout, set, 0, NULL, templ, data, "vkCmdPushDescriptorSetWithTemplate");
+    d->fn.CmdPushDescriptorSetWithTemplate(h, templ, layout, set, data);
+}
+
+/* The maintenance6 forms name shader stages instead of a bind point: what they do to the
+ * compute stage is recorded (graphics is outside the subset). A null layout with a
+ * VkPipelineLayoutCreateInfo in pNext (dynamicPipelineLayout) is not. */
+static int stage_layout(VkCommandBuffer h, VkShaderStageFlags stages, VkPipelineLayout layout,
+                        const char *what)
+{
+    if (!(stages & VK_SHADER_STAGE_COMPUTE_BIT) || !CAP_ON())
+        return 0;
+    if (!layout) {
+        cb_unmodelled(h, what);
+        return 0;
+    }
+    return 1;
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBindDescriptorSets2(VkCommandBuffer h,
+                                                      const VkBindDescriptorSetsInfo *i)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (stage_layout(h, i->stageFlags, i->layout,
+                     "vkCmdBindDescriptorSets2 (pipeline layout given in pNext)"))
+        rec_bind_sets(h, VK_PIPELINE_BIND_POINT_COMPUTE, i->layout, i->firstSet,
+                      i->descriptorSetCount, i->pDescriptorSets, i->dynamicOffsetCount,
+                      i->pDynamicOffsets,
+                      "vkCmdBindDescriptorSets2 (more than 64 sets or 256 dynamic offsets)");
+    d->fn.CmdBindDescriptorSets2(h, i);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushConstants2(VkCommandBuffer h, const VkPushConstantsInfo *i)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (stage_layout(h, i->stageFlags, i->layout,
+                     "vkCmdPushConstants2 (pipeline layout given in pNext)"))
+        cb_rec(h, SBT_VK_CMD_PUSH_CONSTANTS,
+               (uint64_t[]){CAP_H(i->layout), i->stageFlags, i->offset}, 3, i->pValues, i->size);
+    d->fn.CmdPushConstants2(h, i);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSet2(VkCommandBuffer h,
+                                                     const VkPushDescriptorSetInfo *i)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (stage_layout(h, i->stageFlags, i->layout,
+                     "vkCmdPushDescriptorSet2 (pipeline layout given in pNext)"))
+        rec_push(h, VK_PIPELINE_BIND_POINT_COMPUTE, i->layout, i->set, i->descriptorWriteCount,
+                 i->pDescriptorWrites, VK_NULL_HANDLE, NULL, "vkCmdPushDescriptorSet2");
+    d->fn.CmdPushDescriptorSet2(h, i);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdPushDescriptorSetWithTemplate2(
+    VkCommandBuffer h, const VkPushDescriptorSetWithTemplateInfo *i)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    /* the template says which bind point; a null layout comes with a VkPipelineLayoutCreateInfo */
+    if (CAP_ON() && !i->layout)
+        cb_unmodelled(h, "vkCmdPushDescriptorSetWithTemplate2 (pipeline layout given in pNext)");
+    else
+        rec_push(h, 0, i->layout, i->set, 0, NULL, i->descriptorUpdateTemplate, i->pData,
+                 "vkCmdPushDescriptorSetWithTemplate2");
+    d->fn.CmdPushDescriptorSetWithTemplate2(h, i);
+}
+#endif
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdDispatch(VkCommandBuffer h, uint32_t x, uint32_t y, uint32_t z)
 {

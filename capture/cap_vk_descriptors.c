@@ -1,10 +1,19 @@
 /*
  * capture/cap_vk_descriptors.c — descriptor set layouts, pools, sets, their updates (plain,
- * copied and through update templates): the shadow slots that expanding a dispatch reads to
- * know which buffer ranges it touches, and WRITE_SET / COPY_SET records for replay. Buffer and
- * texel-buffer descriptors are recorded; writing any other kind (images, samplers, inline
- * uniform blocks, acceleration structures) marks the trace incomplete. Push descriptors are
- * unmodelled commands (capture/cap_vk_classes.txt).
+ * copied and through update templates of either type) and push descriptors: the shadow slots
+ * that expanding a dispatch reads to know which buffer ranges it touches, and WRITE_SET /
+ * COPY_SET records for replay. Buffer and texel-buffer descriptors are recorded; writing any
+ * other kind (images, samplers, inline uniform blocks, acceleration structures) marks the trace
+ * incomplete.
+ *
+ * One representation of a descriptor write serves every path: "binding, array element,
+ * VkDescriptorType, n, then n tuples" (format/sbt_vk.h WRITE_SET after its set id). Updates of
+ * sets apply it to the set's slots at once; push descriptors (vkCmdPushDescriptorSet*, plain,
+ * with a template, and the maintenance6 forms) append it with the program's handles to the
+ * command buffer's recording (CMD_PUSH_SET), and cap_vk_submit.c applies it to the command
+ * buffer's push set when it expands the recording at submit. Templates become the
+ * VkWriteDescriptorSet structures they amount to, so every type a plain write records, a
+ * template records too.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -131,8 +140,7 @@ static void dset_free(struct cap_dset *s)
 {
     if (!s)
         return;
-    free(s->b);
-    free(s->slot);
+    cap_dset_release(s);
     free(s);
 }
 
@@ -203,19 +211,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
         if (!s)
             break;
         s->pool_handle = CAP_H(ai->descriptorPool);
-        s->n_b = l->n_b;
-        s->n_slots = l->n_slots;
-        s->b = l->n_b ? malloc(l->n_b * sizeof *s->b) : NULL;
-        s->slot = l->n_slots ? calloc(l->n_slots, sizeof *s->slot) : NULL;
-        if ((l->n_b && !s->b) || (l->n_slots && !s->slot)) {
-            cap_fail("out of memory for a descriptor set");
-            break;
-        }
-        if (l->n_b)
-            memcpy(s->b, l->b, l->n_b * sizeof *s->b);
-        uint64_t vc = var && var->pDescriptorCounts && i < var->descriptorSetCount
+        uint32_t vc = var && var->pDescriptorCounts && i < var->descriptorSetCount
                           ? var->pDescriptorCounts[i]
                           : 0;
+        if (cap_dset_shape(s, l, vc) < 0)
+            break;
         sbt_vk_enc_rec(&enc, SBT_VK_ALLOC_SET,
                        (uint64_t[]){s->o.id, l->o.id, CAP_H(ai->descriptorPool), vc}, 4, NULL, 0);
     }
@@ -238,11 +238,62 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, VkDescrip
     return cap_vk_result(d->fn.FreeDescriptorSets(device, pool, n, s), "vkFreeDescriptorSets");
 }
 
-/* Slot of (binding, element) in set s, following consecutive-binding updates; NULL past it. */
-static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t elem,
-                                  uint32_t *type)
+/* ========================================================================================== */
+/* Descriptor writes: one representation for set updates and push descriptors                */
+/* ========================================================================================== */
+
+int cap_desc_recorded(uint32_t t)
 {
-    cap.shadow_gen++; /* the slot is about to be written */
+    return is_buffer_type(t) || is_texel_type(t);
+}
+
+const char *cap_desc_why(uint32_t t)
+{
+    (void)t;
+    return "descriptor other than a buffer or texel buffer";
+}
+
+int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var)
+{
+    s->n_b = l->n_b;
+    s->n_slots = 0;
+    s->layout_id = l->o.id;
+    s->b = l->n_b ? malloc(l->n_b * sizeof *s->b) : NULL;
+    if (l->n_b && !s->b) {
+        cap_fail("out of memory for a descriptor set");
+        return -1;
+    }
+    for (uint32_t i = 0; i < l->n_b; i++) {
+        s->b[i] = l->b[i];
+        /* a variable-count binding (the layout's last) holds what the allocation asked for */
+        if ((l->b[i].flags & VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT) &&
+            var < l->b[i].count)
+            s->b[i].count = var;
+        s->b[i].base = s->n_slots;
+        s->n_slots += s->b[i].count;
+    }
+    s->slot = s->n_slots ? calloc(s->n_slots, sizeof *s->slot) : NULL;
+    if (s->n_slots && !s->slot) {
+        free(s->b);
+        s->b = NULL;
+        cap_fail("out of memory for a descriptor set of %u descriptors", s->n_slots);
+        return -1;
+    }
+    return 0;
+}
+
+void cap_dset_release(struct cap_dset *s)
+{
+    free(s->b);
+    free(s->slot);
+    s->b = NULL;
+    s->slot = NULL;
+    s->n_b = s->n_slots = 0;
+}
+
+/* Slot of (binding, element) in set s, following consecutive-binding updates; NULL past it. */
+static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t elem)
+{
     for (uint32_t i = 0; i < s->n_b; i++) {
         if (s->b[i].binding < binding)
             continue;
@@ -257,67 +308,92 @@ static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t
         }
         if (i >= s->n_b)
             return NULL;
-        *type = s->b[i].type;
         return &s->slot[s->b[i].base + elem];
     }
     return NULL;
 }
 
-/* One descriptor written: slot updated, record argument tuple appended. */
-static void write_one(struct sbt_vk_enc *enc, struct cap_slot *sl, uint32_t type, uint64_t buf,
-                      uint64_t off, uint64_t range, uint64_t view)
+void cap_enc_write(struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w)
 {
-    struct cap_buf *b = cap_obj_find(buf, CAP_T_BUF);
-    struct cap_bview *v = cap_obj_find(view, CAP_T_BVIEW);
-    if (sl) {
-        sl->type = type;
-        sl->buf_handle = buf;
-        sl->offset = off;
-        sl->range = range;
-        sl->view_handle = view;
-    }
-    sbt_vk_enc_arg(enc, b ? b->o.id : 0);
-    sbt_vk_enc_arg(enc, off);
-    sbt_vk_enc_arg(enc, range == VK_WHOLE_SIZE && b && off <= b->size ? b->size - off : range);
-    sbt_vk_enc_arg(enc, v ? v->o.id : 0);
-}
-
-/* One WRITE_SET record for w. Descriptors of other types than buffers and texel buffers
- * (images, samplers, inline uniform blocks, acceleration structures) are not recorded: the
- * dispatches that use them would replay without them, so the trace says so (templ: written by
- * vkUpdateDescriptorSetWithTemplate). */
-static void enc_write_set(struct cap_dev *d, struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w,
-                          int templ)
-{
-    struct cap_dset *s = cap_obj_find(CAP_H(w->dstSet), CAP_T_DSET);
     uint32_t t = w->descriptorType;
-    if (!is_buffer_type(t) && !is_texel_type(t)) {
-        cap_unmodelled(d,
-                       templ ? "vkUpdateDescriptorSetWithTemplate (descriptor other than a "
-                               "buffer or texel buffer)"
-                             : "vkUpdateDescriptorSets (descriptor other than a buffer or texel "
-                               "buffer)",
-                       SBT_UNMODELLED_AFFECTS);
-        return;
-    }
-    if (!s)
-        return;
-    sbt_vk_enc_begin(enc, SBT_VK_WRITE_SET);
-    sbt_vk_enc_arg(enc, s->o.id);
     sbt_vk_enc_arg(enc, w->dstBinding);
     sbt_vk_enc_arg(enc, w->dstArrayElement);
     sbt_vk_enc_arg(enc, t);
     sbt_vk_enc_arg(enc, w->descriptorCount);
     for (uint32_t i = 0; i < w->descriptorCount; i++) {
-        uint32_t st = t;
-        struct cap_slot *sl = dset_slot(s, w->dstBinding, w->dstArrayElement + i, &st);
-        if (is_buffer_type(t) && w->pBufferInfo)
-            write_one(enc, sl, t, CAP_H(w->pBufferInfo[i].buffer), w->pBufferInfo[i].offset,
-                      w->pBufferInfo[i].range, 0);
-        else if (is_texel_type(t) && w->pTexelBufferView)
-            write_one(enc, sl, t, 0, 0, 0, CAP_H(w->pTexelBufferView[i]));
-        else
-            write_one(enc, sl, t, 0, 0, 0, 0);
+        uint64_t a[CAP_DESC_TUPLE] = {0};
+        if (is_buffer_type(t) && w->pBufferInfo) {
+            a[0] = CAP_H(w->pBufferInfo[i].buffer);
+            a[1] = w->pBufferInfo[i].offset;
+            a[2] = w->pBufferInfo[i].range;
+        } else if (is_texel_type(t) && w->pTexelBufferView) {
+            a[3] = CAP_H(w->pTexelBufferView[i]);
+        }
+        for (uint32_t k = 0; k < CAP_DESC_TUPLE; k++)
+            sbt_vk_enc_arg(enc, a[k]);
+    }
+}
+
+/* The number of arguments of the write at a[0..n), 0 if it does not fit. */
+static uint32_t write_len(const uint64_t *a, uint32_t n)
+{
+    if (n < 4 || a[3] > (n - 4) / CAP_DESC_TUPLE)
+        return 0;
+    return 4 + (uint32_t)a[3] * CAP_DESC_TUPLE;
+}
+
+uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n)
+{
+    uint32_t len = write_len(a, n);
+    for (uint32_t i = 0; len && i < a[3]; i++) {
+        const uint64_t *x = a + 4 + i * CAP_DESC_TUPLE;
+        struct cap_slot *sl = dset_slot(s, (uint32_t)a[0], (uint32_t)(a[1] + i));
+        if (sl)
+            *sl = (struct cap_slot){(uint32_t)a[2], x[0], x[1], x[2], x[3]};
+    }
+    return len;
+}
+
+uint32_t cap_write_ids(uint64_t *a, uint32_t n)
+{
+    uint32_t len = write_len(a, n);
+    for (uint32_t i = 0; len && i < a[3]; i++) {
+        uint64_t *x = a + 4 + i * CAP_DESC_TUPLE;
+        struct cap_buf *b = cap_obj_find(x[0], CAP_T_BUF);
+        struct cap_bview *v = cap_obj_find(x[3], CAP_T_BVIEW);
+        if (x[2] == VK_WHOLE_SIZE && b && x[1] <= b->size)
+            x[2] = b->size - x[1];
+        x[0] = b ? b->o.id : 0;
+        x[3] = v ? v->o.id : 0;
+    }
+    return len;
+}
+
+/* One WRITE_SET record for w, its slots updated. Descriptors of other types than buffers and
+ * texel buffers (images, samplers, inline uniform blocks, acceleration structures) are not
+ * recorded: the dispatches that use them would replay without them, so the trace says so (via
+ * names the call that wrote it). */
+static void enc_write_set(struct cap_dev *d, struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w,
+                          const char *via)
+{
+    if (!cap_desc_recorded(w->descriptorType)) {
+        char what[160];
+        snprintf(what, sizeof what, "%s (%s)", via, cap_desc_why(w->descriptorType));
+        cap_unmodelled(d, cap_unmod_name(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1)),
+                       SBT_UNMODELLED_AFFECTS);
+        return;
+    }
+    struct cap_dset *s = cap_obj_find(CAP_H(w->dstSet), CAP_T_DSET);
+    if (!s)
+        return;
+    cap.shadow_gen++; /* the slots are about to change */
+    sbt_vk_enc_begin(enc, SBT_VK_WRITE_SET);
+    sbt_vk_enc_arg(enc, s->o.id);
+    size_t first = enc->n_args;
+    cap_enc_write(enc, w);
+    if (!enc->status) {
+        cap_dset_apply(s, enc->args + first, (uint32_t)(enc->n_args - first));
+        cap_write_ids(enc->args + first, (uint32_t)(enc->n_args - first));
     }
     sbt_vk_enc_end(enc, NULL, 0);
 }
@@ -335,16 +411,16 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw
     pthread_mutex_lock(&cap.mu);
     struct sbt_vk_enc enc = {0};
     for (uint32_t i = 0; i < nw; i++)
-        enc_write_set(d, &enc, &w[i], 0);
+        enc_write_set(d, &enc, &w[i], "vkUpdateDescriptorSets");
     for (uint32_t i = 0; i < nc; i++) {
         struct cap_dset *src = cap_obj_find(CAP_H(c[i].srcSet), CAP_T_DSET);
         struct cap_dset *dst = cap_obj_find(CAP_H(c[i].dstSet), CAP_T_DSET);
         if (!src || !dst)
             continue;
+        cap.shadow_gen++;
         for (uint32_t k = 0; k < c[i].descriptorCount; k++) {
-            uint32_t ts, td;
-            struct cap_slot *a = dset_slot(src, c[i].srcBinding, c[i].srcArrayElement + k, &ts);
-            struct cap_slot *b = dset_slot(dst, c[i].dstBinding, c[i].dstArrayElement + k, &td);
+            struct cap_slot *a = dset_slot(src, c[i].srcBinding, c[i].srcArrayElement + k);
+            struct cap_slot *b = dset_slot(dst, c[i].dstBinding, c[i].dstArrayElement + k);
             if (a && b)
                 *b = *a;
         }
@@ -359,6 +435,10 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw
     pthread_mutex_unlock(&cap.mu);
 }
 
+/* ========================================================================================== */
+/* Update templates                                                                           */
+/* ========================================================================================== */
+
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
     VkDevice device, const VkDescriptorUpdateTemplateCreateInfo *ci,
     const VkAllocationCallbacks *alloc, VkDescriptorUpdateTemplate *out)
@@ -369,14 +449,14 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
                                "vkCreateDescriptorUpdateTemplate");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
-    if (ci->templateType != VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_DESCRIPTOR_SET) {
-        /* harmless by itself: the pushes that use it are affecting */
-        cap_unmodelled(d, "vkCreateDescriptorUpdateTemplate (push descriptors)", 0);
-        return r;
-    }
     pthread_mutex_lock(&cap.mu);
     struct cap_templ *t = cap_obj_new(sizeof *t, CAP_T_TEMPL,
                                       VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE, CAP_H(*out), d);
+    if (t) {
+        t->type = ci->templateType;
+        t->bind_point = ci->pipelineBindPoint;
+        t->set = ci->set;
+    }
     if (t && ci->descriptorUpdateEntryCount) {
         t->e = calloc(ci->descriptorUpdateEntryCount, sizeof *t->e);
         if (!t->e)
@@ -411,6 +491,78 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorUpdateTemplate(VkDevice device,
     d->fn.DestroyDescriptorUpdateTemplate(device, h, alloc);
 }
 
+void cap_templ_writes(const struct cap_templ *t, const void *data,
+                      void (*fn)(void *ctx, const VkWriteDescriptorSet *w), void *ctx)
+{
+    enum { CHUNK = 64 };
+    for (uint32_t i = 0; t && data && i < t->n_e; i++) {
+        const struct cap_templ_entry *x = &t->e[i];
+        const uint8_t *base = (const uint8_t *)data + x->offset;
+        if (x->type == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK) {
+            /* count is bytes, the data one block at offset (stride is ignored) */
+            VkWriteDescriptorSetInlineUniformBlock ib = {
+                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK,
+                .dataSize = x->count,
+                .pData = base};
+            VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .pNext = &ib,
+                                      .dstBinding = x->binding,
+                                      .dstArrayElement = x->elem,
+                                      .descriptorCount = x->count,
+                                      .descriptorType = x->type};
+            fn(ctx, &w);
+            continue;
+        }
+        VkDescriptorBufferInfo bi[CHUNK];
+        VkBufferView bv[CHUNK];
+        VkDescriptorImageInfo ii[CHUNK];
+        VkAccelerationStructureKHR as[CHUNK];
+        for (uint32_t k0 = 0; k0 < x->count; k0 += CHUNK) {
+            uint32_t n = x->count - k0 < CHUNK ? x->count - k0 : CHUNK;
+            VkWriteDescriptorSetAccelerationStructureKHR wa = {
+                .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_KHR,
+                .accelerationStructureCount = n,
+                .pAccelerationStructures = as};
+            VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstBinding = x->binding,
+                                      .dstArrayElement = x->elem + k0,
+                                      .descriptorCount = n,
+                                      .descriptorType = x->type,
+                                      .pImageInfo = ii,
+                                      .pBufferInfo = bi,
+                                      .pTexelBufferView = bv};
+            if (x->type == VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR)
+                w.pNext = &wa;
+            for (uint32_t k = 0; k < n; k++) {
+                const uint8_t *p = base + (k0 + k) * x->stride;
+                if (is_buffer_type(x->type))
+                    memcpy(&bi[k], p, sizeof bi[k]);
+                else if (is_texel_type(x->type))
+                    memcpy(&bv[k], p, sizeof bv[k]);
+                else if (x->type == VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR)
+                    memcpy(&as[k], p, sizeof as[k]);
+                else
+                    memcpy(&ii[k], p, sizeof ii[k]);
+            }
+            fn(ctx, &w);
+        }
+    }
+}
+
+struct set_templ_ctx {
+    struct cap_dev *d;
+    struct sbt_vk_enc *enc;
+    VkDescriptorSet set;
+};
+
+static void set_templ_write(void *ctx, const VkWriteDescriptorSet *w)
+{
+    struct set_templ_ctx *c = ctx;
+    VkWriteDescriptorSet x = *w;
+    x.dstSet = c->set;
+    enc_write_set(c->d, c->enc, &x, "vkUpdateDescriptorSetWithTemplate");
+}
+
 /* Template updates are recorded as the WRITE_SET records they amount to. */
 VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet set,
                                                                VkDescriptorUpdateTemplate h,
@@ -423,32 +575,9 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSetWithTemplate(VkDevice device, 
     if (!CAP_ON() || !data)
         return;
     pthread_mutex_lock(&cap.mu);
-    struct cap_templ *t = cap_obj_find(CAP_H(h), CAP_T_TEMPL);
     struct sbt_vk_enc enc = {0};
-    for (uint32_t i = 0; t && i < t->n_e; i++) {
-        const struct cap_templ_entry *x = &t->e[i];
-        VkDescriptorBufferInfo bi[64];
-        VkBufferView bv[64];
-        for (uint32_t k0 = 0; k0 < x->count; k0 += 64) {
-            uint32_t n = x->count - k0 < 64 ? x->count - k0 : 64;
-            VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                      .dstSet = set,
-                                      .dstBinding = x->binding,
-                                      .dstArrayElement = x->elem + k0,
-                                      .descriptorCount = n,
-                                      .descriptorType = x->type};
-            for (uint32_t k = 0; k < n; k++) {
-                const uint8_t *p = (const uint8_t *)data + x->offset + (k0 + k) * x->stride;
-                if (is_buffer_type(x->type))
-                    memcpy(&bi[k], p, sizeof bi[k]);
-                else if (is_texel_type(x->type))
-                    memcpy(&bv[k], p, sizeof bv[k]);
-            }
-            w.pBufferInfo = bi;
-            w.pTexelBufferView = bv;
-            enc_write_set(d, &enc, &w, 1);
-        }
-    }
+    struct set_templ_ctx c = {d, &enc, set};
+    cap_templ_writes(cap_obj_find(CAP_H(h), CAP_T_TEMPL), data, set_templ_write, &c);
     if (enc.len)
         cap_emit_marker(d, "vkUpdateDescriptorSetWithTemplate", &enc, t0);
     sbt_vk_enc_free(&enc);

@@ -34,8 +34,9 @@ them with a counting trampoline (cap_vk_tramp.c) like a name the registry does n
 
 --check SOURCES...: fails with a message naming the command when the class list says
 "recorded" and no wrapper cap_<Name> is defined in SOURCES, or a wrapper is defined for a
-command that is not listed "recorded" (but for commands the list marks newer than the registry:
-their wrappers are compiled only with headers that have them). Python 3 standard library only.
+command that is not listed "recorded" (a wrapper of a command listed "recorded ... since=N"
+beyond the registry is allowed: its source compiles it only where the headers have it).
+Python 3 standard library only.
 """
 import argparse
 import os
@@ -196,17 +197,13 @@ def parse_registry(path):
     return version, complete, used, skipped
 
 
-# Names the class list marks newer (since=N) than the registry read: a hand-written wrapper for
-# one of them is compiled only with headers that have it, and is not an error here.
-NEWER = set()
-
-
 def parse_classes(path, cmds, version):
     by_name = {}
     for c in cmds.values():
         for n in c.names:
             by_name[n] = c
     listed = {}
+    newer = set()  # names listed with since=N beyond this registry
     try:
         lines = open(path).read().split('\n')
     except OSError as e:
@@ -232,14 +229,14 @@ def parse_classes(path, cmds, version):
         c = by_name.get(name)
         if not c:
             if since and since > int(version):
-                NEWER.add(name)  # newer than this registry: nothing to classify here
-                continue
+                newer.add(name)
+                continue  # newer than this registry: nothing to classify here
             die('%s: %s is not a command of vk.xml (header version %s); misspelt? a command '
                 'newer than some registry needs since=<header version>' % (where, name, version))
         if c.name in listed:
             die('%s: %s classified twice (also %s)' % (where, name, listed[c.name][1]))
         listed[c.name] = (cls, where, why)
-    return listed
+    return listed, newer
 
 
 def rule(c):
@@ -270,7 +267,7 @@ def classify(cmds, listed):
                 % (c.name, ','.join(sorted(p for p in c.platforms if p))))
 
 
-def check_sources(cmds, sources, classes):
+def check_sources(cmds, sources, classes, newer):
     defined = {}
     for path in sources:
         try:
@@ -286,7 +283,8 @@ def check_sources(cmds, sources, classes):
     for n in sorted(recorded - set(defined)):
         errors.append('%s says %s is recorded, but none of the %d sources checked defines '
                       'a wrapper cap_%s' % (classes, n, len(sources), n[2:]))
-    for n in sorted(set(defined) - recorded - NEWER):
+    for n in sorted(set(defined) - recorded - newer):
+        # (a wrapper of a command newer than this registry is compiled out by its #ifdef)
         if n in cmds:
             errors.append('%s: wrapper cap_%s for %s, which %s does not list as recorded (it '
                           'is %s)' % (defined[n], n[2:], n, classes, cmds[n].cls))
@@ -502,13 +500,13 @@ def main():
                     help='only check the hand-written wrappers in SOURCES against the list')
     a = ap.parse_args()
     version, complete, cmds, skipped = parse_registry(a.xml)
-    listed = parse_classes(a.classes, cmds, version)
+    listed, newer = parse_classes(a.classes, cmds, version)
     classify(cmds, listed)
     # every command of the "vulkan" API has a class and a table entry
     for c in cmds.values():
         assert c.cls in CLASSES and c.names, c.name
     if a.check is not None:
-        check_sources(cmds, a.check, a.classes)
+        check_sources(cmds, a.check, a.classes, newer)
         return
     if not a.out:
         die('--out or --check is needed')

@@ -300,6 +300,8 @@ static void device_row(struct cap_dev *d, const VkDeviceCreateInfo *ci)
         sbt_vk_enc_end(&enc, NULL, 0);
     }
     enc_features(&enc, ci->pNext);
+    if (d->addr_replay)
+        sbt_vk_enc_rec(&enc, SBT_VK_ADDRESS_REPLAY, (uint64_t[]){1}, 1, NULL, 0);
 
     struct cap_ev *e = cap_ev_new(CAP_EV_DEVICE);
     if (!e || sbt_vk_enc_status(&enc)) {
@@ -350,6 +352,9 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkD
             ext = NULL; /* the program enables it itself */
     const char **names = ext ? calloc(ci->enabledExtensionCount + 1u, sizeof *names) : NULL;
     VkDeviceCreateInfo ci2 = *ci;
+    /* buffer device addresses: capture-replay turned on where the device offers it */
+    int addr_replay = 0;
+    void *addr_mem = CAP_ON() ? cap_addr_device_info(in, phys, &ci2, &addr_replay) : NULL;
     if (names) {
         for (uint32_t i = 0; i < ci->enabledExtensionCount; i++)
             names[i] = ci->ppEnabledExtensionNames[i];
@@ -361,6 +366,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkD
     }
     VkResult r = cap_vk_result(next(phys, &ci2, alloc, out), "vkCreateDevice");
     free(names);
+    free(addr_mem);
     if (r != VK_SUCCESS)
         return r;
     struct cap_dev *d = calloc(1, sizeof *d);
@@ -374,6 +380,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDevice(VkPhysicalDevice phys, const VkD
     d->inst = in;
     d->gdpa = gdpa;
     d->id = cap_new_id();
+    d->addr_replay = addr_replay;
     cap_dev_fns_load(&d->fn, gdpa, *out);
     pthread_mutex_lock(&tab_mu);
     int placed = 0;

@@ -6,11 +6,11 @@
  * the registry through $(BUILD)/gen/capture/cap_vk_gen.h (capture/cap_vk_gen.py).
  *
  * Files: cap_vk_instance.c (loader interface, instances, devices, queues, name lookup, shadow
- * objects), cap_vk_memory.c, cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
- * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into
- * ops at submit), cap_vk_mapped.c (host writes into mapped memory and device output read back),
- * cap_vk_unmodelled.c and cap_vk_tramp.c (what is passed through unrecorded),
- * cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
+ * objects), cap_vk_memory.c, cap_vk_address.c (buffer device addresses), cap_vk_descriptors.c,
+ * cap_vk_pipelines.c, cap_vk_commands.c, cap_vk_sync.c (the recorded calls by concern),
+ * cap_vk_submit.c (recordings expanded into ops at submit), cap_vk_mapped.c (host writes into
+ * mapped memory and device output read back), cap_vk_unmodelled.c and cap_vk_tramp.c (what is
+ * passed through unrecorded), cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
  *
  * Threads. A Vulkan call runs on the program's thread. vkCmd* calls only append to their
  * command buffer's own record buffer (the program synchronises command buffers, so no lock).
@@ -78,6 +78,7 @@ struct cap_dev {
     PFN_vkGetCalibratedTimestampsEXT GetCalibratedTimestampsEXT;
     uint64_t calib_at;                /* cap_now() of the last calibration, 0 = none yet */
     uint64_t calib_ticks, calib_host; /* a (device ticks, ns since the trace epoch) pair */
+    int addr_replay; /* bufferDeviceAddressCaptureReplay is on (cap_vk_address.c) */
     int dead;
     struct cap_dev *retired_next; /* destroyed devices, freed only at unload */
 };
@@ -187,9 +188,10 @@ struct cap_mem {
 struct cap_buf {
     struct cap_obj o;
     uint64_t size;
-    uint32_t usage;
+    uint64_t usage;      /* VkBufferUsageFlags (or VkBufferUsageFlags2) */
     struct cap_mem *mem; /* NULL until bound */
     uint64_t mem_off;
+    uint64_t addr; /* device address the program was given (0 = none yet) */
 };
 
 struct cap_bview {
@@ -216,6 +218,9 @@ struct cap_refl {
     /* WorkgroupSize built-in: constants (with spec ids) */
     int has_wgsize;
     uint32_t wg[3], wg_spec[3];
+    /* buffer device addresses: the enum sbt_access_mode the shader may apply through
+     * PhysicalStorageBuffer pointers (0: it has none) */
+    uint32_t addresses;
 };
 
 struct cap_module {
@@ -251,16 +256,20 @@ struct cap_pipeline {
     struct cap_refl_binding *acc; /* copy of the module's reflection */
     uint32_t n_acc;
     int refl_ok;
+    uint32_t addresses; /* the module's cap_refl.addresses */
 };
 
 struct cap_slot {
     uint32_t type;
     uint64_t buf_handle, offset, range, view_handle;
 };
+/* A descriptor set, or the push descriptors of one set number of a command buffer being
+ * expanded (cap_vk_submit.c; then o is unused). */
 struct cap_dset {
     struct cap_obj o;
     uint64_t pool_handle;
-    struct cap_dsl_binding *b; /* copy of the layout's bindings */
+    uint64_t layout_id;        /* capture id of its set layout */
+    struct cap_dsl_binding *b; /* copy of the layout's bindings (a variable count applied) */
     uint32_t n_b, n_slots;
     struct cap_slot *slot;
 };
@@ -273,7 +282,9 @@ struct cap_templ {
     struct cap_obj o;
     struct cap_templ_entry *e;
     uint32_t n_e;
-    uint32_t type; /* VkDescriptorUpdateTemplateType */
+    uint32_t type;       /* VkDescriptorUpdateTemplateType */
+    uint32_t bind_point; /* push descriptor templates: VkPipelineBindPoint */
+    uint32_t set;        /* push descriptor templates: the set number */
 };
 
 /* Fences, semaphores, events. Signals remember which submission signals what value, so a
@@ -571,6 +582,27 @@ void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc
 void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
                       uint64_t t0);
 
+/* ---- cap_vk_address.c ------------------------------------------------------------------- */
+/* Buffer device addresses (the file says how they replay). Device creation: when the program
+ * enables bufferDeviceAddress and phys offers capture-replay, ci->pNext is made a copy that
+ * turns it on too; *on says whether capture-replay is on. Returns memory to free after
+ * vkCreateDevice (NULL: none). */
+void *cap_addr_device_info(struct cap_inst *in, VkPhysicalDevice phys, VkDeviceCreateInfo *ci,
+                           int *on);
+/* vkAllocateMemory with DEVICE_ADDRESS on such a device: ai->pNext made a copy that adds
+ * DEVICE_ADDRESS_CAPTURE_REPLAY. Returns memory to free after the call (NULL: none). */
+void *cap_addr_alloc_info(struct cap_dev *d, VkMemoryAllocateInfo *ai);
+/* The opaque capture address of allocation m made with ai (0: none). */
+uint64_t cap_addr_memory_opaque(struct cap_dev *d, const VkMemoryAllocateInfo *ai,
+                                VkDeviceMemory m);
+/* A buffer's usage (maintenance5's VkBufferUsageFlags2CreateInfo replaces ci->usage). */
+uint64_t cap_addr_buffer_usage(const VkBufferCreateInfo *ci);
+/* vkCreateBuffer with SHADER_DEVICE_ADDRESS on such a device: the capture-replay flag added to
+ * ci->flags; 1 if it was. */
+int cap_addr_buffer_info(struct cap_dev *d, VkBufferCreateInfo *ci);
+/* The opaque capture address of buffer b made with ci (0: none). */
+uint64_t cap_addr_buffer_opaque(struct cap_dev *d, const VkBufferCreateInfo *ci, VkBuffer b);
+
 /* ---- cap_vk_commands.c ------------------------------------------------------------------ */
 /* An unrecorded vkCmd* (generated wrappers): counted, and a CMD_UNSUPPORTED record in the
  * command buffer's recording, so the marker goes where a submission carrying it runs. */
@@ -579,6 +611,32 @@ void cap_vk_count_cmd(VkCommandBuffer h, uint32_t id);
 /* ---- cap_vk_descriptors.c --------------------------------------------------------------- */
 /* The SET_LAYOUT and SET_BINDING records of l (pipeline layouts repeat them). */
 void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l);
+/* Descriptor writes. A write is recorded as "binding, array element, VkDescriptorType, n" and n
+ * tuples of CAP_DESC_TUPLE arguments (format/sbt_vk.h WRITE_SET after its set id; CMD_PUSH_SET),
+ * with the program's handles until cap_write_ids makes them capture ids. Set updates and push
+ * descriptors share these, so a descriptor type the capture learns to record is recorded on
+ * every path. */
+#define CAP_DESC_TUPLE 4u
+/* 1 when descriptors of type t are recorded; else why not, for the unmodelled name. */
+int cap_desc_recorded(uint32_t t);
+const char *cap_desc_why(uint32_t t);
+/* Appends the arguments of w (a record being built in enc; handles). No lock needed. */
+void cap_enc_write(struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w);
+/* The write at a[0..n) (handles) into the slots of s; returns its number of arguments, 0 if it
+ * is malformed. */
+uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n);
+/* The handles of the write at a[0..n) made capture ids (VK_WHOLE_SIZE ranges resolved); returns
+ * its number of arguments, 0 if malformed. cap.mu held. */
+uint32_t cap_write_ids(uint64_t *a, uint32_t n);
+/* s (its o, pool_handle untouched) shaped like set layout l, every slot empty; var is the
+ * variable descriptor count of l's variable-count binding. 0, or -1 (out of memory: recording
+ * stops). */
+int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var);
+void cap_dset_release(struct cap_dset *s);
+/* The VkWriteDescriptorSet structures (dstSet unset) a template update with data amounts to,
+ * handed to fn one by one. cap.mu held (t is a shadow). */
+void cap_templ_writes(const struct cap_templ *t, const void *data,
+                      void (*fn)(void *ctx, const VkWriteDescriptorSet *w), void *ctx);
 
 /* ---- cap_vk_mapped.c -------------------------------------------------------------------- */
 /* Host-visible memory as the host sees it: host writes into mappings found exactly and

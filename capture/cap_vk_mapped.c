@@ -679,6 +679,14 @@ void cap_mem_release(struct cap_mem *m)
             cap.mems[i] = cap.mems[--cap.n_mems];
             break;
         }
+    /* buffers that outlive their memory have none (a dispatch that reaches every buffer with
+     * a device address must not follow them into freed memory) */
+    const struct cap_map *bm = &cap.objs[CAP_T_BUF];
+    for (size_t i = 0; i < bm->cap; i++) {
+        struct cap_buf *b = bm->e[i].key > 1 ? bm->e[i].val : NULL;
+        if (b && b->mem == m)
+            b->mem = NULL;
+    }
     m->dead = 1;
     cap_mem_unref(m);
 }

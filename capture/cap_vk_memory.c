@@ -5,9 +5,10 @@
  * recreates them from. Host writes through mappings are found by cap_vk_mapped.c, which the
  * mapping calls (vkMapMemory, vkMapMemory2, and the program's own pages imported as device memory
  * with VK_EXT_external_memory_host) start and unmap, flush and free publish. Memory another
- * process or API fills (imported or exported handles), images and device addresses are
- * unmodelled: their generated wrappers count them and mark the trace incomplete
- * (capture/cap_vk_classes.txt).
+ * process or API fills (imported or exported handles) and images are unmodelled: their
+ * generated wrappers count them and mark the trace incomplete (capture/cap_vk_classes.txt).
+ * Buffers and allocations with device addresses get their capture-replay flags and opaque
+ * addresses from cap_vk_address.c.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -27,7 +28,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = cap_vk_result(d->fn.AllocateMemory(device, ai, alloc, out), "vkAllocateMemory");
+    VkMemoryAllocateInfo ai2 = *ai; /* with device addresses: capture-replay (cap_vk_address.c) */
+    void *addr_mem = CAP_ON() ? cap_addr_alloc_info(d, &ai2) : NULL;
+    VkResult r = cap_vk_result(d->fn.AllocateMemory(device, &ai2, alloc, out), "vkAllocateMemory");
+    uint64_t opaque = r == VK_SUCCESS ? cap_addr_memory_opaque(d, &ai2, *out) : 0;
+    free(addr_mem);
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint32_t flags = 0;
@@ -54,8 +59,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_rec(&enc, SBT_VK_MEMORY,
                        (uint64_t[]){m->o.id, m->size, m->type_index, m->props, flags,
-                                    db ? db->o.id : 0, d->id},
-                       7, NULL, 0);
+                                    db ? db->o.id : 0, d->id, opaque},
+                       8, NULL, 0);
         struct cap_ev *e = cap_op_ev(d, SBT_OP_ALLOC, "vkAllocateMemory", &enc, t0);
         if (e) {
             e->op.resource = m->o.id;
@@ -223,19 +228,23 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
     uint64_t t0 = cap_now();
-    VkResult r = cap_vk_result(d->fn.CreateBuffer(device, ci, alloc, out), "vkCreateBuffer");
+    VkBufferCreateInfo ci2 = *ci; /* with a device address: capture-replay (cap_vk_address.c) */
+    if (CAP_ON())
+        cap_addr_buffer_info(d, &ci2);
+    VkResult r = cap_vk_result(d->fn.CreateBuffer(device, &ci2, alloc, out), "vkCreateBuffer");
+    uint64_t opaque = r == VK_SUCCESS ? cap_addr_buffer_opaque(d, &ci2, *out) : 0;
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     pthread_mutex_lock(&cap.mu);
     struct cap_buf *b = cap_obj_new(sizeof *b, CAP_T_BUF, VK_OBJECT_TYPE_BUFFER, CAP_H(*out), d);
     if (b) {
         b->size = ci->size;
-        b->usage = ci->usage;
+        b->usage = cap_addr_buffer_usage(ci);
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_begin(&enc, SBT_VK_CREATE_BUFFER);
         sbt_vk_enc_arg(&enc, b->o.id);
         sbt_vk_enc_arg(&enc, ci->size);
-        sbt_vk_enc_arg(&enc, ci->usage);
+        sbt_vk_enc_arg(&enc, b->usage);
         sbt_vk_enc_arg(&enc, ci->flags);
         sbt_vk_enc_arg(&enc, ci->sharingMode);
         uint32_t nf = ci->sharingMode == VK_SHARING_MODE_CONCURRENT && ci->pQueueFamilyIndices
@@ -245,6 +254,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
         for (uint32_t i = 0; i < nf; i++)
             sbt_vk_enc_arg(&enc, ci->pQueueFamilyIndices[i]);
         sbt_vk_enc_arg(&enc, d->id);
+        sbt_vk_enc_arg(&enc, opaque);
         sbt_vk_enc_end(&enc, NULL, 0);
         cap_emit_marker(d, "vkCreateBuffer", &enc, t0);
     }

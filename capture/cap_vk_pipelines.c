@@ -1,8 +1,11 @@
 /*
  * capture/cap_vk_pipelines.c — shader modules (SPIR-V stored as a program blob, with the
  * reflection of cap_vk_spirv.c), pipeline layouts and compute pipelines (kernel rows with their
- * local size, specialization and layout). Graphics pipelines are unmodelled (counted; only
- * draws use them, and draws mark the trace incomplete).
+ * local size, specialization, shader stage flags, required subgroup size, create flags of both
+ * widths and layout). A module chained into the stage (maintenance5) gets a program row of its
+ * own. Pipeline caches are not recorded: a pipeline is recorded whole, and replay compiles it
+ * afresh. Graphics pipelines are unmodelled (counted; only draws use them, and draws mark the
+ * trace incomplete).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -14,6 +17,55 @@
 /* ========================================================================================== */
 /* Shader modules, layouts, pipelines                                                         */
 /* ========================================================================================== */
+
+/* The program row of a module (its SPIR-V as a blob, the reflection records); 0, or -1 when out
+ * of memory (recording stops). cap.mu held. */
+static int module_row(struct cap_dev *d, struct cap_module *m, const VkShaderModuleCreateInfo *ci)
+{
+    const struct cap_refl *refl = &m->refl;
+    struct cap_ev *e = cap_ev_new(CAP_EV_PROGRAM);
+    if (!e)
+        return -1;
+    struct sbt_vk_enc enc = {0};
+    sbt_vk_enc_rec(&enc, SBT_VK_MODULE,
+                   (uint64_t[]){m->o.id, ci->flags, ci->codeSize, refl->ok, refl->addresses}, 5,
+                   NULL, 0);
+    for (uint32_t i = 0; i < refl->n_b; i++) {
+        const struct cap_refl_binding *b = &refl->b[i];
+        sbt_vk_enc_rec(&enc, SBT_VK_MODULE_BINDING,
+                       (uint64_t[]){b->set, b->binding, b->access, b->storage, b->array}, 5, NULL,
+                       0);
+    }
+    for (uint32_t i = 0; i < refl->n_e; i++) {
+        const struct cap_refl_entry *x = &refl->e[i];
+        sbt_vk_enc_rec(&enc, SBT_VK_ENTRY_POINT,
+                       (uint64_t[]){x->local[0], x->local[1], x->local[2], x->spec_id[0],
+                                    x->spec_id[1], x->spec_id[2]},
+                       6, x->name, strlen(x->name));
+    }
+    e->dev_id = d->id;
+    e->prog_id = m->o.id;
+    e->data = malloc(ci->codeSize ? ci->codeSize : 1);
+    if (e->data) {
+        memcpy(e->data, ci->pCode, ci->codeSize);
+        e->data_len = ci->codeSize;
+    }
+    sbt_hash h = sbt_hash_bytes(ci->pCode, ci->codeSize);
+    snprintf(m->label, sizeof m->label, "spirv:%08llx", (unsigned long long)(h.hi >> 32));
+    e->str = strdup(m->label);
+    e->payload = enc.buf;
+    e->payload_len = enc.len;
+    e->ext_kind = SBT_VK_EXT_MODULE;
+    int bad = !e->data || sbt_vk_enc_status(&enc);
+    free(enc.args);
+    if (bad) {
+        cap_ev_free_chain(e);
+        cap_fail("out of memory storing a shader module");
+        return -1;
+    }
+    cap_emit(e);
+    return 0;
+}
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
                                                       const VkShaderModuleCreateInfo *ci,
@@ -31,49 +83,12 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
     pthread_mutex_lock(&cap.mu);
     struct cap_module *m =
         cap_obj_new(sizeof *m, CAP_T_MODULE, VK_OBJECT_TYPE_SHADER_MODULE, CAP_H(*out), d);
-    struct cap_ev *e = m ? cap_ev_new(CAP_EV_PROGRAM) : NULL;
-    if (!e) {
-        cap_refl_free(&refl);
-        pthread_mutex_unlock(&cap.mu);
-        return r;
-    }
-    m->refl = refl;
-    struct sbt_vk_enc enc = {0};
-    sbt_vk_enc_rec(&enc, SBT_VK_MODULE, (uint64_t[]){m->o.id, ci->flags, ci->codeSize, refl.ok}, 4,
-                   NULL, 0);
-    for (uint32_t i = 0; i < refl.n_b; i++) {
-        const struct cap_refl_binding *b = &refl.b[i];
-        sbt_vk_enc_rec(&enc, SBT_VK_MODULE_BINDING,
-                       (uint64_t[]){b->set, b->binding, b->access, b->storage, b->array}, 5, NULL,
-                       0);
-    }
-    for (uint32_t i = 0; i < refl.n_e; i++) {
-        const struct cap_refl_entry *x = &refl.e[i];
-        sbt_vk_enc_rec(&enc, SBT_VK_ENTRY_POINT,
-                       (uint64_t[]){x->local[0], x->local[1], x->local[2], x->spec_id[0],
-                                    x->spec_id[1], x->spec_id[2]},
-                       6, x->name, strlen(x->name));
-    }
-    e->dev_id = d->id;
-    e->prog_id = m->o.id;
-    e->data = malloc(ci->codeSize);
-    if (e->data) {
-        memcpy(e->data, ci->pCode, ci->codeSize);
-        e->data_len = ci->codeSize;
-    }
-    sbt_hash h = sbt_hash_bytes(ci->pCode, ci->codeSize);
-    snprintf(m->label, sizeof m->label, "spirv:%08llx", (unsigned long long)(h.hi >> 32));
-    e->str = strdup(m->label);
-    e->payload = enc.buf;
-    e->payload_len = enc.len;
-    e->ext_kind = SBT_VK_EXT_MODULE;
-    if (!e->data || sbt_vk_enc_status(&enc)) {
-        cap_ev_free_chain(e);
-        cap_fail("out of memory storing a shader module");
+    if (m) {
+        m->refl = refl;
+        module_row(d, m, ci);
     } else {
-        cap_emit(e);
+        cap_refl_free(&refl);
     }
-    free(enc.args);
     pthread_mutex_unlock(&cap.mu);
     return r;
 }
@@ -164,15 +179,77 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipeline
     d->fn.DestroyPipelineLayout(device, h, alloc);
 }
 
+/* What a compute pipeline's create info chains that replay leaves out: counted by sType (a
+ * structure that changes what the shader computes, robustness, is affecting). */
+static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *where)
+{
+    for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
+        switch ((uint32_t)s->sType) {
+#ifdef VK_KHR_maintenance5
+        case VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR:
+#endif
+        case VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO:
+        case VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO: /* recorded */
+        case VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO:
+        case VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT:
+        case VK_STRUCTURE_TYPE_PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD:
+        case VK_STRUCTURE_TYPE_SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT:
+            break; /* feedback and hints: results do not depend on them */
+        case VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT:
+            cap_unmodelled(d, "vkCreateComputePipelines (VkPipelineRobustnessCreateInfo)",
+                           SBT_UNMODELLED_AFFECTS);
+            break;
+        default: {
+            char what[160];
+            snprintf(what, sizeof what, "vkCreateComputePipelines (%s.pNext structure %u)", where,
+                     (unsigned)s->sType);
+            cap_unmodelled(d, cap_unmod_name(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1)),
+                           SBT_UNMODELLED_AFFECTS);
+        }
+        }
+    }
+}
+
 static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *ci, VkPipeline h,
                          uint64_t cache_id)
 {
     const VkPipelineShaderStageCreateInfo *st = &ci->stage;
     struct cap_module *m = cap_obj_find(CAP_H(st->module), CAP_T_MODULE);
     struct cap_playout *pl = cap_obj_find(CAP_H(ci->layout), CAP_T_PLAYOUT);
+    uint32_t req_subgroup = 0, has_flags2 = 0;
+    uint64_t flags2 = 0;
+    const VkShaderModuleCreateInfo *inline_mod = NULL;
+    for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
+            req_subgroup = ((const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *)s)
+                               ->requiredSubgroupSize;
+        else if (s->sType == VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO)
+            inline_mod = (const VkShaderModuleCreateInfo *)s;
+#ifdef VK_KHR_maintenance5
+    for (const VkBaseInStructure *s = ci->pNext; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR) {
+            flags2 = ((const VkPipelineCreateFlags2CreateInfoKHR *)s)->flags;
+            has_flags2 = 1;
+        }
+#endif
+    pipeline_chain(d, ci->pNext, "VkComputePipelineCreateInfo");
+    pipeline_chain(d, st->pNext, "VkPipelineShaderStageCreateInfo");
+    /* maintenance5: the module's create info chained to the stage instead of a module; it gets
+     * a program row of its own, not tracked as an object */
+    struct cap_module inl;
+    if (!m && !st->module && inline_mod) {
+        memset(&inl, 0, sizeof inl);
+        inl.o.id = cap_new_id();
+        cap_spirv_reflect(inline_mod->pCode, inline_mod->codeSize / 4, &inl.refl);
+        if (module_row(d, &inl, inline_mod) < 0) {
+            cap_refl_free(&inl.refl);
+            return;
+        }
+        m = &inl;
+    }
     if (!m) {
-        /* an inline module (maintenance5), a module identifier, or one made while not
-         * recording: the dispatches of this pipeline cannot be replayed */
+        /* a module identifier, a pipeline binary, or a module made while not recording: the
+         * dispatches of this pipeline cannot be replayed */
         cap_unmodelled(d, "vkCreateComputePipelines (shader module not captured)",
                        SBT_UNMODELLED_AFFECTS);
         return;
@@ -180,16 +257,12 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
     struct cap_pipeline *p =
         cap_obj_new(sizeof *p, CAP_T_PIPELINE, VK_OBJECT_TYPE_PIPELINE, CAP_H(h), d);
     if (!p)
-        return;
+        goto out;
     p->layout_handle = CAP_H(ci->layout);
     const char *entry = st->pName ? st->pName : "main";
     cap_spirv_local_size(&m->refl, entry, st->pSpecializationInfo, p->local);
-    uint32_t req_subgroup = 0;
-    for (const VkBaseInStructure *s = st->pNext; s; s = s->pNext)
-        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
-            req_subgroup = ((const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *)s)
-                               ->requiredSubgroupSize;
     p->refl_ok = m->refl.ok;
+    p->addresses = m->refl.addresses;
     if (m->refl.n_b) {
         p->acc = malloc(m->refl.n_b * sizeof *p->acc);
         if (p->acc) {
@@ -203,8 +276,9 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
     struct sbt_vk_enc enc = {0};
     sbt_vk_enc_rec(&enc, SBT_VK_PIPELINE,
                    (uint64_t[]){p->o.id, ci->flags, m->o.id, pl ? pl->o.id : 0, st->stage,
-                                p->local[0], p->local[1], p->local[2], req_subgroup, cache_id},
-                   10, sp && sp->pData ? sp->pData : NULL, sp && sp->pData ? sp->dataSize : 0);
+                                p->local[0], p->local[1], p->local[2], req_subgroup, cache_id,
+                                st->flags, flags2, has_flags2},
+                   13, sp && sp->pData ? sp->pData : NULL, sp && sp->pData ? sp->dataSize : 0);
     for (uint32_t i = 0; sp && sp->pMapEntries && i < sp->mapEntryCount; i++)
         sbt_vk_enc_rec(&enc, SBT_VK_SPEC_ENTRY,
                        (uint64_t[]){sp->pMapEntries[i].constantID, sp->pMapEntries[i].offset,
@@ -217,7 +291,7 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
         cap_ev_free_chain(e);
         sbt_vk_enc_free(&enc);
         cap_fail("out of memory describing a pipeline");
-        return;
+        goto out;
     }
     e->dev_id = d->id;
     e->kernel_id = p->o.id;
@@ -229,6 +303,9 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
     enc.buf = NULL;
     sbt_vk_enc_free(&enc);
     cap_emit(e);
+out:
+    if (m == &inl)
+        cap_refl_free(&inl.refl);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateComputePipelines(VkDevice device, VkPipelineCache cache,

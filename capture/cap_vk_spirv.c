@@ -4,7 +4,10 @@
  * NonReadable decorations, on the variable or on every member of its block), and each entry
  * point's local size (LocalSize / LocalSizeId execution modes, the WorkgroupSize built-in,
  * specialization constants). Accesses then say READ for a `readonly buffer` instead of the
- * conservative RW, which keeps dependency graphs and digests exact.
+ * conservative RW, which keeps dependency graphs and digests exact. And whether the shader uses
+ * buffer device addresses (PhysicalStorageBuffer pointers), and if so whether it may write
+ * through them: a store, atomic or memory copy through a pointer that is, or may be, one. A
+ * dispatch of such a shader gets accesses to every buffer with an address (cap_vk_submit.c).
  *
  * Reference: SPIR-V Specification 1.6, sections 2.3 (physical layout) and 3 (enumerants).
  * Anything unexpected (bad magic, truncated instruction, ids past the bound) makes the
@@ -16,6 +19,7 @@
 #include "capture/cap_vk_int.h"
 
 enum {
+    OP_CAPABILITY = 17,
     OP_ENTRY_POINT = 15,
     OP_EXECUTION_MODE = 16,
     OP_TYPE_IMAGE = 25,
@@ -31,6 +35,20 @@ enum {
     OP_DECORATE = 71,
     OP_MEMBER_DECORATE = 72,
     OP_EXECUTION_MODE_ID = 331,
+    OP_STORE = 62,
+    OP_COPY_MEMORY = 63,
+    OP_COPY_MEMORY_SIZED = 64,
+    OP_ATOMIC_LOAD = 227,
+    OP_ATOMIC_STORE = 228,
+    OP_ATOMIC_FIRST = 229, /* OpAtomicExchange .. OpAtomicXor: pointer, scope, semantics */
+    OP_ATOMIC_LAST = 242,
+    OP_ATOMIC_FLAG_TEST_AND_SET = 318,
+    OP_ATOMIC_FLAG_CLEAR = 319,
+    OP_ATOMIC_FMIN_EXT = 5614,
+    OP_ATOMIC_FMAX_EXT = 5615,
+    OP_ATOMIC_FADD_EXT = 6035,
+    CAP_PHYSICAL_STORAGE_BUFFER = 5347,
+    SC_PHYSICAL_STORAGE_BUFFER = 5349,
     DEC_SPEC_ID = 1,
     DEC_BUFFER_BLOCK = 3,
     DEC_BUILTIN = 11,
@@ -48,6 +66,9 @@ enum {
 };
 
 enum { F_SET = 1, F_BINDING = 2, F_NW = 4, F_NR = 8, F_BLOCKBUF = 16, F_WGSIZE = 32, F_SPEC = 64 };
+/* what a result id is, for device-address writes: a pointer into physical storage buffers,
+ * another pointer, or neither / not known */
+enum { P_NONE, P_OTHER, P_PSB };
 
 struct sid {
     uint16_t op;
@@ -69,6 +90,46 @@ static uint32_t const_value(const struct sid *ids, uint32_t bound, uint32_t id, 
     return ids[id].a;
 }
 
+/* What a shader that uses PhysicalStorageBuffer pointers may do through them: READ, or RW when
+ * it stores, copies or applies an atomic through a pointer that is one or whose kind is not
+ * known. A value's kind comes from its result type: every instruction whose first operand is a
+ * pointer type declares a result of that type (others that happen to name a pointer type there
+ * only make the answer more conservative). */
+static uint32_t address_access(const uint32_t *code, size_t n_words, const struct sid *ids,
+                               uint32_t bound)
+{
+    uint8_t *kind = calloc(bound, 1);
+    if (!kind)
+        return SBT_ACCESS_RW;
+    for (size_t i = 5; i < n_words;) {
+        uint32_t wc = code[i] >> 16;
+        const uint32_t *w = code + i;
+        if (wc >= 3 && w[1] < bound && ids[w[1]].op == OP_TYPE_POINTER && w[2] < bound)
+            kind[w[2]] = ids[w[1]].a == SC_PHYSICAL_STORAGE_BUFFER ? P_PSB : P_OTHER;
+        i += wc ? wc : 1;
+    }
+    uint32_t mode = SBT_ACCESS_READ;
+    for (size_t i = 5; i < n_words && mode != SBT_ACCESS_RW;) {
+        uint32_t wc = code[i] >> 16, op = code[i] & 0xffff;
+        const uint32_t *w = code + i;
+        uint32_t ptr = UINT32_MAX; /* the pointer written through */
+        if ((op == OP_STORE || op == OP_COPY_MEMORY || op == OP_COPY_MEMORY_SIZED ||
+             op == OP_ATOMIC_STORE || op == OP_ATOMIC_FLAG_CLEAR) &&
+            wc >= 2)
+            ptr = w[1];
+        else if (((op >= OP_ATOMIC_FIRST && op <= OP_ATOMIC_LAST) ||
+                  op == OP_ATOMIC_FLAG_TEST_AND_SET || op == OP_ATOMIC_FMIN_EXT ||
+                  op == OP_ATOMIC_FMAX_EXT || op == OP_ATOMIC_FADD_EXT) &&
+                 wc >= 4)
+            ptr = w[3];
+        if (ptr != UINT32_MAX && (ptr >= bound || kind[ptr] != P_OTHER))
+            mode = SBT_ACCESS_RW;
+        i += wc ? wc : 1;
+    }
+    free(kind);
+    return mode;
+}
+
 void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *refl)
 {
     memset(refl, 0, sizeof *refl);
@@ -80,7 +141,7 @@ void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *re
     if (!ids)
         return;
     uint32_t n_entry = 0, cap_entry = 0, wg_id = 0;
-    int ok = 1;
+    int ok = 1, psb = 0;
     /* pass: collect ids, entry points, decorations */
     for (size_t i = 5; i < n_words && ok;) {
         uint32_t wc = code[i] >> 16, op = code[i] & 0xffff;
@@ -91,6 +152,10 @@ void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *re
         const uint32_t *w = code + i;
 #define ID_OK(x) ((x) < bound)
         switch (op) {
+        case OP_CAPABILITY:
+            if (wc >= 2 && w[1] == CAP_PHYSICAL_STORAGE_BUFFER)
+                psb = 1;
+            break;
         case OP_ENTRY_POINT: {
             if (wc < 4)
                 break;
@@ -139,6 +204,7 @@ void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *re
         case OP_TYPE_POINTER:
             if (wc >= 4 && ID_OK(w[1]))
                 ids[w[1]].op = (uint16_t)op, ids[w[1]].a = w[2], ids[w[1]].b = w[3];
+            psb |= wc >= 4 && w[2] == SC_PHYSICAL_STORAGE_BUFFER;
             break;
         case OP_CONSTANT:
         case OP_SPEC_CONSTANT:
@@ -219,6 +285,8 @@ void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *re
         i += wc;
     }
     refl->n_e = n_entry;
+    if (psb && ok)
+        refl->addresses = address_access(code, n_words, ids, bound);
     if (wg_id && ids[wg_id].op) {
         refl->has_wgsize = 1;
         for (int d = 0; d < 3; d++)

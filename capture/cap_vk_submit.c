@@ -90,6 +90,10 @@ struct xstate {
     struct cap_pipeline *pipe;
     uint64_t set[CAP_MAX_SETS];
     uint32_t dyn[CAP_MAX_SETS][MAX_DYN], n_dyn[CAP_MAX_SETS];
+    /* push descriptors: set number i reads pset[i] while is_push[i] (the sets are the
+     * submission's, reshaped when a push names another set layout) */
+    struct cap_dset pset[CAP_MAX_SETS];
+    uint8_t is_push[CAP_MAX_SETS];
     uint8_t push[256];
     uint32_t push_hi;
     /* per op */
@@ -237,6 +241,32 @@ static int indirect_groups(const struct cap_buf *b, uint64_t off, uint32_t out[3
     return 1;
 }
 
+/* A shader that dereferences buffer device addresses may read (and, if its SPIR-V stores
+ * through them, write) any buffer that has an address: the dispatch gets that access to the
+ * whole of every live buffer of the device with SHADER_DEVICE_ADDRESS usage, so the graph,
+ * slices and digests stay sound. */
+static int cmp_acc(const void *a, const void *b)
+{
+    const struct sbt_access *x = a, *y = b;
+    if (x->resource != y->resource)
+        return x->resource < y->resource ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void address_accesses(struct xstate *x, uint32_t mode)
+{
+    const struct cap_map *m = &cap.objs[CAP_T_BUF];
+    uint32_t first = x->n_acc;
+    for (size_t i = 0; i < m->cap; i++) {
+        struct cap_buf *b = m->e[i].key > 1 ? m->e[i].val : NULL;
+        if (b && b->o.dev == x->dev && (b->usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT))
+            add_acc(x, b, 0, b->size, mode);
+    }
+    /* in memory order, not the order of the handle map: the same in every capture */
+    if (x->n_acc > first)
+        qsort(x->acc + first, x->n_acc - first, sizeof *x->acc, cmp_acc);
+}
+
 static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, uint64_t ind_off,
                         uint32_t index)
 {
@@ -260,7 +290,9 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
     if (ib)
         add_acc(x, ib, ind_off, sizeof(VkDispatchIndirectCommand), SBT_ACCESS_READ);
     for (uint32_t si = 0; si < CAP_MAX_SETS; si++) {
-        struct cap_dset *s = x->set[si] ? cap_obj_find(x->set[si], CAP_T_DSET) : NULL;
+        struct cap_dset *s = x->is_push[si] ? &x->pset[si]
+                             : x->set[si]   ? cap_obj_find(x->set[si], CAP_T_DSET)
+                                            : NULL;
         if (!s)
             continue;
         uint32_t di = 0;
@@ -300,6 +332,8 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
             }
         }
     }
+    if (p->addresses)
+        address_accesses(x, p->addresses);
     struct cap_ev *e = op_done(x, SBT_OP_KERNEL, "vkCmdDispatch");
     if (!e)
         return;
@@ -323,6 +357,7 @@ static void bind_sets(struct xstate *x, const struct sbt_vk_rec *r)
     for (uint32_t i = 0; i < n && first + i < CAP_MAX_SETS; i++) {
         uint32_t si = first + i;
         x->set[si] = sbt_vk_arg(r, 4 + i);
+        x->is_push[si] = 0;
         x->n_dyn[si] = 0;
         struct cap_dset *s = cap_obj_find(x->set[si], CAP_T_DSET);
         for (uint32_t b = 0; s && b < s->n_b; b++)
@@ -335,6 +370,36 @@ static void bind_sets(struct xstate *x, const struct sbt_vk_rec *r)
                 k++;
             }
     }
+}
+
+/* CMD_PUSH_SET: the writes go into the push set of that set number, shaped by the set layout
+ * the pipeline layout has there; pushing again with the same set layout keeps what earlier
+ * pushes wrote elsewhere in it. */
+static void push_set(struct xstate *x, const struct sbt_vk_rec *r)
+{
+    if (sbt_vk_arg(r, 0) != VK_PIPELINE_BIND_POINT_COMPUTE)
+        return;
+    uint64_t si = sbt_vk_arg(r, 2);
+    struct cap_playout *pl = cap_obj_find(sbt_vk_arg(r, 1), CAP_T_PLAYOUT);
+    struct cap_dsl *l = pl && si < pl->n_sets ? cap_obj_find(pl->set_layout[si], CAP_T_DSL) : NULL;
+    if (!l) {
+        unmod_op(x, "vkCmdPushDescriptorSet (pipeline layout or set layout not captured)");
+        return;
+    }
+    struct cap_dset *s = &x->pset[si];
+    if (!x->is_push[si] || s->layout_id != l->o.id) {
+        cap_dset_release(s);
+        if (cap_dset_shape(s, l, UINT32_MAX) < 0) {
+            x->failed = 1;
+            return;
+        }
+    }
+    x->is_push[si] = 1;
+    x->set[si] = 0;
+    x->n_dyn[si] = 0;
+    for (uint32_t i = 3, len; i < r->n_arg; i += len)
+        if (!(len = cap_dset_apply(s, r->arg + i, r->n_arg - i)))
+            break;
 }
 
 /* Translates a raw record's handles into capture ids for the stored recording. */
@@ -367,6 +432,12 @@ static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
         break;
     case SBT_VK_CMD_PUSH_CONSTANTS:
         TR(0, CAP_T_PLAYOUT);
+        break;
+    case SBT_VK_CMD_PUSH_SET:
+        TR(1, CAP_T_PLAYOUT);
+        for (uint32_t i = 3, len; i < n; i += len)
+            if (!(len = cap_write_ids(a + i, n - i)))
+                break;
         break;
     case SBT_VK_CMD_DISPATCH_INDIRECT:
     case SBT_VK_CMD_FILL_BUFFER:
@@ -443,6 +514,9 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
         break;
     case SBT_VK_CMD_BIND_SETS:
         bind_sets(x, r);
+        break;
+    case SBT_VK_CMD_PUSH_SET:
+        push_set(x, r);
         break;
     case SBT_VK_CMD_PUSH_CONSTANTS: {
         uint64_t off = sbt_vk_arg(r, 2);
@@ -566,7 +640,10 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
                 uint32_t cap_acc = x->cap_acc;
                 struct sbt_vk_enc pay = x->pay;
                 struct cap_timing *timing = x->timing;
+                struct cap_dset pset[CAP_MAX_SETS]; /* the secondary may have reshaped them */
+                memcpy(pset, x->pset, sizeof pset);
                 *x = save;
+                memcpy(x->pset, pset, sizeof pset);
                 x->timing = timing;
                 x->tail = tail;
                 x->n_ops = n_ops;
@@ -613,6 +690,7 @@ static void expand(struct xstate *x, struct cap_cmdbuf *cb, int depth, struct sb
     x->pipe = NULL;
     memset(x->set, 0, sizeof x->set);
     memset(x->n_dyn, 0, sizeof x->n_dyn);
+    memset(x->is_push, 0, sizeof x->is_push);
     x->push_hi = 0;
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
@@ -808,6 +886,8 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     }
     free(x.acc);
     sbt_vk_enc_free(&x.pay);
+    for (uint32_t i = 0; i < CAP_MAX_SETS; i++)
+        cap_dset_release(&x.pset[i]);
     if (x.failed || sbt_vk_enc_status(&pay)) {
         sbt_vk_enc_free(&pay);
         if (x.timing) {

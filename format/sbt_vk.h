@@ -25,7 +25,7 @@
  * Where each payload goes (capture/cap_vk_*.c write them, replay reads them):
  *   device row ext        kind SBT_VK_EXT_DEVICE:   DEVICE, MEMORY_TYPE*, MEMORY_HEAP*,
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
- *                                                   FEATURES*, DEVICE_CHAIN*
+ *                                                   FEATURES*, DEVICE_CHAIN*, ADDRESS_REPLAY
  *   program row ext       kind SBT_VK_EXT_MODULE:   MODULE, MODULE_BINDING*, ENTRY_POINT*
  *   kernel row ext        kind SBT_VK_EXT_PIPELINE: PIPELINE, SPEC_ENTRY*, PIPELINE_LAYOUT,
  *                                                   SET_LAYOUT* (+ SET_BINDING* after each)
@@ -36,11 +36,14 @@
  *   ALLOC      MEMORY                FREE            DESTROY (type MEMORY)
  *   MARKER     CREATE_BUFFER, BIND_BUFFER, CREATE_BUFFER_VIEW, SET_LAYOUT (+SET_BINDING*),
  *              PIPELINE_LAYOUT, ALLOC_SET, WRITE_SET*, COPY_SET*, CREATE_SYNC, RESET_SYNC,
- *              DESTROY — API state changes with no device effect, in API order. The op name is
- *              the Vulkan command ("vkCreateBuffer").
+ *              DESTROY, BUFFER_ADDRESS — API state changes with no device effect, in API
+ *              order. The op name is the Vulkan command ("vkCreateBuffer").
  *   SUBMIT     SUBMIT, then per batch BATCH, WAIT_SEM*, CMDBUF*, SIGNAL_SEM*
  *   KERNEL     DISPATCH (+ BINDING*): self-contained (pipeline, resolved descriptors, push
- *              constants), so one dispatch can be replayed on its own
+ *              constants), so one dispatch can be replayed on its own. Descriptors bound in
+ *              sets (dynamic offsets applied), pushed, or written through templates all end up
+ *              as BINDING records. A shader that dereferences device addresses has, besides its
+ *              bindings' accesses, one to every buffer with an address (MODULE says so)
  *   COPY       COPY_BUFFER / UPDATE_BUFFER (op.blob = the update bytes)   FILL   FILL_BUFFER
  *   HOST_WRITE / HOST_READ / SIGNAL / WAIT / EVENT_* / *_SYNC: no payload needed, or a
  *              SYNC_INFO record for queue-side waits (stage mask)
@@ -91,8 +94,15 @@ enum sbt_vk_kind {
     /* DEVICE_CHAIN: sType of a structure in VkDeviceCreateInfo's pNext chain that is not a        \
        features structure (replay does not rebuild it; the capture counts it as unmodelled) */     \
     X(DEVICE_CHAIN, 9)                                                                             \
+    /* ADDRESS_REPLAY: 1 = bufferDeviceAddressCaptureReplay was on (the layer turns it on where    \
+       the program enables bufferDeviceAddress and the device offers it): buffers and memory       \
+       with device addresses carry opaque capture addresses (CREATE_BUFFER, MEMORY) */             \
+    X(ADDRESS_REPLAY, 10)                                                                          \
     /* ---- program ext: SPIR-V reflection ------------------------------------------------- */    \
-    X(MODULE, 16) /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1) */      \
+    /* module id, VkShaderModuleCreateFlags, code bytes, reflection ok (0/1), device addresses:    \
+       the enum sbt_access_mode the shader may apply through PhysicalStorageBuffer pointers (0 =   \
+       none; missing in older traces: 0) */                                                        \
+    X(MODULE, 16)                                                                                  \
     /* set, binding, access (enum sbt_access_mode the shader allows: NonWritable -> READ,          \
        NonReadable -> WRITE, else RW), storage class (SPIR-V), array size (0 = runtime) */         \
     X(MODULE_BINDING, 17)                                                                          \
@@ -100,9 +110,12 @@ enum sbt_vk_kind {
        bytes: entry point name */                                                                  \
     X(ENTRY_POINT, 18)                                                                             \
     /* ---- kernel ext: compute pipeline ---------------------------------------------------- */   \
-    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage flags,               \
-       resolved local size x, y, z, required subgroup size (0 = none), pipeline cache id;          \
-       bytes: specialization data */                                                               \
+    /* pipeline id, VkPipelineCreateFlags, module id, layout id, shader stage (the                 \
+       VkShaderStageFlagBits), resolved local size x, y, z, required subgroup size (0 = none),     \
+       pipeline cache id (0: not recorded, replay uses none), VkPipelineShaderStageCreateFlags,    \
+       VkPipelineCreateFlags2 and whether a VkPipelineCreateFlags2CreateInfo gave them (1: they    \
+       replace the VkPipelineCreateFlags); bytes: specialization data. The module may have been    \
+       chained into the stage (maintenance5): it has its program row all the same */               \
     X(PIPELINE, 32)                                                                                \
     X(SPEC_ENTRY, 33) /* constantID, offset, size (into PIPELINE's bytes) */                       \
     /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */    \
@@ -112,9 +125,12 @@ enum sbt_vk_kind {
     X(SET_BINDING, 36)                                                                             \
     /* ---- state ops (MARKER / ALLOC) -------------------------------------------------------- */ \
     /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,             \
-       VkMemoryAllocateFlags, dedicated buffer id (0 = none), device id */                         \
+       VkMemoryAllocateFlags (as the program gave them), dedicated buffer id (0 = none), device    \
+       id, opaque capture address (0 = none; see ADDRESS_REPLAY) */                                \
     X(MEMORY, 48)                                                                                  \
-    /* buffer id, size, usage, flags, sharingMode, n queue families, families..., device id */     \
+    /* buffer id, size, usage (VkBufferUsageFlags2 when the program gave those), flags (as the     \
+       program gave them), sharingMode, n queue families, families..., device id, opaque capture   \
+       address (0 = none; see ADDRESS_REPLAY) */                                                   \
     X(CREATE_BUFFER, 49)                                                                           \
     /* buffer id, memory id, memoryOffset, buffer size, memory requirements alignment */           \
     X(BIND_BUFFER, 50)                                                                             \
@@ -122,7 +138,8 @@ enum sbt_vk_kind {
     /* set id, set layout id, pool id, variable descriptor count */                                \
     X(ALLOC_SET, 52)                                                                               \
     /* set id, binding, array element, VkDescriptorType, n, then n x (buffer id, offset,           \
-       range, buffer view id) — images and samplers are not captured (counted unsupported) */    \
+       range, buffer view id); an update template is recorded as the writes it amounts to.         \
+       Images and samplers are not captured (counted unsupported) */                               \
     X(WRITE_SET, 53)                                                                               \
     /* src set, src binding, src element, dst set, dst binding, dst element, count */              \
     X(COPY_SET, 54)                                                                                \
@@ -131,6 +148,9 @@ enum sbt_vk_kind {
     X(CREATE_SYNC, 55)                                                                             \
     X(RESET_SYNC, 56) /* obj type, n, ids... (vkResetFences, vkResetEvent) */                      \
     X(DESTROY, 57)    /* VkObjectType, id */                                                       \
+    /* buffer id, device address vkGetBufferDeviceAddress gave the program (written the first      \
+       time, and again if it changes) */                                                           \
+    X(BUFFER_ADDRESS, 58)                                                                          \
     /* ---- submission ------------------------------------------------------------------------ */ \
     /* queue id, n batches, fence id (0 = none), 2 if vkQueueSubmit2 else 1 */                     \
     X(SUBMIT, 64)                                                                                  \
@@ -182,7 +202,12 @@ enum sbt_vk_kind {
     X(CMD_RESET_QUERIES, 110)   /* query pool id, first, count */                                  \
     X(CMD_EXECUTE, 111)         /* n, secondary command buffer ids... */                           \
     X(CMD_UNSUPPORTED, 112)     /* bytes: the Vulkan command name */                               \
-    X(CMD_END, 113)             /* number of records before it */
+    X(CMD_END, 113)             /* number of records before it */                                  \
+    /* push descriptors (vkCmdPushDescriptorSet*, plain or through a template, and the             \
+       maintenance6 forms): bind point, layout id, set number, then writes to the end of the       \
+       arguments, each in the layout of WRITE_SET after its set id (binding, array element,        \
+       type, n, n tuples); they update the command buffer's push set for that set number */        \
+    X(CMD_PUSH_SET, 114)
 
 enum sbt_vk_call {
 #define SBT_VK__ENUM(name, val) SBT_VK_##name = val,

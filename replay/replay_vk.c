@@ -28,7 +28,10 @@
  * stays mapped.
  *
  * Descriptor sets are built per dispatch from the dispatch's resolved bindings, from pools
- * owned by the batch and reset when it completes, so a dispatch replays on its own.
+ * owned by the batch and reset when it completes, so a dispatch replays on its own: pushed
+ * descriptors, bound sets and dynamic offsets (already applied to the bindings' offsets) all
+ * come down to sets written just before the dispatch. Set layouts keep their binding flags
+ * (partially bound, variable counts, update after bind) and update-after-bind pools.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -188,6 +191,7 @@ static void vk_reset(void *be)
             free(s->binding);
             free(s->type);
             free(s->count);
+            free(s->flags);
             free(s);
         }
     }
@@ -211,7 +215,7 @@ static void vk_close(void *be)
         vk_reset(b);
         vkr_staging_destroy(b, b->free_staging);
         for (uint32_t i = 0; i < b->n_free_pools; i++)
-            vkDestroyDescriptorPool(b->dev, b->free_pools[i], NULL);
+            vkDestroyDescriptorPool(b->dev, b->free_pools[i].pool, NULL);
         for (uint32_t i = 0; i < b->n_q; i++) {
             if (b->q[i].timeline)
                 vkDestroySemaphore(b->dev, b->q[i].timeline, NULL);
@@ -227,6 +231,13 @@ static void vk_close(void *be)
     if (b->inst)
         vkDestroyInstance(b->inst, NULL);
     free(b->free_pools);
+    free(b->scr.rec);
+    free(b->scr.arg);
+    free(b->scr.w);
+    free(b->scr.bi);
+    free(b->scr.bv);
+    free(b->scr.written);
+    free(b->scr.dyn);
     free(b->dead_bufs);
     free(b->stream_q);
     free(b->slot_q);

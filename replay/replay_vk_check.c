@@ -25,7 +25,7 @@ static int in_range(uint64_t off, uint64_t len, uint64_t size)
 #define BAD(...) replay__fail(SBT_ECORRUPT, __VA_ARGS__)
 
 void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint32_t min_subgroup,
-                     uint32_t max_subgroup)
+                     uint32_t max_subgroup, uint32_t subgroup_size)
 {
     memset(l, 0, sizeof *l);
     l->max_push_constants = d->maxPushConstantsSize;
@@ -44,6 +44,7 @@ void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint
     l->max_bound_sets = d->maxBoundDescriptorSets;
     l->min_subgroup = min_subgroup;
     l->max_subgroup = max_subgroup;
+    l->subgroup_size = subgroup_size;
 }
 
 /* ---- device row ------------------------------------------------------------------------- */
@@ -202,14 +203,59 @@ int vkr_check_update(const struct sbt_vk_rec *r, uint64_t data_len, uint64_t buf
 
 /* ---- layouts and pipelines ---------------------------------------------------------------- */
 
-int vkr_check_set_binding(const struct sbt_vk_rec *r)
+int vkr_check_set_layout(const struct sbt_vk_rec *r)
+{
+    /* push descriptors (replay allocates sets instead) and update-after-bind pools; what needs
+     * descriptor buffers, host-only pools or per-stage layouts is not replayed */
+    uint64_t flags = sbt_vk_arg(r, 1);
+    uint64_t known = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR |
+                     VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT;
+    if (r->call != SBT_VK_SET_LAYOUT || r->n_arg < 3)
+        return BAD("SET_LAYOUT record expected (%u arguments)", r->n_arg);
+    if (flags & ~known)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "set layout %" PRIu64 ": create flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(r, 0), flags, flags & ~known);
+    if ((flags & known) == known)
+        return BAD("set layout %" PRIu64 ": push descriptors in an update-after-bind pool",
+                   sbt_vk_arg(r, 0));
+    return 0;
+}
+
+static int is_dynamic(uint64_t t)
+{
+    return t == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC ||
+           t == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+}
+
+int vkr_check_set_binding(const struct sbt_vk_rec *r, uint64_t layout_flags)
 {
     if (r->call != SBT_VK_SET_BINDING || r->n_arg < 3)
         return BAD("set layout: SET_BINDING record expected (%u arguments)", r->n_arg);
-    uint64_t type = sbt_vk_arg(r, 1), count = sbt_vk_arg(r, 2);
+    uint64_t type = sbt_vk_arg(r, 1), count = sbt_vk_arg(r, 2), flags = sbt_vk_arg(r, 4);
     if (sbt_vk_arg(r, 0) > UINT32_MAX || type > UINT32_MAX || count > (1u << 20))
         return BAD("set layout binding %" PRIu64 ": type %" PRIu64 ", %" PRIu64 " descriptors",
                    sbt_vk_arg(r, 0), type, count);
+    uint64_t known = VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
+                     VK_DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING_BIT |
+                     VK_DESCRIPTOR_BINDING_PARTIALLY_BOUND_BIT |
+                     VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT;
+    if (flags & ~known)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "set layout binding %" PRIu64 ": binding flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(r, 0), flags, flags & ~known);
+    if ((flags & VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT) &&
+        !(layout_flags & VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT))
+        return BAD("set layout binding %" PRIu64 ": update after bind in a layout without "
+                   "UPDATE_AFTER_BIND_POOL",
+                   sbt_vk_arg(r, 0));
+    if (is_dynamic(type) && (flags & (VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
+                                      VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT)))
+        return BAD("set layout binding %" PRIu64 ": dynamic buffer descriptors cannot have "
+                   "binding flags 0x%" PRIx64,
+                   sbt_vk_arg(r, 0), flags);
     return 0;
 }
 
@@ -242,28 +288,47 @@ int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, ui
     return 0;
 }
 
-int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p)
+int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, uint32_t *out_flags)
 {
-    /* create flags replay can pass on: everything but those that need more than one
-     * create info or a pipeline library (derivatives, libraries, capture/replay of
-     * shader-group handles) */
-    uint64_t flags = sbt_vk_arg(p, 1);
-    uint64_t known = VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT |
-                     VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT |
-                     VK_PIPELINE_CREATE_DISPATCH_BASE_BIT |
-                     VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |
-                     VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT |
-                     VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
-                     VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
-    if (flags & ~known)
+    /* create flags (VkPipelineCreateFlags2 when the capture chained them: the same bits below
+     * bit 32): those that change what the pipeline computes are passed on; those that only ask
+     * for caching behaviour, statistics or derivatives are dropped (replay compiles every
+     * pipeline afresh, without a cache); the rest need more than one create info, a library or
+     * features replay does not rebuild */
+    uint64_t flags = sbt_vk_arg(p, 12) ? sbt_vk_arg(p, 11) : sbt_vk_arg(p, 1);
+    const uint64_t pass =
+        VK_PIPELINE_CREATE_DISABLE_OPTIMIZATION_BIT | VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
+    const uint64_t drop = VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT |
+                          VK_PIPELINE_CREATE_DERIVATIVE_BIT |
+                          VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT |
+                          VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT |
+                          VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+                          VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR |
+                          0x08000000ull /* NO_PROTECTED_ACCESS: what unprotected replay does */ |
+                          0x80000000ull /* CAPTURE_DATA (pipeline binaries): not used */;
+    if (flags & ~(pass | drop))
         return replay__fail(REPLAY_EUNSUPPORTED,
                             "pipeline %" PRIu64 ": create flags 0x%" PRIx64
                             " include bits replay does not support (0x%" PRIx64 ")",
-                            sbt_vk_arg(p, 0), flags, flags & ~known);
-    uint64_t req = sbt_vk_arg(p, 8);
+                            sbt_vk_arg(p, 0), flags, flags & ~(pass | drop));
+    *out_flags = (uint32_t)(flags & pass);
+    if (sbt_vk_arg(p, 4) && sbt_vk_arg(p, 4) != VK_SHADER_STAGE_COMPUTE_BIT)
+        return BAD("pipeline %" PRIu64 ": shader stage 0x%" PRIx64 " in a compute pipeline",
+                   sbt_vk_arg(p, 0), sbt_vk_arg(p, 4));
+    uint64_t req = sbt_vk_arg(p, 8), sflags = sbt_vk_arg(p, 10);
+    const uint64_t vary = VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT,
+                   full = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    if (sflags & ~(vary | full))
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "pipeline %" PRIu64 ": shader stage create flags 0x%" PRIx64
+                            " include bits replay does not support (0x%" PRIx64 ")",
+                            sbt_vk_arg(p, 0), sflags, sflags & ~(vary | full));
     if (req && (req & (req - 1)))
         return BAD("pipeline %" PRIu64 ": required subgroup size %" PRIu64 " is not a power of two",
                    sbt_vk_arg(p, 0), req);
+    if (req && (sflags & vary))
+        return BAD("pipeline %" PRIu64 ": a required subgroup size with a varying one",
+                   sbt_vk_arg(p, 0));
     if (req && (req < l->min_subgroup || req > l->max_subgroup))
         return replay__fail(REPLAY_ENODEV,
                             "pipeline %" PRIu64 ": required subgroup size %" PRIu64
@@ -284,6 +349,20 @@ int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p)
                             "pipeline %" PRIu64 ": %" PRIu64 " invocations per workgroup; this "
                             "device's maxComputeWorkGroupInvocations is %u",
                             sbt_vk_arg(p, 0), inv, l->max_invocations);
+    /* full subgroups: the workgroup's x size must be a multiple of the subgroup size the
+     * pipeline will run with on this device (it may differ from the capture's) */
+    if (sflags & full) {
+        uint64_t sg = req ? req : (sflags & vary) ? l->max_subgroup : l->subgroup_size;
+        const char *what = req               ? "its required subgroup size"
+                           : (sflags & vary) ? "this device's maxSubgroupSize"
+                                             : "this device's subgroupSize";
+        if (sg && sbt_vk_arg(p, 5) % sg)
+            return replay__fail(REPLAY_ENODEV,
+                                "pipeline %" PRIu64
+                                " requires full subgroups: its workgroup size x "
+                                "= %" PRIu64 " is not a multiple of %s (%" PRIu64 ")",
+                                sbt_vk_arg(p, 0), sbt_vk_arg(p, 5), what, sg);
+    }
     return 0;
 }
 
@@ -317,9 +396,14 @@ int vkr_check_buffer(const struct sbt_vk_rec *r)
     if (!sbt_vk_arg(r, 0) || !sbt_vk_arg(r, 1))
         return BAD("buffer %" PRIu64 " of %" PRIu64 " bytes (id and size must be nonzero)",
                    sbt_vk_arg(r, 0), sbt_vk_arg(r, 1));
-    if (sbt_vk_arg(r, 2) > UINT32_MAX || sbt_vk_arg(r, 3) > UINT32_MAX)
+    if (sbt_vk_arg(r, 3) > UINT32_MAX)
         return BAD("buffer %" PRIu64 ": usage 0x%" PRIx64 ", flags 0x%" PRIx64, sbt_vk_arg(r, 0),
                    sbt_vk_arg(r, 2), sbt_vk_arg(r, 3));
+    if (sbt_vk_arg(r, 2) > UINT32_MAX) /* VkBufferUsageFlags2 (maintenance5) past 32 bits */
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "buffer %" PRIu64 ": usage 0x%" PRIx64
+                            " includes bits past VkBufferUsageFlags",
+                            sbt_vk_arg(r, 0), sbt_vk_arg(r, 2));
     return 0;
 }
 

@@ -152,46 +152,120 @@ static struct buf *buf_of(struct vkbe *b, uint64_t id, int *st, const char *what
     return x && x->mem ? x : NULL;
 }
 
-static VkDescriptorPool pool_get(struct vkbe *b, struct batch *x)
+/* ---- descriptor sets ---------------------------------------------------------------------- */
+
+/* Descriptor types a pool holds, with the counts of a standard pool (one serves many
+ * dispatches; a set that needs more gets a pool of its own size). */
+static const struct {
+    VkDescriptorType type;
+    uint32_t n;
+} pool_types[] = {
+    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1024},
+    {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 256},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, 256},
+    {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 256},
+    {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 256},
+    {VK_DESCRIPTOR_TYPE_SAMPLER, 256},
+    {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 256},
+    {VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 256},
+    {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 256},
+};
+#define N_POOL_TYPES (sizeof pool_types / sizeof pool_types[0])
+#define POOL_SETS    512u
+
+/* The descriptors of each pool type a set of layout sl needs (var: the count of its
+ * variable-count binding); 1 if they fit a standard pool, 0 if not, < 0 for a type replay has
+ * no descriptors of. */
+static int set_needs(const struct setlayout *sl, uint32_t var, uint32_t need[N_POOL_TYPES])
 {
-    VkDescriptorPool p = VK_NULL_HANDLE;
-    if (b->n_free_pools) {
-        p = b->free_pools[--b->n_free_pools];
-    } else {
-        VkDescriptorPoolSize ps[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
-                                     {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1024},
-                                     {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, 256},
-                                     {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, 256},
-                                     {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 256},
-                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 256}};
-        VkDescriptorPoolCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                         .maxSets = 512,
-                                         .poolSizeCount = 6,
-                                         .pPoolSizes = ps};
-        if (vkCreateDescriptorPool(b->dev, &ci, NULL, &p) != VK_SUCCESS)
+    int fits = 1;
+    memset(need, 0, N_POOL_TYPES * sizeof *need);
+    for (uint32_t i = 0; i < sl->n_b; i++) {
+        uint32_t n = (int32_t)i == sl->var ? var : sl->count[i], t = 0;
+        while (t < N_POOL_TYPES && pool_types[t].type != (VkDescriptorType)sl->type[i])
+            t++;
+        if (t == N_POOL_TYPES && n)
+            return replay__fail(REPLAY_EUNSUPPORTED,
+                                "set layout binding %u: descriptors of type %u, which replay does "
+                                "not make",
+                                sl->binding[i], sl->type[i]);
+        if (t < N_POOL_TYPES) {
+            if (n > (1u << 24) - need[t]) /* n <= 1 << 20 (checked): no overflow */
+                return replay__fail(REPLAY_EUNSUPPORTED,
+                                    "a set of layout binding %u needs more than %u descriptors of "
+                                    "type %u",
+                                    sl->binding[i], 1u << 24, sl->type[i]);
+            need[t] += n;
+            fits &= need[t] <= pool_types[t].n;
+        }
+    }
+    return fits;
+}
+
+/* A pool for the batch: a recycled standard one of the same kind, or a new one (sized for
+ * need when a standard pool cannot hold it). */
+static VkDescriptorPool pool_get(struct vkbe *b, struct batch *x, int uab,
+                                 const uint32_t need[N_POOL_TYPES], int fits)
+{
+    struct dpool p = {VK_NULL_HANDLE, uab};
+    for (uint32_t i = b->n_free_pools; fits && i-- > 0;)
+        if (b->free_pools[i].uab == uab) {
+            p = b->free_pools[i];
+            b->free_pools[i] = b->free_pools[--b->n_free_pools];
+            break;
+        }
+    if (!p.pool) {
+        VkDescriptorPoolSize ps[N_POOL_TYPES];
+        for (uint32_t t = 0; t < N_POOL_TYPES; t++)
+            ps[t] = (VkDescriptorPoolSize){pool_types[t].type,
+                                           pool_types[t].n > need[t] ? pool_types[t].n : need[t]};
+        VkDescriptorPoolCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+            .flags = uab ? VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT : 0,
+            .maxSets = POOL_SETS,
+            .poolSizeCount = N_POOL_TYPES,
+            .pPoolSizes = ps};
+        if (vkCreateDescriptorPool(b->dev, &ci, NULL, &p.pool) != VK_SUCCESS)
             return VK_NULL_HANDLE;
     }
     if (grow((void **)&x->pools, &x->cap_pools, x->n_pools + 1, sizeof *x->pools) < 0) {
-        vkDestroyDescriptorPool(b->dev, p, NULL);
+        vkDestroyDescriptorPool(b->dev, p.pool, NULL);
         return VK_NULL_HANDLE;
     }
     x->pools[x->n_pools++] = p;
-    return p;
+    return p.pool;
 }
 
-static int alloc_set(struct vkbe *b, struct batch *x, VkDescriptorSetLayout dsl,
+/* A set of layout sl (var: the count of its variable-count binding) from the batch's pools. */
+static int alloc_set(struct vkbe *b, struct batch *x, const struct setlayout *sl, uint32_t var,
                      VkDescriptorSet *out)
 {
+    uint32_t need[N_POOL_TYPES];
+    int fits = set_needs(sl, var, need);
+    if (fits < 0)
+        return fits;
+    VkDescriptorSetVariableDescriptorCountAllocateInfo vc = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_VARIABLE_DESCRIPTOR_COUNT_ALLOCATE_INFO,
+        .descriptorSetCount = 1,
+        .pDescriptorCounts = &var};
     for (int tries = 0; tries < 2; tries++) {
-        VkDescriptorPool p = x->n_pools && tries == 0 ? x->pools[x->n_pools - 1] : pool_get(b, x);
-        if (!p)
+        VkDescriptorPool p = VK_NULL_HANDLE;
+        /* the batch's latest pool of this kind first */
+        for (uint32_t i = x->n_pools; tries == 0 && fits && i-- > 0 && !p;)
+            if (x->pools[i].uab == sl->uab)
+                p = x->pools[i].pool;
+        if (!p && !(p = pool_get(b, x, sl->uab, need, fits)))
             return replay__fail(REPLAY_EDEVICE, "cannot create a descriptor pool");
         VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .pNext = sl->var >= 0 ? &vc : NULL,
                                           .descriptorPool = p,
                                           .descriptorSetCount = 1,
-                                          .pSetLayouts = &dsl};
+                                          .pSetLayouts = &sl->dsl};
         if (vkAllocateDescriptorSets(b->dev, &ai, out) == VK_SUCCESS)
             return 0;
+        if (tries == 0 && !fits)
+            break;
     }
     return replay__fail(REPLAY_EDEVICE, "cannot allocate a descriptor set");
 }
@@ -207,8 +281,9 @@ static VkBufferView find_view(struct vkbe *b, uint64_t buf, uint64_t off, uint64
 }
 
 /* A BINDING's (set, binding, element) must exist in the pipeline's set layout with the same
- * descriptor type (the capture resolved it from there). */
-static int binding_in_layout(struct vkbe *b, const struct playout *pl, const struct sbt_vk_rec *r)
+ * descriptor type (the capture resolved it from there); *bi is that binding's index. */
+static int binding_in_layout(struct vkbe *b, const struct playout *pl, const struct sbt_vk_rec *r,
+                             uint32_t *bi)
 {
     uint64_t set = sbt_vk_arg(r, 0), binding = sbt_vk_arg(r, 1), elem = sbt_vk_arg(r, 2);
     uint64_t type = sbt_vk_arg(r, 3);
@@ -217,6 +292,7 @@ static int binding_in_layout(struct vkbe *b, const struct playout *pl, const str
         if (sl->binding[i] == binding) {
             if (elem >= sl->count[i] || sl->type[i] != type)
                 break;
+            *bi = i;
             return 0;
         }
     return replay__fail(SBT_ECORRUPT,
@@ -227,7 +303,9 @@ static int binding_in_layout(struct vkbe *b, const struct playout *pl, const str
 
 /* Every descriptor the shader declares (or, without reflection, every binding of the layout)
  * must have been written by the dispatch's BINDING records: a driver reading an unwritten
- * descriptor may crash (lavapipe does), and a trace that lacks one cannot replay right. */
+ * descriptor may crash (lavapipe does), and a trace that lacks one cannot replay right. A
+ * partially bound binding may stay unwritten: the shader must not read what the program left
+ * out. */
 static int all_written(struct vkbe *b, const struct pipe *p, const struct playout *pl,
                        const uint64_t *written, uint32_t nw)
 {
@@ -238,7 +316,8 @@ static int all_written(struct vkbe *b, const struct pipe *p, const struct playou
             int used = p->used_all || !sl->count[i];
             for (uint32_t u = 0; u < p->n_used && !used; u++)
                 used = p->used[u] == key;
-            if (!used || !sl->count[i])
+            if (!used || !sl->count[i] ||
+                (sl->flags[i] & VK_DESCRIPTOR_BINDING_PARTIALLY_BOUND_BIT))
                 continue;
             int found = 0;
             for (uint32_t k = 0; k < nw && !found; k++)
@@ -257,7 +336,31 @@ static int all_written(struct vkbe *b, const struct pipe *p, const struct playou
     return 0;
 }
 
-/* Records a DISPATCH payload into the open batch. */
+/* Room for n of each of rec_dispatch's per-binding scratch arrays. */
+static int scratch_bindings(struct vkbe *b, uint32_t n)
+{
+    struct vkr_scratch *s = &b->scr;
+    if (n <= s->cap_w)
+        return 0;
+    uint32_t c = s->cap_w;
+    if (grow((void **)&s->w, &c, n, sizeof *s->w) < 0)
+        return SBT_ENOMEM;
+    c = s->cap_w;
+    if (grow((void **)&s->bi, &c, n, sizeof *s->bi) < 0)
+        return SBT_ENOMEM;
+    c = s->cap_w;
+    if (grow((void **)&s->bv, &c, n, sizeof *s->bv) < 0)
+        return SBT_ENOMEM;
+    c = s->cap_w;
+    if (grow((void **)&s->written, &c, n, sizeof *s->written) < 0)
+        return SBT_ENOMEM;
+    s->cap_w = c;
+    return 0;
+}
+
+/* Records a DISPATCH payload into the open batch: its sets are allocated and written from
+ * its BINDING records (whatever bound or pushed them at capture), then bound with every
+ * dynamic offset 0 (the bindings' offsets have them applied). */
 static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op,
                         const struct sbt_vk_rec *d, struct sbt_vk_dec *dec)
 {
@@ -285,80 +388,87 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     uint32_t push_len = d->n_bytes;
     memcpy(push, d->bytes, push_len);
 
-    VkDescriptorSet sets[MAX_SETS] = {0};
-    VkWriteDescriptorSet w[64];
-    VkDescriptorBufferInfo bi[64];
-    VkBufferView bv[64];
-    uint64_t written[64]; /* set << 32 | binding of each write */
-    uint32_t nw = 0;
+    /* the BINDING records, checked, with the index of their binding in its set layout */
+    struct vkr_scratch *sc = &b->scr;
+    uint32_t nw = 0, var[MAX_SETS] = {0};
     struct sbt_vk_rec r;
     int k;
     while ((k = sbt_vk_dec_next(dec, &r)) == 1) {
         if (r.call != SBT_VK_BINDING)
             continue;
-        uint32_t set = (uint32_t)sbt_vk_arg(&r, 0);
-        if (set >= pl->n_sets)
-            return replay__fail(SBT_EINVAL, "binding of set %u but the layout has %u sets", set,
-                                pl->n_sets);
-        if (!sets[set]) {
-            struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[set]);
-            if (!sl)
-                return replay__fail(SBT_EINVAL, "set layout %" PRIu64 " missing", pl->sets[set]);
-            if ((st = alloc_set(b, x, sl->dsl, &sets[set])) < 0)
-                return st;
-        }
-        if (nw == 64)
-            return replay__fail(REPLAY_EUNSUPPORTED, "more than 64 bindings in one dispatch");
+        uint32_t set = (uint32_t)sbt_vk_arg(&r, 0), bi = 0;
+        if (sbt_vk_arg(&r, 0) >= pl->n_sets)
+            return replay__fail(SBT_EINVAL, "binding of set %" PRIu64 " but the layout has %u sets",
+                                sbt_vk_arg(&r, 0), pl->n_sets);
         struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
         if (!bf)
             return st;
         if ((st = vkr_check_binding(&b->lim, &r, bf->size)) < 0 ||
-            (st = binding_in_layout(b, pl, &r)) < 0)
+            (st = binding_in_layout(b, pl, &r, &bi)) < 0)
             return st;
-        uint32_t type = (uint32_t)sbt_vk_arg(&r, 3);
+        if (scratch_bindings(b, nw + 1) < 0)
+            return replay__fail(SBT_ENOMEM, "out of memory");
+        struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[set]);
+        uint32_t elem = (uint32_t)sbt_vk_arg(&r, 2), type = (uint32_t)sbt_vk_arg(&r, 3);
+        if ((int32_t)bi == sl->var && elem + 1 > var[set])
+            var[set] = elem + 1; /* the variable count: what the capture wrote */
         uint64_t off = sbt_vk_arg(&r, 6), range = sbt_vk_arg(&r, 7);
-        written[nw] = (uint64_t)set << 32 | (uint32_t)sbt_vk_arg(&r, 1);
-        w[nw] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                       .dstSet = sets[set],
-                                       .dstBinding = (uint32_t)sbt_vk_arg(&r, 1),
-                                       .dstArrayElement = (uint32_t)sbt_vk_arg(&r, 2),
-                                       .descriptorCount = 1,
-                                       .descriptorType = (VkDescriptorType)type};
-        if (type == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC)
-            w[nw].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC;
+        sc->written[nw] = (uint64_t)set << 32 | (uint32_t)sbt_vk_arg(&r, 1);
+        sc->w[nw] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                           .dstBinding = (uint32_t)sbt_vk_arg(&r, 1),
+                                           .dstArrayElement = elem,
+                                           .descriptorCount = 1,
+                                           .descriptorType = (VkDescriptorType)type};
+        sc->bv[nw] = VK_NULL_HANDLE;
         if (vkr_is_texel(type)) {
-            bv[nw] = find_view(b, bf->id, off, range);
-            if (!bv[nw])
+            sc->bv[nw] = find_view(b, bf->id, off, range);
+            if (!sc->bv[nw])
                 return replay__fail(REPLAY_EUNSUPPORTED,
                                     "texel buffer binding without a captured view of buffer "
                                     "%" PRIu64,
                                     bf->id);
-            w[nw].pTexelBufferView = &bv[nw];
         } else {
-            bi[nw] = (VkDescriptorBufferInfo){bf->buf, off, range};
-            w[nw].pBufferInfo = &bi[nw];
+            sc->bi[nw] = (VkDescriptorBufferInfo){bf->buf, off, range};
         }
         nw++;
     }
     if (k < 0)
         return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
-    if ((st = all_written(b, p, pl, written, nw)) < 0)
+    if ((st = all_written(b, p, pl, sc->written, nw)) < 0)
         return st;
-    /* dynamic offsets: the binding's offset already has them applied */
-    uint32_t dyn[64] = {0}, ndyn = 0;
+    /* the sets, then the writes into them */
+    VkDescriptorSet sets[MAX_SETS] = {0};
+    uint64_t ndyn = 0;
     for (uint32_t s = 0; s < pl->n_sets; s++) {
         struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[s]);
-        for (uint32_t i = 0; sl && i < sl->n_b; i++)
+        if (!sl)
+            return replay__fail(SBT_EINVAL, "set layout %" PRIu64 " missing", pl->sets[s]);
+        for (uint32_t i = 0; i < sl->n_b; i++)
             if (sl->type[i] == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC ||
                 sl->type[i] == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC)
-                ndyn += sl->count[i];
-        if (!sets[s] && sl && (st = alloc_set(b, x, sl->dsl, &sets[s])) < 0)
+                ndyn += sl->count[i]; /* <= 1 << 20 each: checked */
+        if ((st = alloc_set(b, x, sl, var[s], &sets[s])) < 0)
             return st;
     }
-    if (ndyn > 64)
-        return replay__fail(REPLAY_EUNSUPPORTED, "more than 64 dynamic offsets");
+    for (uint32_t i = 0; i < nw; i++) {
+        sc->w[i].dstSet = sets[sc->written[i] >> 32];
+        if (vkr_is_texel(sc->w[i].descriptorType))
+            sc->w[i].pTexelBufferView = &sc->bv[i];
+        else
+            sc->w[i].pBufferInfo = &sc->bi[i];
+    }
+    if (ndyn > 4096) /* devices allow a few (maxDescriptorSet*BuffersDynamic) */
+        return replay__fail(REPLAY_EUNSUPPORTED, "%" PRIu64 " dynamic offsets", ndyn);
+    if (ndyn > sc->cap_dyn) {
+        uint32_t c = sc->cap_dyn;
+        if (grow((void **)&sc->dyn, &c, ndyn, sizeof *sc->dyn) < 0)
+            return SBT_ENOMEM;
+        sc->cap_dyn = c;
+    }
+    if (ndyn)
+        memset(sc->dyn, 0, ndyn * sizeof *sc->dyn);
     if (nw)
-        vkUpdateDescriptorSets(b->dev, nw, w, 0, NULL);
+        vkUpdateDescriptorSets(b->dev, nw, sc->w, 0, NULL);
     (void)op;
     VkCommandBuffer cb = x->cb;
     if (x->bound_pipe != p->pipe) { /* a redundant bind costs the driver a state re-emit */
@@ -367,7 +477,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     }
     if (pl->n_sets)
         vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pl, 0, pl->n_sets, sets,
-                                ndyn, dyn);
+                                (uint32_t)ndyn, sc->dyn);
     for (uint32_t i = 0; i < pl->n_push; i++) {
         uint32_t a = pl->push_off[i], e = a + pl->push_size[i];
         if (e > push_len)

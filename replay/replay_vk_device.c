@@ -120,6 +120,7 @@ struct devreq {
     uint32_t n_ext;
     struct featreq *feat;
     uint32_t n_feat;
+    int addr_replay; /* ADDRESS_REPLAY: the capture had bufferDeviceAddressCaptureReplay on */
 };
 
 static void devreq_free(struct devreq *q)
@@ -194,6 +195,8 @@ static int parse_device_ext(const struct sbt_device *d, struct devreq *q)
             q->ext[q->n_ext++] = s;
         } else if (r.call == SBT_VK_FEATURES) {
             st = bad = parse_features(&r, q);
+        } else if (r.call == SBT_VK_ADDRESS_REPLAY) {
+            q->addr_replay = a0 != 0;
         }
     }
     sbt_vk_dec_free(&dec);
@@ -341,12 +344,16 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
      * require, where the device reports them (Vulkan 1.3 or VK_EXT_subgroup_size_control) */
     VkPhysicalDeviceSubgroupSizeControlProperties sgp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    if (b->props.apiVersion >= VK_API_VERSION_1_3) {
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+        .pNext = b->props.apiVersion >= VK_API_VERSION_1_3 ? &sgp : NULL};
+    if (b->props.apiVersion >= VK_API_VERSION_1_1) {
         VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-                                          .pNext = &sgp};
+                                          .pNext = &sg};
         vkGetPhysicalDeviceProperties2(b->phys, &p2);
     }
-    vkr_limits_from(&b->lim, &b->props.limits, sgp.minSubgroupSize, sgp.maxSubgroupSize);
+    vkr_limits_from(&b->lim, &b->props.limits, sgp.minSubgroupSize, sgp.maxSubgroupSize,
+                    sg.subgroupSize);
     vkGetPhysicalDeviceMemoryProperties(b->phys, &b->memp);
     b->n_fam = 32;
     vkGetPhysicalDeviceQueueFamilyProperties(b->phys, &b->n_fam, b->fam);
@@ -500,6 +507,22 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         st = replay__fail(REPLAY_ENODEV, "%s lacks timeline semaphores", b->props.deviceName);
         goto fail;
     }
+    /* buffer device addresses at their captured places: capture-replay, where the capture had it
+     * and this device offers it (else prepare refuses the shaders that use addresses) */
+    VkPhysicalDeviceBufferDeviceAddressFeatures bda = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
+    f2.pNext = &bda;
+    vkGetPhysicalDeviceFeatures2(b->phys, &f2);
+    b->addr_capture = req.addr_replay;
+    if (req.addr_replay && bda.bufferDeviceAddressCaptureReplay)
+        b->addr_replay =
+            chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                         "bufferDeviceAddressCaptureReplay") |
+            chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
+                         "bufferDeviceAddressCaptureReplay") |
+            chain_enable(chain,
+                         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_EXT,
+                         "bufferDeviceAddressCaptureReplay");
     int tl_in_chain =
         chain_enable(chain, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                      "timelineSemaphore") |

@@ -111,6 +111,7 @@ struct vkr_limits {
     uint32_t max_texel_elements;
     uint32_t max_bound_sets;
     uint32_t min_subgroup, max_subgroup; /* required subgroup sizes it accepts; 0, 0 = none */
+    uint32_t subgroup_size;              /* the default (VkPhysicalDeviceSubgroupProperties) */
 };
 
 /* ========================================================================================== */
@@ -137,6 +138,7 @@ struct mem {
 struct buf {
     VkBuffer buf;
     uint64_t size;
+    uint64_t usage;   /* as captured */
     struct mem *mem;  /* bound memory (NULL: none, or it was freed) */
     uint64_t mem_off; /* where the capture bound it */
     uint64_t id;
@@ -150,10 +152,15 @@ struct bview {
     uint64_t buf, offset, range;
 };
 
+/* A set layout as replay made it: the captured bindings with their binding flags, the layout
+ * flags replay keeps (update-after-bind pools; push-descriptor layouts become ordinary ones,
+ * since replay allocates a set per dispatch). */
 struct setlayout {
     VkDescriptorSetLayout dsl;
     uint32_t n_b;
-    uint32_t *binding, *type, *count;
+    uint32_t *binding, *type, *count, *flags; /* flags: VkDescriptorBindingFlags */
+    int uab;     /* made with UPDATE_AFTER_BIND_POOL: its sets come from such pools */
+    int32_t var; /* index of the variable-count binding, -1 = none */
 };
 
 struct playout {
@@ -201,6 +208,12 @@ struct bop { /* an op in a batch, reported when the batch completes */
     uint32_t rb0, n_rb; /* into batch.rbs */
 };
 
+/* A descriptor pool; uab: made with UPDATE_AFTER_BIND (for such set layouts). */
+struct dpool {
+    VkDescriptorPool pool;
+    int uab;
+};
+
 struct batch {
     VkCommandBuffer cb;
     VkQueryPool qp;
@@ -211,7 +224,7 @@ struct batch {
     struct rb *rbs;
     uint32_t n_rb, cap_rb;
     struct staging *staging; /* chunks it owns */
-    VkDescriptorPool *pools;
+    struct dpool *pools;
     uint32_t n_pools, cap_pools;
     VkSemaphore *wait_sem;
     uint64_t *wait_val;
@@ -250,8 +263,12 @@ struct vkbe {
     uint32_t n_fam;
     VkQueueFamilyProperties fam[32];
     uint32_t whole_type_bits; /* memory types a generic buffer accepts */
-    double ts_period;         /* ns per tick */
-    int64_t ts_offset;        /* host ns = ticks * period + offset */
+    /* buffer device addresses: the capture had bufferDeviceAddressCaptureReplay on (the trace
+     * holds opaque capture addresses), and this device has it on (buffers and memory are made at
+     * their captured addresses) */
+    int addr_capture, addr_replay;
+    double ts_period;  /* ns per tick */
+    int64_t ts_offset; /* host ns = ticks * period + offset */
     uint64_t ts_mask;
     /* streams: trace stream id -> replay queue index; queues */
     uint32_t n_streams;
@@ -270,8 +287,19 @@ struct vkbe {
     uint32_t n_dead, cap_dead;
     struct staging *free_staging;
     struct batch *free_batches;
-    VkDescriptorPool *free_pools;
+    struct dpool *free_pools;
     uint32_t n_free_pools, cap_free_pools;
+    /* rec_dispatch's scratch arrays, grown as needed */
+    struct vkr_scratch {
+        struct sbt_vk_rec *rec;
+        uint64_t *arg; /* copies of the BINDING records' arguments */
+        VkWriteDescriptorSet *w;
+        VkDescriptorBufferInfo *bi;
+        VkBufferView *bv;
+        uint64_t *written; /* set << 32 | binding of each write */
+        uint32_t *dyn;
+        uint32_t cap_rec, cap_arg, cap_w, cap_dyn;
+    } scr;
     /* one-shot submissions (zero-fill) */
     VkCommandPool os_pool;
     VkFence os_fence;
@@ -306,7 +334,7 @@ static inline int vkr_is_texel(uint32_t t)
  * SBT_ECORRUPT when the trace cannot be right, REPLAY_ENODEV when this device's limit is the
  * obstacle, REPLAY_EUNSUPPORTED for what replay does not do. No Vulkan calls (fuzzed). */
 void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint32_t min_subgroup,
-                     uint32_t max_subgroup);
+                     uint32_t max_subgroup, uint32_t subgroup_size);
 /* A FEATURES record: *t its structure in the registry's table (NULL if none). */
 int vkr_check_features(const struct sbt_vk_rec *r, const struct sbt_vk_feature_struct **t);
 int vkr_check_dispatch(const struct vkr_limits *l, const struct sbt_vk_rec *d);
@@ -317,9 +345,14 @@ int vkr_check_copy(const struct sbt_vk_rec *r, uint64_t src_size, uint64_t dst_s
                    uint32_t *n_regions);
 int vkr_check_fill(const struct sbt_vk_rec *r, uint64_t buf_size);
 int vkr_check_update(const struct sbt_vk_rec *r, uint64_t data_len, uint64_t buf_size);
-int vkr_check_set_binding(const struct sbt_vk_rec *r);
+int vkr_check_set_layout(const struct sbt_vk_rec *r);
+/* A SET_BINDING record of a layout with the SET_LAYOUT flags layout_flags. */
+int vkr_check_set_binding(const struct sbt_vk_rec *r, uint64_t layout_flags);
 int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint32_t max_sets);
-int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p);
+/* A PIPELINE record; *flags: the VkPipelineCreateFlags replay creates it with (those of the
+ * capture that change what it computes; the rest only ask for caching, statistics or
+ * derivatives). */
+int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_vk_rec *p, uint32_t *flags);
 int vkr_check_spec_entry(const struct sbt_vk_rec *r, uint32_t data_len);
 int vkr_check_spirv(const void *code, size_t len);
 int vkr_check_buffer(const struct sbt_vk_rec *r);
@@ -354,9 +387,9 @@ void vkr_dead_bufs_free(struct vkbe *b);
 int vkr_drain(void *be);
 
 /* ---- replay_vk_pipeline.c --------------------------------------------------------------- */
-/* A SET_LAYOUT record with its n_b SET_BINDING records following in dec. */
-struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_dec *dec,
-                                     uint32_t n_b, int *st);
+/* A SET_LAYOUT record sl with its SET_BINDING records following in dec. */
+struct setlayout *vkr_make_setlayout(struct vkbe *b, const struct sbt_vk_rec *sl,
+                                     struct sbt_vk_dec *dec, int *st);
 struct playout *vkr_make_playout(struct vkbe *b, const struct sbt_vk_rec *r, int *st);
 int vkr_prepare(void *be);
 

@@ -28,12 +28,14 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
     int f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_MEMORY, &r);
-    uint64_t id = op->resource, size = op->bytes;
-    uint32_t flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    uint64_t id = op->resource, size = op->bytes, opaque = 0;
+    uint32_t flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, aflags = 0;
     if (f == 1) {
         id = sbt_vk_arg(&r, 0);
         size = sbt_vk_arg(&r, 1);
         flags = (uint32_t)sbt_vk_arg(&r, 3);
+        aflags = (uint32_t)sbt_vk_arg(&r, 4) & VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+        opaque = b->addr_replay && aflags ? sbt_vk_arg(&r, 7) : 0;
     }
     sbt_vk_dec_free(&dec);
     if (f < 0)
@@ -88,7 +90,25 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
     uint32_t tf = b->memp.memoryTypes[t].propertyFlags;
     m->host_visible = (tf & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
     m->coherent = (tf & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    /* memory for buffers with device addresses keeps DEVICE_ADDRESS; at its captured address
+     * (capture-replay) it must be allocated as captured, at the captured size */
+    if (opaque && mr.size > size) {
+        vkDestroyBuffer(b->dev, m->whole, NULL);
+        free(m);
+        return replay__fail(REPLAY_ENODEV,
+                            "memory %" PRIu64 ": at its captured address it must keep its %" PRIu64
+                            " bytes, but a buffer over it needs %" PRIu64 " here",
+                            id, size, (uint64_t)mr.size);
+    }
+    VkMemoryOpaqueCaptureAddressAllocateInfo oa = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_OPAQUE_CAPTURE_ADDRESS_ALLOCATE_INFO,
+        .opaqueCaptureAddress = opaque};
+    VkMemoryAllocateFlagsInfo fi = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+        .pNext = opaque ? &oa : NULL,
+        .flags = aflags | (opaque ? VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT : 0)};
     VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                               .pNext = aflags ? &fi : NULL,
                                .allocationSize = mr.size > size ? mr.size : size,
                                .memoryTypeIndex = t};
     vr = vkAllocateMemory(b->dev, &ai, NULL, &m->mem);
@@ -356,8 +376,16 @@ static int bind_buffer(struct vkbe *b, struct buf *x, struct mem *m, uint64_t of
     VkMemoryRequirements mr;
     vkGetBufferMemoryRequirements(b->dev, x->buf, &mr);
     const char *force = getenv("REPRISE_VK_RELOCATE");
+    /* a buffer with a device address stays where the capture bound it (its address) */
+    int addressed = b->addr_replay && (x->usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT);
     int in_place = (mr.memoryTypeBits & (1u << m->type)) && off % mr.alignment == 0 &&
-                   mr.size <= m->size - off && !(force && *force == '1');
+                   mr.size <= m->size - off && (addressed || !(force && *force == '1'));
+    if (!in_place && addressed)
+        return replay__fail(REPLAY_ENODEV,
+                            "buffer %" PRIu64 " has a device address, so it must stay at offset "
+                            "%" PRIu64 " of its memory, and this device cannot bind it there "
+                            "(alignment %" PRIu64 ", memory types 0x%x)",
+                            x->id, off, (uint64_t)mr.alignment, mr.memoryTypeBits);
     /* a buffer in place may not overlap one relocated out of this range */
     for (uint32_t i = 0; in_place && i < m->n_reloc; i++)
         if (overlaps(m->reloc[i], off, x->size))
@@ -503,7 +531,8 @@ int vkr_state_op(const struct sbt_op *op)
     while (!keep && (k = sbt_vk_dec_next(&dec, &r)) == 1)
         keep = r.call == SBT_VK_CREATE_BUFFER || r.call == SBT_VK_BIND_BUFFER ||
                r.call == SBT_VK_CREATE_BUFFER_VIEW || r.call == SBT_VK_SET_LAYOUT ||
-               r.call == SBT_VK_PIPELINE_LAYOUT || r.call == SBT_VK_DESTROY;
+               r.call == SBT_VK_PIPELINE_LAYOUT || r.call == SBT_VK_DESTROY ||
+               r.call == SBT_VK_BUFFER_ADDRESS;
     if (k < 0)
         keep = 1; /* undecodable: let the marker report it where it runs */
     sbt_vk_dec_free(&dec);
@@ -541,19 +570,30 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             }
             x->id = id;
             x->size = sbt_vk_arg(&r, 1);
-            VkBufferCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                                     .size = x->size,
-                                     .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) |
-                                              VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                              VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                     .flags = (VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
-                                              ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
-                                                          VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
-                                                          VK_BUFFER_CREATE_SPARSE_ALIASED_BIT),
-                                     .sharingMode = b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT
-                                                                      : VK_SHARING_MODE_EXCLUSIVE,
-                                     .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
-                                     .pQueueFamilyIndices = b->families};
+            x->usage = sbt_vk_arg(&r, 2);
+            /* at its captured address (capture-replay) when it has one: the opaque capture
+             * address follows the queue families and the device id */
+            uint64_t nf = sbt_vk_arg(&r, 5);
+            uint64_t opaque = b->addr_replay && nf < r.n_arg ? sbt_vk_arg(&r, 7 + (uint32_t)nf) : 0;
+            VkBufferOpaqueCaptureAddressCreateInfo oa = {
+                .sType = VK_STRUCTURE_TYPE_BUFFER_OPAQUE_CAPTURE_ADDRESS_CREATE_INFO,
+                .opaqueCaptureAddress = opaque};
+            VkBufferCreateInfo ci = {
+                .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                .pNext = opaque ? &oa : NULL,
+                .size = x->size,
+                .usage = (VkBufferUsageFlags)sbt_vk_arg(&r, 2) | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                         VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                .flags = ((VkBufferCreateFlags)sbt_vk_arg(&r, 3) &
+                          ~(uint32_t)(VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
+                                      VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT |
+                                      VK_BUFFER_CREATE_SPARSE_ALIASED_BIT |
+                                      VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT)) |
+                         (opaque ? VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT : 0),
+                .sharingMode =
+                    b->n_families > 1 ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE,
+                .queueFamilyIndexCount = b->n_families > 1 ? b->n_families : 0,
+                .pQueueFamilyIndices = b->families};
             VkResult vr = vkCreateBuffer(b->dev, &ci, NULL, &x->buf);
             if (vr != VK_SUCCESS) {
                 free(x);
@@ -606,8 +646,24 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             break;
         }
         case SBT_VK_SET_LAYOUT:
-            vkr_make_setlayout(b, sbt_vk_arg(&r, 0), &dec, (uint32_t)sbt_vk_arg(&r, 2), &st);
+            vkr_make_setlayout(b, &r, &dec, &st);
             break;
+        case SBT_VK_BUFFER_ADDRESS: {
+            /* at its captured address, the buffer must be given the captured address */
+            struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 0));
+            if (!x || !b->addr_replay)
+                break;
+            VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+                                            .buffer = x->buf};
+            uint64_t a = vkGetBufferDeviceAddress(b->dev, &ai);
+            if (a != sbt_vk_arg(&r, 1))
+                st = replay__fail(REPLAY_ENODEV,
+                                  "buffer %" PRIu64 " has device address 0x%" PRIx64
+                                  " here, 0x%" PRIx64 " in the capture: this device did not honour "
+                                  "its opaque capture address",
+                                  x->id, a, sbt_vk_arg(&r, 1));
+            break;
+        }
         case SBT_VK_PIPELINE_LAYOUT:
             vkr_make_playout(b, &r, &st);
             break;

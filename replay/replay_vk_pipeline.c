@@ -16,35 +16,54 @@
 /* prepare: modules, layouts, pipelines                                                       */
 /* ========================================================================================== */
 
-struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_dec *dec,
-                                     uint32_t n_b, int *st)
+static void setlayout_free(struct setlayout *s)
 {
+    if (!s)
+        return;
+    free(s->binding);
+    free(s->type);
+    free(s->count);
+    free(s->flags);
+    free(s);
+}
+
+struct setlayout *vkr_make_setlayout(struct vkbe *b, const struct sbt_vk_rec *slr,
+                                     struct sbt_vk_dec *dec, int *st)
+{
+    /* slr's arguments live in the decoder: read them before decoding further */
+    uint64_t id = sbt_vk_arg(slr, 0), lflags = sbt_vk_arg(slr, 1);
+    uint32_t n_b = (uint32_t)sbt_vk_arg(slr, 2);
+    if ((*st = vkr_check_set_layout(slr)) < 0)
+        return NULL;
     struct setlayout *s = idmap_get(&b->setlayouts, id);
     struct sbt_vk_rec r;
     /* each SET_BINDING record takes at least 4 bytes of what is left */
-    if (n_b > (dec->len - dec->pos) / 4) {
+    if (sbt_vk_arg(slr, 2) > (dec->len - dec->pos) / 4) {
         *st = replay__fail(SBT_ECORRUPT,
-                           "set layout %" PRIu64 ": %u bindings announced, %zu bytes left", id, n_b,
-                           dec->len - dec->pos);
+                           "set layout %" PRIu64 ": %" PRIu64 " bindings announced, %zu bytes left",
+                           id, sbt_vk_arg(slr, 2), dec->len - dec->pos);
         return NULL;
     }
     VkDescriptorSetLayoutBinding *lb = calloc(n_b ? n_b : 1, sizeof *lb);
+    VkDescriptorBindingFlags *bf = calloc(n_b ? n_b : 1, sizeof *bf);
     struct setlayout *ns = s ? NULL : calloc(1, sizeof *ns);
-    if (!lb || (!s && !ns)) {
+    if (!lb || !bf || (!s && !ns)) {
         free(lb);
+        free(bf);
         free(ns);
         *st = replay__fail(SBT_ENOMEM, "out of memory");
         return NULL;
     }
-    uint32_t k = 0;
+    uint32_t k = 0, any_flags = 0;
     for (; k < n_b; k++) {
         size_t save = dec->pos;
         if (sbt_vk_dec_next(dec, &r) != 1 || r.call != SBT_VK_SET_BINDING) {
             dec->pos = save;
             break;
         }
-        if ((*st = vkr_check_set_binding(&r)) < 0) {
+        if ((*st = vkr_check_set_binding(&r, lflags)) < 0) {
             free(lb);
+            free(bf);
             free(ns);
             return NULL;
         }
@@ -53,34 +72,65 @@ struct setlayout *vkr_make_setlayout(struct vkbe *b, uint64_t id, struct sbt_vk_
                                            .descriptorType = (VkDescriptorType)sbt_vk_arg(&r, 1),
                                            .descriptorCount = (uint32_t)sbt_vk_arg(&r, 2),
                                            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+        bf[k] = (VkDescriptorBindingFlags)sbt_vk_arg(&r, 4);
+        any_flags |= bf[k];
     }
+    /* a variable descriptor count is for the layout's highest binding number only */
+    int32_t var = -1;
+    for (uint32_t i = 0; i < k; i++)
+        if (bf[i] & VK_DESCRIPTOR_BINDING_VARIABLE_DESCRIPTOR_COUNT_BIT)
+            var = (int32_t)i;
+    for (uint32_t i = 0; var >= 0 && i < k; i++)
+        if (lb[i].binding > lb[var].binding) {
+            *st = replay__fail(SBT_ECORRUPT,
+                               "set layout %" PRIu64 ": binding %u has a variable descriptor "
+                               "count but binding %u comes after it",
+                               id, lb[var].binding, lb[i].binding);
+            free(lb);
+            free(bf);
+            free(ns);
+            return NULL;
+        }
     if (s) {
         free(lb);
+        free(bf);
         return s;
     }
     ns->n_b = k;
+    ns->var = var;
+    ns->uab = (lflags & VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT) != 0;
     ns->binding = calloc(k + 1, sizeof *ns->binding);
     ns->type = calloc(k + 1, sizeof *ns->type);
     ns->count = calloc(k + 1, sizeof *ns->count);
-    for (uint32_t i = 0; ns->binding && ns->type && ns->count && i < k; i++) {
+    ns->flags = calloc(k + 1, sizeof *ns->flags);
+    for (uint32_t i = 0; ns->binding && ns->type && ns->count && ns->flags && i < k; i++) {
         ns->binding[i] = lb[i].binding;
         ns->type[i] = lb[i].descriptorType;
         ns->count[i] = lb[i].descriptorCount;
+        ns->flags[i] = bf[i];
     }
-    VkDescriptorSetLayoutCreateInfo ci = {.sType =
-                                              VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                          .bindingCount = k,
-                                          .pBindings = lb};
+    /* the binding flags as captured (partially bound, variable count, update after bind; the
+     * trace's device enabled the features they need); of the layout flags only the
+     * update-after-bind pool: a push-descriptor layout becomes an ordinary one, since replay
+     * allocates the sets of every dispatch, pushed or bound */
+    VkDescriptorSetLayoutBindingFlagsCreateInfo bfci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO,
+        .bindingCount = k,
+        .pBindingFlags = bf};
+    VkDescriptorSetLayoutCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .pNext = any_flags ? &bfci : NULL,
+        .flags = ns->uab ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT : 0,
+        .bindingCount = k,
+        .pBindings = lb};
     VkResult vr = vkCreateDescriptorSetLayout(b->dev, &ci, NULL, &ns->dsl);
     free(lb);
-    if (vr != VK_SUCCESS || !ns->binding || !ns->type || !ns->count ||
+    free(bf);
+    if (vr != VK_SUCCESS || !ns->binding || !ns->type || !ns->count || !ns->flags ||
         idmap_put(&b->setlayouts, id, ns) < 0) {
         if (vr == VK_SUCCESS)
             vkDestroyDescriptorSetLayout(b->dev, ns->dsl, NULL);
-        free(ns->binding);
-        free(ns->type);
-        free(ns->count);
-        free(ns);
+        setlayout_free(ns);
         *st = vr != VK_SUCCESS ? VKFAIL(vr, "vkCreateDescriptorSetLayout")
                                : replay__fail(SBT_ENOMEM, "out of memory");
         return NULL;
@@ -157,9 +207,7 @@ static int layouts_from(struct vkbe *b, const void *data, size_t len)
         sbt_vk_dec_init(&dec, data, len);
         while (st == 0 && (k = sbt_vk_dec_next(&dec, &r)) == 1) {
             if (pass == 0 && r.call == SBT_VK_SET_LAYOUT) {
-                uint64_t id = sbt_vk_arg(&r, 0);
-                uint32_t nb = (uint32_t)sbt_vk_arg(&r, 2);
-                vkr_make_setlayout(b, id, &dec, nb, &st);
+                vkr_make_setlayout(b, &r, &dec, &st);
             } else if (pass == 1 && r.call == SBT_VK_PIPELINE_LAYOUT) {
                 vkr_make_playout(b, &r, &st);
             }
@@ -215,6 +263,31 @@ static int used_bindings(const struct sbt_program *prog, struct pipe *p)
     return 0;
 }
 
+/* A shader that dereferences buffer device addresses reads pointers the program stored as
+ * data: it replays right only with every buffer at its captured address, which takes
+ * bufferDeviceAddressCaptureReplay at capture (the trace's opaque addresses) and here. 0, or
+ * REPLAY_ENODEV saying which is missing. */
+static int addresses_ok(struct vkbe *b, const struct sbt_program *prog, uint64_t id)
+{
+    struct sbt_vk_dec dec;
+    struct sbt_vk_rec r;
+    if (!prog || prog->ext.kind != SBT_VK_EXT_MODULE || b->addr_replay)
+        return 0;
+    int f = sbt_vk_find(&dec, prog->ext.data, prog->ext.len, SBT_VK_MODULE, &r);
+    uint64_t uses = f == 1 ? sbt_vk_arg(&r, 4) : 0;
+    sbt_vk_dec_free(&dec);
+    if (!uses)
+        return 0;
+    return replay__fail(REPLAY_ENODEV,
+                        "pipeline %" PRIu64 ": its shader uses buffer device addresses, which "
+                        "replay must give every buffer again, and %s",
+                        id,
+                        !b->addr_capture
+                            ? "the capture device did not offer bufferDeviceAddressCaptureReplay "
+                              "(the trace holds no opaque capture addresses to replay them at)"
+                            : "this device lacks bufferDeviceAddressCaptureReplay");
+}
+
 static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
 {
     if (k->ext.kind != SBT_VK_EXT_PIPELINE)
@@ -229,8 +302,9 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     }
     uint64_t id = sbt_vk_arg(&pr, 0);
     char msg[512];
+    uint32_t flags = 0;
     if (st == 0)
-        st = vkr_check_pipeline(&b->lim, &pr);
+        st = vkr_check_pipeline(&b->lim, &pr, &flags);
     if (st == REPLAY_ENODEV) { /* a limit the trace needs: say so before replaying anything */
         sbt_vk_dec_free(&dec);
         return st;
@@ -244,6 +318,10 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     uint64_t layout = sbt_vk_arg(&pr, 3);
     struct playout *pl = idmap_get(&b->playouts, layout);
     const struct sbt_program *prog = sbt_reader_program(b->r, k->program);
+    if ((st = addresses_ok(b, prog, id)) < 0) { /* say so before replaying anything */
+        sbt_vk_dec_free(&dec);
+        return st;
+    }
     VkShaderModule mod = VK_NULL_HANDLE;
     void *code = NULL;
     size_t code_len = 0;
@@ -307,9 +385,10 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         .requiredSubgroupSize = (uint32_t)sbt_vk_arg(&pr, 8)};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .flags = (VkPipelineCreateFlags)sbt_vk_arg(&pr, 1),
+        .flags = flags,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .pNext = rs.requiredSubgroupSize ? &rs : NULL,
+                  .flags = (VkPipelineShaderStageCreateFlags)sbt_vk_arg(&pr, 10),
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod,
                   .pName = entry && *entry ? entry : "main",

@@ -317,12 +317,12 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
     }
     x->staging = NULL;
     for (uint32_t i = 0; i < x->n_pools; i++) {
-        vkResetDescriptorPool(b->dev, x->pools[i], 0);
+        vkResetDescriptorPool(b->dev, x->pools[i].pool, 0);
         if (!grow((void **)&b->free_pools, &b->cap_free_pools, b->n_free_pools + 1,
                   sizeof *b->free_pools))
             b->free_pools[b->n_free_pools++] = x->pools[i];
         else
-            vkDestroyDescriptorPool(b->dev, x->pools[i], NULL);
+            vkDestroyDescriptorPool(b->dev, x->pools[i].pool, NULL);
     }
     x->n_pools = 0;
     (void)q;

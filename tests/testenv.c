@@ -66,3 +66,20 @@ const char *tenv_webgpu(char *why, size_t n)
     snprintf(env, sizeof env, "REPRISE_WEBGPU='%s/build/webgpu' ", tenv_src());
     return env;
 }
+
+int tenv_vk_registry_has(const char *command)
+{
+    const char *xml = getenv("REPRISE_VK_XML");
+    if (!xml)
+        return 1;
+    FILE *f = fopen(xml, "r");
+    if (!f)
+        return 0;
+    char want[256], line[4096];
+    snprintf(want, sizeof want, "<name>%s</name>", command);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, want) != NULL;
+    fclose(f);
+    return found;
+}

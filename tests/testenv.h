@@ -17,5 +17,11 @@ const char *tenv_mesa25(char *why, size_t n);
 const char *tenv_webgpu(char *why, size_t n);
 /* The source tree (REPRISE_SRC, else "."). */
 const char *tenv_src(void);
+/* 1 when the Vulkan registry the build used (REPRISE_VK_XML) defines command (a canonical
+ * name, "vkCmdPushDescriptorSet": the 1.4 core names), 0 when not. Without REPRISE_VK_XML, 1:
+ * the build's default registry (Debian 13's 1.4.309) is assumed. The capture layer
+ * records a command only when its build's registry has it: a fallback build on an older
+ * registry leaves it unmodelled. */
+int tenv_vk_registry_has(const char *command);
 
 #endif

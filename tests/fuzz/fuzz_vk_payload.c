@@ -41,13 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  .maxTexelBufferElements = 1u << 27,
                                  .maxBoundDescriptorSets = 8};
     struct vkr_limits lim;
-    vkr_limits_from(&lim, &dl, 4, 64);
+    vkr_limits_from(&lim, &dl, 4, 64, 32);
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
     const struct sbt_vk_feature_struct *t;
     sbt_vk_dec_init(&dec, data + 16, size - 16);
     int k;
     uint32_t n;
+    uint64_t layout_flags = 0; /* of the last SET_LAYOUT record */
     while ((k = sbt_vk_dec_next(&dec, &r)) == 1) {
         switch (r.call) {
         case SBT_VK_FEATURES:
@@ -69,14 +70,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case SBT_VK_UPDATE_BUFFER:
             expect_message(vkr_check_update(&r, r.n_bytes, sz[0]));
             break;
+        case SBT_VK_SET_LAYOUT:
+            expect_message(vkr_check_set_layout(&r));
+            layout_flags = sbt_vk_arg(&r, 1);
+            break;
         case SBT_VK_SET_BINDING:
-            expect_message(vkr_check_set_binding(&r));
+            expect_message(vkr_check_set_binding(&r, layout_flags));
             break;
         case SBT_VK_PIPELINE_LAYOUT:
             expect_message(vkr_check_playout(&lim, &r, MAX_SETS));
             break;
         case SBT_VK_PIPELINE:
-            expect_message(vkr_check_pipeline(&lim, &r));
+            expect_message(vkr_check_pipeline(&lim, &r, &n));
             expect_message(vkr_check_spirv(r.bytes, r.n_bytes));
             break;
         case SBT_VK_SPEC_ENTRY:

@@ -2,6 +2,7 @@
  * tests/vk/vkt.c — see vkt.h.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,12 +65,28 @@ void vkt_init_opts(struct vkt *v, const char *argv0, uint32_t max_queues, const 
                                    .queueCount = v->n_queues,
                                    .pQueuePriorities = prio};
     VkPhysicalDeviceVulkan13Features f13 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, .synchronization2 = 1};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+        .pNext = o ? o->chain : NULL,
+        .synchronization2 = 1};
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
         .pNext = &f13,
         .timelineSemaphore = 1,
         .bufferDeviceAddress = o && o->buffer_device_address};
+    if (o) { /* the members after sType and pNext are all VkBool32 */
+        VkBool32 *d12 = &f12.samplerMirrorClampToEdge, *d13 = &f13.robustImageAccess;
+        const VkBool32 *s12 = &o->f12.samplerMirrorClampToEdge, *s13 = &o->f13.robustImageAccess;
+        for (size_t i = 0; i < (sizeof f12 - offsetof(VkPhysicalDeviceVulkan12Features,
+                                                      samplerMirrorClampToEdge)) /
+                                   sizeof(VkBool32);
+             i++)
+            d12[i] |= s12[i];
+        for (size_t i = 0;
+             i < (sizeof f13 - offsetof(VkPhysicalDeviceVulkan13Features, robustImageAccess)) /
+                     sizeof(VkBool32);
+             i++)
+            d13[i] |= s13[i];
+    }
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                               .pNext = &f12,
                               .queueCreateInfoCount = 1,
@@ -99,11 +116,13 @@ void vkt_init_opts(struct vkt *v, const char *argv0, uint32_t max_queues, const 
 
 void vkt_done(struct vkt *v)
 {
+    if (v->pool)
+        vkDestroyCommandPool(v->dev, v->pool, NULL);
     vkDestroyDevice(v->dev, NULL);
     vkDestroyInstance(v->inst, NULL);
 }
 
-static uint32_t mem_type(struct vkt *v, uint32_t bits, VkMemoryPropertyFlags want)
+uint32_t vkt_mem_type(struct vkt *v, uint32_t bits, VkMemoryPropertyFlags want)
 {
     for (uint32_t i = 0; i < v->mem.memoryTypeCount; i++)
         if ((bits & (1u << i)) && (v->mem.memoryTypes[i].propertyFlags & want) == want)
@@ -121,7 +140,8 @@ void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_b
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
                  VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                 VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT};
+                 VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                 VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT};
     VKT_CHECK(vkCreateBuffer(v->dev, &bci, NULL, &out->buf));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(v->dev, out->buf, &req);
@@ -130,7 +150,7 @@ void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_b
                      : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                 .allocationSize = req.size,
-                                .memoryTypeIndex = mem_type(v, req.memoryTypeBits, want)};
+                                .memoryTypeIndex = vkt_mem_type(v, req.memoryTypeBits, want)};
     VKT_CHECK(vkAllocateMemory(v->dev, &mai, NULL, &out->mem));
     VKT_CHECK(vkBindBufferMemory(v->dev, out->buf, out->mem, 0));
     if (host_visible)
@@ -148,8 +168,7 @@ void vkt_buffer_free(struct vkt *v, struct vkt_buf *b)
 int vkt_clean_structs;
 VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
 
-void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
-                  uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
+size_t vkt_spirv(struct vkt *v, const char *name, uint32_t *code, size_t cap)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.spv", v->spv_dir, name);
@@ -158,12 +177,72 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
         fprintf(stderr, "cannot open %s\n", path);
         exit(1);
     }
-    static uint32_t code[1 << 16];
-    size_t len = fread(code, 1, sizeof code, f);
+    size_t len = fread(code, 1, cap, f);
     fclose(f);
+    return len;
+}
+
+VkShaderModule vkt_module(struct vkt *v, const char *name)
+{
+    static uint32_t code[1 << 16];
+    size_t len = vkt_spirv(v, name, code, sizeof code);
     VkShaderModuleCreateInfo smci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = len, .pCode = code};
-    VKT_CHECK(vkCreateShaderModule(v->dev, &smci, NULL, &out->mod));
+    VkShaderModule m;
+    VKT_CHECK(vkCreateShaderModule(v->dev, &smci, NULL, &m));
+    return m;
+}
+
+void *vkt_dev_fn(struct vkt *v, const char *name)
+{
+    PFN_vkVoidFunction f = vkGetDeviceProcAddr(v->dev, name);
+    if (!f) {
+        fprintf(stderr, "%s is not available\n", name);
+        exit(4);
+    }
+    return (void *)f;
+}
+
+VkCommandBuffer vkt_cmdbuf(struct vkt *v)
+{
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                   .queueFamilyIndex = v->family};
+    if (!v->pool)
+        VKT_CHECK(vkCreateCommandPool(v->dev, &pci, NULL, &v->pool));
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = v->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkCommandBuffer cb;
+    VKT_CHECK(vkAllocateCommandBuffers(v->dev, &ai, &cb));
+    return cb;
+}
+
+void vkt_begin(VkCommandBuffer cb)
+{
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VKT_CHECK(vkBeginCommandBuffer(cb, &bi));
+}
+
+void vkt_submit_wait(struct vkt *v, VkCommandBuffer cb)
+{
+    VKT_CHECK(vkEndCommandBuffer(cb));
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    VKT_CHECK(vkCreateFence(v->dev, &fci, NULL, &fence));
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
+    VKT_CHECK(vkQueueSubmit(v->queue[0], 1, &si, fence));
+    VKT_CHECK(vkWaitForFences(v->dev, 1, &fence, VK_TRUE, UINT64_MAX));
+    vkDestroyFence(v->dev, fence, NULL);
+}
+
+void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
+                  uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
+{
+    out->mod = vkt_module(v, name);
     VkDescriptorSetLayoutBinding b[8];
     for (uint32_t i = 0; i < n; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
