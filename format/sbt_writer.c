@@ -146,6 +146,24 @@ static int write_all(sbt_writer *w, const struct iovec *iov, int n)
     return SBT_OK;
 }
 
+/* Whether a chunk may compress: a large one (uploads of images, weights, random or already
+ * compressed data are common) is judged by compressing 16 KiB from its middle first, which
+ * costs 1/64 of a 1 MiB chunk; one whose sample does not shrink by 1/16 is stored as it is.
+ * Small chunks (op records, which compress well) are always tried. */
+#define SAMPLE_BYTES (16u << 10)
+static int worth_compressing(sbt_writer *w, const struct sbt_buf *raw)
+{
+    if (raw->len < 4 * SAMPLE_BYTES)
+        return 1;
+    size_t bound = ZSTD_compressBound(SAMPLE_BYTES);
+    w->zbuf.len = 0;
+    if (sbt__buf_reserve(&w->zbuf, bound))
+        return 1; /* let the full attempt report it */
+    size_t z = ZSTD_compressCCtx(w->zc, w->zbuf.p, bound, raw->p + raw->len / 2 - SAMPLE_BYTES / 2,
+                                 SAMPLE_BYTES, w->o.zstd_level ? w->o.zstd_level : 3);
+    return ZSTD_isError(z) || z < SAMPLE_BYTES - SAMPLE_BYTES / 16;
+}
+
 /* Compresses and writes one chunk, and records it in the index. Runs on the background thread
  * when there is one (which then owns zc, zbuf, off and idx until close joins it). */
 static int write_job(sbt_writer *w, const struct job *j)
@@ -160,7 +178,7 @@ static int write_job(sbt_writer *w, const struct job *j)
                                .t_min = j->t_min,
                                .t_max = j->t_max};
     const uint8_t *stored = raw->p;
-    if (w->o.zstd_level >= 0 && raw->len >= 64) {
+    if (w->o.zstd_level >= 0 && raw->len >= 64 && worth_compressing(w, raw)) {
         size_t bound = ZSTD_compressBound(raw->len);
         w->zbuf.len = 0;
         if (sbt__buf_reserve(&w->zbuf, bound))
