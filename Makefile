@@ -36,8 +36,9 @@ endif
 VK_XML   ?= /usr/share/vulkan/registry/vk.xml
 VK_CHOICE := $(BUILD)/vulkan-headers.txt
 $(shell mkdir -p $(BUILD) && (echo "$(VK_XML)" | cmp -s - $(VK_CHOICE) || echo "$(VK_XML)" > $(VK_CHOICE)))
-# Generated from the Vulkan registry: the features structures (format/sbt_vk.h)
-VK_GEN_C := $(BUILD)/gen/format/sbt_vk_features.c
+# Generated from the Vulkan registry: the features structures and the image formats
+# (format/sbt_vk.h)
+VK_GEN_C := $(BUILD)/gen/format/sbt_vk_features.c $(BUILD)/gen/format/sbt_vk_formats.c
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o) $(VK_GEN_C:.c=.o)
 LIB      := $(BUILD)/libreprise.a
 CPPFLAGS += -I$(BUILD)/gen
@@ -80,11 +81,11 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
 	@mkdir -p $(@D)
 	protoc-c --c_out=$(BUILD)/gen $<
 
-$(VK_GEN_C): format/gen_vk_features.py $(VK_XML) $(VK_CHOICE)
+$(BUILD)/gen/format/sbt_vk_%.c: format/gen_vk_%.py $(VK_XML) $(VK_CHOICE)
 	@mkdir -p $(@D)
-	python3 format/gen_vk_features.py $(VK_XML) $@
+	python3 $< $(VK_XML) $@
 
-$(VK_GEN_C:.c=.o): $(VK_GEN_C)
+$(VK_GEN_C:.c=.o): %.o: %.c
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
@@ -263,6 +264,11 @@ $(BUILD)/tests/vk/%: tests/vk/%.c $(BUILD)/tests/vk/vkt.o
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(BUILD)/tests/vk/vkt.o -o $@ $(LDFLAGS) \
 	  -lvulkan -lpthread
+# vk_formats takes the image formats and their packed layout from the library (format/sbt_vk.h)
+$(BUILD)/tests/vk/vk_formats: tests/vk/vk_formats.c $(BUILD)/tests/vk/vkt.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP $< $(BUILD)/tests/vk/vkt.o $(LIB) -o $@ \
+	  $(LDFLAGS) -lvulkan -lzstd -lxxhash -lprotobuf-c -lpthread -lm
 # GLSLFLAGS_<name>: options of one shader (subgroup operations need SPIR-V 1.3)
 GLSLFLAGS_subgroup := --target-env vulkan1.1
 $(BUILD)/tests/vk/%.spv: tests/vk/%.comp

@@ -33,20 +33,31 @@
  *   command-buffer blobs  (op SUBMIT references)    SBT_VK_RECORDING magic + CMD_* records
  *
  * Ops the layer writes (op kind: payload call):
- *   ALLOC      MEMORY                FREE            DESTROY (type MEMORY)
- *   MARKER     CREATE_BUFFER, BIND_BUFFER, CREATE_BUFFER_VIEW, SET_LAYOUT (+SET_BINDING*),
- *              PIPELINE_LAYOUT, ALLOC_SET, WRITE_SET*, COPY_SET*, CREATE_SYNC, RESET_SYNC,
- *              DESTROY, BUFFER_ADDRESS — API state changes with no device effect, in API
- *              order. The op name is the Vulkan command ("vkCreateBuffer").
+ *   ALLOC      MEMORY; CREATE_IMAGE       FREE       DESTROY (type MEMORY; IMAGE)
+ *   MARKER     CREATE_BUFFER, BIND_BUFFER, CREATE_BUFFER_VIEW, BIND_IMAGE, CREATE_IMAGE_VIEW,
+ *              CREATE_SAMPLER, SET_LAYOUT (+SET_BINDING*), PIPELINE_LAYOUT, ALLOC_SET,
+ *              WRITE_SET*, COPY_SET*, CREATE_SYNC, RESET_SYNC, DESTROY, BUFFER_ADDRESS — API
+ *              state changes with no device effect, in API order. The op name is the Vulkan
+ *              command ("vkCreateBuffer").
  *   SUBMIT     SUBMIT, then per batch BATCH, WAIT_SEM*, CMDBUF*, SIGNAL_SEM*
- *   KERNEL     DISPATCH (+ BINDING*): self-contained (pipeline, resolved descriptors, push
- *              constants), so one dispatch can be replayed on its own. Descriptors bound in
- *              sets (dynamic offsets applied), pushed, or written through templates all end up
- *              as BINDING records. A shader that dereferences device addresses has, besides its
- *              bindings' accesses, one to every buffer with an address (MODULE says so)
- *   COPY       COPY_BUFFER / UPDATE_BUFFER (op.blob = the update bytes)   FILL   FILL_BUFFER
+ *   KERNEL     DISPATCH (+ BINDING*, IMAGE_BINDING*): self-contained (pipeline, resolved
+ *              descriptors, push constants), so one dispatch can be replayed on its own.
+ *              Descriptors bound in sets (dynamic offsets applied), pushed, or written through
+ *              templates all end up as BINDING (buffers) and IMAGE_BINDING (images, samplers)
+ *              records. A shader that dereferences device addresses has, besides its bindings'
+ *              accesses, one to every buffer with an address (MODULE says so)
+ *   COPY       COPY_BUFFER / UPDATE_BUFFER (op.blob = the update bytes) / COPY_BUFFER_TO_IMAGE /
+ *              COPY_IMAGE_TO_BUFFER / COPY_IMAGE / BLIT_IMAGE
+ *   FILL       FILL_BUFFER / CLEAR_IMAGE
  *   HOST_WRITE / HOST_READ / SIGNAL / WAIT / EVENT_* / *_SYNC: no payload needed, or a
  *              SYNC_INFO record for queue-side waits (stage mask)
+ *
+ * Images. A VkImage is a trace resource of its own: its capture id, made by an ALLOC op
+ * (CREATE_IMAGE) and ended by a FREE op. Its bytes are defined in the packed layout below
+ * (sbt_vk_image_subres), not the driver's tiling: accesses, HOST_WRITE blobs, HOST_READ and
+ * output digests of an image are in packed offsets, so they compare across drivers. The
+ * memory an image is bound to (BIND_IMAGE) holds it in the driver's own layout; a host write
+ * into the mapping of a linear image becomes a HOST_WRITE of the image's packed bytes.
  */
 #ifndef REPRISE_SBT_VK_H
 #define REPRISE_SBT_VK_H
@@ -121,12 +132,14 @@ enum sbt_vk_kind {
     /* layout id, flags, n sets, set layout ids..., n push ranges, (stages, offset, size)... */    \
     X(PIPELINE_LAYOUT, 34)                                                                         \
     X(SET_LAYOUT, 35) /* set layout id, flags, n bindings (SET_BINDING records follow) */          \
-    /* binding, VkDescriptorType, descriptorCount, stageFlags, binding flags */                    \
+    /* binding, VkDescriptorType, descriptorCount, stageFlags, binding flags, n immutable          \
+       samplers (0, or descriptorCount for a sampler or combined binding that has them), their     \
+       sampler ids */                                                                              \
     X(SET_BINDING, 36)                                                                             \
     /* ---- state ops (MARKER / ALLOC) -------------------------------------------------------- */ \
     /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,             \
        VkMemoryAllocateFlags (as the program gave them), dedicated buffer id (0 = none), device    \
-       id, opaque capture address (0 = none; see ADDRESS_REPLAY) */                                \
+       id, opaque capture address (0 = none; see ADDRESS_REPLAY), dedicated image id (0 = none) */ \
     X(MEMORY, 48)                                                                                  \
     /* buffer id, size, usage (VkBufferUsageFlags2 when the program gave those), flags (as the     \
        program gave them), sharingMode, n queue families, families..., device id, opaque capture   \
@@ -137,9 +150,11 @@ enum sbt_vk_kind {
     X(CREATE_BUFFER_VIEW, 51) /* view id, buffer id, VkFormat, offset, range, flags */             \
     /* set id, set layout id, pool id, variable descriptor count */                                \
     X(ALLOC_SET, 52)                                                                               \
-    /* set id, binding, array element, VkDescriptorType, n, then n x (buffer id, offset,           \
-       range, buffer view id); an update template is recorded as the writes it amounts to.         \
-       Images and samplers are not captured (counted unsupported) */                               \
+    /* set id, binding, array element, VkDescriptorType, n, then n tuples of 4: buffers and        \
+       texel buffers (buffer id, offset, range, buffer view id); samplers, sampled, storage and    \
+       combined images (image view id, sampler id, VkImageLayout, 0); an update template is        \
+       recorded as the writes it amounts to. Inline uniform blocks and acceleration structures     \
+       are not captured (counted unmodelled) */                                                    \
     X(WRITE_SET, 53)                                                                               \
     /* src set, src binding, src element, dst set, dst binding, dst element, count */              \
     X(COPY_SET, 54)                                                                                \
@@ -191,8 +206,10 @@ enum sbt_vk_kind {
     X(CMD_UPDATE_BUFFER, 104)     /* dst, offset, size; bytes: data */                             \
     /* src stages, dst stages (64-bit, v2 form), dependency flags, n memory barriers,              \
        (src stages, src access, dst stages, dst access)..., n buffer barriers, (src stages,        \
-       src access, dst stages, dst access, src family, dst family, buffer id, offset, size)...     \
-       ; image barriers are dropped (counted unsupported) */                                       \
+       src access, dst stages, dst access, src family, dst family, buffer id, offset, size)...,    \
+       n image barriers, (src stages, src access, dst stages, dst access, old layout, new layout,  \
+       src family, dst family, image id, aspectMask, baseMipLevel, levelCount, baseArrayLayer,     \
+       layerCount)... (older captures end after the buffer barriers) */                            \
     X(CMD_BARRIER, 105)                                                                            \
     X(CMD_SET_EVENT, 106)   /* event id, stage mask */                                             \
     X(CMD_RESET_EVENT, 107) /* event id, stage mask */                                             \
@@ -207,7 +224,56 @@ enum sbt_vk_kind {
        maintenance6 forms): bind point, layout id, set number, then writes to the end of the       \
        arguments, each in the layout of WRITE_SET after its set id (binding, array element,        \
        type, n, n tuples); they update the command buffer's push set for that set number */        \
-    X(CMD_PUSH_SET, 114)
+    X(CMD_PUSH_SET, 114)                                                                           \
+    /* ---- images (FORMAT.md "Images"): state ops ------------------------------------------- */  \
+    /* image id, VkImageCreateFlags, VkImageType, VkFormat, width, height, depth, mipLevels,       \
+       arrayLayers, samples, tiling, usage, sharingMode, initialLayout, packed size in bytes,      \
+       device id, n queue families, families..., n view formats (VkImageFormatListCreateInfo),     \
+       formats..., stencil usage (VkImageStencilUsageCreateInfo, 0 = none). On the image's ALLOC   \
+       op (resource = image id, bytes = packed size). */                                           \
+    X(CREATE_IMAGE, 128)                                                                           \
+    /* image id, memory id, memoryOffset, memory requirements: size, alignment, memoryTypeBits */  \
+    X(BIND_IMAGE, 129)                                                                             \
+    /* view id, image id, flags, VkImageViewType, VkFormat, swizzle r, g, b, a, aspectMask,        \
+       baseMipLevel, levelCount, baseArrayLayer, layerCount (counts resolved, never                \
+       VK_REMAINING_*), usage (VkImageViewUsageCreateInfo, 0 = the image's) */                     \
+    X(CREATE_IMAGE_VIEW, 130)                                                                      \
+    /* sampler id, flags, magFilter, minFilter, mipmapMode, addressModeU, V, W, mipLodBias (float  \
+       bits), anisotropyEnable, maxAnisotropy (float bits), compareEnable, compareOp, minLod,      \
+       maxLod (float bits), borderColor, unnormalizedCoordinates, reductionMode                    \
+       (VkSamplerReductionModeCreateInfo, 0 = weighted average), custom border color format,       \
+       its 4 words (VkSamplerCustomBorderColorCreateInfoEXT; 0 = none) */                          \
+    X(CREATE_SAMPLER, 131)                                                                         \
+    /* ---- images: per-op payloads ---------------------------------------------------------- */  \
+    /* a dispatch's image or sampler descriptor: set, binding, array element, VkDescriptorType,    \
+       image view id (0: a sampler), image id, sampler id (0: none), VkImageLayout, access mode    \
+       (0 for a sampler alone: it touches no bytes) */                                             \
+    X(IMAGE_BINDING, 136)                                                                          \
+    /* buffer id, image id, image layout, n regions, n x 13 (bufferOffset, bufferRowLength,        \
+       bufferImageHeight, aspectMask, mipLevel, baseArrayLayer, layerCount, x, y, z, width,        \
+       height, depth), cmdbuf, index */                                                            \
+    X(COPY_BUFFER_TO_IMAGE, 137)                                                                   \
+    /* image id, image layout, buffer id, n regions, n x 13 as above, cmdbuf, index */             \
+    X(COPY_IMAGE_TO_BUFFER, 138)                                                                   \
+    /* src image, src layout, dst image, dst layout, n regions, n x 17 (src aspectMask, mipLevel,  \
+       baseArrayLayer, layerCount, x, y, z, dst aspectMask, mipLevel, baseArrayLayer, layerCount,  \
+       x, y, z, width, height, depth), cmdbuf, index */                                            \
+    X(COPY_IMAGE, 139)                                                                             \
+    /* src image, src layout, dst image, dst layout, VkFilter, n regions, n x 20 (src aspectMask,  \
+       mipLevel, baseArrayLayer, layerCount, x0, y0, z0, x1, y1, z1, dst the same 10),             \
+       cmdbuf, index */                                                                            \
+    X(BLIT_IMAGE, 140)                                                                             \
+    /* image id, image layout, kind (0 vkCmdClearColorImage, 1 vkCmdClearDepthStencilImage),       \
+       value words 0..3 (color: the VkClearColorValue's 4 words; depth/stencil: the depth's float  \
+       bits, the stencil, 0, 0), n ranges, n x 5 (aspectMask, baseMipLevel, levelCount,            \
+       baseArrayLayer, layerCount; counts resolved), cmdbuf, index */                              \
+    X(CLEAR_IMAGE, 141)                                                                            \
+    /* ---- images: command-buffer recordings (the per-op layouts without cmdbuf, index) ------ */ \
+    X(CMD_COPY_BUFFER_TO_IMAGE, 144)                                                               \
+    X(CMD_COPY_IMAGE_TO_BUFFER, 145)                                                               \
+    X(CMD_COPY_IMAGE, 146)                                                                         \
+    X(CMD_BLIT_IMAGE, 147)                                                                         \
+    X(CMD_CLEAR_IMAGE, 148) /* counts may be VK_REMAINING_* as recorded */
 
 enum sbt_vk_call {
 #define SBT_VK__ENUM(name, val) SBT_VK_##name = val,
@@ -302,6 +368,94 @@ extern const char sbt_vk_registry_version[]; /* VK_HEADER_VERSION of the vk.xml 
 /* The features structure of a VkStructureType, or NULL if the registry has none. */
 const struct sbt_vk_feature_struct *sbt_vk_feature_struct(uint32_t stype);
 #define SBT_VK_STYPE_FEATURES2 1000059000u /* VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 */
+
+/* ---- Images: formats and the packed layout (format/sbt_vk_image.c) ---------------------------
+ * An image's bytes, as the trace defines them (FORMAT.md "Images"), are its subresources one
+ * after the other: for each aspect of its format in VkImageAspectFlagBits order (color; or
+ * depth, then stencil; or planes 0, 1, 2), for each mip level from 0, for each array layer from
+ * 0, the level's slices (depth) from z = 0, each its rows of texel blocks from y = 0, each row
+ * its blocks from x = 0, tightly packed: a block takes the bytes a buffer<->image copy gives it
+ * (vkCmdCopyImageToBuffer with bufferRowLength = bufferImageHeight = 0). This is what a copy
+ * into a tightly packed buffer of each subresource in turn gives on any driver, whatever the
+ * image's tiling, so accesses, digests and dumps of images compare across drivers. */
+
+/* A format as the registry describes it (format/gen_vk_formats.py). */
+struct sbt_vk_format {
+    uint32_t format;       /* VkFormat value */
+    const char *name;      /* without VK_FORMAT_: "R8G8B8A8_UNORM" */
+    uint8_t block_bytes;   /* bytes of one texel block (the whole texel of depth/stencil) */
+    uint8_t block[3];      /* texel block extent (1, 1, 1 unless block-compressed or 422) */
+    uint8_t depth_bytes;   /* packed bytes per texel of the depth aspect, 0 = none */
+    uint8_t stencil_bytes; /* the same for stencil */
+    uint8_t n_planes;      /* 2 or 3 for multi-planar formats, else 0 */
+    uint8_t plane_bytes[3], plane_wdiv[3], plane_hdiv[3]; /* per plane: bytes per texel, divisors */
+};
+extern const struct sbt_vk_format sbt_vk_formats[]; /* sorted by format */
+extern const uint32_t sbt_vk_n_formats;
+/* The format's entry, or NULL when the registry has none (VK_FORMAT_UNDEFINED included). */
+const struct sbt_vk_format *sbt_vk_format(uint32_t format);
+/* The aspects of a format, as VkImageAspectFlags (color; depth and/or stencil; planes); 0 for
+ * a format the registry does not describe. */
+uint32_t sbt_vk_format_aspects(uint32_t format);
+
+/* What an image's packed layout depends on (CREATE_IMAGE's arguments). */
+struct sbt_vk_image {
+    uint32_t format;    /* VkFormat */
+    uint32_t type;      /* VkImageType: 0 1D, 1 2D, 2 3D */
+    uint32_t extent[3]; /* width, height, depth in texels */
+    uint32_t mips, layers;
+};
+
+/* One (aspect, mip level) of an image in the packed layout: n layers of layer_bytes each,
+ * from offset on. */
+struct sbt_vk_subres {
+    uint64_t offset;      /* packed offset of its layer 0 */
+    uint64_t row_bytes;   /* one row of texel blocks */
+    uint64_t slice_bytes; /* one slice (rows of one z) */
+    uint64_t layer_bytes; /* one layer (its slices) */
+    uint32_t extent[3];   /* the level's extent in texels (a plane's: divided) */
+    uint32_t blocks[3];   /* the same in texel blocks (rounded up) */
+    uint32_t block[3];    /* texel block extent */
+    uint32_t block_bytes; /* bytes of one block in this aspect */
+};
+
+/* Limits of what a trace may describe (larger: SBT_ECORRUPT): extent per axis, layers, levels. */
+#define SBT_VK_IMAGE_MAX_EXTENT (1u << 20)
+#define SBT_VK_IMAGE_MAX_LAYERS (1u << 16)
+#define SBT_VK_IMAGE_MAX_MIPS   32u
+#define SBT_VK_IMAGE_MAX_BYTES  (1ull << 50)
+
+/* Checks an image description (a format of the registry, extents >= 1 and consistent with its
+ * type, levels no more than the extent allows, the limits above) and sets *size to its packed
+ * size in bytes. 0, or SBT_ECORRUPT with a message. */
+int sbt_vk_image_check(const struct sbt_vk_image *im, uint64_t *size);
+/* The subresource (aspect: one bit of the format's aspects; mip < im->mips) of a checked image:
+ * 0, or SBT_ECORRUPT naming what is not the image's. */
+int sbt_vk_image_subres(const struct sbt_vk_image *im, uint32_t aspect, uint32_t mip,
+                        struct sbt_vk_subres *out);
+
+/* A box of an image: one aspect and mip level, layers [layer, layer + n_layers), texels
+ * [off, off + ext) on each axis (a 3D image's z; 1D and 2D images have z = 0, depth 1). */
+struct sbt_vk_box {
+    uint32_t aspect, mip, layer, n_layers;
+    uint32_t off[3], ext[3];
+};
+/* Checks that box b lies in checked image im (block-aligned: an offset a multiple of the
+ * block, an extent too unless it reaches the level's edge). Then counts the runs of packed
+ * bytes it covers, in increasing order and merged where adjacent: *n_runs, with the covering
+ * range [*lo, *hi) (both when not NULL); and when fn is not NULL calls fn(ctx, offset, length)
+ * for each. 0, or SBT_ECORRUPT with a message naming the box. An empty box has 0 runs. */
+int sbt_vk_image_box_runs(const struct sbt_vk_image *im, const struct sbt_vk_box *b,
+                          void (*fn)(void *ctx, uint64_t off, uint64_t len), void *ctx,
+                          uint64_t *n_runs, uint64_t *lo, uint64_t *hi);
+/* The boxes that cover packed bytes [off, off + len) of checked image im with whole rows of
+ * texel blocks: fn(ctx, box, packed offset, packed length) for each, in increasing order;
+ * each box's bytes are contiguous in the packed layout (a buffer<->image copy of it with
+ * bufferRowLength = bufferImageHeight = 0 gives them). Returns 0, fn's first nonzero return,
+ * or SBT_ECORRUPT when the range ends past the image's packed size. */
+int sbt_vk_image_cover(const struct sbt_vk_image *im, uint64_t off, uint64_t len,
+                       int (*fn)(void *ctx, const struct sbt_vk_box *b, uint64_t off, uint64_t len),
+                       void *ctx);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "format/sbt_vk.h"
 
 uint32_t sbt__crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
@@ -1328,5 +1329,167 @@ Test(oom, every_allocation_may_fail)
                       sbt_errmsg());
         }
         sbt_set_alloc_hooks(NULL);
+    }
+}
+
+/* ========================================================================================== */
+/* Vulkan images: the packed layout (format/sbt_vk.h)                                         */
+/* ========================================================================================== */
+
+Test(vk_image, formats_from_the_registry)
+{
+    const struct sbt_vk_format *f = sbt_vk_format(37); /* VK_FORMAT_R8G8B8A8_UNORM */
+    cr_assert(f && !strcmp(f->name, "R8G8B8A8_UNORM") && f->block_bytes == 4);
+    f = sbt_vk_format(131); /* BC1_RGB_UNORM_BLOCK */
+    cr_assert(f && f->block[0] == 4 && f->block[1] == 4 && f->block_bytes == 8);
+    f = sbt_vk_format(129); /* D24_UNORM_S8_UINT: 4-byte depth, 1-byte stencil in copies */
+    cr_assert(f && f->depth_bytes == 4 && f->stencil_bytes == 1);
+    cr_assert(eq(u32, sbt_vk_format_aspects(129), 0x6));
+    cr_assert(eq(u32, sbt_vk_format_aspects(1000156003), 0x30)); /* 2-plane 420: planes 0, 1 */
+    cr_assert(eq(u32, sbt_vk_format_aspects(37), 0x1));
+    cr_assert_null(sbt_vk_format(0));
+    cr_assert(eq(u32, sbt_vk_format_aspects(12345), 0));
+    for (uint32_t i = 1; i < sbt_vk_n_formats; i++)
+        cr_assert_lt(sbt_vk_formats[i - 1].format, sbt_vk_formats[i].format, "table sorted");
+}
+
+struct img_case { /* no pointers: Criterion copies parameters into another process */
+    struct sbt_vk_image im;
+    int status;
+    uint64_t size;
+    char msg[16];
+};
+
+ParameterizedTestParameters(vk_image, check)
+{
+    static struct img_case c[] = {
+        {{37, 1, {64, 48, 1}, 3, 2}, 0, 32256, ""},                 // RGBA8 2D array, 3 levels
+        {{131, 1, {30, 30, 1}, 2, 1}, 0, 640, ""},                  // BC1: 8x8 + 4x4 blocks of 8
+        {{37, 2, {8, 8, 8}, 2, 1}, 0, 2304, ""},                    // 3D: 2048 + 4x4x4x4
+        {{129, 1, {4, 4, 1}, 1, 1}, 0, 80, ""},                     // D24S8: depth 4, stencil 1
+        {{1000156003, 1, {8, 4, 1}, 1, 1}, 0, 48, ""},              // 2-plane 420: 32 + 4x2x2
+        {{37, 0, {17, 1, 1}, 5, 3}, 0, 384, ""},                    // 1D array: (17+8+4+2+1)*4*3
+        {{12345, 1, {4, 4, 1}, 1, 1}, SBT_ECORRUPT, 0, "registry"}, // unknown format
+        {{37, 0, {4, 2, 1}, 1, 1}, SBT_ECORRUPT, 0, "1D image"},    // 1D with height
+        {{37, 2, {4, 4, 4}, 1, 2}, SBT_ECORRUPT, 0, "3D image"},    // 3D with layers
+        {{37, 1, {4, 4, 1}, 4, 1}, SBT_ECORRUPT, 0, "levels"},      // more levels than extent
+        {{37, 1, {0, 4, 1}, 1, 1}, SBT_ECORRUPT, 0, "extent"},      // empty
+        {{37, 1, {4, 4, 1}, 1, 0}, SBT_ECORRUPT, 0, "layers"},      // no layers
+        {{109, 1, {1u << 20, 1u << 20, 1}, 1, 1024}, SBT_ECORRUPT, 0, "2^50"}, // too big
+    };
+    return cr_make_param_array(struct img_case, c, sizeof c / sizeof c[0]);
+}
+
+ParameterizedTest(struct img_case *c, vk_image, check)
+{
+    uint64_t size = 0;
+    int st = sbt_vk_image_check(&c->im, &size);
+    cr_assert(eq(int, st, c->status), "%s", sbt_errmsg());
+    if (!st)
+        cr_assert(eq(u64, size, c->size));
+    else
+        cr_assert(strstr(sbt_errmsg(), c->msg) != NULL, "message: %s", sbt_errmsg());
+}
+
+struct run_list {
+    uint64_t off[64], len[64];
+    uint32_t n;
+};
+
+static void add_run(void *ctx, uint64_t off, uint64_t len)
+{
+    struct run_list *l = ctx;
+    cr_assert_lt(l->n, 64);
+    l->off[l->n] = off;
+    l->len[l->n++] = len;
+}
+
+Test(vk_image, box_runs)
+{
+    struct sbt_vk_image im = {37, 1, {64, 48, 1}, 3, 2}; /* levels 64x48, 32x24, 16x12 */
+    struct run_list l = {0};
+    uint64_t n, lo, hi;
+    /* level 0, both layers whole: one run */
+    struct sbt_vk_box b = {1, 0, 0, 2, {0, 0, 0}, {64, 48, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, add_run, &l, &n, &lo, &hi), 0));
+    cr_assert(l.n == 1 && n == 1 && l.off[0] == 0 && l.len[0] == 24576 && lo == 0 && hi == 24576);
+    /* level 1 layer 1, rows 2..4 whole: one run after level 0 and level 1's layer 0 */
+    l.n = 0;
+    b = (struct sbt_vk_box){1, 1, 1, 1, {0, 2, 0}, {32, 2, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, add_run, &l, &n, &lo, &hi), 0));
+    cr_assert(l.n == 1 && l.off[0] == 24576 + 3072 + 2 * 128 && l.len[0] == 256);
+    /* a part of each row: one run per row */
+    l.n = 0;
+    b = (struct sbt_vk_box){1, 2, 0, 1, {4, 1, 0}, {8, 3, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, add_run, &l, &n, &lo, &hi), 0));
+    cr_assert(l.n == 3 && n == 3 && l.len[0] == 32 && l.off[1] - l.off[0] == 64);
+    cr_assert(eq(u64, lo, l.off[0]));
+    cr_assert(eq(u64, hi, l.off[2] + 32));
+    /* counted only */
+    b = (struct sbt_vk_box){1, 0, 0, 2, {0, 0, 0}, {63, 48, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, NULL, NULL, &n, NULL, NULL), 0));
+    cr_assert(eq(u64, n, 96));
+    /* outside, and misaligned blocks */
+    b = (struct sbt_vk_box){1, 1, 0, 1, {30, 0, 0}, {4, 1, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, NULL, NULL, &n, NULL, NULL), SBT_ECORRUPT));
+    cr_assert(strstr(sbt_errmsg(), "past level 1") != NULL, "%s", sbt_errmsg());
+    struct sbt_vk_image bc = {131, 1, {30, 30, 1}, 2, 1};
+    b = (struct sbt_vk_box){1, 0, 0, 1, {2, 0, 0}, {4, 4, 1}};
+    cr_assert(eq(int, sbt_vk_image_box_runs(&bc, &b, NULL, NULL, &n, NULL, NULL), SBT_ECORRUPT));
+    cr_assert(strstr(sbt_errmsg(), "aligned") != NULL, "%s", sbt_errmsg());
+    b = (struct sbt_vk_box){1, 0, 0, 1, {28, 28, 0}, {2, 2, 1}}; /* the edge block */
+    cr_assert(eq(int, sbt_vk_image_box_runs(&bc, &b, NULL, NULL, &n, &lo, &hi), 0));
+    cr_assert(n == 1 && hi - lo == 8);
+    b = (struct sbt_vk_box){4, 0, 0, 1, {0, 0, 0}, {1, 1, 1}}; /* an aspect it has not */
+    cr_assert(eq(int, sbt_vk_image_box_runs(&im, &b, NULL, NULL, &n, NULL, NULL), SBT_ECORRUPT));
+}
+
+struct cover_check {
+    const struct sbt_vk_image *im;
+    uint64_t next; /* where the next box must start */
+    uint32_t n;
+};
+
+static int check_box(void *ctx, const struct sbt_vk_box *b, uint64_t off, uint64_t len)
+{
+    struct cover_check *c = ctx;
+    uint64_t n, lo, hi;
+    cr_assert(c->n == 0 || off == c->next, "boxes are contiguous: %llu after %llu",
+              (unsigned long long)off, (unsigned long long)c->next);
+    cr_assert(eq(int, sbt_vk_image_box_runs(c->im, b, NULL, NULL, &n, &lo, &hi), 0), "%s",
+              sbt_errmsg());
+    cr_assert(n == 1 && lo == off && hi == off + len, "a box is its packed bytes");
+    c->next = off + len;
+    c->n++;
+    return 0;
+}
+
+/* Whatever range of whatever image: boxes that are contiguous, whole rows of blocks, and each
+ * exactly its packed bytes (so the box functions agree with each other). */
+Test(vk_image, cover_is_whole_rows)
+{
+    static const struct sbt_vk_image ims[] = {
+        {37, 1, {13, 7, 1}, 3, 2},        {131, 1, {20, 12, 1}, 2, 3},
+        {37, 2, {9, 5, 3}, 2, 1},         {97, 0, {17, 1, 1}, 2, 2},
+        {130, 1, {13, 7, 1}, 2, 2},       {1000156003, 1, {8, 4, 1}, 1, 1},
+        {1000156002, 1, {8, 4, 1}, 1, 1},
+    };
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof ims / sizeof ims[0]; i++) {
+        uint64_t size;
+        cr_assert(eq(int, sbt_vk_image_check(&ims[i], &size), 0), "%s", sbt_errmsg());
+        for (int k = 0; k < 200; k++) {
+            x = x * 1103515245u + 12345u;
+            uint64_t off = (x >> 8) % size;
+            x = x * 1103515245u + 12345u;
+            uint64_t len = 1 + (x >> 8) % (size - off);
+            struct cover_check c = {&ims[i], 0, 0};
+            cr_assert(eq(int, sbt_vk_image_cover(&ims[i], off, len, check_box, &c), 0));
+            cr_assert(c.n >= 1);
+        }
+        struct cover_check c = {&ims[i], 0, 0};
+        cr_assert(eq(int, sbt_vk_image_cover(&ims[i], 0, size, check_box, &c), 0));
+        cr_assert(eq(u64, c.next, size), "the whole image is covered");
+        cr_assert(eq(int, sbt_vk_image_cover(&ims[i], size, 1, check_box, &c), SBT_ECORRUPT));
     }
 }
