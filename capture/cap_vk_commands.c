@@ -580,12 +580,331 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdUpdateBuffer(VkCommandBuffer h, VkBuffer dst, 
     TS_AFTER(h, ts);
 }
 
-/* Barriers: argument layout of CMD_BARRIER (sbt_vk.h); image barriers are counted only (the
- * images themselves are unmodelled, and their creation affecting). */
+/* ---- images: copies, blits, clears ---------------------------------------------------- */
+
+/* The 13 arguments of a buffer<->image copy region (sbt_vk.h COPY_BUFFER_TO_IMAGE). */
+static void enc_bic(struct sbt_vk_enc *e, const VkBufferImageCopy *r)
+{
+    const VkImageSubresourceLayers *s = &r->imageSubresource;
+    uint64_t a[] = {r->bufferOffset,
+                    r->bufferRowLength,
+                    r->bufferImageHeight,
+                    s->aspectMask,
+                    s->mipLevel,
+                    s->baseArrayLayer,
+                    s->layerCount,
+                    (uint32_t)r->imageOffset.x,
+                    (uint32_t)r->imageOffset.y,
+                    (uint32_t)r->imageOffset.z,
+                    r->imageExtent.width,
+                    r->imageExtent.height,
+                    r->imageExtent.depth};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        sbt_vk_enc_arg(e, a[i]);
+}
+
+static VkBufferImageCopy bic_of2(const VkBufferImageCopy2 *r)
+{
+    return (VkBufferImageCopy){r->bufferOffset,     r->bufferRowLength, r->bufferImageHeight,
+                               r->imageSubresource, r->imageOffset,     r->imageExtent};
+}
+
+static void enc_subres(struct sbt_vk_enc *e, const VkImageSubresourceLayers *s)
+{
+    sbt_vk_enc_arg(e, s->aspectMask);
+    sbt_vk_enc_arg(e, s->mipLevel);
+    sbt_vk_enc_arg(e, s->baseArrayLayer);
+    sbt_vk_enc_arg(e, s->layerCount);
+}
+
+static void enc_off(struct sbt_vk_enc *e, VkOffset3D o)
+{
+    sbt_vk_enc_arg(e, (uint32_t)o.x);
+    sbt_vk_enc_arg(e, (uint32_t)o.y);
+    sbt_vk_enc_arg(e, (uint32_t)o.z);
+}
+
+/* Starts a raw image command record of cb; NULL when not recording. */
+static struct cap_cmdbuf *img_rec_begin(VkCommandBuffer h, uint32_t call)
+{
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb)
+        sbt_vk_enc_begin(&cb->raw, call);
+    return cb;
+}
+
+static void img_rec_end(struct cap_cmdbuf *cb)
+{
+    if (!cb)
+        return;
+    sbt_vk_enc_end(&cb->raw, NULL, 0);
+    cb->n_cmds++;
+    if (cb->raw.status)
+        cap_fail("recording a command buffer: %s", sbt_errmsg());
+}
+
+/* Region structures chained to a *2 command's regions (transforms): not recorded. */
+static int regions_chained(const void *regions, size_t stride, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (((const VkBaseInStructure *)((const uint8_t *)regions + i * stride))->pNext)
+            return 1;
+    return 0;
+}
+
+static void rec_buf_to_img(VkCommandBuffer h, VkBuffer src, VkImage dst, VkImageLayout layout,
+                           uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
+{
+    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_BUFFER_TO_IMAGE);
+    if (!cb)
+        return;
+    sbt_vk_enc_arg(&cb->raw, CAP_H(src));
+    sbt_vk_enc_arg(&cb->raw, CAP_H(dst));
+    sbt_vk_enc_arg(&cb->raw, layout);
+    sbt_vk_enc_arg(&cb->raw, n);
+    for (uint32_t i = 0; i < n; i++) {
+        VkBufferImageCopy r = r1 ? r1[i] : bic_of2(&r2[i]);
+        enc_bic(&cb->raw, &r);
+    }
+    img_rec_end(cb);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer src, VkImage dst,
+                                                    VkImageLayout layout, uint32_t n,
+                                                    const VkBufferImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_buf_to_img(h, src, dst, layout, n, r, NULL);
+    d->fn.CmdCopyBufferToImage(h, src, dst, layout, n, r);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage2(VkCommandBuffer h,
+                                                     const VkCopyBufferToImageInfo2 *ci)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON() &&
+        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
+        cb_unmodelled(h, "vkCmdCopyBufferToImage2 (a structure the capture does not record)");
+    uint32_t ts = TS_BEFORE(h);
+    rec_buf_to_img(h, ci->srcBuffer, ci->dstImage, ci->dstImageLayout, ci->regionCount, NULL,
+                   ci->pRegions);
+    d->fn.CmdCopyBufferToImage2(h, ci);
+    TS_AFTER(h, ts);
+}
+
+static void rec_img_to_buf(VkCommandBuffer h, VkImage src, VkImageLayout layout, VkBuffer dst,
+                           uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
+{
+    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_IMAGE_TO_BUFFER);
+    if (!cb)
+        return;
+    sbt_vk_enc_arg(&cb->raw, CAP_H(src));
+    sbt_vk_enc_arg(&cb->raw, layout);
+    sbt_vk_enc_arg(&cb->raw, CAP_H(dst));
+    sbt_vk_enc_arg(&cb->raw, n);
+    for (uint32_t i = 0; i < n; i++) {
+        VkBufferImageCopy r = r1 ? r1[i] : bic_of2(&r2[i]);
+        enc_bic(&cb->raw, &r);
+    }
+    img_rec_end(cb);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage src,
+                                                    VkImageLayout layout, VkBuffer dst, uint32_t n,
+                                                    const VkBufferImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_img_to_buf(h, src, layout, dst, n, r, NULL);
+    d->fn.CmdCopyImageToBuffer(h, src, layout, dst, n, r);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer2(VkCommandBuffer h,
+                                                     const VkCopyImageToBufferInfo2 *ci)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON() &&
+        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
+        cb_unmodelled(h, "vkCmdCopyImageToBuffer2 (a structure the capture does not record)");
+    uint32_t ts = TS_BEFORE(h);
+    rec_img_to_buf(h, ci->srcImage, ci->srcImageLayout, ci->dstBuffer, ci->regionCount, NULL,
+                   ci->pRegions);
+    d->fn.CmdCopyImageToBuffer2(h, ci);
+    TS_AFTER(h, ts);
+}
+
+static void rec_img_copy(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkImage dst,
+                         VkImageLayout dl, uint32_t n, const VkImageCopy *r1,
+                         const VkImageCopy2 *r2)
+{
+    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_IMAGE);
+    if (!cb)
+        return;
+    struct sbt_vk_enc *e = &cb->raw;
+    sbt_vk_enc_arg(e, CAP_H(src));
+    sbt_vk_enc_arg(e, sl);
+    sbt_vk_enc_arg(e, CAP_H(dst));
+    sbt_vk_enc_arg(e, dl);
+    sbt_vk_enc_arg(e, n);
+    for (uint32_t i = 0; i < n; i++) {
+        enc_subres(e, r1 ? &r1[i].srcSubresource : &r2[i].srcSubresource);
+        enc_off(e, r1 ? r1[i].srcOffset : r2[i].srcOffset);
+        enc_subres(e, r1 ? &r1[i].dstSubresource : &r2[i].dstSubresource);
+        enc_off(e, r1 ? r1[i].dstOffset : r2[i].dstOffset);
+        VkExtent3D x = r1 ? r1[i].extent : r2[i].extent;
+        sbt_vk_enc_arg(e, x.width);
+        sbt_vk_enc_arg(e, x.height);
+        sbt_vk_enc_arg(e, x.depth);
+    }
+    img_rec_end(cb);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage src, VkImageLayout sl,
+                                            VkImage dst, VkImageLayout dl, uint32_t n,
+                                            const VkImageCopy *r)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_img_copy(h, src, sl, dst, dl, n, r, NULL);
+    d->fn.CmdCopyImage(h, src, sl, dst, dl, n, r);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage2(VkCommandBuffer h, const VkCopyImageInfo2 *ci)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON() &&
+        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
+        cb_unmodelled(h, "vkCmdCopyImage2 (a structure the capture does not record)");
+    uint32_t ts = TS_BEFORE(h);
+    rec_img_copy(h, ci->srcImage, ci->srcImageLayout, ci->dstImage, ci->dstImageLayout,
+                 ci->regionCount, NULL, ci->pRegions);
+    d->fn.CmdCopyImage2(h, ci);
+    TS_AFTER(h, ts);
+}
+
+static void rec_blit(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkImage dst,
+                     VkImageLayout dl, VkFilter filter, uint32_t n, const VkImageBlit *r1,
+                     const VkImageBlit2 *r2)
+{
+    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_BLIT_IMAGE);
+    if (!cb)
+        return;
+    struct sbt_vk_enc *e = &cb->raw;
+    sbt_vk_enc_arg(e, CAP_H(src));
+    sbt_vk_enc_arg(e, sl);
+    sbt_vk_enc_arg(e, CAP_H(dst));
+    sbt_vk_enc_arg(e, dl);
+    sbt_vk_enc_arg(e, filter);
+    sbt_vk_enc_arg(e, n);
+    for (uint32_t i = 0; i < n; i++) {
+        enc_subres(e, r1 ? &r1[i].srcSubresource : &r2[i].srcSubresource);
+        enc_off(e, r1 ? r1[i].srcOffsets[0] : r2[i].srcOffsets[0]);
+        enc_off(e, r1 ? r1[i].srcOffsets[1] : r2[i].srcOffsets[1]);
+        enc_subres(e, r1 ? &r1[i].dstSubresource : &r2[i].dstSubresource);
+        enc_off(e, r1 ? r1[i].dstOffsets[0] : r2[i].dstOffsets[0]);
+        enc_off(e, r1 ? r1[i].dstOffsets[1] : r2[i].dstOffsets[1]);
+    }
+    img_rec_end(cb);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBlitImage(VkCommandBuffer h, VkImage src, VkImageLayout sl,
+                                            VkImage dst, VkImageLayout dl, uint32_t n,
+                                            const VkImageBlit *r, VkFilter filter)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_blit(h, src, sl, dst, dl, filter, n, r, NULL);
+    d->fn.CmdBlitImage(h, src, sl, dst, dl, n, r, filter);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdBlitImage2(VkCommandBuffer h, const VkBlitImageInfo2 *bi)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    if (CAP_ON() &&
+        (bi->pNext || regions_chained(bi->pRegions, sizeof *bi->pRegions, bi->regionCount)))
+        cb_unmodelled(h, "vkCmdBlitImage2 (a structure the capture does not record)");
+    uint32_t ts = TS_BEFORE(h);
+    rec_blit(h, bi->srcImage, bi->srcImageLayout, bi->dstImage, bi->dstImageLayout, bi->filter,
+             bi->regionCount, NULL, bi->pRegions);
+    d->fn.CmdBlitImage2(h, bi);
+    TS_AFTER(h, ts);
+}
+
+static void rec_clear(VkCommandBuffer h, VkImage img, VkImageLayout layout, uint32_t kind,
+                      const uint32_t v[4], uint32_t n, const VkImageSubresourceRange *rg)
+{
+    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_CLEAR_IMAGE);
+    if (!cb)
+        return;
+    struct sbt_vk_enc *e = &cb->raw;
+    sbt_vk_enc_arg(e, CAP_H(img));
+    sbt_vk_enc_arg(e, layout);
+    sbt_vk_enc_arg(e, kind);
+    for (int i = 0; i < 4; i++)
+        sbt_vk_enc_arg(e, v[i]);
+    sbt_vk_enc_arg(e, n);
+    for (uint32_t i = 0; i < n; i++) {
+        sbt_vk_enc_arg(e, rg[i].aspectMask);
+        sbt_vk_enc_arg(e, rg[i].baseMipLevel);
+        sbt_vk_enc_arg(e, rg[i].levelCount);
+        sbt_vk_enc_arg(e, rg[i].baseArrayLayer);
+        sbt_vk_enc_arg(e, rg[i].layerCount);
+    }
+    img_rec_end(cb);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage img,
+                                                  VkImageLayout layout,
+                                                  const VkClearColorValue *color, uint32_t n,
+                                                  const VkImageSubresourceRange *rg)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    rec_clear(h, img, layout, 0, color->uint32, n, rg);
+    d->fn.CmdClearColorImage(h, img, layout, color, n, rg);
+    TS_AFTER(h, ts);
+}
+
+VKAPI_ATTR void VKAPI_CALL cap_CmdClearDepthStencilImage(VkCommandBuffer h, VkImage img,
+                                                         VkImageLayout layout,
+                                                         const VkClearDepthStencilValue *ds,
+                                                         uint32_t n,
+                                                         const VkImageSubresourceRange *rg)
+{
+    struct cap_dev *d = cap_dev_of(h);
+    CAP_COUNT();
+    uint32_t ts = TS_BEFORE(h);
+    uint32_t v[4] = {0, ds->stencil, 0, 0};
+    memcpy(&v[0], &ds->depth, sizeof v[0]);
+    rec_clear(h, img, layout, 1, v, n, rg);
+    d->fn.CmdClearDepthStencilImage(h, img, layout, ds, n, rg);
+    TS_AFTER(h, ts);
+}
+
+/* ---- barriers ------------------------------------------------------------------------- */
+
+/* Barriers: argument layout of CMD_BARRIER (sbt_vk.h), image barriers with their layouts and
+ * subresource ranges. Replay orders its ops by the dependency graph and keeps every image in
+ * the general layout, so it needs none of them; the recording keeps them for the record. */
 static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32_t flags,
                         uint32_t nm, const VkMemoryBarrier *m1, const VkMemoryBarrier2 *m2,
                         uint32_t nb, const VkBufferMemoryBarrier *b1,
-                        const VkBufferMemoryBarrier2 *b2, uint32_t ni)
+                        const VkBufferMemoryBarrier2 *b2, uint32_t ni,
+                        const VkImageMemoryBarrier *i1, const VkImageMemoryBarrier2 *i2)
 {
     sbt_vk_enc_arg(e, src);
     sbt_vk_enc_arg(e, dst);
@@ -609,8 +928,26 @@ static void enc_barrier(struct sbt_vk_enc *e, uint64_t src, uint64_t dst, uint32
         sbt_vk_enc_arg(e, b1 ? b1[i].offset : b2[i].offset);
         sbt_vk_enc_arg(e, b1 ? b1[i].size : b2[i].size);
     }
-    if (ni) /* images are not recorded: creating one is an affecting call already */
-        cap_unmodelled(NULL, "image memory barrier", 0);
+    sbt_vk_enc_arg(e, ni);
+    for (uint32_t i = 0; i < ni; i++) {
+        const VkImageSubresourceRange *r = i1 ? &i1[i].subresourceRange : &i2[i].subresourceRange;
+        uint64_t a[] = {i1 ? src : i2[i].srcStageMask,
+                        i1 ? i1[i].srcAccessMask : i2[i].srcAccessMask,
+                        i1 ? dst : i2[i].dstStageMask,
+                        i1 ? i1[i].dstAccessMask : i2[i].dstAccessMask,
+                        i1 ? i1[i].oldLayout : i2[i].oldLayout,
+                        i1 ? i1[i].newLayout : i2[i].newLayout,
+                        i1 ? i1[i].srcQueueFamilyIndex : i2[i].srcQueueFamilyIndex,
+                        i1 ? i1[i].dstQueueFamilyIndex : i2[i].dstQueueFamilyIndex,
+                        CAP_H(i1 ? i1[i].image : i2[i].image),
+                        r->aspectMask,
+                        r->baseMipLevel,
+                        r->levelCount,
+                        r->baseArrayLayer,
+                        r->layerCount};
+        for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
+            sbt_vk_enc_arg(e, a[k]);
+    }
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineStageFlags src,
@@ -624,7 +961,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineS
     struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
     if (cb) {
         sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_BARRIER);
-        enc_barrier(&cb->raw, src, dst, f, nm, m, NULL, nb, b, NULL, ni);
+        enc_barrier(&cb->raw, src, dst, f, nm, m, NULL, nb, b, NULL, ni, im, NULL);
         sbt_vk_enc_end(&cb->raw, NULL, 0);
         cb->n_cmds++;
     }
@@ -635,7 +972,7 @@ static void rec_dep2(struct sbt_vk_enc *e, const VkDependencyInfo *di)
 {
     enc_barrier(e, 0, 0, di->dependencyFlags, di->memoryBarrierCount, NULL, di->pMemoryBarriers,
                 di->bufferMemoryBarrierCount, NULL, di->pBufferMemoryBarriers,
-                di->imageMemoryBarrierCount);
+                di->imageMemoryBarrierCount, NULL, di->pImageMemoryBarriers);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h, const VkDependencyInfo *di)
@@ -701,7 +1038,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n, cons
         sbt_vk_enc_arg(&cb->raw, n);
         for (uint32_t i = 0; i < n; i++)
             sbt_vk_enc_arg(&cb->raw, CAP_H(evs[i]));
-        enc_barrier(&cb->raw, src, dst, 0, nm, m, NULL, nb, b, NULL, ni);
+        enc_barrier(&cb->raw, src, dst, 0, nm, m, NULL, nb, b, NULL, ni, im, NULL);
         sbt_vk_enc_end(&cb->raw, NULL, 0);
         cb->n_cmds++;
     }

@@ -1,10 +1,11 @@
 /*
  * capture/cap_vk_descriptors.c — descriptor set layouts, pools, sets, their updates (plain,
  * copied and through update templates of either type) and push descriptors: the shadow slots
- * that expanding a dispatch reads to know which buffer ranges it touches, and WRITE_SET /
- * COPY_SET records for replay. Buffer and texel-buffer descriptors are recorded; writing any
- * other kind (images, samplers, inline uniform blocks, acceleration structures) marks the trace
- * incomplete.
+ * that expanding a dispatch reads to know which buffer ranges and images it touches, and
+ * WRITE_SET / COPY_SET records for replay. Buffer, texel-buffer, sampler and image descriptors
+ * (sampled, storage, combined with a sampler; immutable samplers included) are recorded;
+ * writing any other kind (inline uniform blocks, acceleration structures, input attachments)
+ * marks the trace incomplete.
  *
  * One representation of a descriptor write serves every path: "binding, array element,
  * VkDescriptorType, n, then n tuples" (format/sbt_vk.h WRITE_SET after its set id). Updates of
@@ -44,11 +45,20 @@ static int cmp_binding(const void *a, const void *b)
 void cap_enc_set_layout(struct sbt_vk_enc *enc, const struct cap_dsl *l)
 {
     sbt_vk_enc_rec(enc, SBT_VK_SET_LAYOUT, (uint64_t[]){l->o.id, l->flags, l->n_b}, 3, NULL, 0);
-    for (uint32_t i = 0; i < l->n_b; i++)
-        sbt_vk_enc_rec(enc, SBT_VK_SET_BINDING,
-                       (uint64_t[]){l->b[i].binding, l->b[i].type, l->b[i].count, l->b[i].stages,
-                                    l->b[i].flags},
-                       5, NULL, 0);
+    for (uint32_t i = 0; i < l->n_b; i++) {
+        const struct cap_dsl_binding *b = &l->b[i];
+        sbt_vk_enc_begin(enc, SBT_VK_SET_BINDING);
+        sbt_vk_enc_arg(enc, b->binding);
+        sbt_vk_enc_arg(enc, b->type);
+        sbt_vk_enc_arg(enc, b->count);
+        sbt_vk_enc_arg(enc, b->stages);
+        sbt_vk_enc_arg(enc, b->flags);
+        uint32_t n_imm = b->immutable && l->imm ? b->count : 0;
+        sbt_vk_enc_arg(enc, n_imm);
+        for (uint32_t k = 0; k < n_imm; k++)
+            sbt_vk_enc_arg(enc, l->imm[b->base + k]);
+        sbt_vk_enc_end(enc, NULL, 0);
+    }
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -77,9 +87,14 @@ cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreate
     if (l && (l->b || !ci->bindingCount)) {
         l->n_b = ci->bindingCount;
         l->flags = ci->flags;
+        int any_imm = 0;
         for (uint32_t i = 0; i < ci->bindingCount; i++) {
             const VkDescriptorSetLayoutBinding *x = &ci->pBindings[i];
-            /* pImmutableSamplers is not read: it only matters for sampler types */
+            /* pImmutableSamplers matters for sampler types only (elsewhere it may be garbage) */
+            int imm = (x->descriptorType == VK_DESCRIPTOR_TYPE_SAMPLER ||
+                       x->descriptorType == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER) &&
+                      x->pImmutableSamplers;
+            any_imm |= imm;
             l->b[i] = (struct cap_dsl_binding){x->binding,
                                                x->descriptorType,
                                                x->descriptorCount,
@@ -88,7 +103,8 @@ cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreate
                                                        bf->pBindingFlags
                                                    ? bf->pBindingFlags[i]
                                                    : 0,
-                                               0};
+                                               0,
+                                               (uint32_t)imm};
             if (x->descriptorType == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK)
                 l->b[i].count = 0; /* bytes, not descriptors: not tracked */
         }
@@ -96,6 +112,19 @@ cap_CreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreate
         for (uint32_t i = 0; i < l->n_b; i++) {
             l->b[i].base = l->n_slots;
             l->n_slots += l->b[i].count;
+        }
+        /* immutable samplers, by capture id, per slot (sets start with them) */
+        if (any_imm && l->n_slots && !(l->imm = calloc(l->n_slots, sizeof *l->imm)))
+            cap_fail("out of memory for immutable samplers");
+        for (uint32_t i = 0; l->imm && i < l->n_b; i++) {
+            const VkDescriptorSetLayoutBinding *x = ci->pBindings;
+            while (x->binding != l->b[i].binding) /* the same binding number, before sorting */
+                x++;
+            for (uint32_t k = 0; l->b[i].immutable && k < l->b[i].count; k++) {
+                struct cap_sampler *sm =
+                    cap_obj_find(CAP_H(x->pImmutableSamplers[k]), CAP_T_SAMPLER);
+                l->imm[l->b[i].base + k] = sm ? sm->o.id : 0;
+            }
         }
         struct sbt_vk_enc enc = {0};
         cap_enc_set_layout(&enc, l);
@@ -113,8 +142,10 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyDescriptorSetLayout(VkDevice device, VkDes
     if (h && CAP_ON()) {
         pthread_mutex_lock(&cap.mu);
         struct cap_dsl *l = cap_obj_del(CAP_H(h), CAP_T_DSL);
-        if (l)
+        if (l) {
             free(l->b);
+            free(l->imm);
+        }
         free(l);
         pthread_mutex_unlock(&cap.mu);
     }
@@ -244,13 +275,13 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FreeDescriptorSets(VkDevice device, VkDescrip
 
 int cap_desc_recorded(uint32_t t)
 {
-    return is_buffer_type(t) || is_texel_type(t);
+    return is_buffer_type(t) || is_texel_type(t) || cap_is_image_desc(t);
 }
 
 const char *cap_desc_why(uint32_t t)
 {
     (void)t;
-    return "descriptor other than a buffer or texel buffer";
+    return "descriptor other than a buffer, texel buffer, sampler or image";
 }
 
 int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var)
@@ -279,6 +310,9 @@ int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var)
         cap_fail("out of memory for a descriptor set of %u descriptors", s->n_slots);
         return -1;
     }
+    for (uint32_t i = 0; l->imm && i < l->n_b; i++) /* the layout's immutable samplers */
+        for (uint32_t k = 0; l->b[i].immutable && k < s->b[i].count; k++)
+            s->slot[s->b[i].base + k].sampler = l->imm[l->b[i].base + k];
     return 0;
 }
 
@@ -291,8 +325,10 @@ void cap_dset_release(struct cap_dset *s)
     s->n_b = s->n_slots = 0;
 }
 
-/* Slot of (binding, element) in set s, following consecutive-binding updates; NULL past it. */
-static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t elem)
+/* Slot of (binding, element) in set s, following consecutive-binding updates; NULL past it.
+ * *imm (may be NULL): whether its sampler is the layout's (immutable). */
+static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t elem,
+                                  uint32_t *imm)
 {
     for (uint32_t i = 0; i < s->n_b; i++) {
         if (s->b[i].binding < binding)
@@ -308,6 +344,8 @@ static struct cap_slot *dset_slot(struct cap_dset *s, uint32_t binding, uint32_t
         }
         if (i >= s->n_b)
             return NULL;
+        if (imm)
+            *imm = s->b[i].immutable;
         return &s->slot[s->b[i].base + elem];
     }
     return NULL;
@@ -328,6 +366,13 @@ void cap_enc_write(struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w)
             a[2] = w->pBufferInfo[i].range;
         } else if (is_texel_type(t) && w->pTexelBufferView) {
             a[3] = CAP_H(w->pTexelBufferView[i]);
+        } else if (cap_is_image_desc(t) && w->pImageInfo) { /* view, sampler, layout */
+            if (t != VK_DESCRIPTOR_TYPE_SAMPLER) {
+                a[0] = CAP_H(w->pImageInfo[i].imageView);
+                a[2] = w->pImageInfo[i].imageLayout;
+            }
+            if (t == VK_DESCRIPTOR_TYPE_SAMPLER || t == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER)
+                a[1] = CAP_H(w->pImageInfo[i].sampler);
         }
         for (uint32_t k = 0; k < CAP_DESC_TUPLE; k++)
             sbt_vk_enc_arg(enc, a[k]);
@@ -347,9 +392,20 @@ uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n)
     uint32_t len = write_len(a, n);
     for (uint32_t i = 0; len && i < a[3]; i++) {
         const uint64_t *x = a + 4 + i * CAP_DESC_TUPLE;
-        struct cap_slot *sl = dset_slot(s, (uint32_t)a[0], (uint32_t)(a[1] + i));
-        if (sl)
-            *sl = (struct cap_slot){(uint32_t)a[2], x[0], x[1], x[2], x[3]};
+        uint32_t imm = 0;
+        struct cap_slot *sl = dset_slot(s, (uint32_t)a[0], (uint32_t)(a[1] + i), &imm);
+        if (!sl)
+            continue;
+        if (cap_is_image_desc((uint32_t)a[2])) {
+            /* the view by handle (its image and subresources are looked up when a dispatch
+             * uses it), the sampler by capture id (an immutable one stays the layout's) */
+            struct cap_sampler *sm = imm ? NULL : cap_obj_find(x[1], CAP_T_SAMPLER);
+            *sl = (struct cap_slot){
+                (uint32_t)a[2], 0, 0, 0, x[0], imm ? sl->sampler : sm ? sm->o.id : 0,
+                (uint32_t)x[2]};
+        } else {
+            *sl = (struct cap_slot){(uint32_t)a[2], x[0], x[1], x[2], x[3], 0, 0};
+        }
     }
     return len;
 }
@@ -359,6 +415,13 @@ uint32_t cap_write_ids(uint64_t *a, uint32_t n)
     uint32_t len = write_len(a, n);
     for (uint32_t i = 0; len && i < a[3]; i++) {
         uint64_t *x = a + 4 + i * CAP_DESC_TUPLE;
+        if (cap_is_image_desc((uint32_t)a[2])) { /* view, sampler, layout */
+            struct cap_iview *iv = cap_obj_find(x[0], CAP_T_IVIEW);
+            struct cap_sampler *sm = cap_obj_find(x[1], CAP_T_SAMPLER);
+            x[0] = iv ? iv->o.id : 0;
+            x[1] = sm ? sm->o.id : 0;
+            continue;
+        }
         struct cap_buf *b = cap_obj_find(x[0], CAP_T_BUF);
         struct cap_bview *v = cap_obj_find(x[3], CAP_T_BVIEW);
         if (x[2] == VK_WHOLE_SIZE && b && x[1] <= b->size)
@@ -419,10 +482,15 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw
             continue;
         cap.shadow_gen++;
         for (uint32_t k = 0; k < c[i].descriptorCount; k++) {
-            struct cap_slot *a = dset_slot(src, c[i].srcBinding, c[i].srcArrayElement + k);
-            struct cap_slot *b = dset_slot(dst, c[i].dstBinding, c[i].dstArrayElement + k);
-            if (a && b)
+            uint32_t imm = 0;
+            struct cap_slot *a = dset_slot(src, c[i].srcBinding, c[i].srcArrayElement + k, NULL);
+            struct cap_slot *b = dset_slot(dst, c[i].dstBinding, c[i].dstArrayElement + k, &imm);
+            if (a && b) {
+                uint64_t keep = b->sampler;
                 *b = *a;
+                if (imm) /* an immutable sampler is not copied over */
+                    b->sampler = keep;
+            }
         }
         sbt_vk_enc_rec(&enc, SBT_VK_COPY_SET,
                        (uint64_t[]){src->o.id, c[i].srcBinding, c[i].srcArrayElement, dst->o.id,

@@ -507,11 +507,15 @@ static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
     case CAP_T_MEM:
         cap_mem_unref((struct cap_mem *)o); /* the reference of cap.mems */
         return;
+    case CAP_T_IMAGE:
+        free(((struct cap_image *)o)->lay);
+        break;
     case CAP_T_MODULE:
         cap_refl_free(&((struct cap_module *)o)->refl);
         break;
     case CAP_T_DSL:
         free(((struct cap_dsl *)o)->b);
+        free(((struct cap_dsl *)o)->imm);
         break;
     case CAP_T_PLAYOUT:
         sbt_vk_enc_free(&((struct cap_playout *)o)->rec);

@@ -6,11 +6,12 @@
  * the registry through $(BUILD)/gen/capture/cap_vk_gen.h (capture/cap_vk_gen.py).
  *
  * Files: cap_vk_instance.c (loader interface, instances, devices, queues, name lookup, shadow
- * objects), cap_vk_memory.c, cap_vk_address.c (buffer device addresses), cap_vk_descriptors.c,
- * cap_vk_pipelines.c, cap_vk_commands.c, cap_vk_sync.c (the recorded calls by concern),
- * cap_vk_submit.c (recordings expanded into ops at submit), cap_vk_mapped.c (host writes into
- * mapped memory and device output read back), cap_vk_unmodelled.c and cap_vk_tramp.c (what is
- * passed through unrecorded), cap_vk_timing.c, cap_vk_spirv.c, cap_vk_writer.c.
+ * objects), cap_vk_memory.c, cap_vk_images.c (images, views, samplers), cap_vk_address.c
+ * (buffer device addresses), cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
+ * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into ops
+ * at submit), cap_vk_mapped.c (host writes into mapped memory and device output read back),
+ * cap_vk_unmodelled.c and cap_vk_tramp.c (what is passed through unrecorded), cap_vk_timing.c,
+ * cap_vk_spirv.c, cap_vk_writer.c.
  *
  * Threads. A Vulkan call runs on the program's thread. vkCmd* calls only append to their
  * command buffer's own record buffer (the program synchronises command buffers, so no lock).
@@ -139,6 +140,9 @@ enum cap_type {
     CAP_T_QUEUE,
     CAP_T_CMDBUF,
     CAP_T_QPOOL,
+    CAP_T_IMAGE,
+    CAP_T_IVIEW,
+    CAP_T_SAMPLER,
     CAP_T__COUNT
 };
 
@@ -183,6 +187,8 @@ struct cap_mem {
     struct cap_ivl *devb; /* every byte range device work ever wrote, merged (queue, serial
                            * unused): host-write runs are never joined across them */
     uint32_t n_devb, cap_devb;
+    struct cap_image **img; /* images bound to it (cap_vk_images.c) */
+    uint32_t n_img, cap_img;
 };
 
 struct cap_buf {
@@ -198,6 +204,35 @@ struct cap_bview {
     struct cap_obj o;
     struct cap_buf *buf;
     uint64_t offset, range;
+};
+
+/* An image: a trace resource of its own (its capture id), its bytes in the packed layout of
+ * format/sbt_vk.h. A linear one bound to host-visible memory keeps where each subresource lies
+ * there (vkGetImageSubresourceLayout), so host writes and reads through a mapping become
+ * accesses to its packed bytes (cap_vk_images.c). */
+struct cap_img_lay { /* one (aspect, mip level): layer 0 and the pitches */
+    uint64_t offset, row_pitch, array_pitch, depth_pitch;
+};
+struct cap_image {
+    struct cap_obj o;
+    struct sbt_vk_image desc;
+    uint64_t packed_size; /* 0: the format is not in the registry (no accesses) */
+    uint32_t tiling, usage, flags;
+    struct cap_mem *mem; /* NULL until bound */
+    uint64_t mem_off, mem_size;
+    struct cap_img_lay *lay; /* linear in host-visible memory: per aspect and level, in packed
+                                order; NULL otherwise */
+    uint32_t n_lay;
+};
+
+struct cap_iview {
+    struct cap_obj o;
+    uint64_t image; /* handle */
+    uint32_t view_type, aspect, base_mip, n_mips, base_layer, n_layers;
+};
+
+struct cap_sampler {
+    struct cap_obj o;
 };
 
 /* A descriptor variable of a shader module, from the SPIR-V decorations. */
@@ -232,12 +267,14 @@ struct cap_module {
 
 struct cap_dsl_binding {
     uint32_t binding, type, count, stages, flags;
-    uint32_t base; /* first slot of this binding in a set */
+    uint32_t base;      /* first slot of this binding in a set */
+    uint32_t immutable; /* its samplers are the layout's (pImmutableSamplers) */
 };
 struct cap_dsl {
     struct cap_obj o;
     struct cap_dsl_binding *b; /* sorted by binding */
     uint32_t n_b, n_slots, flags;
+    uint64_t *imm; /* per slot: the immutable sampler's handle (0 = none); NULL when none */
 };
 
 #define CAP_MAX_SETS 32u
@@ -259,9 +296,13 @@ struct cap_pipeline {
     uint32_t addresses; /* the module's cap_refl.addresses */
 };
 
+/* One descriptor of a set: a buffer range, a buffer view, or an image view (view_handle) with
+ * a sampler and layout. */
 struct cap_slot {
     uint32_t type;
     uint64_t buf_handle, offset, range, view_handle;
+    uint64_t sampler; /* capture id of a sampler (immutable ones from the layout) */
+    uint32_t layout;  /* VkImageLayout of an image descriptor */
 };
 /* A descriptor set, or the push descriptors of one set number of a command buffer being
  * expanded (cap_vk_submit.c; then o is unused). */
@@ -637,6 +678,34 @@ void cap_dset_release(struct cap_dset *s);
  * handed to fn one by one. cap.mu held (t is a shadow). */
 void cap_templ_writes(const struct cap_templ *t, const void *data,
                       void (*fn)(void *ctx, const VkWriteDescriptorSet *w), void *ctx);
+
+/* ---- cap_vk_images.c -------------------------------------------------------------------- */
+/* With cap.mu held, but for cap_img_split and cap_img_host_op, which want the memory's m->mu
+ * (the images bound to a memory and their layouts change under both). */
+/* Image types of descriptors: sampler, combined image sampler, sampled and storage image. */
+int cap_is_image_desc(uint32_t type);
+/* The packed ranges of image im that view v covers, as accesses: fn(ctx, offset, length) for
+ * each. */
+void cap_img_view_ranges(const struct cap_image *im, const struct cap_iview *v,
+                         void (*fn)(void *ctx, uint64_t off, uint64_t len), void *ctx);
+/* [a, b) of m split at the images bound there: fn_mem(ctx, x, y) for the parts on none,
+ * fn_img(ctx, image, x, y) for the parts on one (memory offsets), in order. */
+void cap_img_split(struct cap_mem *m, uint64_t a, uint64_t b,
+                   void (*fn_mem)(void *ctx, uint64_t x, uint64_t y),
+                   void (*fn_img)(void *ctx, struct cap_image *im, uint64_t x, uint64_t y),
+                   void *ctx);
+/* A HOST_WRITE (the bytes) or HOST_READ (their digest) op of the packed rows of linear image
+ * im that [x, y) of its memory holds, read at base (the address of memory offset 0: the
+ * program's view for writes, the driver's mapping for reads), or NULL when it holds none (or im
+ * is not linear: the host cannot address optimal tiling). Its memory must be mapped there. */
+struct cap_ev *cap_img_host_op(struct cap_image *im, uint32_t kind, uint64_t x, uint64_t y,
+                               const uint8_t *base, uint64_t now);
+/* Does a buffer or image bound at [off, off+size) of m overlap an image bound there? Counts the
+ * aliasing as unmodelled (affects replay) when so. */
+void cap_img_check_alias(struct cap_dev *d, struct cap_mem *m, uint64_t off, uint64_t size,
+                         const struct cap_image *self, const char *what);
+/* m is being freed: its images lose their memory. */
+void cap_img_mem_freed(struct cap_mem *m);
 
 /* ---- cap_vk_mapped.c -------------------------------------------------------------------- */
 /* Host-visible memory as the host sees it: host writes into mappings found exactly and

@@ -661,6 +661,7 @@ static void mem_destroy(struct cap_mem *m)
     free(m->pend);
     free(m->done);
     free(m->devb);
+    free(m->img);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -882,11 +883,87 @@ static struct cap_ev *host_op(struct cap_mem *m, uint64_t a, uint64_t b, uint32_
     return e;
 }
 
+static sbt_hash digest(const uint8_t *p, uint64_t len);
+
+/* Host bytes on images bound to the memory (cap_vk_images.c): the parts on a linear image are a
+ * HOST_WRITE or HOST_READ of its packed rows, the rest stay the memory's. */
+struct img_split {
+    struct out *o;                                   /* HOST_WRITE: the run being ended */
+    struct cap_mem *m;                               /* HOST_READ */
+    struct cap_ev ***tail;                           /* where the ops go */
+    uint32_t kind;
+    uint64_t now;
+};
+
+static void chain(struct cap_ev ***tail, struct cap_ev *e)
+{
+    **tail = e;
+    *tail = &e->next;
+}
+
+static void split_img(void *ctx, struct cap_image *im, uint64_t x, uint64_t y)
+{
+    struct img_split *c = ctx;
+    struct cap_mem *m = c->o ? c->o->m : c->m;
+    int w = c->kind == SBT_OP_HOST_WRITE;
+    /* writes: what the program wrote, in its view; reads: what the device left, in the
+     * driver's mapping */
+    struct cap_ev *e = cap_img_host_op(im, c->kind, x, y, w ? m->map_base : m->dev_base, c->now);
+    if (e)
+        chain(c->tail, e);
+    else if (w && !im->lay)
+        /* bytes of an optimal-tiling image changed under the mapping: the host may not write
+         * there (Vulkan leaves it undefined), so a driver did (a layout transition that
+         * rewrites memory, say); counted, not an input of the trace */
+        cap_unmodelled(m->o.dev, "bytes of an optimal-tiling image changed in a mapping", 0);
+}
+
+static void split_write_mem(void *ctx, uint64_t x, uint64_t y)
+{
+    struct img_split *c = ctx;
+    struct out *o = c->o;
+    uint8_t *buf = cap_run_alloc();
+    struct cap_ev *e = buf ? host_op(o->m, x, y, SBT_OP_HOST_WRITE, o->now) : NULL;
+    if (!e) {
+        cap_run_free(buf);
+        cap_fail("out of memory storing %llu bytes of host writes", (unsigned long long)(y - x));
+        return;
+    }
+    memcpy(buf, o->buf + (x - o->ra), y - x);
+    e->data = buf;
+    e->data_len = y - x;
+    e->data_pooled = 1;
+    chain(c->tail, e);
+}
+
+static void split_read_mem(void *ctx, uint64_t x, uint64_t y)
+{
+    struct img_split *c = ctx;
+    struct cap_ev *e = host_op(c->m, x, y, SBT_OP_HOST_READ, c->now);
+    if (!e) {
+        cap_fail("out of memory recording a host read");
+        return;
+    }
+    e->op.digest = digest(c->m->dev_base + x, y - x);
+    e->op.flags |= SBT_OPF_DIGEST;
+    chain(c->tail, e);
+}
+
 static void out_end_run(struct out *o)
 {
     if (o->rb == o->ra)
         return;
     struct cap_mem *m = o->m;
+    if (m->n_img && o->buf) {
+        struct img_split c = {o, NULL, &o->tail, SBT_OP_HOST_WRITE, o->now};
+        cap_img_split(m, o->ra, o->rb, split_write_mem, split_img, &c);
+        if (m->tr && m->tr->copy) /* through to the driver's mapping */
+            memcpy(m->dev_base + o->ra, o->buf, o->rb - o->ra);
+        cap_run_free(o->buf);
+        o->buf = NULL;
+        o->ra = o->rb = 0;
+        return;
+    }
     struct cap_ev *e = o->buf ? host_op(m, o->ra, o->rb, SBT_OP_HOST_WRITE, o->now) : NULL;
     if (!e) {
         cap_run_free(o->buf);
@@ -1604,15 +1681,11 @@ static uint32_t read_back(struct cap_mem *m, struct cap_ivl *v, uint32_t n, uint
             uint64_t x = a > m->map_off ? a : m->map_off;
             uint64_t y = b < m->map_off + m->map_len ? b : m->map_off + m->map_len;
             if (x < y) {
-                struct cap_ev *e = host_op(m, x, y, SBT_OP_HOST_READ, now);
-                if (!e) {
-                    cap_fail("out of memory recording a host read");
-                } else {
-                    e->op.digest = digest(m->dev_base + x, y - x);
-                    e->op.flags |= SBT_OPF_DIGEST;
-                    *tail = e;
-                    tail = &e->next;
-                }
+                struct img_split c = {NULL, m, &tail, SBT_OP_HOST_READ, now};
+                if (m->n_img)
+                    cap_img_split(m, x, y, split_read_mem, split_img, &c);
+                else
+                    split_read_mem(&c, x, y);
                 if (m->tr)
                     pages_done(m, m->tr, x, y);
                 if (x > a)

@@ -5,8 +5,8 @@
  * recreates them from. Host writes through mappings are found by cap_vk_mapped.c, which the
  * mapping calls (vkMapMemory, vkMapMemory2, and the program's own pages imported as device memory
  * with VK_EXT_external_memory_host) start and unmap, flush and free publish. Memory another
- * process or API fills (imported or exported handles) and images are unmodelled: their
- * generated wrappers count them and mark the trace incomplete (capture/cap_vk_classes.txt).
+ * process or API fills (imported or exported handles) is unmodelled: its generated wrappers count
+ * it and mark the trace incomplete (capture/cap_vk_classes.txt). Images are cap_vk_images.c's.
  * Buffers and allocations with device addresses get their capture-replay flags and opaque
  * addresses from cap_vk_address.c.
  */
@@ -36,18 +36,19 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
     uint32_t flags = 0;
-    uint64_t dedicated = 0;
+    uint64_t dedicated = 0, dedicated_img = 0;
     int foreign = 0;
     void *host_ptr = NULL;
     for (const VkBaseInStructure *s = ai->pNext; s; s = s->pNext) {
         if (s->sType == VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO)
             flags = ((const VkMemoryAllocateFlagsInfo *)s)->flags;
-        else if (s->sType == VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO)
+        else if (s->sType == VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO) {
             dedicated = CAP_H(((const VkMemoryDedicatedAllocateInfo *)s)->buffer);
-        else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT)
+            dedicated_img = CAP_H(((const VkMemoryDedicatedAllocateInfo *)s)->image);
+        } else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT) {
             host_ptr = ((const VkImportMemoryHostPointerInfoEXT *)s)->pHostPointer;
-        else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR ||
-                 s->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO)
+        } else if (s->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR ||
+                   s->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO)
             foreign = 1;
     }
     if (foreign) /* contents another API or process writes: not in the trace */
@@ -56,11 +57,12 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     struct cap_mem *m = cap_mem_new(d, CAP_H(*out), ai->allocationSize, ai->memoryTypeIndex);
     if (m) {
         struct cap_buf *db = cap_obj_find(dedicated, CAP_T_BUF);
+        struct cap_image *di = cap_obj_find(dedicated_img, CAP_T_IMAGE);
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_rec(&enc, SBT_VK_MEMORY,
                        (uint64_t[]){m->o.id, m->size, m->type_index, m->props, flags,
-                                    db ? db->o.id : 0, d->id, opaque},
-                       8, NULL, 0);
+                                    db ? db->o.id : 0, d->id, opaque, di ? di->o.id : 0},
+                       9, NULL, 0);
         struct cap_ev *e = cap_op_ev(d, SBT_OP_ALLOC, "vkAllocateMemory", &enc, t0);
         if (e) {
             e->op.resource = m->o.id;
@@ -109,6 +111,7 @@ VKAPI_ATTR void VKAPI_CALL cap_FreeMemory(VkDevice device, VkDeviceMemory mem,
                 e->op.flags = SBT_OPF_RESOURCE;
             }
             cap_emit(e);
+            cap_img_mem_freed(m);
             cap_mem_release(m);
         }
         pthread_mutex_unlock(&cap.mu);
@@ -289,6 +292,9 @@ static void bind_buffer(struct cap_dev *d, VkBuffer buf, VkDeviceMemory mem, uin
     b->mem = m;
     b->mem_off = off;
     cap.shadow_gen++;
+    if (m->n_img)
+        cap_img_check_alias(d, m, off, b->size, NULL,
+                            "vkBindBufferMemory (buffer aliasing an image)");
     VkMemoryRequirements req = {0};
     if (d->fn.GetBufferMemoryRequirements)
         d->fn.GetBufferMemoryRequirements(d->handle, buf, &req);

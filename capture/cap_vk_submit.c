@@ -111,6 +111,22 @@ static uint64_t id_of(uint64_t handle, uint32_t t)
     return o ? o->id : 0;
 }
 
+/* One more access of the op being built. */
+static void acc_push(struct xstate *x, uint64_t resource, uint64_t off, uint64_t len, uint32_t mode)
+{
+    if (x->n_acc == x->cap_acc) {
+        uint32_t c = x->cap_acc ? x->cap_acc * 2 : 16;
+        struct sbt_access *p = realloc(x->acc, c * sizeof *p);
+        if (!p) {
+            x->failed = 1;
+            return;
+        }
+        x->acc = p;
+        x->cap_acc = c;
+    }
+    x->acc[x->n_acc++] = (struct sbt_access){resource, off, len, mode};
+}
+
 static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t len, uint32_t mode)
 {
     if (!b || !b->mem || !len)
@@ -122,17 +138,7 @@ static void add_acc(struct xstate *x, struct cap_buf *b, uint64_t off, uint64_t 
         return;
     if (len > b->mem->size - a)
         len = b->mem->size - a;
-    if (x->n_acc == x->cap_acc) {
-        uint32_t c = x->cap_acc ? x->cap_acc * 2 : 16;
-        struct sbt_access *p = realloc(x->acc, c * sizeof *p);
-        if (!p) {
-            x->failed = 1;
-            return;
-        }
-        x->acc = p;
-        x->cap_acc = c;
-    }
-    x->acc[x->n_acc++] = (struct sbt_access){b->mem->o.id, a, len, mode};
+    acc_push(x, b->mem->o.id, a, len, mode);
     if (mode & SBT_ACCESS_WRITE)
         x->q->writes_mapped |= cap_mem_pend(b->mem, a, len, x->q->o.id, x->serial);
 }
@@ -218,6 +224,396 @@ static uint32_t binding_mode(const struct cap_pipeline *p, uint32_t set, uint32_
         if (p->acc[i].set == set && p->acc[i].binding == binding)
             return p->acc[i].access;
     return 0;
+}
+
+/* ---- images ------------------------------------------------------------------------------ */
+
+/* Accesses one image copy region may add; past it, one read-write range covers them (the bytes
+ * between the runs are rewritten with what they held: exact for slices and digests). */
+#define IMG_MAX_RUNS 256u
+
+/* Device work of this submission writes image im: when its memory is host-visible, its bytes
+ * there are the device's, not host writes (cap_vk_mapped.c), and the host may read a linear
+ * one once a wait says the work finished. */
+static void img_written(struct xstate *x, struct cap_image *im)
+{
+    if (im->mem && (im->mem->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)) {
+        x->q->writes_mapped |=
+            cap_mem_pend(im->mem, im->mem_off, im->mem_size, x->q->o.id, x->serial);
+        x->nocache = 1; /* the cached copy of these ops would not pend it */
+    }
+}
+
+struct acc_to {
+    struct xstate *x;
+    uint64_t id;
+    uint32_t mode;
+};
+
+/* One run of packed bytes: joined to the op's last access when it continues it (the levels of a
+ * view, the rows of a box). */
+static void acc_run(void *ctx, uint64_t off, uint64_t len)
+{
+    struct acc_to *c = ctx;
+    struct sbt_access *l = c->x->n_acc ? &c->x->acc[c->x->n_acc - 1] : NULL;
+    if (l && l->resource == c->id && l->mode == c->mode && l->offset + l->len == off)
+        l->len += len;
+    else
+        acc_push(c->x, c->id, off, len, c->mode);
+}
+
+/* The accesses of box b of image im (one aspect); returns the bytes it covers. */
+static uint64_t img_box_acc(struct xstate *x, struct cap_image *im, const struct sbt_vk_box *b,
+                            uint32_t mode)
+{
+    uint64_t n = 0, lo = 0, hi = 0;
+    if (!im || !im->packed_size ||
+        sbt_vk_image_box_runs(&im->desc, b, NULL, NULL, &n, &lo, &hi) < 0 || !n)
+        return 0; /* a box outside the image: the driver had the program's error too */
+    struct sbt_vk_subres s;
+    sbt_vk_image_subres(&im->desc, b->aspect, b->mip, &s);
+    uint64_t bytes = (uint64_t)b->n_layers * s.block_bytes;
+    for (int i = 0; i < 3; i++)
+        bytes *= (b->off[i] + b->ext[i] + s.block[i] - 1) / s.block[i] - b->off[i] / s.block[i];
+    struct acc_to c = {x, im->o.id, mode};
+    if (n == 1 || (n <= IMG_MAX_RUNS && (mode & SBT_ACCESS_WRITE)))
+        sbt_vk_image_box_runs(&im->desc, b, acc_run, &c, NULL, NULL, NULL);
+    else
+        acc_push(x, im->o.id, lo, hi - lo, mode | SBT_ACCESS_READ);
+    if (mode & SBT_ACCESS_WRITE)
+        img_written(x, im);
+    return bytes;
+}
+
+static int32_t s32(uint64_t v)
+{
+    return (int32_t)(uint32_t)v;
+}
+
+/* The box of one aspect of an image copy region: 4 subresource arguments (aspect, mip, layer,
+ * count) at sub, texel offsets at off (x, y, z), extent ext. A 3D image's layers are its z. */
+static struct sbt_vk_box region_box(const struct cap_image *im, uint32_t aspect,
+                                    const uint64_t *sub, const int32_t off[3],
+                                    const uint32_t ext[3])
+{
+    struct sbt_vk_box b = {aspect,           (uint32_t)sub[1], (uint32_t)sub[2],
+                           (uint32_t)sub[3], {0, 0, 0},        {ext[0], ext[1], ext[2]}};
+    for (int i = 0; i < 3; i++)
+        b.off[i] = off[i] < 0 ? UINT32_MAX : (uint32_t)off[i]; /* negative: outside, no access */
+    if (im && b.n_layers == VK_REMAINING_ARRAY_LAYERS && b.layer < im->desc.layers)
+        b.n_layers = im->desc.layers - b.layer;
+    if (im && im->desc.type == VK_IMAGE_TYPE_3D) {
+        b.layer = 0;
+        b.n_layers = 1;
+    }
+    return b;
+}
+
+/* The buffer side of a buffer<->image copy region r (13 arguments, sbt_vk.h) of one aspect
+ * of image im: its rows where exact, else the range they span (read-write when writing). */
+static void buf_region_acc(struct xstate *x, struct cap_buf *buf, const struct cap_image *im,
+                           uint32_t aspect, const uint64_t *r, uint32_t mode)
+{
+    struct sbt_vk_subres s;
+    if (!buf || !im || !im->packed_size ||
+        sbt_vk_image_subres(&im->desc, aspect, (uint32_t)r[4], &s) < 0)
+        return;
+    uint64_t w = r[10], h = r[11], d = r[12], layers = r[6];
+    if (layers == VK_REMAINING_ARRAY_LAYERS)
+        layers = r[5] < im->desc.layers ? im->desc.layers - r[5] : 0;
+    if (im->desc.type == VK_IMAGE_TYPE_3D)
+        layers = 1;
+    uint64_t rl = r[1] ? r[1] : w, ih = r[2] ? r[2] : h;
+    uint64_t bw = s.block[0], bh = s.block[1];
+    uint64_t row = (rl + bw - 1) / bw * s.block_bytes, slice = (ih + bh - 1) / bh * row;
+    uint64_t wb = (w + bw - 1) / bw * s.block_bytes, hb = (h + bh - 1) / bh, n_s = layers * d;
+    if (!wb || !hb || !n_s || w > UINT32_MAX || h > UINT32_MAX || d > UINT32_MAX ||
+        n_s > UINT32_MAX)
+        return;
+    uint64_t off = r[0], span = (n_s - 1) * slice + (hb - 1) * row + wb;
+    int rows_tight = row == wb, slices_tight = rows_tight && slice == hb * row;
+    uint64_t n = slices_tight ? 1 : rows_tight ? n_s : n_s * hb;
+    if (n == 1 || !(mode & SBT_ACCESS_WRITE) || n > IMG_MAX_RUNS) {
+        add_acc(x, buf, off, span,
+                n == 1 || !(mode & SBT_ACCESS_WRITE) ? mode : mode | SBT_ACCESS_READ);
+        return;
+    }
+    for (uint64_t z = 0; z < n_s; z++) {
+        if (rows_tight) {
+            add_acc(x, buf, off + z * slice, hb * row, mode);
+            continue;
+        }
+        for (uint64_t y = 0; y < hb; y++)
+            add_acc(x, buf, off + z * slice + y * row, wb, mode);
+    }
+}
+
+/* vkCmdCopyBufferToImage / vkCmdCopyImageToBuffer: one COPY op. */
+static void buf_img_copy_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index)
+{
+    int to_img = r->call == SBT_VK_CMD_COPY_BUFFER_TO_IMAGE;
+    struct cap_buf *buf = cap_obj_find(sbt_vk_arg(r, to_img ? 0 : 2), CAP_T_BUF);
+    struct cap_image *im = cap_obj_find(sbt_vk_arg(r, to_img ? 1 : 0), CAP_T_IMAGE);
+    uint32_t n = (uint32_t)sbt_vk_arg(r, 3);
+    if (r->n_arg < 4 || n > (r->n_arg - 4) / 13)
+        n = 0;
+    struct sbt_vk_enc *p = &x->pay;
+    sbt_vk_enc_begin(p, to_img ? SBT_VK_COPY_BUFFER_TO_IMAGE : SBT_VK_COPY_IMAGE_TO_BUFFER);
+    if (to_img) {
+        sbt_vk_enc_arg(p, buf ? buf->o.id : 0);
+        sbt_vk_enc_arg(p, im ? im->o.id : 0);
+        sbt_vk_enc_arg(p, sbt_vk_arg(r, 2));
+    } else {
+        sbt_vk_enc_arg(p, im ? im->o.id : 0);
+        sbt_vk_enc_arg(p, sbt_vk_arg(r, 1));
+        sbt_vk_enc_arg(p, buf ? buf->o.id : 0);
+    }
+    sbt_vk_enc_arg(p, n);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 4 + 13 * i;
+        for (int k = 0; k < 13; k++)
+            sbt_vk_enc_arg(p, g[k]);
+        int32_t off[3] = {s32(g[7]), s32(g[8]), s32(g[9])};
+        uint32_t ext[3] = {(uint32_t)g[10], (uint32_t)g[11], (uint32_t)g[12]};
+        uint64_t sub[4] = {g[3], g[4], g[5], g[6]};
+        for (uint32_t a = 1; a <= VK_IMAGE_ASPECT_PLANE_2_BIT && a; a <<= 1) {
+            if (!(g[3] & a))
+                continue;
+            struct sbt_vk_box b = region_box(im, a, sub, off, ext);
+            buf_region_acc(x, buf, im, a, g, to_img ? SBT_ACCESS_READ : SBT_ACCESS_WRITE);
+            bytes += img_box_acc(x, im, &b, to_img ? SBT_ACCESS_WRITE : SBT_ACCESS_READ);
+        }
+    }
+    sbt_vk_enc_arg(p, x->cb->o.id);
+    sbt_vk_enc_arg(p, index);
+    sbt_vk_enc_end(p, NULL, 0);
+    struct cap_ev *e =
+        op_done(x, SBT_OP_COPY, to_img ? "vkCmdCopyBufferToImage" : "vkCmdCopyImageToBuffer");
+    timed(x, e, index);
+    if (e) {
+        e->op.subkind = SBT_COPY_D2D;
+        e->op.bytes = bytes;
+        e->op.flags |= SBT_OPF_BYTES;
+    }
+}
+
+/* The block extent of one aspect of an image (1, 1, 1 when unknown). */
+static void aspect_block(const struct cap_image *im, uint32_t aspect, uint32_t blk[3])
+{
+    struct sbt_vk_subres s;
+    blk[0] = blk[1] = blk[2] = 1;
+    if (im && im->packed_size && sbt_vk_image_subres(&im->desc, aspect, 0, &s) == 0)
+        memcpy(blk, s.block, sizeof s.block);
+}
+
+/* vkCmdCopyImage: one COPY op. A region's extent is in source texels (blocks of the source
+ * become blocks of the destination); a 3D image's depth pairs with the other's layers. */
+static void img_copy_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index)
+{
+    struct cap_image *src = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
+    struct cap_image *dst = cap_obj_find(sbt_vk_arg(r, 2), CAP_T_IMAGE);
+    uint32_t n = (uint32_t)sbt_vk_arg(r, 4);
+    if (r->n_arg < 5 || n > (r->n_arg - 5) / 17)
+        n = 0;
+    struct sbt_vk_enc *p = &x->pay;
+    sbt_vk_enc_begin(p, SBT_VK_COPY_IMAGE);
+    sbt_vk_enc_arg(p, src ? src->o.id : 0);
+    sbt_vk_enc_arg(p, sbt_vk_arg(r, 1));
+    sbt_vk_enc_arg(p, dst ? dst->o.id : 0);
+    sbt_vk_enc_arg(p, sbt_vk_arg(r, 3));
+    sbt_vk_enc_arg(p, n);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 5 + 17 * i;
+        for (int k = 0; k < 17; k++)
+            sbt_vk_enc_arg(p, g[k]);
+        int32_t so[3] = {s32(g[4]), s32(g[5]), s32(g[6])};
+        int32_t dof[3] = {s32(g[11]), s32(g[12]), s32(g[13])};
+        uint32_t ext[3] = {(uint32_t)g[14], (uint32_t)g[15], (uint32_t)g[16]};
+        int s3 = src && src->desc.type == VK_IMAGE_TYPE_3D;
+        int d3 = dst && dst->desc.type == VK_IMAGE_TYPE_3D;
+        for (uint32_t a = 1; a <= VK_IMAGE_ASPECT_PLANE_2_BIT; a <<= 1) {
+            if (g[0] & a) {
+                struct sbt_vk_box b = region_box(src, a, g, so, ext);
+                img_box_acc(x, src, &b, SBT_ACCESS_READ);
+            }
+        }
+        /* the destination's aspects pair with the source's in order (planes with color) */
+        for (uint32_t a = 1; a <= VK_IMAGE_ASPECT_PLANE_2_BIT; a <<= 1) {
+            if (!(g[7] & a))
+                continue;
+            uint32_t sa = (uint32_t)(g[0] & a) ? a : (uint32_t)(g[0] & -g[0]);
+            uint32_t sb[3], db[3], de[3];
+            aspect_block(src, sa, sb);
+            aspect_block(dst, a, db);
+            for (int k = 0; k < 3; k++)
+                de[k] = sb[k] == db[k] ? ext[k] : (ext[k] + sb[k] - 1) / sb[k] * db[k];
+            uint64_t sub[4] = {g[7], g[8], g[9], g[10]};
+            if (s3 && !d3) { /* the source's slices are the destination's layers */
+                sub[3] = ext[2];
+                de[2] = 1;
+            } else if (!s3 && d3) {
+                uint64_t nl = g[3] == VK_REMAINING_ARRAY_LAYERS && src && g[2] < src->desc.layers
+                                  ? src->desc.layers - g[2]
+                                  : g[3];
+                de[2] = (uint32_t)nl;
+            }
+            struct sbt_vk_box b = region_box(dst, a, sub, dof, de);
+            bytes += img_box_acc(x, dst, &b, SBT_ACCESS_WRITE);
+        }
+    }
+    sbt_vk_enc_arg(p, x->cb->o.id);
+    sbt_vk_enc_arg(p, index);
+    sbt_vk_enc_end(p, NULL, 0);
+    struct cap_ev *e = op_done(x, SBT_OP_COPY, "vkCmdCopyImage");
+    timed(x, e, index);
+    if (e) {
+        e->op.subkind = SBT_COPY_D2D;
+        e->op.bytes = bytes;
+        e->op.flags |= SBT_OPF_BYTES;
+    }
+}
+
+/* The box two blit corners span (a 3D image's layers are its z). */
+static struct sbt_vk_box blit_box(const struct cap_image *im, uint32_t aspect, const uint64_t *g)
+{
+    int32_t lo[3], hi[3];
+    uint32_t ext[3];
+    for (int k = 0; k < 3; k++) {
+        int32_t a = s32(g[4 + k]), b = s32(g[7 + k]);
+        lo[k] = a < b ? a : b;
+        hi[k] = a < b ? b : a;
+        ext[k] = (uint32_t)((int64_t)hi[k] - lo[k]);
+    }
+    return region_box(im, aspect, g, lo, ext);
+}
+
+/* vkCmdBlitImage: one COPY op. */
+static void blit_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index)
+{
+    struct cap_image *src = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
+    struct cap_image *dst = cap_obj_find(sbt_vk_arg(r, 2), CAP_T_IMAGE);
+    uint32_t n = (uint32_t)sbt_vk_arg(r, 5);
+    if (r->n_arg < 6 || n > (r->n_arg - 6) / 20)
+        n = 0;
+    struct sbt_vk_enc *p = &x->pay;
+    sbt_vk_enc_begin(p, SBT_VK_BLIT_IMAGE);
+    sbt_vk_enc_arg(p, src ? src->o.id : 0);
+    sbt_vk_enc_arg(p, sbt_vk_arg(r, 1));
+    sbt_vk_enc_arg(p, dst ? dst->o.id : 0);
+    sbt_vk_enc_arg(p, sbt_vk_arg(r, 3));
+    sbt_vk_enc_arg(p, sbt_vk_arg(r, 4));
+    sbt_vk_enc_arg(p, n);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 6 + 20 * i;
+        for (int k = 0; k < 20; k++)
+            sbt_vk_enc_arg(p, g[k]);
+        for (uint32_t a = 1; a <= VK_IMAGE_ASPECT_PLANE_2_BIT; a <<= 1) {
+            if (g[0] & a) {
+                struct sbt_vk_box b = blit_box(src, a, g);
+                img_box_acc(x, src, &b, SBT_ACCESS_READ);
+            }
+            if (g[10] & a) {
+                struct sbt_vk_box b = blit_box(dst, a, g + 10);
+                bytes += img_box_acc(x, dst, &b, SBT_ACCESS_WRITE);
+            }
+        }
+    }
+    sbt_vk_enc_arg(p, x->cb->o.id);
+    sbt_vk_enc_arg(p, index);
+    sbt_vk_enc_end(p, NULL, 0);
+    struct cap_ev *e = op_done(x, SBT_OP_COPY, "vkCmdBlitImage");
+    timed(x, e, index);
+    if (e) {
+        e->op.subkind = SBT_COPY_D2D;
+        e->op.bytes = bytes;
+        e->op.flags |= SBT_OPF_BYTES;
+    }
+}
+
+/* vkCmdClearColorImage / vkCmdClearDepthStencilImage: one FILL op; level and layer counts
+ * resolved in its payload. */
+static void clear_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index)
+{
+    struct cap_image *im = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
+    uint32_t n = (uint32_t)sbt_vk_arg(r, 7);
+    if (r->n_arg < 8 || n > (r->n_arg - 8) / 5)
+        n = 0;
+    struct sbt_vk_enc *p = &x->pay;
+    sbt_vk_enc_begin(p, SBT_VK_CLEAR_IMAGE);
+    sbt_vk_enc_arg(p, im ? im->o.id : 0);
+    for (uint32_t k = 1; k < 7; k++)
+        sbt_vk_enc_arg(p, sbt_vk_arg(r, k));
+    sbt_vk_enc_arg(p, n);
+    uint64_t bytes = 0;
+    uint32_t mips = im ? im->desc.mips : 0, layers = im ? im->desc.layers : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 8 + 5 * i;
+        uint64_t nm = g[2] == VK_REMAINING_MIP_LEVELS && g[1] < mips ? mips - g[1] : g[2];
+        uint64_t nl = g[4] == VK_REMAINING_ARRAY_LAYERS && g[3] < layers ? layers - g[3] : g[4];
+        uint64_t v[5] = {g[0], g[1], nm, g[3], nl};
+        for (int k = 0; k < 5; k++)
+            sbt_vk_enc_arg(p, v[k]);
+        for (uint32_t a = 1; im && im->packed_size && a <= VK_IMAGE_ASPECT_PLANE_2_BIT; a <<= 1) {
+            if (!(g[0] & a))
+                continue;
+            for (uint64_t m = g[1]; m < mips && m - g[1] < nm; m++) {
+                struct sbt_vk_subres s;
+                if (sbt_vk_image_subres(&im->desc, a, (uint32_t)m, &s) < 0)
+                    break;
+                struct sbt_vk_box b = {a,
+                                       (uint32_t)m,
+                                       (uint32_t)g[3],
+                                       (uint32_t)nl,
+                                       {0, 0, 0},
+                                       {s.extent[0], s.extent[1], s.extent[2]}};
+                if (im->desc.type == VK_IMAGE_TYPE_3D)
+                    b.layer = 0, b.n_layers = 1;
+                bytes += img_box_acc(x, im, &b, SBT_ACCESS_WRITE);
+            }
+        }
+    }
+    sbt_vk_enc_arg(p, x->cb->o.id);
+    sbt_vk_enc_arg(p, index);
+    sbt_vk_enc_end(p, NULL, 0);
+    struct cap_ev *e = op_done(
+        x, SBT_OP_FILL, sbt_vk_arg(r, 2) ? "vkCmdClearDepthStencilImage" : "vkCmdClearColorImage");
+    timed(x, e, index);
+    if (e) {
+        e->op.bytes = bytes;
+        e->op.value = sbt_vk_arg(r, 3);
+        e->op.flags |= SBT_OPF_BYTES | SBT_OPF_OBJ;
+    }
+}
+
+/* A dispatch's image or sampler descriptor (slot sl of binding b of set si, element el): an
+ * IMAGE_BINDING record and the accesses of its view. */
+static void image_binding(struct xstate *x, uint32_t si, const struct cap_dsl_binding *b,
+                          uint32_t el, const struct cap_slot *sl, uint32_t mode)
+{
+    struct cap_iview *v = sl->view_handle ? cap_obj_find(sl->view_handle, CAP_T_IVIEW) : NULL;
+    struct cap_image *im = v ? cap_obj_find(v->image, CAP_T_IMAGE) : NULL;
+    if (b->type == VK_DESCRIPTOR_TYPE_SAMPLER)
+        mode = 0; /* touches no bytes */
+    else if (b->type != VK_DESCRIPTOR_TYPE_STORAGE_IMAGE)
+        mode = SBT_ACCESS_READ; /* sampled */
+    if ((b->type != VK_DESCRIPTOR_TYPE_SAMPLER && !im) ||
+        ((b->type == VK_DESCRIPTOR_TYPE_SAMPLER ||
+          b->type == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER) &&
+         !sl->sampler))
+        return; /* never written: replay says the dispatch lacks it */
+    sbt_vk_enc_rec(&x->pay, SBT_VK_IMAGE_BINDING,
+                   (uint64_t[]){si, b->binding, el, b->type, v ? v->o.id : 0, im ? im->o.id : 0,
+                                sl->sampler, sl->layout, mode},
+                   9, NULL, 0);
+    if (!im || !mode)
+        return;
+    struct acc_to c = {x, im->o.id, mode};
+    cap_img_view_ranges(im, v, acc_run, &c);
+    if (mode & SBT_ACCESS_WRITE)
+        img_written(x, im);
 }
 
 /* The group counts of an indirect dispatch when they can be known at submit: the arguments
@@ -308,6 +704,10 @@ static void dispatch_op(struct xstate *x, const uint64_t *g, uint64_t ind_buf, u
                 if (!mode)
                     continue;
                 const struct cap_slot *sl = &s->slot[b->base + el];
+                if (cap_is_image_desc(b->type)) {
+                    image_binding(x, si, b, el, sl, mode);
+                    continue;
+                }
                 struct cap_buf *buf = NULL;
                 uint64_t off = sl->offset + dyn, range = sl->range;
                 if (sl->view_handle) {
@@ -448,6 +848,22 @@ static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
         TR(0, CAP_T_BUF);
         TR(1, CAP_T_BUF);
         break;
+    case SBT_VK_CMD_COPY_BUFFER_TO_IMAGE:
+        TR(0, CAP_T_BUF);
+        TR(1, CAP_T_IMAGE);
+        break;
+    case SBT_VK_CMD_COPY_IMAGE_TO_BUFFER:
+        TR(0, CAP_T_IMAGE);
+        TR(2, CAP_T_BUF);
+        break;
+    case SBT_VK_CMD_COPY_IMAGE:
+    case SBT_VK_CMD_BLIT_IMAGE:
+        TR(0, CAP_T_IMAGE);
+        TR(2, CAP_T_IMAGE);
+        break;
+    case SBT_VK_CMD_CLEAR_IMAGE:
+        TR(0, CAP_T_IMAGE);
+        break;
     case SBT_VK_CMD_SET_EVENT:
     case SBT_VK_CMD_RESET_EVENT:
         TR(0, CAP_T_EVENT);
@@ -466,6 +882,9 @@ static void translate(struct sbt_vk_enc *t, const struct sbt_vk_rec *r)
         uint32_t nb = (uint32_t)sbt_vk_arg(r, bb);
         for (uint32_t i = 0; i < nb; i++)
             TR(bb + 1 + 9 * i + 6, CAP_T_BUF);
+        uint32_t ib = bb + 1 + 9 * nb, ni = (uint32_t)sbt_vk_arg(r, ib);
+        for (uint32_t i = 0; i < ni; i++)
+            TR(ib + 1 + 14 * i + 8, CAP_T_IMAGE);
         break;
     }
     case SBT_VK_CMD_WRITE_TIMESTAMP:
@@ -613,6 +1032,19 @@ static void expand_cmd(struct xstate *x, const struct sbt_vk_rec *r, uint32_t in
         }
         break;
     }
+    case SBT_VK_CMD_COPY_BUFFER_TO_IMAGE:
+    case SBT_VK_CMD_COPY_IMAGE_TO_BUFFER:
+        buf_img_copy_op(x, r, index);
+        break;
+    case SBT_VK_CMD_COPY_IMAGE:
+        img_copy_op(x, r, index);
+        break;
+    case SBT_VK_CMD_BLIT_IMAGE:
+        blit_op(x, r, index);
+        break;
+    case SBT_VK_CMD_CLEAR_IMAGE:
+        clear_op(x, r, index);
+        break;
     case SBT_VK_CMD_SET_EVENT:
         sync_op(x, SBT_OP_EVENT_RECORD, "vkCmdSetEvent",
                 cap_obj_find(sbt_vk_arg(r, 0), CAP_T_EVENT), 0, sbt_vk_arg(r, 1));

@@ -32,6 +32,10 @@
  * descriptors, bound sets and dynamic offsets (already applied to the bindings' offsets) all
  * come down to sets written just before the dispatch. Set layouts keep their binding flags
  * (partially bound, variable counts, update after bind) and update-after-bind pools.
+ *
+ * Images are resources of their own, in memory of their own and the general layout; their
+ * bytes, as read() returns and read-backs report them, are the trace's packed layout
+ * (replay_vk_image.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -91,12 +95,15 @@ static int vk_exec(void *be, const struct replay_x *rx)
         break;
     case SBT_OP_FREE: {
         struct mem *m = idmap_get(&b->mems, op->resource);
+        struct img *im = m ? NULL : idmap_get(&b->imgs, op->resource);
         if (m) {
             /* work on it is done (the FREE edges), but a buffer on it may be queued to die */
             if ((st = vkr_drain(b)) < 0)
                 return st;
             idmap_del(&b->mems, op->resource);
             vkr_mem_destroy(b, m);
+        } else if (im) {
+            vkr_image_free(b, im);
         }
         break;
     }
@@ -113,9 +120,21 @@ static int vk_exec(void *be, const struct replay_x *rx)
     return 0;
 }
 
+/* A memory's bytes as they lie; an image's in its packed layout (format/sbt_vk.h): zeros
+ * before it is bound (binding zero-fills it, so a snapshot then restores the same). */
 static int vk_read(void *be, uint64_t resource, uint64_t off, uint64_t len, void *dst)
 {
     struct vkbe *b = be;
+    struct img *im = idmap_get(&b->imgs, resource);
+    if (im) {
+        if (off > im->packed_size || len > im->packed_size - off)
+            return replay__fail(SBT_EINVAL, "read of image %" PRIu64 ": out of bounds", resource);
+        if (!im->mem) {
+            memset(dst, 0, len);
+            return 0;
+        }
+        return vkr_img_read(b, im, off, dst, len);
+    }
     struct mem *m = idmap_get(&b->mems, resource);
     if (!m || off > m->size || len > m->size - off)
         return replay__fail(SBT_EINVAL, "read of memory %" PRIu64 ": %s", resource,
@@ -123,10 +142,24 @@ static int vk_read(void *be, uint64_t resource, uint64_t off, uint64_t len, void
     return vkr_mem_read(b, m, off, dst, len);
 }
 
-/* Restores (snapshots, a trimmed trace's initial contents): wherever the bytes live. */
+/* Restores (snapshots, a trimmed trace's initial contents): wherever the bytes live; an
+ * image's in its packed layout. */
 static int vk_write(void *be, uint64_t resource, uint64_t off, uint64_t len, const void *src)
 {
     struct vkbe *b = be;
+    struct img *im = idmap_get(&b->imgs, resource);
+    if (im) {
+        if (off > im->packed_size || len > im->packed_size - off)
+            return replay__fail(SBT_EINVAL, "write of image %" PRIu64 ": out of bounds", resource);
+        if (!im->mem) { /* before its bind: nothing to hold bytes, and binding zero-fills it */
+            for (uint64_t i = 0; i < len; i++)
+                if (((const uint8_t *)src)[i])
+                    return replay__fail(
+                        SBT_EINVAL, "write of image %" PRIu64 ": no memory bound yet", resource);
+            return 0;
+        }
+        return vkr_img_write(b, im, off, src, len);
+    }
     struct mem *m = idmap_get(&b->mems, resource);
     if (!m || off > m->size || len > m->size - off)
         return replay__fail(SBT_EINVAL, "write of memory %" PRIu64 ": %s", resource,
@@ -164,6 +197,7 @@ static void vk_reset(void *be)
             free(v);
         }
     }
+    vkr_images_reset(b);
     for (uint32_t i = 0; i < b->mems.cap; i++)
         if (b->mems.v[i])
             vkr_mem_destroy(b, b->mems.v[i]);
@@ -236,9 +270,13 @@ static void vk_close(void *be)
     free(b->scr.w);
     free(b->scr.bi);
     free(b->scr.bv);
+    free(b->scr.ii);
     free(b->scr.written);
     free(b->scr.dyn);
     free(b->dead_bufs);
+    free(b->dead_imgs);
+    free(b->dead_iviews);
+    free(b->dead_samplers);
     free(b->stream_q);
     free(b->slot_q);
     free(b->slot_val);

@@ -432,3 +432,409 @@ int vkr_check_access(const struct sbt_access *a, uint64_t mem_size, uint64_t seq
                    seq, a->offset, a->len, a->resource, mem_size);
     return 0;
 }
+
+/* ---- images ------------------------------------------------------------------------------- */
+
+#define ASPECT_COLOR VK_IMAGE_ASPECT_COLOR_BIT
+#define ASPECT_PLANES \
+    (VK_IMAGE_ASPECT_PLANE_0_BIT | VK_IMAGE_ASPECT_PLANE_1_BIT | VK_IMAGE_ASPECT_PLANE_2_BIT)
+
+static int one_bit(uint64_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+int vkr_check_image(const struct sbt_vk_rec *r, struct sbt_vk_image *desc, uint64_t *size)
+{
+    if (r->n_arg < 16)
+        return BAD("CREATE_IMAGE record with %u arguments (needs 16)", r->n_arg);
+    uint64_t id = sbt_vk_arg(r, 0), flags = sbt_vk_arg(r, 1);
+    if (!id)
+        return BAD("image with capture id 0");
+    for (uint32_t i = 1; i < 14; i++)
+        if (sbt_vk_arg(r, i) > UINT32_MAX)
+            return BAD("image %" PRIu64 ": argument %u is %" PRIu64 " (not a 32-bit value)", id, i,
+                       sbt_vk_arg(r, i));
+    if (flags & (VK_IMAGE_CREATE_SPARSE_BINDING_BIT | VK_IMAGE_CREATE_SPARSE_RESIDENCY_BIT |
+                 VK_IMAGE_CREATE_SPARSE_ALIASED_BIT | VK_IMAGE_CREATE_DISJOINT_BIT))
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "image %" PRIu64 ": create flags 0x%" PRIx64
+                            " (sparse or disjoint images are not replayed)",
+                            id, flags);
+    if (sbt_vk_arg(r, 9) != VK_SAMPLE_COUNT_1_BIT)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "image %" PRIu64 ": %" PRIu64 " samples (multisampled images are not "
+                            "replayed)",
+                            id, sbt_vk_arg(r, 9));
+    if (sbt_vk_arg(r, 10) > VK_IMAGE_TILING_LINEAR)
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "image %" PRIu64 ": tiling %" PRIu64 " (optimal and linear only)", id,
+                            sbt_vk_arg(r, 10));
+    *desc = (struct sbt_vk_image){
+        (uint32_t)sbt_vk_arg(r, 3),
+        (uint32_t)sbt_vk_arg(r, 2),
+        {(uint32_t)sbt_vk_arg(r, 4), (uint32_t)sbt_vk_arg(r, 5), (uint32_t)sbt_vk_arg(r, 6)},
+        (uint32_t)sbt_vk_arg(r, 7),
+        (uint32_t)sbt_vk_arg(r, 8)};
+    if (sbt_vk_image_check(desc, size) < 0)
+        return BAD("image %" PRIu64 ": %s", id, sbt_errmsg());
+    if (*size != sbt_vk_arg(r, 14))
+        return BAD("image %" PRIu64 ": its packed size is %" PRIu64
+                   " bytes, the record says %" PRIu64,
+                   id, *size, sbt_vk_arg(r, 14));
+    return 0;
+}
+
+/* The layers a view of an image may address: a 3D image's 2D views address the slices of
+ * their level. */
+static uint64_t view_layers(const struct sbt_vk_image *im, uint64_t view_type, uint64_t mip)
+{
+    if (im->type == VK_IMAGE_TYPE_3D && view_type != VK_IMAGE_VIEW_TYPE_3D)
+        return mip < 32 && (im->extent[2] >> mip) ? im->extent[2] >> mip : 1;
+    return im->layers;
+}
+
+int vkr_check_image_view(const struct sbt_vk_rec *r, const struct sbt_vk_image *im,
+                         uint32_t im_flags)
+{
+    if (r->n_arg < 14)
+        return BAD("CREATE_IMAGE_VIEW record with %u arguments (needs 14)", r->n_arg);
+    uint64_t id = sbt_vk_arg(r, 0), vt = sbt_vk_arg(r, 3), fmt = sbt_vk_arg(r, 4);
+    uint64_t aspect = sbt_vk_arg(r, 9), mip = sbt_vk_arg(r, 10), nm = sbt_vk_arg(r, 11);
+    uint64_t layer = sbt_vk_arg(r, 12), nl = sbt_vk_arg(r, 13);
+    for (uint32_t i = 5; i < 9; i++)
+        if (sbt_vk_arg(r, i) > VK_COMPONENT_SWIZZLE_A)
+            return BAD("image view %" PRIu64 ": component swizzle %" PRIu64, id, sbt_vk_arg(r, i));
+    static const uint8_t ok_types[3][7] = {
+        {1, 0, 0, 0, 1, 0, 0}, /* 1D image: 1D, 1D array */
+        {0, 1, 0, 1, 0, 1, 1}, /* 2D: 2D, cube, 2D array, cube array */
+        {0, 1, 1, 0, 0, 1, 0}, /* 3D: 3D; 2D and 2D array when 2D_ARRAY_COMPATIBLE */
+    };
+    if (vt > VK_IMAGE_VIEW_TYPE_CUBE_ARRAY || !ok_types[im->type][vt] ||
+        (im->type == VK_IMAGE_TYPE_3D && vt != VK_IMAGE_VIEW_TYPE_3D &&
+         !(im_flags & VK_IMAGE_CREATE_2D_ARRAY_COMPATIBLE_BIT)) ||
+        ((vt == VK_IMAGE_VIEW_TYPE_CUBE || vt == VK_IMAGE_VIEW_TYPE_CUBE_ARRAY) &&
+         (!(im_flags & VK_IMAGE_CREATE_CUBE_COMPATIBLE_BIT) || nl % 6)))
+        return BAD("image view %" PRIu64 ": view type %" PRIu64
+                   " of a %uD image (flags 0x%x, %" PRIu64 " layers)",
+                   id, vt, im->type + 1, im_flags, nl);
+    const struct sbt_vk_format *f = fmt <= UINT32_MAX ? sbt_vk_format((uint32_t)fmt) : NULL;
+    const struct sbt_vk_format *imf = sbt_vk_format(im->format);
+    uint32_t aspects = sbt_vk_format_aspects(im->format);
+    if (!f || !imf)
+        return BAD("image view %" PRIu64 ": format %" PRIu64 " is not one this build's registry "
+                   "describes",
+                   id, fmt);
+    int planar = (aspects & ASPECT_PLANES) != 0;
+    if (fmt != im->format && !(im_flags & VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT))
+        return BAD("image view %" PRIu64 ": format %" PRIu64
+                   " of an image of format %u that is not "
+                   "mutable",
+                   id, fmt, im->format);
+    if (fmt != im->format && !planar &&
+        !(im_flags & VK_IMAGE_CREATE_BLOCK_TEXEL_VIEW_COMPATIBLE_BIT) &&
+        (f->block_bytes != imf->block_bytes || memcmp(f->block, imf->block, 3)))
+        return BAD("image view %" PRIu64 ": format %s is not size-compatible with the image's %s",
+                   id, f->name, imf->name);
+    if (!aspect || (aspect & ~(uint64_t)aspects && !(planar && aspect == ASPECT_COLOR)))
+        return BAD("image view %" PRIu64 ": aspects 0x%" PRIx64 " of an image with aspects 0x%x",
+                   id, aspect, aspects);
+    if (!nm || mip >= im->mips || nm > im->mips - mip)
+        return BAD("image view %" PRIu64 ": levels %" PRIu64 "..+%" PRIu64 " of an image with %u",
+                   id, mip, nm, im->mips);
+    uint64_t layers = view_layers(im, vt, mip);
+    if (!nl || layer >= layers || nl > layers - layer ||
+        ((vt == VK_IMAGE_VIEW_TYPE_1D || vt == VK_IMAGE_VIEW_TYPE_2D ||
+          vt == VK_IMAGE_VIEW_TYPE_3D) &&
+         nl != 1) ||
+        (vt == VK_IMAGE_VIEW_TYPE_CUBE && nl != 6))
+        return BAD("image view %" PRIu64 ": layers %" PRIu64 "..+%" PRIu64
+                   " of an image with %" PRIu64 " (view type %" PRIu64 ")",
+                   id, layer, nl, layers, vt);
+    if (sbt_vk_arg(r, 2) > UINT32_MAX || sbt_vk_arg(r, 14) > UINT32_MAX)
+        return BAD("image view %" PRIu64 ": flags 0x%" PRIx64 ", usage 0x%" PRIx64, id,
+                   sbt_vk_arg(r, 2), sbt_vk_arg(r, 14));
+    return 0;
+}
+
+static int finite_bits(uint64_t v)
+{
+    uint32_t u = (uint32_t)v;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return v <= UINT32_MAX && f == f && f <= 3.4e38f && f >= -3.4e38f;
+}
+
+static float float_of(uint64_t v)
+{
+    uint32_t u = (uint32_t)v;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy)
+{
+    if (r->n_arg < 17)
+        return BAD("CREATE_SAMPLER record with %u arguments (needs 17)", r->n_arg);
+    uint64_t id = sbt_vk_arg(r, 0);
+    uint64_t mag = sbt_vk_arg(r, 2), min = sbt_vk_arg(r, 3), mm = sbt_vk_arg(r, 4);
+    uint64_t border = sbt_vk_arg(r, 15), unnorm = sbt_vk_arg(r, 16), red = sbt_vk_arg(r, 17);
+    for (uint32_t i = 2; i < 4; i++)
+        if (sbt_vk_arg(r, i) > VK_FILTER_LINEAR && sbt_vk_arg(r, i) != VK_FILTER_CUBIC_EXT)
+            return BAD("sampler %" PRIu64 ": filter %" PRIu64, id, sbt_vk_arg(r, i));
+    if (mm > VK_SAMPLER_MIPMAP_MODE_LINEAR)
+        return BAD("sampler %" PRIu64 ": mipmap mode %" PRIu64, id, mm);
+    for (uint32_t i = 5; i < 8; i++)
+        if (sbt_vk_arg(r, i) > VK_SAMPLER_ADDRESS_MODE_MIRROR_CLAMP_TO_EDGE)
+            return BAD("sampler %" PRIu64 ": address mode %" PRIu64, id, sbt_vk_arg(r, i));
+    if (!finite_bits(sbt_vk_arg(r, 8)) || !finite_bits(sbt_vk_arg(r, 10)) ||
+        !finite_bits(sbt_vk_arg(r, 13)) || !finite_bits(sbt_vk_arg(r, 14)) ||
+        float_of(sbt_vk_arg(r, 14)) < float_of(sbt_vk_arg(r, 13)))
+        return BAD("sampler %" PRIu64 ": LOD bias, anisotropy or LOD range is not a finite float "
+                   "(or maxLod < minLod)",
+                   id);
+    if (sbt_vk_arg(r, 9) > 1 || sbt_vk_arg(r, 11) > 1 || unnorm > 1 ||
+        sbt_vk_arg(r, 12) > VK_COMPARE_OP_ALWAYS || red > VK_SAMPLER_REDUCTION_MODE_MAX ||
+        (border > VK_BORDER_COLOR_INT_OPAQUE_WHITE && border != VK_BORDER_COLOR_FLOAT_CUSTOM_EXT &&
+         border != VK_BORDER_COLOR_INT_CUSTOM_EXT) ||
+        sbt_vk_arg(r, 1) > UINT32_MAX)
+        return BAD("sampler %" PRIu64 ": an enable, compare op, reduction mode or border color out "
+                   "of range",
+                   id);
+    float aniso = float_of(sbt_vk_arg(r, 10));
+    if (sbt_vk_arg(r, 9) && (aniso < 1.0f || aniso > max_anisotropy))
+        return replay__fail(REPLAY_ENODEV,
+                            "sampler %" PRIu64 ": anisotropy %g; this device's "
+                            "maxSamplerAnisotropy is %g",
+                            id, (double)aniso, (double)max_anisotropy);
+    if (unnorm &&
+        (min != mag || mm != VK_SAMPLER_MIPMAP_MODE_NEAREST || float_of(sbt_vk_arg(r, 13)) != 0 ||
+         float_of(sbt_vk_arg(r, 14)) != 0 || sbt_vk_arg(r, 9) || sbt_vk_arg(r, 11) ||
+         (sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
+          sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER) ||
+         (sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
+          sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER)))
+        return BAD("sampler %" PRIu64
+                   ": unnormalized coordinates with filters, LODs, address modes "
+                   "or comparison Vulkan does not allow with them",
+                   id);
+    return 0;
+}
+
+int vkr_check_image_binding(const struct sbt_vk_rec *r)
+{
+    if (r->n_arg < 9)
+        return BAD("IMAGE_BINDING record with %u arguments (needs 9)", r->n_arg);
+    uint64_t type = sbt_vk_arg(r, 3);
+    int sampler =
+        type == VK_DESCRIPTOR_TYPE_SAMPLER || type == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+    int view = type == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER ||
+               type == VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE || type == VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+    if (!sampler && !view)
+        return BAD("image binding of set %" PRIu64 " binding %" PRIu64 ": descriptor type %" PRIu64
+                   " is not a sampler or image type",
+                   sbt_vk_arg(r, 0), sbt_vk_arg(r, 1), type);
+    if ((view && !sbt_vk_arg(r, 4)) || (sampler && !sbt_vk_arg(r, 6)) || sbt_vk_arg(r, 8) > 3 ||
+        sbt_vk_arg(r, 0) > UINT32_MAX || sbt_vk_arg(r, 1) > UINT32_MAX ||
+        sbt_vk_arg(r, 2) > UINT32_MAX)
+        return BAD("image binding of set %" PRIu64 " binding %" PRIu64 " (type %" PRIu64
+                   "): view %" PRIu64 ", sampler %" PRIu64 ", access %" PRIu64,
+                   sbt_vk_arg(r, 0), sbt_vk_arg(r, 1), type, sbt_vk_arg(r, 4), sbt_vk_arg(r, 6),
+                   sbt_vk_arg(r, 8));
+    return 0;
+}
+
+/* The box of a copy region's image side: subresource (aspect, mip, layer, count) at sub,
+ * offsets at o, extent ext (a 3D image: layer 0 of 1, z and depth as given). Checks it against
+ * the image: one aspect of it, inside, block-aligned. */
+static int region_box(const struct sbt_vk_image *im, const uint64_t *sub, const uint64_t *o,
+                      const uint64_t ext[3], const char *what, uint64_t i, struct sbt_vk_box *b)
+{
+    uint64_t count = sub[3];
+    if (count == VK_REMAINING_ARRAY_LAYERS && sub[2] < im->layers)
+        count = im->layers - sub[2];
+    if (!one_bit(sub[0]) || sub[0] > UINT32_MAX || sub[1] > UINT32_MAX || sub[2] > UINT32_MAX ||
+        !count || count > UINT32_MAX || (im->type == VK_IMAGE_TYPE_3D && (sub[2] || count != 1)))
+        return BAD("%s region %" PRIu64 ": aspect 0x%" PRIx64 ", level %" PRIu64 ", layers %" PRIu64
+                   "..+%" PRIu64,
+                   what, i, sub[0], sub[1], sub[2], sub[3]);
+    *b = (struct sbt_vk_box){(uint32_t)sub[0], (uint32_t)sub[1], (uint32_t)sub[2],
+                             (uint32_t)count,  {0, 0, 0},        {0, 0, 0}};
+    for (int k = 0; k < 3; k++) {
+        if (o[k] > INT32_MAX || !ext[k] || ext[k] > UINT32_MAX)
+            return BAD("%s region %" PRIu64 ": offset %" PRIu64 ", extent %" PRIu64 " on axis %d",
+                       what, i, o[k], ext[k], k);
+        b->off[k] = (uint32_t)o[k];
+        b->ext[k] = (uint32_t)ext[k];
+    }
+    if (sbt_vk_image_box_runs(im, b, NULL, NULL, NULL, NULL, NULL) < 0)
+        return BAD("%s region %" PRIu64 ": %s", what, i, sbt_errmsg());
+    return 0;
+}
+
+int vkr_check_buf_img_copy(const struct sbt_vk_rec *r, uint64_t buf_size,
+                           const struct sbt_vk_image *im, uint32_t *n_regions)
+{
+    const char *what =
+        r->call == SBT_VK_COPY_BUFFER_TO_IMAGE ? "buffer-to-image copy" : "image-to-buffer copy";
+    uint64_t n = sbt_vk_arg(r, 3);
+    if (r->n_arg < 4 || n > (r->n_arg - 4) / 13)
+        return BAD("%s of %" PRIu64 " regions in %u arguments", what, n, r->n_arg);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 4 + 13 * i;
+        uint64_t ext[3] = {g[10], g[11], g[12]};
+        struct sbt_vk_box b;
+        int st = region_box(im, g + 3, g + 7, ext, what, i, &b);
+        if (st < 0)
+            return st;
+        struct sbt_vk_subres s;
+        sbt_vk_image_subres(im, b.aspect, b.mip, &s); /* the box checked it */
+        uint64_t rl = g[1] ? g[1] : ext[0], ih = g[2] ? g[2] : ext[1];
+        int ds = b.aspect == VK_IMAGE_ASPECT_DEPTH_BIT || b.aspect == VK_IMAGE_ASPECT_STENCIL_BIT;
+        if (rl < ext[0] || ih < ext[1] || rl > (1u << 24) || ih > (1u << 24) ||
+            g[0] % (ds ? 4 : s.block_bytes))
+            return BAD("%s region %" PRIu64 ": buffer offset %" PRIu64 ", row length %" PRIu64
+                       ", image height %" PRIu64 " for an extent %" PRIu64 "x%" PRIu64
+                       " (lengths at least the extent, offset a multiple of %u)",
+                       what, i, g[0], g[1], g[2], ext[0], ext[1], ds ? 4 : s.block_bytes);
+        unsigned __int128 row =
+            (rl + s.block[0] - 1) / s.block[0] * (unsigned __int128)s.block_bytes;
+        unsigned __int128 slice = (ih + s.block[1] - 1) / s.block[1] * row;
+        unsigned __int128 wb = (ext[0] + s.block[0] - 1) / s.block[0] * (uint64_t)s.block_bytes;
+        uint64_t hb = (ext[1] + s.block[1] - 1) / s.block[1];
+        uint64_t n_s = (uint64_t)b.n_layers * ext[2];
+        unsigned __int128 span = (n_s - 1) * slice + (hb - 1) * row + wb;
+        if (span > buf_size || g[0] > buf_size - (uint64_t)span)
+            return BAD("%s region %" PRIu64 ": buffer bytes [%" PRIu64
+                       ", +%.0f) past its buffer of %" PRIu64 " bytes",
+                       what, i, g[0], (double)span, buf_size);
+    }
+    *n_regions = (uint32_t)n;
+    return 0;
+}
+
+/* The destination extent of an image copy region: the source's blocks in destination blocks,
+ * a 3D side's depth paired with the other side's layers. */
+int vkr_check_img_copy(const struct sbt_vk_rec *r, const struct sbt_vk_image *src,
+                       const struct sbt_vk_image *dst, uint32_t *n_regions)
+{
+    uint64_t n = sbt_vk_arg(r, 4);
+    if (r->n_arg < 5 || n > (r->n_arg - 5) / 17)
+        return BAD("image copy of %" PRIu64 " regions in %u arguments", n, r->n_arg);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 5 + 17 * i;
+        uint64_t ext[3] = {g[14], g[15], g[16]}, sub[4] = {g[0], g[1], g[2], g[3]};
+        uint64_t dsub[4] = {g[7], g[8], g[9], g[10]};
+        int s3 = src->type == VK_IMAGE_TYPE_3D, d3 = dst->type == VK_IMAGE_TYPE_3D;
+        struct sbt_vk_box sb, db;
+        int st = region_box(src, sub, g + 4, ext, "image copy source", i, &sb);
+        if (st < 0)
+            return st;
+        struct sbt_vk_subres ss, ds;
+        sbt_vk_image_subres(src, sb.aspect, sb.mip, &ss);
+        if (!one_bit(g[7]) || !(sbt_vk_format_aspects(dst->format) & g[7]))
+            return BAD("image copy region %" PRIu64 ": destination aspect 0x%" PRIx64, i, g[7]);
+        if (sbt_vk_image_subres(dst, (uint32_t)g[7],
+                                g[8] > UINT32_MAX ? UINT32_MAX : (uint32_t)g[8], &ds) < 0)
+            return BAD("image copy region %" PRIu64 ": %s", i, sbt_errmsg());
+        uint64_t de[3];
+        for (int k = 0; k < 3; k++)
+            de[k] = ss.block[k] == ds.block[k]
+                        ? ext[k]
+                        : (ext[k] + ss.block[k] - 1) / ss.block[k] * ds.block[k];
+        if (s3 && !d3) {
+            dsub[3] = ext[2];
+            de[2] = 1;
+        } else if (!s3 && d3) {
+            de[2] = sb.n_layers;
+        } else if (dsub[3] != VK_REMAINING_ARRAY_LAYERS && dsub[3] != sb.n_layers && !s3) {
+            return BAD("image copy region %" PRIu64 ": %" PRIu64 " source and %" PRIu64
+                       " destination layers",
+                       i, sub[3], dsub[3]);
+        }
+        if ((st = region_box(dst, dsub, g + 11, de, "image copy destination", i, &db)) < 0)
+            return st;
+        if (ss.block_bytes != ds.block_bytes)
+            return BAD("image copy region %" PRIu64 ": %u-byte source blocks into %u-byte "
+                       "destination blocks",
+                       i, ss.block_bytes, ds.block_bytes);
+    }
+    *n_regions = (uint32_t)n;
+    return 0;
+}
+
+int vkr_check_blit(const struct sbt_vk_rec *r, const struct sbt_vk_image *src,
+                   const struct sbt_vk_image *dst, uint32_t *n_regions)
+{
+    uint64_t n = sbt_vk_arg(r, 5), filter = sbt_vk_arg(r, 4);
+    if (r->n_arg < 6 || n > (r->n_arg - 6) / 20)
+        return BAD("blit of %" PRIu64 " regions in %u arguments", n, r->n_arg);
+    if (filter > VK_FILTER_LINEAR && filter != VK_FILTER_CUBIC_EXT)
+        return BAD("blit filter %" PRIu64, filter);
+    const struct sbt_vk_format *sf = sbt_vk_format(src->format), *df = sbt_vk_format(dst->format);
+    if (!sf || !df || sf->block[0] != 1 || sf->block[1] != 1 || df->block[0] != 1 ||
+        df->block[1] != 1 || sf->n_planes || df->n_planes ||
+        ((sf->depth_bytes || sf->stencil_bytes) &&
+         (filter != VK_FILTER_NEAREST || src->format != dst->format)))
+        return BAD("blit between formats %u and %u with filter %" PRIu64
+                   " (no compressed, multi-planar, or filtered or converted depth/stencil blits)",
+                   src->format, dst->format, filter);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 6 + 20 * i;
+        for (int side = 0; side < 2; side++) {
+            const uint64_t *h = g + 10 * side;
+            const struct sbt_vk_image *im = side ? dst : src;
+            uint64_t lo[3], ext[3];
+            for (int k = 0; k < 3; k++) {
+                int64_t a = (int32_t)(uint32_t)h[4 + k], c = (int32_t)(uint32_t)h[7 + k];
+                if (h[4 + k] > UINT32_MAX || h[7 + k] > UINT32_MAX || a < 0 || c < 0)
+                    return BAD("blit region %" PRIu64 ": corner %" PRIu64 " or %" PRIu64
+                               " on axis %d",
+                               i, h[4 + k], h[7 + k], k);
+                lo[k] = (uint64_t)(a < c ? a : c);
+                ext[k] = (uint64_t)(a < c ? c - a : a - c);
+            }
+            if (!ext[0] || !ext[1] || !ext[2])
+                continue; /* an empty region blits nothing */
+            struct sbt_vk_box b;
+            int st = region_box(im, h, lo, ext, side ? "blit destination" : "blit source", i, &b);
+            if (st < 0)
+                return st;
+        }
+        if (g[3] != g[13] && src->type != VK_IMAGE_TYPE_3D && dst->type != VK_IMAGE_TYPE_3D)
+            return BAD("blit region %" PRIu64 ": %" PRIu64 " source and %" PRIu64
+                       " destination layers",
+                       i, g[3], g[13]);
+    }
+    *n_regions = (uint32_t)n;
+    return 0;
+}
+
+int vkr_check_clear(const struct sbt_vk_rec *r, const struct sbt_vk_image *im, uint32_t *n_ranges)
+{
+    uint64_t kind = sbt_vk_arg(r, 2), n = sbt_vk_arg(r, 7);
+    if (r->n_arg < 8 || kind > 1 || n > (r->n_arg - 8) / 5)
+        return BAD("image clear (kind %" PRIu64 ") of %" PRIu64 " ranges in %u arguments", kind, n,
+                   r->n_arg);
+    const struct sbt_vk_format *f = sbt_vk_format(im->format);
+    uint32_t aspects = sbt_vk_format_aspects(im->format);
+    uint32_t allowed = kind ? aspects & (VK_IMAGE_ASPECT_DEPTH_BIT | VK_IMAGE_ASPECT_STENCIL_BIT)
+                            : aspects & (ASPECT_COLOR | ASPECT_PLANES);
+    if (!f || !allowed || (!kind && (f->block[0] != 1 || f->block[1] != 1 || f->n_planes)))
+        return BAD("%s clear of an image of format %u", kind ? "depth/stencil" : "color",
+                   im->format);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t *g = r->arg + 8 + 5 * i;
+        uint64_t layers = im->type == VK_IMAGE_TYPE_3D ? 1 : im->layers;
+        if (!g[0] || (g[0] & ~(uint64_t)allowed) || !g[2] || g[1] >= im->mips ||
+            g[2] > im->mips - g[1] || !g[4] || g[3] >= layers || g[4] > layers - g[3])
+            return BAD("clear range %" PRIu64 ": aspects 0x%" PRIx64 ", levels %" PRIu64
+                       "..+%" PRIu64 ", layers %" PRIu64 "..+%" PRIu64
+                       " of an image with aspects 0x%x, %u levels, "
+                       "%" PRIu64 " layers",
+                       i, g[0], g[1], g[2], g[3], g[4], allowed, im->mips, layers);
+    }
+    *n_ranges = (uint32_t)n;
+    return 0;
+}

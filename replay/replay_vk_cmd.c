@@ -1,7 +1,8 @@
 /*
  * replay/replay_vk_cmd.c — the Vulkan backend: device ops recorded into the open batch of their
  * queue: dependencies (cross-queue waits, barriers on hazards), dispatches with descriptor sets
- * built from their resolved bindings, copies, fills, updates, read-backs of outputs, timestamps.
+ * built from their resolved bindings, copies, fills, updates (image ops: replay_vk_image.c),
+ * read-backs of outputs, timestamps.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -327,8 +328,7 @@ static int all_written(struct vkbe *b, const struct pipe *p, const struct playou
                                     "the dispatch leaves set %u binding %u (descriptor type %u) "
                                     "unwritten: the trace holds no descriptor for it%s",
                                     s, sl->binding[i], sl->type[i],
-                                    sl->type[i] >= VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER &&
-                                            sl->type[i] <= VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC
+                                    sl->type[i] <= VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC
                                         ? ""
                                         : " (a descriptor type the capture does not record)");
         }
@@ -350,6 +350,9 @@ static int scratch_bindings(struct vkbe *b, uint32_t n)
         return SBT_ENOMEM;
     c = s->cap_w;
     if (grow((void **)&s->bv, &c, n, sizeof *s->bv) < 0)
+        return SBT_ENOMEM;
+    c = s->cap_w;
+    if (grow((void **)&s->ii, &c, n, sizeof *s->ii) < 0)
         return SBT_ENOMEM;
     c = s->cap_w;
     if (grow((void **)&s->written, &c, n, sizeof *s->written) < 0)
@@ -394,12 +397,33 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     struct sbt_vk_rec r;
     int k;
     while ((k = sbt_vk_dec_next(dec, &r)) == 1) {
-        if (r.call != SBT_VK_BINDING)
+        if (r.call != SBT_VK_BINDING && r.call != SBT_VK_IMAGE_BINDING)
             continue;
         uint32_t set = (uint32_t)sbt_vk_arg(&r, 0), bi = 0;
         if (sbt_vk_arg(&r, 0) >= pl->n_sets)
             return replay__fail(SBT_EINVAL, "binding of set %" PRIu64 " but the layout has %u sets",
                                 sbt_vk_arg(&r, 0), pl->n_sets);
+        if (r.call == SBT_VK_IMAGE_BINDING) { /* a sampler or image: replay_vk_image.c */
+            if (scratch_bindings(b, nw + 1) < 0)
+                return replay__fail(SBT_ENOMEM, "out of memory");
+            if ((st = vkr_image_binding(b, &r, &sc->ii[nw])) < 0 ||
+                (st = binding_in_layout(b, pl, &r, &bi)) < 0)
+                return st;
+            struct setlayout *sl = idmap_get(&b->setlayouts, pl->sets[set]);
+            uint32_t elem = (uint32_t)sbt_vk_arg(&r, 2);
+            if ((int32_t)bi == sl->var && elem + 1 > var[set])
+                var[set] = elem + 1;
+            sc->written[nw] = (uint64_t)set << 32 | (uint32_t)sbt_vk_arg(&r, 1);
+            sc->w[nw] =
+                (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                       .dstBinding = (uint32_t)sbt_vk_arg(&r, 1),
+                                       .dstArrayElement = elem,
+                                       .descriptorCount = 1,
+                                       .descriptorType = (VkDescriptorType)sbt_vk_arg(&r, 3)};
+            sc->bv[nw] = VK_NULL_HANDLE;
+            nw++;
+            continue;
+        }
         struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
         if (!bf)
             return st;
@@ -452,7 +476,9 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     }
     for (uint32_t i = 0; i < nw; i++) {
         sc->w[i].dstSet = sets[sc->written[i] >> 32];
-        if (vkr_is_texel(sc->w[i].descriptorType))
+        if (vkr_is_image(sc->w[i].descriptorType))
+            sc->w[i].pImageInfo = &sc->ii[i];
+        else if (vkr_is_texel(sc->w[i].descriptorType))
             sc->w[i].pTexelBufferView = &sc->bv[i];
         else
             sc->w[i].pBufferInfo = &sc->bi[i];
@@ -566,6 +592,13 @@ static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & want))
             continue;
+        struct img *im = idmap_get(&b->imgs, a->resource);
+        if (im) { /* its packed bytes, through copies of whole rows */
+            if ((st = vkr_check_access(a, im->packed_size, op->seq)) < 0)
+                return st;
+            need += vkr_img_copy_need(im, a->offset, a->len) + 16;
+            continue;
+        }
         struct mem *m = idmap_get(&b->mems, a->resource);
         if (!m)
             return replay__fail(SBT_EINVAL, "access to memory %" PRIu64 " that does not exist",
@@ -592,15 +625,50 @@ static int readback(struct vkbe *b, struct batch *x, struct bop *o, const struct
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & want))
             continue;
-        struct mem *m = idmap_get(&b->mems, a->resource); /* checked above */
         if (grow((void **)&x->rbs, &x->cap_rb, x->n_rb + 1, sizeof *x->rbs) < 0)
             return SBT_ENOMEM;
+        struct img *im = idmap_get(&b->imgs, a->resource);
+        if (im) {
+            uint64_t at;
+            if ((st = vkr_img_copy_out(b, x->cb, im, a->offset, a->len, s, &at)) < 0)
+                return st;
+            x->rbs[x->n_rb++] = (struct rb){i, s, at, a->len};
+            s->used = (s->used + 15) & ~(uint64_t)15;
+            o->n_rb++;
+            continue;
+        }
+        struct mem *m = idmap_get(&b->mems, a->resource); /* checked above */
         x->rbs[x->n_rb++] = (struct rb){i, s, s->used, a->len};
         vkr_mem_copy_out(x->cb, m, a->offset, a->len, s->buf, s->used);
         s->used += (a->len + 15) & ~(uint64_t)15;
         o->n_rb++;
     }
     return 0;
+}
+
+static int is_image_op(uint32_t call)
+{
+    return call == SBT_VK_COPY_BUFFER_TO_IMAGE || call == SBT_VK_COPY_IMAGE_TO_BUFFER ||
+           call == SBT_VK_COPY_IMAGE || call == SBT_VK_BLIT_IMAGE || call == SBT_VK_CLEAR_IMAGE;
+}
+
+/* The record a device op replays from: its first DISPATCH (kernels), FILL_BUFFER or CLEAR_IMAGE
+ * (fills), or copy record (copies); dec stays after it (a dispatch's bindings follow). 1 found,
+ * 0 not, < 0 corrupt. Free dec after, whatever the result. */
+static int device_rec(const struct sbt_op *op, struct sbt_vk_dec *dec, struct sbt_vk_rec *d)
+{
+    int vk = op->payload.kind == SBT_VK_PAYLOAD;
+    sbt_vk_dec_init(dec, vk ? op->payload.data : NULL, vk ? op->payload.len : 0);
+    int k;
+    while ((k = sbt_vk_dec_next(dec, d)) == 1) {
+        uint32_t c = d->call;
+        if (op->kind == SBT_OP_KERNEL ? c == SBT_VK_DISPATCH
+            : op->kind == SBT_OP_FILL ? c == SBT_VK_FILL_BUFFER || c == SBT_VK_CLEAR_IMAGE
+                                      : c == SBT_VK_COPY_BUFFER || c == SBT_VK_UPDATE_BUFFER ||
+                                            (is_image_op(c) && c != SBT_VK_CLEAR_IMAGE))
+            return 1;
+    }
+    return k;
 }
 
 int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
@@ -613,20 +681,9 @@ int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
     struct rq *q = &b->q[qi];
     struct sbt_vk_dec dec;
     struct sbt_vk_rec d;
-    int f = op->payload.kind == SBT_VK_PAYLOAD
-                ? sbt_vk_find(&dec, op->payload.data, op->payload.len,
-                              op->kind == SBT_OP_KERNEL ? SBT_VK_DISPATCH
-                              : op->kind == SBT_OP_FILL ? SBT_VK_FILL_BUFFER
-                                                        : SBT_VK_COPY_BUFFER,
-                              &d)
-                : 0;
-    if (f == 0 && op->kind == SBT_OP_COPY) {
-        sbt_vk_dec_free(&dec);
-        f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_UPDATE_BUFFER, &d);
-    }
+    int f = device_rec(op, &dec, &d);
     if (f != 1) {
-        if (op->payload.kind == SBT_VK_PAYLOAD)
-            sbt_vk_dec_free(&dec);
+        sbt_vk_dec_free(&dec);
         return f < 0 ? replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg())
                      : replay__fail(REPLAY_EUNSUPPORTED,
                                     "%s op without a Vulkan payload to replay it from",
@@ -654,6 +711,8 @@ int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
     }
     if (op->kind == SBT_OP_KERNEL)
         st = rec_dispatch(b, x, op, &d, &dec);
+    else if (is_image_op(d.call))
+        st = vkr_rec_image_op(b, x->cb, &d);
     else
         st = rec_transfer(b, x, op, &d);
     sbt_vk_dec_free(&dec);

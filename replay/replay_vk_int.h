@@ -11,6 +11,8 @@
  *                         read-backs
  *   replay_vk_memory.c    host-side ops: allocations, host writes and reads, API state markers
  *                         (buffers, views, layouts)
+ *   replay_vk_image.c     images, image views, samplers; image copies, blits, clears; an image's
+ *                         packed bytes read and written through buffer<->image copies
  */
 #ifndef REPRISE_REPLAY_VK_INT_H
 #define REPRISE_REPLAY_VK_INT_H
@@ -152,6 +154,27 @@ struct bview {
     uint64_t buf, offset, range;
 };
 
+/* A captured image: memory of its own (bound at BIND_IMAGE), always in the general layout, so
+ * the captured layout transitions need no replay and any op may use it as recorded. Its bytes,
+ * as the trace defines them, are the packed layout of format/sbt_vk.h, read and written through
+ * buffer<->image copies whatever the tiling (transfer usage is added where the format allows). */
+struct img {
+    VkImage image;
+    VkDeviceMemory mem; /* VK_NULL_HANDLE until bound */
+    uint64_t id;
+    struct sbt_vk_image desc;
+    uint64_t packed_size;
+    uint32_t aspects; /* of its format */
+    uint32_t flags;   /* VkImageCreateFlags as created */
+    int linear;       /* VK_IMAGE_TILING_LINEAR */
+    int transfer;     /* has TRANSFER_SRC and TRANSFER_DST usage: its bytes can be copied */
+};
+
+struct iview {
+    VkImageView view;
+    uint64_t image;
+};
+
 /* A set layout as replay made it: the captured bindings with their binding flags, the layout
  * flags replay keeps (update-after-bind pools; push-descriptor layouts become ordinary ones,
  * since replay allocates a set per dispatch). */
@@ -283,8 +306,15 @@ struct vkbe {
     uint64_t n_slots;
     /* objects by capture id */
     struct idmap mems, bufs, views, setlayouts, playouts, pipes, modules;
-    struct buf **dead_bufs; /* destroyed by the trace; freed at drain */
+    struct idmap imgs, iviews, samplers; /* struct img, struct iview, VkSampler (malloc'd) */
+    struct buf **dead_bufs;              /* destroyed by the trace; freed at drain */
     uint32_t n_dead, cap_dead;
+    struct img **dead_imgs; /* the same for images, views and samplers */
+    uint32_t n_dead_imgs, cap_dead_imgs;
+    struct iview **dead_iviews;
+    uint32_t n_dead_iviews, cap_dead_iviews;
+    VkSampler *dead_samplers;
+    uint32_t n_dead_samplers, cap_dead_samplers;
     struct staging *free_staging;
     struct batch *free_batches;
     struct dpool *free_pools;
@@ -296,7 +326,8 @@ struct vkbe {
         VkWriteDescriptorSet *w;
         VkDescriptorBufferInfo *bi;
         VkBufferView *bv;
-        uint64_t *written; /* set << 32 | binding of each write */
+        VkDescriptorImageInfo *ii; /* image and sampler descriptors */
+        uint64_t *written;         /* set << 32 | binding of each write */
         uint32_t *dyn;
         uint32_t cap_rec, cap_arg, cap_w, cap_dyn;
     } scr;
@@ -329,6 +360,13 @@ static inline int vkr_is_texel(uint32_t t)
            t == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 
+/* Sampler and image descriptors (IMAGE_BINDING records). */
+static inline int vkr_is_image(uint32_t t)
+{
+    return t == VK_DESCRIPTOR_TYPE_SAMPLER || t == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER ||
+           t == VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE || t == VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+}
+
 /* ---- replay_vk_check.c ------------------------------------------------------------------ */
 /* Each returns 0, or a status with a message naming the value and what it exceeds:
  * SBT_ECORRUPT when the trace cannot be right, REPLAY_ENODEV when this device's limit is the
@@ -358,6 +396,24 @@ int vkr_check_spirv(const void *code, size_t len);
 int vkr_check_buffer(const struct sbt_vk_rec *r);
 int vkr_check_view(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint64_t buf_size);
 int vkr_check_access(const struct sbt_access *a, uint64_t mem_size, uint64_t seq);
+/* CREATE_IMAGE: *desc and *size (its packed size, which must be the record's) on success. */
+int vkr_check_image(const struct sbt_vk_rec *r, struct sbt_vk_image *desc, uint64_t *size);
+/* CREATE_IMAGE_VIEW of an image described by im (with its create flags). */
+int vkr_check_image_view(const struct sbt_vk_rec *r, const struct sbt_vk_image *im,
+                         uint32_t im_flags);
+/* CREATE_SAMPLER against the device's sampler limits (max_anisotropy 0: no anisotropy). */
+int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy);
+/* IMAGE_BINDING (the objects it names are looked up by the caller). */
+int vkr_check_image_binding(const struct sbt_vk_rec *r);
+/* The device-op payloads of images: region counts against the arguments, every region inside
+ * its image(s) and buffer (sizes), aligned as Vulkan requires. *n_regions on success. */
+int vkr_check_buf_img_copy(const struct sbt_vk_rec *r, uint64_t buf_size,
+                           const struct sbt_vk_image *im, uint32_t *n_regions);
+int vkr_check_img_copy(const struct sbt_vk_rec *r, const struct sbt_vk_image *src,
+                       const struct sbt_vk_image *dst, uint32_t *n_regions);
+int vkr_check_blit(const struct sbt_vk_rec *r, const struct sbt_vk_image *src,
+                   const struct sbt_vk_image *dst, uint32_t *n_regions);
+int vkr_check_clear(const struct sbt_vk_rec *r, const struct sbt_vk_image *im, uint32_t *n_ranges);
 
 /* ---- replay_vk_device.c ----------------------------------------------------------------- */
 int vkr_devices(struct replay_device_info *out, uint32_t max);
@@ -424,5 +480,33 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx);
 int vkr_state_op(const struct sbt_op *op);
 /* A MARKER op: API state changes (buffers, views, layouts) applied in API order. */
 int vkr_marker(struct vkbe *b, const struct sbt_op *op);
+
+/* ---- replay_vk_image.c ------------------------------------------------------------------ */
+/* ALLOC op of an image (its CREATE_IMAGE record r). */
+int vkr_image_create(struct vkbe *b, const struct sbt_vk_rec *r);
+/* MARKER records: BIND_IMAGE, CREATE_IMAGE_VIEW, CREATE_SAMPLER, DESTROY of a view or sampler
+ * (1 when r was one of them, with *st set; 0 otherwise). */
+int vkr_image_marker(struct vkbe *b, const struct sbt_vk_rec *r, int *st);
+/* FREE of an image: destroyed at the next drain (ops using it may be queued). */
+void vkr_image_free(struct vkbe *b, struct img *im);
+void vkr_image_destroy(struct vkbe *b, struct img *im);
+void vkr_dead_images_free(struct vkbe *b);
+/* Everything of images at reset. */
+void vkr_images_reset(struct vkbe *b);
+/* Packed bytes [off, off+len) of im (checked by the caller), read or written by the host
+ * through staging and one-shot copies. */
+int vkr_img_read(struct vkbe *b, struct img *im, uint64_t off, void *dst, uint64_t len);
+int vkr_img_write(struct vkbe *b, struct img *im, uint64_t off, const void *src, uint64_t len);
+/* Staging bytes vkr_img_copy_out needs for [off, off+len) of im. */
+uint64_t vkr_img_copy_need(const struct img *im, uint64_t off, uint64_t len);
+/* Records into cb copies of packed bytes [off, off+len) of im into staging s from s->used on
+ * (advanced); *at: where byte off lands. */
+int vkr_img_copy_out(struct vkbe *b, VkCommandBuffer cb, struct img *im, uint64_t off, uint64_t len,
+                     struct staging *s, uint64_t *at);
+/* A COPY or FILL op's image payload (COPY_BUFFER_TO_IMAGE, COPY_IMAGE_TO_BUFFER, COPY_IMAGE,
+ * BLIT_IMAGE, CLEAR_IMAGE) recorded into cb. */
+int vkr_rec_image_op(struct vkbe *b, VkCommandBuffer cb, const struct sbt_vk_rec *d);
+/* An IMAGE_BINDING of a dispatch as a descriptor image info. */
+int vkr_image_binding(struct vkbe *b, const struct sbt_vk_rec *r, VkDescriptorImageInfo *out);
 
 #endif /* REPRISE_REPLAY_VK_INT_H */

@@ -1,7 +1,8 @@
 /*
  * replay/replay_vk_memory.c — the Vulkan backend: host-side ops: allocations (memory types mapped
- * by property flags, zero-filled), host writes and reads through mappings, and the API state
- * markers (buffers, views, layouts) in API order.
+ * by property flags, zero-filled), host writes and reads through mappings (an image's packed
+ * bytes through replay_vk_image.c), and the API state markers (buffers, views, layouts; images
+ * in replay_vk_image.c) in API order.
  *
  * Placement. A buffer is bound where the capture bound it, at the same offset of the replay
  * allocation standing for the captured one, so the trace's (memory, offset) accesses address
@@ -27,7 +28,14 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
 {
     struct sbt_vk_dec dec;
     struct sbt_vk_rec r;
-    int f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_MEMORY, &r);
+    int f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_CREATE_IMAGE, &r);
+    if (f == 1) { /* an image: a resource of its own */
+        f = vkr_image_create(b, &r);
+        sbt_vk_dec_free(&dec);
+        return f;
+    }
+    sbt_vk_dec_free(&dec);
+    f = sbt_vk_find(&dec, op->payload.data, op->payload.len, SBT_VK_MEMORY, &r);
     uint64_t id = op->resource, size = op->bytes, opaque = 0;
     uint32_t flags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, aflags = 0;
     if (f == 1) {
@@ -446,6 +454,22 @@ int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & SBT_ACCESS_WRITE))
             continue;
+        struct img *im = idmap_get(&b->imgs, a->resource);
+        if (im) { /* the packed bytes of an image (a linear one the host wrote) */
+            if (!im->mem || a->offset > im->packed_size || a->len > im->packed_size - a->offset ||
+                a->len > len - pos) {
+                free(data);
+                return replay__fail(
+                    SBT_EINVAL, "host write to image %" PRIu64 " [%" PRIu64 ", +%" PRIu64 "): %s",
+                    a->resource, a->offset, a->len,
+                    !im->mem             ? "no memory bound"
+                    : a->len > len - pos ? "blob shorter than the write"
+                                         : "out of bounds");
+            }
+            st = vkr_img_write(b, im, a->offset, (uint8_t *)data + pos, a->len);
+            pos += a->len;
+            continue;
+        }
         struct mem *m = idmap_get(&b->mems, a->resource);
         if (!m || !m->map || a->offset > m->size || a->len > m->size - a->offset ||
             a->len > len - pos) {
@@ -477,6 +501,27 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & SBT_ACCESS_READ))
             continue;
+        struct img *im = idmap_get(&b->imgs, a->resource);
+        if (im) {
+            if (!im->mem || a->offset > im->packed_size || a->len > im->packed_size - a->offset) {
+                st = replay__fail(SBT_EINVAL,
+                                  "op %" PRIu64 ": host read of image %" PRIu64 " [%" PRIu64
+                                  ", +%" PRIu64 ") %s",
+                                  op->seq, a->resource, a->offset, a->len,
+                                  im->mem ? "outside its packed bytes" : "without memory");
+                break;
+            }
+            tmp[i] = malloc(a->len ? a->len : 1);
+            if (!tmp[i]) {
+                st = replay__fail(SBT_ENOMEM, "out of memory");
+                break;
+            }
+            if ((st = vkr_img_read(b, im, a->offset, tmp[i], a->len)) < 0)
+                break;
+            bytes[i] = tmp[i];
+            len[i] = a->len;
+            continue;
+        }
         struct mem *m = idmap_get(&b->mems, a->resource);
         if (!m) {
             st = replay__fail(SBT_EINVAL, "host read of memory %" PRIu64 ": no such memory",
@@ -532,7 +577,8 @@ int vkr_state_op(const struct sbt_op *op)
         keep = r.call == SBT_VK_CREATE_BUFFER || r.call == SBT_VK_BIND_BUFFER ||
                r.call == SBT_VK_CREATE_BUFFER_VIEW || r.call == SBT_VK_SET_LAYOUT ||
                r.call == SBT_VK_PIPELINE_LAYOUT || r.call == SBT_VK_DESTROY ||
-               r.call == SBT_VK_BUFFER_ADDRESS;
+               r.call == SBT_VK_BUFFER_ADDRESS || r.call == SBT_VK_BIND_IMAGE ||
+               r.call == SBT_VK_CREATE_IMAGE_VIEW || r.call == SBT_VK_CREATE_SAMPLER;
     if (k < 0)
         keep = 1; /* undecodable: let the marker report it where it runs */
     sbt_vk_dec_free(&dec);
@@ -558,6 +604,8 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
     sbt_vk_dec_init(&dec, op->payload.data, op->payload.len);
     int st = 0, k;
     while (st == 0 && (k = sbt_vk_dec_next(&dec, &r)) == 1) {
+        if (vkr_image_marker(b, &r, &st))
+            continue; /* images, views, samplers */
         switch (r.call) {
         case SBT_VK_CREATE_BUFFER: {
             uint64_t id = sbt_vk_arg(&r, 0);

@@ -397,5 +397,6 @@ int vkr_drain(void *be)
             return st;
     }
     vkr_dead_bufs_free(b);
+    vkr_dead_images_free(b);
     return 0;
 }

@@ -905,6 +905,7 @@ ParameterizedTestParameters(vulkan, programs_replay_with_their_own_outputs)
         {"vk_compute", ""},   // submits on two queues, events, indirect, ...
         {"vk_threads", ""},   // several host threads
         {"vk_bench", "data"}, // 64 MiB host writes and reads
+        {"vk_images", ""},    // images: descriptors, copies, blits, clears, linear host I/O
     };
     return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
 }
@@ -1029,10 +1030,17 @@ static int out_has(const char *what)
     return system(cmd) == 0;
 }
 
-Test(vulkan, snapshots_restore_a_range_and_trim_cuts_it)
+/* vk_images: images are resources too, snapshotted and restored in their packed layout */
+ParameterizedTestParameters(vulkan, snapshots_restore_a_range_and_trim_cuts_it)
+{
+    static struct vkprog p[] = {{"vk_compute", ""}, {"vk_images", ""}};
+    return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct vkprog *p, vulkan, snapshots_restore_a_range_and_trim_cuts_it)
 {
     need_vulkan();
-    capture("vk_compute", NULL, "t.sbt");
+    capture(p->prog, p->args, "t.sbt");
     sbt_reader *r = open_tmp("t.sbt");
     uint64_t n = sbt_reader_info(r)->seq_end;
     uint64_t sub[16], n_sub = 0;
@@ -1673,6 +1681,336 @@ Test(vulkan, payload_values_are_checked_before_the_driver)
     }
 }
 
+/* The image records: every value checked against the image (or images) and buffer it names,
+ * each failure naming the value and what it exceeds. */
+Test(vulkan, image_payload_values_are_checked_before_the_driver)
+{
+    /* img: RGBA8 2D 32x24, 3 levels, 2 layers (packed 8064 bytes); bc: BC1 20x12, 2 levels; vol:
+     * R32F 3D 16x8x4 */
+    static const struct sbt_vk_image img = {37, 1, {32, 24, 1}, 3, 2},
+                                     bc = {131, 1, {20, 12, 1}, 2, 1},
+                                     vol = {100, 2, {16, 8, 4}, 1, 1};
+    enum { B = 1 << 20 }; /* a big buffer */
+    static const struct {
+        uint32_t call, n;
+        uint64_t a[48];
+        const struct sbt_vk_image *im, *im2;
+        uint64_t size;
+        int status;
+        const char *msg;
+    } c[] = {
+        {SBT_VK_CREATE_IMAGE,
+         17,
+         {5, 0, 1, 37, 32, 24, 1, 3, 2, 1, 0, 0x6, 0, 0, 8064, 1, 0},
+         NULL,
+         NULL,
+         0,
+         0,
+         ""},
+        {SBT_VK_CREATE_IMAGE,
+         17,
+         {5, 0, 1, 37, 32, 24, 1, 3, 2, 1, 0, 0x6, 0, 0, 8000, 1, 0},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "packed size is 8064 bytes, the record says 8000"},
+        {SBT_VK_CREATE_IMAGE,
+         17,
+         {5, 0, 1, 37, 32, 24, 1, 9, 2, 1, 0, 0x6, 0, 0, 8064, 1, 0},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "9 levels"},
+        {SBT_VK_CREATE_IMAGE,
+         17,
+         {5, 0, 1, 37, 32, 24, 1, 1, 1, 4, 0, 0x6, 0, 0, 3072, 1, 0},
+         NULL,
+         NULL,
+         0,
+         REPLAY_EUNSUPPORTED,
+         "4 samples"},
+        {SBT_VK_CREATE_IMAGE_VIEW,
+         15,
+         {6, 5, 0, VK_IMAGE_VIEW_TYPE_2D_ARRAY, 37, 0, 0, 0, 0, 1, 0, 3, 0, 2, 0},
+         &img,
+         NULL,
+         0,
+         0,
+         ""},
+        {SBT_VK_CREATE_IMAGE_VIEW,
+         15,
+         {6, 5, 0, VK_IMAGE_VIEW_TYPE_2D_ARRAY, 37, 0, 0, 0, 0, 1, 1, 3, 0, 2, 0},
+         &img,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "levels 1..+3 of an image with 3"},
+        {SBT_VK_CREATE_IMAGE_VIEW,
+         15,
+         {6, 5, 0, VK_IMAGE_VIEW_TYPE_3D, 37, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0},
+         &img,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "view type 2 of a 2D image"},
+        {SBT_VK_CREATE_IMAGE_VIEW,
+         15,
+         {6, 5, 0, VK_IMAGE_VIEW_TYPE_2D, 43, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0},
+         &img,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "not mutable"},
+        {SBT_VK_CREATE_SAMPLER,
+         18,
+         {7, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0x3f800000, 0, 0, 0, 0x41000000, 0, 0, 0},
+         NULL,
+         NULL,
+         0,
+         0,
+         ""},
+        {SBT_VK_CREATE_SAMPLER,
+         18,
+         {7, 0, 1, 1, 1, 9, 0, 0, 0, 0, 0x3f800000, 0, 0, 0, 0x41000000, 0, 0, 0},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "address mode 9"},
+        {SBT_VK_CREATE_SAMPLER,
+         18,
+         {7, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0x42000000, 0, 0, 0, 0x41000000, 0, 0, 0},
+         NULL,
+         NULL,
+         0,
+         REPLAY_ENODEV,
+         "anisotropy 32"},
+        {SBT_VK_CREATE_SAMPLER,
+         18,
+         {7, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0x3f800000, 0, 0, 0x7fc00000, 0x41000000, 0, 0, 0},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "not a finite float"},
+        {SBT_VK_IMAGE_BINDING,
+         9,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 6, 5, 0, 1, 2},
+         NULL,
+         NULL,
+         0,
+         0,
+         ""},
+        {SBT_VK_IMAGE_BINDING,
+         9,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 6, 5, 0, 1, 1},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "sampler 0"},
+        {SBT_VK_IMAGE_BINDING,
+         9,
+         {0, 1, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 6, 5, 0, 1, 1},
+         NULL,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "not a sampler or image type"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 256, 40, 30, 1, 0, 0, 2, 0, 0, 0, 32, 24, 1, 9, 0},
+         &img,
+         NULL,
+         B,
+         0,
+         ""},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 256, 40, 30, 1, 0, 0, 2, 0, 0, 0, 32, 24, 1, 9, 0},
+         &img,
+         NULL,
+         8000,
+         SBT_ECORRUPT,
+         "past its buffer of 8000 bytes"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 256, 10, 0, 1, 0, 0, 1, 0, 0, 0, 32, 24, 1, 9, 0},
+         &img,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "row length 10"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 2, 0, 0, 1, 0, 0, 1, 0, 0, 0, 32, 24, 1, 9, 0},
+         &img,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "offset a multiple of 4"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 0, 0, 0, 1, 1, 0, 1, 8, 0, 0, 16, 12, 1, 9, 0},
+         &img,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "past level 1's extent 16"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         19,
+         {3, 5, 7, 1, 0, 0, 0, 1, 0, 0, 1, 2, 0, 0, 4, 4, 1, 9, 0},
+         &bc,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "not aligned to the 4-texel blocks"},
+        {SBT_VK_COPY_BUFFER_TO_IMAGE,
+         9,
+         {3, 5, 7, 100, 0, 0, 0, 1, 0},
+         &img,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "100 regions in 9 arguments"},
+        {SBT_VK_COPY_IMAGE_TO_BUFFER,
+         19,
+         {5, 7, 3, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 16, 8, 4, 9, 0},
+         &vol,
+         NULL,
+         B,
+         0,
+         ""},
+        {SBT_VK_COPY_IMAGE_TO_BUFFER,
+         19,
+         {5, 7, 3, 1, 0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 16, 8, 4, 9, 0},
+         &vol,
+         NULL,
+         B,
+         SBT_ECORRUPT,
+         "layers 1..+1"},
+        {SBT_VK_COPY_IMAGE,
+         24,
+         {5, 7, 6, 7, 1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 4, 4, 0, 8, 8, 1, 9, 0},
+         &img,
+         &img,
+         0,
+         0,
+         ""},
+        {SBT_VK_COPY_IMAGE,
+         24,
+         {5, 7, 6, 7, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 0, 1, 10, 10, 0, 8, 8, 1, 9, 0},
+         &img,
+         &img,
+         0,
+         SBT_ECORRUPT,
+         "past level 1's extent 16"},
+        {SBT_VK_COPY_IMAGE,
+         24,
+         {5, 7, 6, 7, 1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 8, 8, 1, 9, 0},
+         &bc,
+         &img,
+         0,
+         SBT_ECORRUPT,
+         "8-byte source blocks into 4-byte"},
+        {SBT_VK_BLIT_IMAGE,
+         28,
+         {5, 7, 6, 7, 1, 1, 1, 0, 0, 1, 0, 0, 0, 32, 24, 1, 1, 0, 1, 1, 16, 0, 0, 0, 12, 1, 9, 0},
+         &img,
+         &img,
+         0,
+         0,
+         ""},
+        {SBT_VK_BLIT_IMAGE,
+         28,
+         {5, 7, 6, 7, 1, 1, 1, 0, 0, 1, 0, 0, 0, 33, 24, 1, 1, 0, 1, 1, 16, 0, 0, 0, 12, 1, 9, 0},
+         &img,
+         &img,
+         0,
+         SBT_ECORRUPT,
+         "box [0, 33) on x past level 0's extent 32"},
+        {SBT_VK_BLIT_IMAGE,
+         28,
+         {5, 7, 6, 7, 1, 1, 1, 0, 0, 1, 0, 0, 0, 4, 4, 1, 1, 0, 0, 1, 0, 0, 0, 4, 4, 1, 9, 0},
+         &bc,
+         &img,
+         0,
+         SBT_ECORRUPT,
+         "no compressed"},
+        {SBT_VK_CLEAR_IMAGE,
+         15,
+         {5, 7, 0, 0, 0, 0, 0, 1, 1, 0, 3, 0, 2, 9, 0},
+         &img,
+         NULL,
+         0,
+         0,
+         ""},
+        {SBT_VK_CLEAR_IMAGE,
+         15,
+         {5, 7, 0, 0, 0, 0, 0, 1, 1, 1, 3, 0, 2, 9, 0},
+         &img,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "levels 1..+3"},
+        {SBT_VK_CLEAR_IMAGE,
+         15,
+         {5, 7, 1, 0, 0, 0, 0, 1, 2, 0, 1, 0, 1, 9, 0},
+         &img,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "depth/stencil clear"},
+        {SBT_VK_CLEAR_IMAGE,
+         15,
+         {5, 7, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 9, 0},
+         &bc,
+         NULL,
+         0,
+         SBT_ECORRUPT,
+         "color clear"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct sbt_vk_rec r = {c[i].call, c[i].n, c[i].a, 0, NULL};
+        struct sbt_vk_image d;
+        uint64_t size;
+        uint32_t n;
+        int st = 0;
+        switch (c[i].call) {
+        case SBT_VK_CREATE_IMAGE:
+            st = vkr_check_image(&r, &d, &size);
+            break;
+        case SBT_VK_CREATE_IMAGE_VIEW:
+            st = vkr_check_image_view(&r, c[i].im, 0);
+            break;
+        case SBT_VK_CREATE_SAMPLER:
+            st = vkr_check_sampler(&r, 16.0f);
+            break;
+        case SBT_VK_IMAGE_BINDING:
+            st = vkr_check_image_binding(&r);
+            break;
+        case SBT_VK_COPY_BUFFER_TO_IMAGE:
+        case SBT_VK_COPY_IMAGE_TO_BUFFER:
+            st = vkr_check_buf_img_copy(&r, c[i].size, c[i].im, &n);
+            break;
+        case SBT_VK_COPY_IMAGE:
+            st = vkr_check_img_copy(&r, c[i].im, c[i].im2, &n);
+            break;
+        case SBT_VK_BLIT_IMAGE:
+            st = vkr_check_blit(&r, c[i].im, c[i].im2, &n);
+            break;
+        case SBT_VK_CLEAR_IMAGE:
+            st = vkr_check_clear(&r, c[i].im, &n);
+            break;
+        }
+        cr_expect_eq(st, c[i].status, "case %zu: %d %s", i, st, replay_errmsg());
+        if (c[i].status)
+            cr_expect(strstr(replay_errmsg(), c[i].msg), "case %zu: %s", i, replay_errmsg());
+    }
+}
+
 /* A trace whose copy reaches past its buffer's end: the op is an error naming it, the run
  * goes on, the CLI exits 3 — the driver never sees the copy. */
 static int edit_copy(struct editor *e, sbt_writer *w, struct sbt_op *op)
@@ -1929,15 +2267,22 @@ Test(vulkan, device_addresses_replay_at_their_captured_addresses)
 }
 
 /* The driver-upgrade gate: a capture made on the system's driver (Debian 12: Mesa 22.3) is
- * replayed and checked on Mesa 25; a deterministic program passes. */
-Test(vulkan, a_capture_from_one_driver_passes_check_on_another)
+ * replayed and checked on Mesa 25; a deterministic program passes. vk_images exact: images in
+ * both drivers' tilings, compared in the trace's packed layout. */
+ParameterizedTestParameters(vulkan, a_capture_from_one_driver_passes_check_on_another)
+{
+    static struct vkprog p[] = {{"vk_compute", ""}, {"vk_images", "exact"}};
+    return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct vkprog *p, vulkan, a_capture_from_one_driver_passes_check_on_another)
 {
     char why[512], out[8192];
     need_vulkan();
     const char *mesa = tenv_mesa25(why, sizeof why);
     if (!mesa)
         cr_skip_test("%s", why);
-    capture("vk_compute", NULL, "t.sbt");
+    capture(p->prog, p->args, "t.sbt");
     int rc = sh_out(out, sizeof out, "%s'%s' check t.sbt --runs 2 --keep runs", mesa, bin);
     cr_assert_eq(rc, 0, "check on Mesa 25 exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
     rc = sh_out(out, sizeof out, "'%s' info runs/run1.sbt | grep replay.driver", bin);
@@ -1973,6 +2318,140 @@ ParameterizedTest(struct vkprog *p, vulkan, relocated_buffers_replay_the_same)
 
 /* Puts an unrecorded vkCmdDraw (as the capture marks commands outside its subset) right after
  * the first dispatch. */
+/* Images on Mesa 25 too: captured and replayed there, every read-back reproduced. */
+Test(vulkan, image_programs_replay_on_mesa25)
+{
+    char why[512], out[8192];
+    need_vulkan();
+    const char *mesa = tenv_mesa25(why, sizeof why);
+    if (!mesa)
+        cr_skip_test("%s", why);
+    cr_assert_eq(sh_out(out, sizeof out,
+                        "%s'%s' capture --digests -o t.sbt -- '%s/tests/vk/vk_images' >/dev/null",
+                        mesa, bin, build),
+                 0, "capture of vk_images on Mesa 25 failed (see %s/err)", tmpdir);
+    int rc = sh_out(out, sizeof out, "%s'%s' replay t.sbt --mode full --verify op", mesa, bin);
+    cr_assert_eq(rc, 0, "replay exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
+    cr_expect_gt(compared(out), 10, "read-backs compared: %s", out);
+    cr_expect(strstr(out, ", 0 differ"), "%s", out);
+}
+
+/* Every image format the device can copy, in every shape it allows (tests/vk/vk_formats): the
+ * replay's outputs of each upload — the image's packed bytes, read back through the replay's
+ * own copies of whole rows — are the upload's tightly packed regions one after the other, the
+ * bytes the program itself wrote. So the packed layout of format/sbt_vk.h (sizes, levels,
+ * layers, aspects, planes, blocks) is what the driver's copies give, format by format. */
+struct mem_bytes {
+    uint64_t res, size;
+    uint8_t *b;
+};
+
+static struct mem_bytes *mem_of(struct mem_bytes *m, uint32_t *n, uint64_t res, uint64_t end)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if (m[i].res == res) {
+            if (m[i].size < end) {
+                m[i].b = realloc(m[i].b, end);
+                memset(m[i].b + m[i].size, 0, end - m[i].size);
+                m[i].size = end;
+            }
+            return &m[i];
+        }
+    cr_assert_lt(*n, 4096);
+    m[*n] = (struct mem_bytes){res, end, calloc(1, end ? end : 1)};
+    return &m[(*n)++];
+}
+
+static void formats_in_packed_layout(const char *env)
+{
+    char out[65536], path[1024];
+    cr_assert_eq(sh_out(out, sizeof out, "%s'%s' capture -o f.sbt -- '%s/tests/vk/vk_formats'", env,
+                        bin, build),
+                 0, "capture of vk_formats failed (see %s/err)", tmpdir);
+    cr_assert(strstr(out, ", 0 do not"), "the driver's own round trip: %s", out);
+    int rc =
+        sh_out(out, sizeof out, "%s'%s' replay f.sbt --mode full --verify op --dump d", env, bin);
+    cr_assert_eq(rc, 0, "replay exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
+    cr_expect(strstr(out, ", 0 differ"), "%s", out);
+    sbt_reader *r = open_tmp("f.sbt");
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
+    static struct mem_bytes mem[4096];
+    uint32_t n_mem = 0, n_checked = 0;
+    while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_HOST_WRITE) { /* what the host wrote, where */
+            void *data = NULL;
+            size_t len = 0, pos = 0;
+            cr_assert_eq(sbt_reader_blob(r, &op->blob, &data, &len), 0);
+            for (uint32_t i = 0; i < op->n_access; i++) {
+                const struct sbt_access *a = &op->access[i];
+                struct mem_bytes *m = mem_of(mem, &n_mem, a->resource, a->offset + a->len);
+                memcpy(m->b + a->offset, (uint8_t *)data + pos, a->len);
+                pos += a->len;
+            }
+            free(data);
+            continue;
+        }
+        struct sbt_vk_dec dec;
+        struct sbt_vk_rec rec;
+        int f = op->kind == SBT_OP_COPY && op->payload.kind == SBT_VK_PAYLOAD
+                    ? sbt_vk_find(&dec, op->payload.data, op->payload.len,
+                                  SBT_VK_COPY_BUFFER_TO_IMAGE, &rec)
+                    : 0;
+        if (op->kind == SBT_OP_COPY && op->payload.kind == SBT_VK_PAYLOAD)
+            sbt_vk_dec_free(&dec);
+        if (f != 1)
+            continue;
+        /* its reads are the regions' buffer bytes (tightly packed: one range each), in order */
+        size_t cap = 0, n = 0;
+        uint8_t *want = NULL;
+        for (uint32_t i = 0; i < op->n_access; i++) {
+            const struct sbt_access *a = &op->access[i];
+            if (!(a->mode & SBT_ACCESS_READ))
+                continue;
+            struct mem_bytes *m = mem_of(mem, &n_mem, a->resource, a->offset + a->len);
+            if (n + a->len > cap)
+                want = realloc(want, cap = (n + a->len) * 2);
+            memcpy(want + n, m->b + a->offset, a->len);
+            n += a->len;
+        }
+        snprintf(path, sizeof path, "%s/d/%" PRIu64 ".bin", tmpdir, op->seq);
+        FILE *df = fopen(path, "rb");
+        cr_assert(df, "no dump of op %" PRIu64, op->seq);
+        uint8_t *got = malloc(n + 1);
+        size_t k = fread(got, 1, n + 1, df);
+        fclose(df);
+        cr_expect_eq(k, n, "op %" PRIu64 ": %zu packed bytes, the upload has %zu", op->seq, k, n);
+        cr_expect(k == n && !memcmp(got, want, n),
+                  "op %" PRIu64 ": the image's packed bytes are not the upload's", op->seq);
+        free(got);
+        free(want);
+        n_checked++;
+    }
+    sbt_cursor_close(c);
+    sbt_reader_close(r);
+    for (uint32_t i = 0; i < n_mem; i++)
+        free(mem[i].b);
+    cr_expect_gt(n_checked, 100, "only %u uploads checked", n_checked);
+}
+
+Test(vulkan, every_format_replays_in_its_packed_layout)
+{
+    need_vulkan();
+    formats_in_packed_layout("");
+}
+
+Test(vulkan, every_format_replays_in_its_packed_layout_on_mesa25)
+{
+    char why[512];
+    need_vulkan();
+    const char *mesa = tenv_mesa25(why, sizeof why);
+    if (!mesa)
+        cr_skip_test("%s", why);
+    formats_in_packed_layout(mesa);
+}
+
 static int add_draw(struct editor *e, sbt_writer *w, struct sbt_op *op)
 {
     if (op->kind != SBT_OP_KERNEL || e->done)

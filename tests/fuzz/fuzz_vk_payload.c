@@ -5,7 +5,10 @@
  * (replay/replay_vk_check.c) against fixed device limits and object sizes taken from the
  * input. Any status, never a crash, a leak or undefined behaviour; a failing check must say why.
  *
- * Input: 16 bytes of sizes (two buffer sizes, little-endian u64), then one payload.
+ * Input: 16 bytes of sizes (two buffer sizes, little-endian u64), then one payload. Image
+ * records are checked against the images the payload's CREATE_IMAGE records described (the
+ * last two that passed their check; a fixed 2D array before any), and every image's packed
+ * layout is walked for a range taken from the sizes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +22,15 @@ static void expect_message(int st)
 {
     if (st < 0 && !*replay_errmsg())
         abort();
+}
+
+static int count_box(void *ctx, const struct sbt_vk_box *b, uint64_t off, uint64_t len)
+{
+    (void)b;
+    (void)off;
+    (void)len;
+    ++*(uint64_t *)ctx;
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -49,8 +61,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int k;
     uint32_t n;
     uint64_t layout_flags = 0; /* of the last SET_LAYOUT record */
+    struct sbt_vk_image im[2] = {{37, 1, {32, 24, 1}, 3, 2}, {131, 1, {20, 12, 1}, 2, 1}};
+    uint64_t im_size, boxes = 0;
     while ((k = sbt_vk_dec_next(&dec, &r)) == 1) {
         switch (r.call) {
+        case SBT_VK_CREATE_IMAGE: {
+            struct sbt_vk_image d;
+            int st = vkr_check_image(&r, &d, &im_size);
+            expect_message(st);
+            if (st == 0) {
+                im[1] = im[0];
+                im[0] = d;
+                if (sbt_vk_image_cover(&d, sz[0] % (im_size + 1), sz[1], count_box, &boxes) < 0 &&
+                    !*sbt_errmsg())
+                    abort();
+            }
+            break;
+        }
+        case SBT_VK_CREATE_IMAGE_VIEW:
+            expect_message(vkr_check_image_view(&r, &im[0], (uint32_t)sz[1]));
+            break;
+        case SBT_VK_CREATE_SAMPLER:
+            expect_message(vkr_check_sampler(&r, 16.0f));
+            break;
+        case SBT_VK_IMAGE_BINDING:
+            expect_message(vkr_check_image_binding(&r));
+            break;
+        case SBT_VK_COPY_BUFFER_TO_IMAGE:
+        case SBT_VK_COPY_IMAGE_TO_BUFFER:
+            expect_message(vkr_check_buf_img_copy(&r, sz[0], &im[0], &n));
+            break;
+        case SBT_VK_COPY_IMAGE:
+            expect_message(vkr_check_img_copy(&r, &im[1], &im[0], &n));
+            break;
+        case SBT_VK_BLIT_IMAGE:
+            expect_message(vkr_check_blit(&r, &im[1], &im[0], &n));
+            break;
+        case SBT_VK_CLEAR_IMAGE:
+            expect_message(vkr_check_clear(&r, &im[0], &n));
+            break;
         case SBT_VK_FEATURES:
             expect_message(vkr_check_features(&r, &t));
             break;

@@ -9,7 +9,8 @@
  *   push-template  the same through vkCmdPushDescriptorSetWithTemplateKHR
  *   query          timestamps copied into a buffer by vkCmdCopyQueryPoolResults
  *   address        vkGetBufferDeviceAddress of a buffer
- *   image          a storage image written into a descriptor set
+ *   image          a multisampled image sampled through a descriptor set (images are recorded;
+ *                  multisampled ones are not)
  *   unknown        vkReprisetestSumREPRISE, a command only the test layer
  *                  VK_LAYER_REPRISE_fakecmd (tests/vk/layer_fakecmd.c) provides, called twice
  *                  with arguments in every kind of register and on the stack
@@ -291,13 +292,20 @@ static int mode_image(const char *argv0)
     setup(&g, argv0, NULL, 0);
     VkImageCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
                              .imageType = VK_IMAGE_TYPE_2D,
-                             .format = VK_FORMAT_R32_UINT,
+                             .format = VK_FORMAT_R8G8B8A8_UNORM,
                              .extent = {16, 16, 1},
                              .mipLevels = 1,
                              .arrayLayers = 1,
-                             .samples = VK_SAMPLE_COUNT_1_BIT,
+                             .samples = VK_SAMPLE_COUNT_4_BIT,
                              .tiling = VK_IMAGE_TILING_OPTIMAL,
-                             .usage = VK_IMAGE_USAGE_STORAGE_BIT};
+                             .usage = VK_IMAGE_USAGE_SAMPLED_BIT};
+    VkImageFormatProperties ifp;
+    if (vkGetPhysicalDeviceImageFormatProperties(g.v.phys, ici.format, ici.imageType, ici.tiling,
+                                                 ici.usage, 0, &ifp) != VK_SUCCESS ||
+        !(ifp.sampleCounts & VK_SAMPLE_COUNT_4_BIT)) {
+        fprintf(stderr, "no 4x multisampled sampled images here\n");
+        exit(4);
+    }
     VkImage img;
     VKT_CHECK(vkCreateImage(g.v.dev, &ici, NULL, &img));
     VkMemoryRequirements req;
@@ -314,12 +322,12 @@ static int mode_image(const char *argv0)
     VkImageViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
                                  .image = img,
                                  .viewType = VK_IMAGE_VIEW_TYPE_2D,
-                                 .format = VK_FORMAT_R32_UINT,
+                                 .format = VK_FORMAT_R8G8B8A8_UNORM,
                                  .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
     VkImageView view;
     VKT_CHECK(vkCreateImageView(g.v.dev, &vci, NULL, &view));
     VkDescriptorSetLayoutBinding lb = {.binding = 0,
-                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+                                       .descriptorType = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE,
                                        .descriptorCount = 1,
                                        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo lci = {.sType =
@@ -328,7 +336,7 @@ static int mode_image(const char *argv0)
                                            .pBindings = &lb};
     VkDescriptorSetLayout dsl;
     VKT_CHECK(vkCreateDescriptorSetLayout(g.v.dev, &lci, NULL, &dsl));
-    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, 1};
+    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, 1};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = 1,
                                        .poolSizeCount = 1,
@@ -341,14 +349,14 @@ static int mode_image(const char *argv0)
                                        .pSetLayouts = &dsl};
     VkDescriptorSet set;
     VKT_CHECK(vkAllocateDescriptorSets(g.v.dev, &dai, &set));
-    VkDescriptorImageInfo ii = {VK_NULL_HANDLE, view, VK_IMAGE_LAYOUT_GENERAL};
+    VkDescriptorImageInfo ii = {VK_NULL_HANDLE, view, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
     VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                               .dstSet = set,
                               .descriptorCount = 1,
-                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+                              .descriptorType = VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE,
                               .pImageInfo = &ii};
     vkUpdateDescriptorSets(g.v.dev, 1, &w, 0, NULL);
-    printf("storage image descriptor written\n");
+    printf("multisampled image descriptor written\n");
     vkDestroyDescriptorPool(g.v.dev, dp, NULL);
     vkDestroyDescriptorSetLayout(g.v.dev, dsl, NULL);
     vkDestroyImageView(g.v.dev, view, NULL);

@@ -242,7 +242,6 @@ void vkt_submit_wait(struct vkt *v, VkCommandBuffer cb)
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out)
 {
-    out->mod = vkt_module(v, name);
     VkDescriptorSetLayoutBinding b[8];
     for (uint32_t i = 0; i < n; i++)
         b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
@@ -253,6 +252,14 @@ void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescripto
                                                  it is ignored for buffer descriptors */
                                               .pImmutableSamplers =
                                                   vkt_clean_structs ? NULL : (const VkSampler *)16};
+    vkt_pipeline_bindings(v, name, n, b, pc_bytes, spec, out);
+}
+
+void vkt_pipeline_bindings(struct vkt *v, const char *name, uint32_t n,
+                           const VkDescriptorSetLayoutBinding *b, uint32_t pc_bytes,
+                           const uint32_t *spec, struct vkt_pipe *out)
+{
+    out->mod = vkt_module(v, name);
     VkDescriptorSetLayoutCreateInfo dci = {.sType =
                                                VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                            .flags = vkt_set_layout_flags,

@@ -75,6 +75,10 @@ extern int vkt_clean_structs;
 extern VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out);
+/* The same with the set layout's bindings given (images, immutable samplers, arrays). */
+void vkt_pipeline_bindings(struct vkt *v, const char *name, uint32_t n,
+                           const VkDescriptorSetLayoutBinding *b, uint32_t pc_bytes,
+                           const uint32_t *spec, struct vkt_pipe *out);
 void vkt_pipeline_free(struct vkt *v, struct vkt_pipe *p);
 /* <spv_dir>/<name>.spv into code (at most cap bytes); its length in bytes. Exits 1 without it. */
 size_t vkt_spirv(struct vkt *v, const char *name, uint32_t *code, size_t cap);
