@@ -354,6 +354,9 @@ static void buf_img_copy_op(struct xstate *x, const struct sbt_vk_rec *r, uint32
     int to_img = r->call == SBT_VK_CMD_COPY_BUFFER_TO_IMAGE;
     struct cap_buf *buf = cap_obj_find(sbt_vk_arg(r, to_img ? 0 : 2), CAP_T_BUF);
     struct cap_image *im = cap_obj_find(sbt_vk_arg(r, to_img ? 1 : 0), CAP_T_IMAGE);
+    if (!im || !im->packed_size) /* made before the capture, or a kind it cannot lay out */
+        unmod_op(x, to_img ? "vkCmdCopyBufferToImage (image not captured)"
+                           : "vkCmdCopyImageToBuffer (image not captured)");
     uint32_t n = (uint32_t)sbt_vk_arg(r, 3);
     if (r->n_arg < 4 || n > (r->n_arg - 4) / 13)
         n = 0;
@@ -413,6 +416,8 @@ static void img_copy_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t i
 {
     struct cap_image *src = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
     struct cap_image *dst = cap_obj_find(sbt_vk_arg(r, 2), CAP_T_IMAGE);
+    if (!src || !dst || !src->packed_size || !dst->packed_size)
+        unmod_op(x, "vkCmdCopyImage (image not captured)");
     uint32_t n = (uint32_t)sbt_vk_arg(r, 4);
     if (r->n_arg < 5 || n > (r->n_arg - 5) / 17)
         n = 0;
@@ -494,6 +499,8 @@ static void blit_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index
 {
     struct cap_image *src = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
     struct cap_image *dst = cap_obj_find(sbt_vk_arg(r, 2), CAP_T_IMAGE);
+    if (!src || !dst || !src->packed_size || !dst->packed_size)
+        unmod_op(x, "vkCmdBlitImage (image not captured)");
     uint32_t n = (uint32_t)sbt_vk_arg(r, 5);
     if (r->n_arg < 6 || n > (r->n_arg - 6) / 20)
         n = 0;
@@ -538,6 +545,8 @@ static void blit_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index
 static void clear_op(struct xstate *x, const struct sbt_vk_rec *r, uint32_t index)
 {
     struct cap_image *im = cap_obj_find(sbt_vk_arg(r, 0), CAP_T_IMAGE);
+    if (!im || !im->packed_size)
+        unmod_op(x, "vkCmdClear*Image (image not captured)");
     uint32_t n = (uint32_t)sbt_vk_arg(r, 7);
     if (r->n_arg < 8 || n > (r->n_arg - 8) / 5)
         n = 0;
@@ -595,6 +604,8 @@ static void image_binding(struct xstate *x, uint32_t si, const struct cap_dsl_bi
 {
     struct cap_iview *v = sl->view_handle ? cap_obj_find(sl->view_handle, CAP_T_IVIEW) : NULL;
     struct cap_image *im = v ? cap_obj_find(v->image, CAP_T_IMAGE) : NULL;
+    if (sl->view_handle && !im) /* a view or image made before the capture, or destroyed */
+        unmod_op(x, "vkCmdDispatch (image view not captured)");
     if (b->type == VK_DESCRIPTOR_TYPE_SAMPLER)
         mode = 0; /* touches no bytes */
     else if (b->type != VK_DESCRIPTOR_TYPE_STORAGE_IMAGE)
