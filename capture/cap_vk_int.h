@@ -189,6 +189,7 @@ struct cap_mem {
     uint32_t n_devb, cap_devb;
     struct cap_image **img; /* images bound to it (cap_vk_images.c) */
     uint32_t n_img, cap_img;
+    uint64_t seen_a, seen_b; /* bytes whose contents when first mapped are in the trace */
 };
 
 struct cap_buf {

@@ -15,7 +15,10 @@
  * first (copy on first write, PS_STALE). Bytes the device wrote are never recorded as host
  * writes; runs of host writes are never joined across them (struct cap_mem.devb). Pages device
  * work never touched are recorded whole when written (their other bytes are the host's too, or
- * the contents the mapping had when first mapped).
+ * the contents the mapping had when first mapped). Those contents are recorded when the bytes
+ * are first mapped, zeros and device output left out (map_initial): a driver may hand a new
+ * allocation what a freed one held, while the trace's memory starts zeroed, and the shadows and
+ * hashes taken of a mapping must hold what the trace says its bytes are.
  *
  * Cheap: the cost follows what the host wrote, not what is mapped. Each mapping's pages are
  * write-protected and the first write to a page after a publish marks it; a publish reads only
@@ -888,9 +891,9 @@ static sbt_hash digest(const uint8_t *p, uint64_t len);
 /* Host bytes on images bound to the memory (cap_vk_images.c): the parts on a linear image are a
  * HOST_WRITE or HOST_READ of its packed rows, the rest stay the memory's. */
 struct img_split {
-    struct out *o;                                   /* HOST_WRITE: the run being ended */
-    struct cap_mem *m;                               /* HOST_READ */
-    struct cap_ev ***tail;                           /* where the ops go */
+    struct out *o;         /* HOST_WRITE: the run being ended */
+    struct cap_mem *m;     /* HOST_READ */
+    struct cap_ev ***tail; /* where the ops go */
     uint32_t kind;
     uint64_t now;
 };
@@ -1919,6 +1922,64 @@ static void track_start(struct cap_mem *m, struct cap_track *t)
         pages_pend(m, t, m->pend[i].off, m->pend[i].off + m->pend[i].len);
 }
 
+static int all_zero(const uint8_t *p, uint64_t n)
+{
+    return !n || (!p[0] && !memcmp(p, p + 1, n - 1));
+}
+
+/* The non-zero bytes [a, b) of a mapping holds that no device work wrote, into o: what the
+ * memory held when the layer first saw it there (a driver may recycle memory a freed allocation
+ * wrote). The trace's memory starts zeroed, so from then on these bytes are in the trace what
+ * they are in the mapping, and the shadows and hashes taken of them since compare right. */
+static void out_initial(struct out *o, uint64_t a, uint64_t b)
+{
+    enum { BLK = 256 };
+    const uint8_t *p = o->m->map_base;
+    uint32_t i = 0;
+    while (a < b) {
+        while (i < o->m->n_devb && o->m->devb[i].off + o->m->devb[i].len <= a)
+            i++;
+        uint64_t e = b; /* the next device output, or b */
+        if (i < o->m->n_devb && o->m->devb[i].off < e) {
+            if (o->m->devb[i].off <= a) {
+                a = o->m->devb[i].off + o->m->devb[i].len;
+                continue;
+            }
+            e = o->m->devb[i].off;
+        }
+        for (uint64_t x = a, y; x < e; x = y) {
+            y = (x / BLK + 1) * BLK < e ? (x / BLK + 1) * BLK : e;
+            if (!all_zero(p + x, y - x))
+                out_add(o, x, y);
+        }
+        a = e;
+    }
+}
+
+/* Records what [a, b) held when first mapped, but for the bytes recorded so before: m->seen_a
+ * to seen_b, one interval (of two that do not touch, the longer). m->mu held. */
+static void map_initial(struct cap_mem *m, uint64_t a, uint64_t b, uint64_t now)
+{
+    struct out o;
+    out_init(&o, m, now);
+    uint64_t sa = m->seen_a, sb = m->seen_b;
+    if (sa < sb && a <= sb && sa <= b) { /* touching what was seen: the rest of it */
+        if (a < sa)
+            out_initial(&o, a, sa);
+        if (b > sb)
+            out_initial(&o, sb, b);
+        m->seen_a = a < sa ? a : sa;
+        m->seen_b = b > sb ? b : sb;
+    } else {
+        out_initial(&o, a, b);
+        if (b - a > sb - sa) {
+            m->seen_a = a;
+            m->seen_b = b;
+        }
+    }
+    out_emit(&o);
+}
+
 void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int placed, uint64_t now)
 {
     if (m->mapped || off > m->size || !pp || !*pp)
@@ -1944,8 +2005,11 @@ void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int p
      * already holds them); the pages they touched get shadows below */
     m->n_done = read_back(m, m->done, m->n_done, now);
     m->tr = t;
-    if (t)
+    if (t) {
         track_start(m, t);
+        if (!m->imported) /* an import records all of it */
+            map_initial(m, off, off + len, now);
+    }
 }
 
 void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now)

@@ -2081,6 +2081,36 @@ static long compared(const char *replay_out)
     return v ? strtol(v + 9, NULL, 10) : -1;
 }
 
+/* Memory the driver recycles (tests/vk/vk_recycle): a new allocation holds what a freed one
+ * did, and the host writes mostly the same bytes again. The trace's memory starts zeroed, so
+ * what the mapping held when first mapped must be in it: with each way of finding host writes,
+ * every read-back replays bit for bit. */
+struct envcase { /* an array: Criterion copies parameters into another process */
+    char env[64];
+};
+
+ParameterizedTestParameters(vulkan, recycled_memory_replays_every_read_back)
+{
+    static struct envcase c[] = {{""},
+                                 {"REPRISE_HOST_WRITES=protect"},
+                                 {"REPRISE_HOST_WRITES=scan"},
+                                 {"REPRISE_HOST_COPY=1"}};
+    return cr_make_param_array(struct envcase, c, sizeof c / sizeof c[0]);
+}
+
+ParameterizedTest(struct envcase *c, vulkan, recycled_memory_replays_every_read_back)
+{
+    need_vulkan();
+    char cmd[4096], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && %s '%s' capture -o rc.sbt -- '%s/tests/vk/vk_recycle' >out 2>err", tmpdir,
+             c->env, bin, build);
+    cr_assert_eq(system(cmd), 0, "capture failed: %s", cmd);
+    int rc = sh_out(out, sizeof out, "'%s' replay rc.sbt --mode full --verify op", bin);
+    cr_assert_eq(rc, 0, "replay exit %d: %s", rc, out);
+    cr_expect(strstr(out, " 16 compared with the capture, 0 differ"), "[%s] %s", c->env, out);
+}
+
 /* Programs we did not write, on the other driver: WGSL compute on Dawn (which needs Mesa 25)
  * captured and replayed on Mesa 25 with every op's outputs read back; every read-back the
  * program made is reproduced bit for bit. */
