@@ -4,7 +4,8 @@
  * block-compressed, depth and stencil formats where the device has them), memory binding
  * (vkBindImageMemory at an offset of memory a buffer shares, vkBindImageMemory2 of a dedicated
  * allocation), views, samplers (linear with mip levels; an immutable one), descriptors of every
- * image type written plainly, through an update template and by copy, buffer<->image copies
+ * image type written plainly, through an update template, by copy and pushed
+ * (VK_KHR_push_descriptor, plainly and through a template), buffer<->image copies
  * (v1 and v2, padded row lengths and image heights, offsets, boxes, layers, levels), image
  * copies, blits, color and depth/stencil clears, layout transitions and image barriers (v1 and
  * synchronization2), and the host writing a linear image through its mapping (at the row pitch
@@ -469,6 +470,41 @@ static uint64_t compute_part(struct ctx *c)
         at += 24576;
     }
 
+    /* the same shader through push descriptors (VK_KHR_push_descriptor): pushed plainly, then
+     * through a template, set 0's images and buffer; the layout keeps the immutable sampler */
+    PFN_vkCmdPushDescriptorSetKHR push = vkt_dev_fn(v, "vkCmdPushDescriptorSetKHR");
+    PFN_vkCmdPushDescriptorSetWithTemplateKHR push_t =
+        vkt_dev_fn(v, "vkCmdPushDescriptorSetWithTemplateKHR");
+    struct vkt_pipe pp;
+    vkt_set_layout_flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    vkt_pipeline_bindings(v, "img_mix", 6, b, 8, NULL, &pp);
+    vkt_set_layout_flags = 0;
+    tci.templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR;
+    tci.descriptorSetLayout = VK_NULL_HANDLE;
+    tci.pipelineBindPoint = VK_PIPELINE_BIND_POINT_COMPUTE;
+    tci.pipelineLayout = pp.layout;
+    tci.set = 0;
+    VkDescriptorUpdateTemplate ptpl;
+    VKT_CHECK(vkCreateDescriptorUpdateTemplate(dev, &tci, NULL, &ptpl));
+    for (int k = 0; k < 2; k++) {
+        cb = begin(c);
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pp.pipe);
+        if (k == 0)
+            push(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pp.layout, 0, 5, w);
+        else
+            push_t(cb, ptpl, pp.layout, 0, &td);
+        vkCmdPushConstants(cb, pp.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, &pc[2 - k]);
+        vkCmdDispatch(cb, 4, 3, 1);
+        memory_barrier(cb);
+        VkDeviceSize pat = 131072 + (VkDeviceSize)k * 24576;
+        VkBufferImageCopy oc = {pat,       0,          0, {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                                {0, 0, 0}, {32, 24, 1}};
+        vkCmdCopyImageToBuffer(cb, out, VK_IMAGE_LAYOUT_GENERAL, rb.buf, 1, &oc);
+        VkBufferCopy rc = {0, pat + 32 * 24 * 16, 3072};
+        vkCmdCopyBuffer(cb, res, rb.buf, 1, &rc);
+        submit(c, cb);
+    }
+
     /* image copies and blits into tex2 */
     cb = begin(c);
     to_layout(cb, tex2, VK_IMAGE_ASPECT_COLOR_BIT, VK_IMAGE_LAYOUT_UNDEFINED,
@@ -558,6 +594,8 @@ static uint64_t compute_part(struct ctx *c)
     uint64_t sum = vkt_sum(0, rb.map, rb.size);
 
     vkDestroyDescriptorUpdateTemplate(dev, tpl, NULL);
+    vkDestroyDescriptorUpdateTemplate(dev, ptpl, NULL);
+    vkt_pipeline_free(v, &pp);
     vkDestroyDescriptorPool(dev, dp, NULL);
     vkDestroyImageView(dev, tex_v, NULL);
     vkDestroyImageView(dev, vol_v, NULL);
@@ -823,7 +861,9 @@ static int linear_part(struct ctx *c, uint64_t *sum)
 int main(int argc, char **argv)
 {
     struct ctx c;
-    vkt_init(&c.v, argv[0], 1);
+    static const char *const ext[] = {"VK_KHR_push_descriptor"};
+    struct vkt_opts o = {.extensions = ext, .n_extensions = 1};
+    vkt_init_opts(&c.v, argv[0], 1, &o);
     c.exact = argc > 1 && !strcmp(argv[1], "exact");
     VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                    .queueFamilyIndex = c.v.family};
