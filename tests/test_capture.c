@@ -319,9 +319,10 @@ Test(capture, vkfft)
 }
 
 /* Programs we did not write: WGSL compute on Dawn, Chromium's WebGPU implementation (npm
- * `webgpu`), which needs Mesa 25's lavapipe (Debian 12's lacks features it requires). Under
- * capture each prints the same checksum of what it read back, and the trace is complete, or,
- * for what the layer does not record, incomplete naming it. */
+ * `webgpu`), which needs Mesa 25's lavapipe (Debian 12's lacks features it requires), and
+ * TensorFlow.js's WebGPU backend on Dawn. Under capture each prints the same checksum of what
+ * it read back, and the trace is complete, or, for what the layer does not record, incomplete
+ * naming it. */
 struct wgprog { /* arrays: Criterion copies parameters into another process */
     char name[16];
     char unmodelled[32]; /* "": the trace is complete; else an affecting call it must name */
@@ -333,6 +334,7 @@ ParameterizedTestParameters(capture, webgpu)
         {"buffers", ""},  // storage buffers, uniforms, several submissions, mapped read-back
         {"textures", ""}, // storage and sampled textures, samplers, image copies
         {"mlp", ""},      // two dense layers and a softmax, three batches
+        {"tfjs", ""},     // TensorFlow.js's WebGPU backend: a CNN's inference, a kernel mix
     };
     return cr_make_param_array(struct wgprog, p, sizeof p / sizeof p[0]);
 }

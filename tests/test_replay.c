@@ -2111,12 +2111,13 @@ ParameterizedTest(struct envcase *c, vulkan, recycled_memory_replays_every_read_
     cr_expect(strstr(out, " 16 compared with the capture, 0 differ"), "[%s] %s", c->env, out);
 }
 
-/* Programs we did not write, on the other driver: WGSL compute on Dawn (which needs Mesa 25)
- * captured and replayed on Mesa 25 with every op's outputs read back; every read-back the
- * program made is reproduced bit for bit. */
+/* Programs we did not write, on the other driver: WGSL compute on Dawn (which needs Mesa 25),
+ * and TensorFlow.js's WebGPU backend on it, captured and replayed on Mesa 25 with every op's
+ * outputs read back; every read-back the program made is reproduced bit for bit, and the
+ * determinism gate passes. */
 ParameterizedTestParameters(vulkan, webgpu_programs_replay_exactly)
 {
-    static struct vkprog p[] = {{"buffers", ""}, {"textures", ""}, {"mlp", ""}};
+    static struct vkprog p[] = {{"buffers", ""}, {"textures", ""}, {"mlp", ""}, {"tfjs", ""}};
     return cr_make_param_array(struct vkprog, p, sizeof p / sizeof p[0]);
 }
 
@@ -2139,9 +2140,11 @@ ParameterizedTest(struct vkprog *p, vulkan, webgpu_programs_replay_exactly)
                  0, "capture of %s failed (see %s/err)", p->prog, tmpdir);
     int rc = sh_out(out, sizeof out, "%s'%s' replay t.sbt --mode full --verify op", mesa, bin);
     cr_assert_eq(rc, 0, "%s: replay exit %d: %s (stderr in %s/err)", p->prog, rc, out, tmpdir);
-    /* each program reads back at least twice (buffers: 3, textures: 2, mlp: 3) */
+    /* each program reads back at least twice (buffers: 3, textures: 2, mlp: 3, tfjs: 21) */
     cr_expect_geq(compared(out), 2, "%s: read-backs compared: %s", p->prog, out);
     cr_expect(strstr(out, ", 0 differ"), "%s", out);
+    rc = sh_out(out, sizeof out, "%s'%s' check t.sbt --runs 2", mesa, bin);
+    cr_expect_eq(rc, 0, "%s: check exit %d: %s", p->prog, rc, out);
 }
 
 /* Programs that bind their buffers every way Vulkan has (tests/vk/vk_descriptors: push

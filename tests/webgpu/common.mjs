@@ -17,7 +17,7 @@ Object.assign(globalThis, globals);
 
 // Module-level on purpose: dawn.node destroys its instance when this object is collected,
 // and the devices of a collected instance crash the process (ProcessEvents on freed memory).
-const gpu = create([]);
+export const gpu = create([]);
 
 export async function device(features = []) {
     const adapter = await gpu.requestAdapter();
