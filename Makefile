@@ -81,7 +81,7 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
 	@mkdir -p $(@D)
 	protoc-c --c_out=$(BUILD)/gen $<
 
-$(BUILD)/gen/format/sbt_vk_%.c: format/gen_vk_%.py $(VK_XML) $(VK_CHOICE)
+$(BUILD)/gen/format/sbt_vk_%.c: format/gen_vk_%.py format/vkxml.py $(VK_XML) $(VK_CHOICE)
 	@mkdir -p $(@D)
 	python3 $< $(VK_XML) $@
 

@@ -385,15 +385,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyImageView(VkDevice device, VkImageView h,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (h && CAP_ON()) {
-        uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_iview *v = cap_obj_del(CAP_H(h), CAP_T_IVIEW);
-        if (v)
-            cap_emit_destroy(d, "vkDestroyImageView", VK_OBJECT_TYPE_IMAGE_VIEW, v->o.id, t0);
-        free(v);
-        pthread_mutex_unlock(&cap.mu);
-    }
+    cap_destroy_plain(d, CAP_H(h), CAP_T_IVIEW, VK_OBJECT_TYPE_IMAGE_VIEW, "vkDestroyImageView");
     d->fn.DestroyImageView(device, h, alloc);
 }
 
@@ -472,15 +464,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroySampler(VkDevice device, VkSampler h,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (h && CAP_ON()) {
-        uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_sampler *s = cap_obj_del(CAP_H(h), CAP_T_SAMPLER);
-        if (s)
-            cap_emit_destroy(d, "vkDestroySampler", VK_OBJECT_TYPE_SAMPLER, s->o.id, t0);
-        free(s);
-        pthread_mutex_unlock(&cap.mu);
-    }
+    cap_destroy_plain(d, CAP_H(h), CAP_T_SAMPLER, VK_OBJECT_TYPE_SAMPLER, "vkDestroySampler");
     d->fn.DestroySampler(device, h, alloc);
 }
 

@@ -126,6 +126,20 @@ void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uin
     cap_emit_marker(d, name, &enc, t0);
 }
 
+void cap_destroy_plain(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_type,
+                       const char *name)
+{
+    if (!h || !CAP_ON())
+        return;
+    uint64_t t0 = cap_now();
+    pthread_mutex_lock(&cap.mu);
+    struct cap_obj *o = cap_obj_del(h, t);
+    if (o)
+        cap_emit_destroy(d, name, vk_type, o->id, t0);
+    free(o);
+    pthread_mutex_unlock(&cap.mu);
+}
+
 /* ========================================================================================== */
 /* Instance                                                                                   */
 /* ========================================================================================== */

@@ -623,6 +623,10 @@ void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc
 /* A MARKER op with one DESTROY record. */
 void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
                       uint64_t t0);
+/* The destruction of an object whose record owns nothing but itself (views, samplers, sync
+ * objects): forgotten, and a DESTROY marker emitted when the layer knew it. */
+void cap_destroy_plain(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_type,
+                       const char *name);
 
 /* ---- cap_vk_address.c ------------------------------------------------------------------- */
 /* Buffer device addresses (the file says how they replay). Device creation: when the program

@@ -370,14 +370,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyBufferView(VkDevice device, VkBufferView v
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (view && CAP_ON()) {
-        uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_bview *v = cap_obj_del(CAP_H(view), CAP_T_BVIEW);
-        if (v)
-            cap_emit_destroy(d, "vkDestroyBufferView", VK_OBJECT_TYPE_BUFFER_VIEW, v->o.id, t0);
-        free(v);
-        pthread_mutex_unlock(&cap.mu);
-    }
+    cap_destroy_plain(d, CAP_H(view), CAP_T_BVIEW, VK_OBJECT_TYPE_BUFFER_VIEW,
+                      "vkDestroyBufferView");
     d->fn.DestroyBufferView(device, view, alloc);
 }

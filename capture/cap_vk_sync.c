@@ -92,26 +92,12 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateEvent(VkDevice device, const VkEventCre
     return r;
 }
 
-static void sync_destroy(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_type,
-                         const char *name)
-{
-    if (!h || !CAP_ON())
-        return;
-    uint64_t t0 = cap_now();
-    pthread_mutex_lock(&cap.mu);
-    struct cap_sync *s = cap_obj_del(h, t);
-    if (s)
-        cap_emit_destroy(d, name, vk_type, s->o.id, t0);
-    free(s);
-    pthread_mutex_unlock(&cap.mu);
-}
-
 VKAPI_ATTR void VKAPI_CALL cap_DestroyFence(VkDevice device, VkFence f,
                                             const VkAllocationCallbacks *alloc)
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    sync_destroy(d, CAP_H(f), CAP_T_FENCE, VK_OBJECT_TYPE_FENCE, "vkDestroyFence");
+    cap_destroy_plain(d, CAP_H(f), CAP_T_FENCE, VK_OBJECT_TYPE_FENCE, "vkDestroyFence");
     d->fn.DestroyFence(device, f, alloc);
 }
 
@@ -120,7 +106,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroySemaphore(VkDevice device, VkSemaphore s,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    sync_destroy(d, CAP_H(s), CAP_T_SEM, VK_OBJECT_TYPE_SEMAPHORE, "vkDestroySemaphore");
+    cap_destroy_plain(d, CAP_H(s), CAP_T_SEM, VK_OBJECT_TYPE_SEMAPHORE, "vkDestroySemaphore");
     d->fn.DestroySemaphore(device, s, alloc);
 }
 
@@ -129,7 +115,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyEvent(VkDevice device, VkEvent e,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    sync_destroy(d, CAP_H(e), CAP_T_EVENT, VK_OBJECT_TYPE_EVENT, "vkDestroyEvent");
+    cap_destroy_plain(d, CAP_H(e), CAP_T_EVENT, VK_OBJECT_TYPE_EVENT, "vkDestroyEvent");
     d->fn.DestroyEvent(device, e, alloc);
 }
 

@@ -15,54 +15,13 @@ missing feature by its member name. Python's standard library only.
 import sys
 import xml.etree.ElementTree as ET
 
-
-def vulkan_api(e):
-    api = e.get("api")
-    return api is None or "vulkan" in api.split(",")
+from vkxml import enum_values, vulkan_api
 
 
 def main(xml_path, out_path):
     reg = ET.parse(xml_path).getroot()
 
-    # VkStructureType values: core enums, then extension/feature additions (offset or value)
-    values, aliases = {}, {}
-    for enums in reg.findall("enums"):
-        if enums.get("name") == "VkStructureType":
-            for e in enums.findall("enum"):
-                if e.get("value") is not None:
-                    values[e.get("name")] = int(e.get("value"), 0)
-                elif e.get("alias"):
-                    aliases[e.get("name")] = e.get("alias")
-
-    def extension_enums(parent, number):
-        for req in parent.findall("require"):
-            for e in req.findall("enum"):
-                if e.get("extends") != "VkStructureType" or not vulkan_api(e):
-                    continue
-                name = e.get("name")
-                if e.get("alias"):
-                    aliases[name] = e.get("alias")
-                elif e.get("offset") is not None:
-                    ext = int(e.get("extnumber", number or 0))
-                    v = 1000000000 + (ext - 1) * 1000 + int(e.get("offset"))
-                    values[name] = -v if e.get("dir") == "-" else v
-                elif e.get("value") is not None:
-                    values[name] = int(e.get("value"), 0)
-
-    for feat in reg.findall("feature"):
-        if vulkan_api(feat):
-            extension_enums(feat, None)
-    for ext in reg.find("extensions").findall("extension"):
-        if ext.get("supported") == "disabled":
-            continue
-        extension_enums(ext, ext.get("number"))
-
-    def stype_value(name):
-        seen = set()
-        while name not in values and name in aliases and name not in seen:
-            seen.add(name)
-            name = aliases[name]
-        return values.get(name)
+    stype_value = enum_values(reg, "VkStructureType")
 
     structs = {}
     for t in reg.find("types").findall("type"):
