@@ -652,21 +652,30 @@ static int regions_chained(const void *regions, size_t stride, uint32_t n)
     return 0;
 }
 
-static void rec_buf_to_img(VkCommandBuffer h, VkBuffer src, VkImage dst, VkImageLayout layout,
-                           uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
+/* A buffer<->image copy: its three leading arguments in the record's order (buffer, image,
+ * layout for BUFFER_TO_IMAGE; image, layout, buffer for IMAGE_TO_BUFFER), then the regions of
+ * either version */
+static void rec_bic(VkCommandBuffer h, uint32_t kind, uint64_t a0, uint64_t a1, uint64_t a2,
+                    uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_BUFFER_TO_IMAGE);
+    struct cap_cmdbuf *cb = img_rec_begin(h, kind);
     if (!cb)
         return;
-    sbt_vk_enc_arg(&cb->raw, CAP_H(src));
-    sbt_vk_enc_arg(&cb->raw, CAP_H(dst));
-    sbt_vk_enc_arg(&cb->raw, layout);
+    sbt_vk_enc_arg(&cb->raw, a0);
+    sbt_vk_enc_arg(&cb->raw, a1);
+    sbt_vk_enc_arg(&cb->raw, a2);
     sbt_vk_enc_arg(&cb->raw, n);
     for (uint32_t i = 0; i < n; i++) {
         VkBufferImageCopy r = r1 ? r1[i] : bic_of2(&r2[i]);
         enc_bic(&cb->raw, &r);
     }
     img_rec_end(cb);
+}
+
+static void rec_buf_to_img(VkCommandBuffer h, VkBuffer src, VkImage dst, VkImageLayout layout,
+                           uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
+{
+    rec_bic(h, SBT_VK_CMD_COPY_BUFFER_TO_IMAGE, CAP_H(src), CAP_H(dst), layout, n, r1, r2);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage(VkCommandBuffer h, VkBuffer src, VkImage dst,
@@ -699,18 +708,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage2(VkCommandBuffer h,
 static void rec_img_to_buf(VkCommandBuffer h, VkImage src, VkImageLayout layout, VkBuffer dst,
                            uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_IMAGE_TO_BUFFER);
-    if (!cb)
-        return;
-    sbt_vk_enc_arg(&cb->raw, CAP_H(src));
-    sbt_vk_enc_arg(&cb->raw, layout);
-    sbt_vk_enc_arg(&cb->raw, CAP_H(dst));
-    sbt_vk_enc_arg(&cb->raw, n);
-    for (uint32_t i = 0; i < n; i++) {
-        VkBufferImageCopy r = r1 ? r1[i] : bic_of2(&r2[i]);
-        enc_bic(&cb->raw, &r);
-    }
-    img_rec_end(cb);
+    rec_bic(h, SBT_VK_CMD_COPY_IMAGE_TO_BUFFER, CAP_H(src), layout, CAP_H(dst), n, r1, r2);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer(VkCommandBuffer h, VkImage src,
