@@ -652,6 +652,16 @@ static int regions_chained(const void *regions, size_t stride, uint32_t n)
     return 0;
 }
 
+/* A *2 command (INFO: its info structure) whose info or regions chain a structure the capture
+ * does not record is unmodelled where it runs; NAME names the command. */
+#define V2_CHAIN_CHECK(h, info, name)                                                           \
+    do {                                                                                        \
+        if (CAP_ON() &&                                                                         \
+            ((info)->pNext ||                                                                   \
+             regions_chained((info)->pRegions, sizeof *(info)->pRegions, (info)->regionCount))) \
+            cb_unmodelled(h, name " (a structure the capture does not record)");                \
+    } while (0)
+
 /* A buffer<->image copy: its three leading arguments in the record's order (buffer, image,
  * layout for BUFFER_TO_IMAGE; image, layout, buffer for IMAGE_TO_BUFFER), then the regions of
  * either version */
@@ -695,9 +705,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBufferToImage2(VkCommandBuffer h,
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    if (CAP_ON() &&
-        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
-        cb_unmodelled(h, "vkCmdCopyBufferToImage2 (a structure the capture does not record)");
+    V2_CHAIN_CHECK(h, ci, "vkCmdCopyBufferToImage2");
     uint32_t ts = TS_BEFORE(h);
     rec_buf_to_img(h, ci->srcBuffer, ci->dstImage, ci->dstImageLayout, ci->regionCount, NULL,
                    ci->pRegions);
@@ -728,9 +736,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImageToBuffer2(VkCommandBuffer h,
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    if (CAP_ON() &&
-        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
-        cb_unmodelled(h, "vkCmdCopyImageToBuffer2 (a structure the capture does not record)");
+    V2_CHAIN_CHECK(h, ci, "vkCmdCopyImageToBuffer2");
     uint32_t ts = TS_BEFORE(h);
     rec_img_to_buf(h, ci->srcImage, ci->srcImageLayout, ci->dstBuffer, ci->regionCount, NULL,
                    ci->pRegions);
@@ -780,9 +786,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage2(VkCommandBuffer h, const VkCopyImag
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    if (CAP_ON() &&
-        (ci->pNext || regions_chained(ci->pRegions, sizeof *ci->pRegions, ci->regionCount)))
-        cb_unmodelled(h, "vkCmdCopyImage2 (a structure the capture does not record)");
+    V2_CHAIN_CHECK(h, ci, "vkCmdCopyImage2");
     uint32_t ts = TS_BEFORE(h);
     rec_img_copy(h, ci->srcImage, ci->srcImageLayout, ci->dstImage, ci->dstImageLayout,
                  ci->regionCount, NULL, ci->pRegions);
@@ -831,9 +835,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdBlitImage2(VkCommandBuffer h, const VkBlitImag
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    if (CAP_ON() &&
-        (bi->pNext || regions_chained(bi->pRegions, sizeof *bi->pRegions, bi->regionCount)))
-        cb_unmodelled(h, "vkCmdBlitImage2 (a structure the capture does not record)");
+    V2_CHAIN_CHECK(h, bi, "vkCmdBlitImage2");
     uint32_t ts = TS_BEFORE(h);
     rec_blit(h, bi->srcImage, bi->srcImageLayout, bi->dstImage, bi->dstImageLayout, bi->filter,
              bi->regionCount, NULL, bi->pRegions);
