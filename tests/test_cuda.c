@@ -326,6 +326,20 @@ Test(shim, get_proc_address_returns_the_wrapper_of_the_variant_the_driver_return
 /* Capture under the fake driver                                                              */
 /* ========================================================================================== */
 
+/* Runs a shell command. Returns its wait status; *out: its stdout (malloc'd). */
+static int shell_out(const char *cmd, char **out)
+{
+    FILE *f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    size_t cap = 1 << 16, n = 0, k;
+    char *s = malloc(cap);
+    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0)
+        n += k;
+    s[n] = 0;
+    *out = s;
+    return pclose(f);
+}
+
 /* Runs prog (in build/tests/cuda) with args; capture != NULL puts the shim in front and writes
  * that trace. Returns the exit status; *out: stdout (malloc'd). */
 static int run_prog(const char *prog, const char *args, const char *capture, const char *extra_env,
@@ -340,15 +354,7 @@ static int run_prog(const char *prog, const char *args, const char *capture, con
     else
         snprintf(cmd, sizeof cmd, "%s LD_LIBRARY_PATH='%s/tests/cuda/fake' '%s/tests/cuda/%s' %s",
                  extra_env ? extra_env : "", build, build, prog, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert(f != NULL);
-    size_t cap = 1 << 16, n = 0, k;
-    char *s = malloc(cap);
-    while ((k = fread(s + n, 1, cap - n - 1, f)) > 0)
-        n += k;
-    s[n] = 0;
-    *out = s;
-    return pclose(f);
+    return shell_out(cmd, out);
 }
 
 static void count_ops(sbt_reader *r, uint64_t *by_kind, uint64_t *n_ptr, uint64_t *n_pt_launch)
@@ -509,6 +515,79 @@ Test(replay, devices_lists_the_fake)
     cr_assert(eq(int, n, 1), "%s", replay_errmsg());
     cr_assert(eq(str, d[0].name, "reprise fake CUDA device"));
     cr_assert(eq(u32, d[0].api, SBT_API_CUDA));
+}
+
+/* ========================================================================================== */
+/* On a real GPU                                                                              */
+/* ========================================================================================== */
+
+/* 1 when this machine has a CUDA driver of its own (not our fake or shim) with a device; else 0
+ * and why. */
+static int real_cuda(char *why, size_t n)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, n,
+                 "no CUDA driver here (libcuda.so.1: %s): the CUDA path is tested on the "
+                 "fake driver only",
+                 dlerror());
+        return 0;
+    }
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*count)(int *) = (CUresult(*)(int *))dlsym(h, "cuDeviceGetCount");
+    Dl_info info;
+    if (!init || !count || !dladdr((void *)init, &info) || !info.dli_fname ||
+        strstr(info.dli_fname, build)) {
+        snprintf(why, n, "the libcuda.so.1 found here is not a CUDA driver of this machine");
+        return 0;
+    }
+    int devices = 0;
+    CUresult r = init(0);
+    if (r == CUDA_SUCCESS)
+        r = count(&devices);
+    if (r != CUDA_SUCCESS || devices == 0) {
+        snprintf(why, n, "the CUDA driver %s has no device (error %d, %d devices)", info.dli_fname,
+                 (int)r, devices);
+        return 0;
+    }
+    return 1;
+}
+
+/* The CUDA path end to end on the machine's own GPU: tests/cuda/prog_ptx (a PTX saxpy the
+ * driver compiles, two streams and an event) runs alone and under `reprise capture --api cuda`
+ * with the same output and a complete trace; a full replay at --verify op reproduces its
+ * read-back, and `check --runs 2` passes. Skipped where there is no GPU (CI, the build VM). */
+Test(gpu, ptx_program_captures_replays_and_checks, .timeout = 600)
+{
+    paths();
+    char why[1400];
+    if (!real_cuda(why, sizeof why))
+        cr_skip_test("%s", why);
+    const char *bin = getenv("REPRISE_BIN");
+    cr_assert(bin != NULL, "REPRISE_BIN is not set (run through make check)");
+    const char *trace = tpath("gpu_ptx.sbt");
+    char cmd[4096], *plain, *cap, *out;
+    snprintf(cmd, sizeof cmd, "'%s/tests/cuda/prog_ptx'", build);
+    cr_assert(eq(int, shell_out(cmd, &plain), 0), "prog_ptx failed on this GPU");
+    snprintf(cmd, sizeof cmd, "'%s' capture --api cuda -o '%s' -- '%s/tests/cuda/prog_ptx'", bin,
+             trace, build);
+    cr_assert(eq(int, shell_out(cmd, &cap), 0), "prog_ptx failed under capture");
+    cr_assert(eq(str, plain, cap), "capture changed the program's output");
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
+    cr_assert(sbt_reader_info(r)->complete, "trace incomplete");
+    sbt_reader_close(r);
+    snprintf(cmd, sizeof cmd, "'%s' replay '%s' --mode full --verify op 2>&1", bin, trace);
+    int rc = shell_out(cmd, &out);
+    cr_assert(eq(int, rc, 0), "replay: %s", out);
+    cr_assert(strstr(out, ", 0 differ") != NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' check '%s' --runs 2 2>&1", bin, trace);
+    rc = shell_out(cmd, &out);
+    cr_assert(eq(int, rc, 0), "check: %s", out);
+    free(out);
+    free(plain);
+    free(cap);
 }
 
 /* ========================================================================================== */
