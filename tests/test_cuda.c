@@ -528,8 +528,7 @@ static int real_cuda(char *why, size_t n)
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(why, n,
-                 "no CUDA driver here (libcuda.so.1: %s): the CUDA path is tested on the "
-                 "fake driver only",
+                 "no CUDA driver here (%s): the CUDA path is tested on the fake driver only",
                  dlerror());
         return 0;
     }
