@@ -9,7 +9,8 @@
  * objects), cap_vk_memory.c, cap_vk_images.c (images, views, samplers), cap_vk_address.c
  * (buffer device addresses), cap_vk_descriptors.c, cap_vk_pipelines.c, cap_vk_commands.c,
  * cap_vk_sync.c (the recorded calls by concern), cap_vk_submit.c (recordings expanded into ops
- * at submit), cap_vk_mapped.c (host writes into mapped memory and device output read back),
+ * at submit), cap_vk_mapped.c (host writes into mapped memory and device output read back;
+ * cap_vk_track.c finds the pages the host wrote),
  * cap_vk_unmodelled.c and cap_vk_tramp.c (what is passed through unrecorded), cap_vk_timing.c,
  * cap_vk_spirv.c, cap_vk_writer.c.
  *
@@ -712,7 +713,7 @@ void cap_img_check_alias(struct cap_dev *d, struct cap_mem *m, uint64_t off, uin
 /* m is being freed: its images lose their memory. */
 void cap_img_mem_freed(struct cap_mem *m);
 
-/* ---- cap_vk_mapped.c -------------------------------------------------------------------- */
+/* ---- cap_vk_mapped.c (and cap_vk_track.c) ---------------------------------------------- */
 /* Host-visible memory as the host sees it: host writes into mappings found exactly and
  * cheaply, device output read back (the file's header says how). m->mu is taken after
  * cap.mu, never before it; the functions that take an allocation want m->mu held unless said

@@ -20,31 +20,14 @@
  * allocation what a freed one held, while the trace's memory starts zeroed, and the shadows and
  * hashes taken of a mapping must hold what the trace says its bytes are.
  *
- * Cheap: the cost follows what the host wrote, not what is mapped. Each mapping's pages are
- * write-protected and the first write to a page after a publish marks it; a publish reads only
- * marked pages (and the few pages shared with unfinished device work, and the partial pages at
- * either end of a mapping that does not start or end on a page boundary). Three ways, chosen at
- * capture time (REPRISE_HOST_WRITES, capture/cap.h) and per mapping, and recorded in the
- * trace's metadata (capture.host_writes):
- *   uffd     userfaultfd asynchronous write-protection (Linux 6.7: UFFD_FEATURE_WP_ASYNC, and
- *            PAGEMAP_SCAN to read and re-arm the marks in one call): the kernel marks a page on
- *            its first write without stopping the program, system calls that write into the
- *            mapping (read(2)) work as before, and no signal is involved. Anonymous and shmem
- *            memory only (lavapipe's, the program's own pages imported as device memory).
- *   protect  mprotect(PROT_READ) and the first write fault per page, taken by the claim hook of
- *            capture/cap_common.c (our SIGSEGV handler asks this file first, and chains to the
- *            program's own handler for every fault that is not ours). A run of writes opens the
- *            pages after it as well (fault-ahead), whose bytes are hashed so that those left
- *            unwritten are not recorded. Any mapping a driver hands out. A system call that
- *            writes into a protected page fails with EFAULT instead of faulting: this is why
- *            uffd comes first where it works.
- *   scan     every page hashed at every publish (the fallback: no tracking, or the program's
- *            own SIGSEGV handling could not be put under ours).
+ * Cheap: the cost follows what the host wrote, not what is mapped. How written pages are found
+ * (userfaultfd write-protection, mprotect and the first fault per page, or a scan) is
+ * capture/cap_vk_track.c's part; this file decides what to read, compares and records.
  * A page written at two publishes in a row (a buffer the host rewrites every round) is left
  * unprotected and compared by the hash of the copy recorded anyway, until it stops changing.
  * Memory the CPU reads slowly (no HOST_CACHED: write-combined on discrete GPUs) is handed to
  * the program as a copy in ordinary memory ("copy" mappings): host writes are found there as
- * above and written through to the driver's mapping at publish, device output is copied in when
+ * before and written through to the driver's mapping at publish, device output is copied in when
  * a wait says it finished. Host and device then write different memory, so even host writes
  * into bytes a descriptor lets unfinished work write are told apart (byte by byte, against the
  * shadow taken at the host's first write).
@@ -64,553 +47,23 @@
  * the allocation's own m->mu only); m->mu guards one allocation's mapping, page states (but for
  * the transitions the fault handler makes, all atomic), shadow and intervals. Ops are emitted
  * under m->mu: two threads publishing the same bytes put them into the trace in the order they
- * read them. The fault handler takes no lock: it finds the page through a table published with
- * an atomic pointer (freed only when no handler runs) and changes the page's state with atomics.
+ * read them. The fault handler (cap_vk_track.c) takes no lock: it finds the page through a table
+ * published with an atomic pointer (freed only when no handler runs) and changes the page's state
+ * with atomics.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "capture/cap_int.h"
-#include "capture/cap_vk_int.h"
-
-/* Linux 6.7's userfaultfd asynchronous write-protection and PAGEMAP_SCAN, for headers older
- * than the kernel we run on (Debian 12's are 6.1); the values are the kernel ABI. */
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1 << 15)
-#endif
-#ifndef PAGEMAP_SCAN
-struct page_region {
-    __u64 start, end, categories;
-};
-struct pm_scan_arg {
-    __u64 size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
-        category_mask, category_anyof_mask, return_mask;
-};
-#define PAGEMAP_SCAN          _IOWR('f', 16, struct pm_scan_arg)
-#define PM_SCAN_WP_MATCHING   (1 << 0)
-#define PM_SCAN_CHECK_WPASYNC (1 << 1)
-#define PAGE_IS_WPALLOWED     (1 << 0)
-#define PAGE_IS_WRITTEN       (1 << 1)
-#endif
-
-#define PG CAP_PAGE
-
-/* ========================================================================================== */
-/* State                                                                                      */
-/* ========================================================================================== */
-
-/* Page states (struct cap_track.ps, one byte per page of a mapping's span). The low bits say
- * how a host write to the page is found; the flags what the layer knows of its bytes. */
-#define PS_MASK  0x07
-#define PS_ARMED 0 /* write-protected: the first write marks it (uffd) or faults (protect) */
-#define PS_OPEN  1 /* protect: written since the last publish, writable until the next */
-#define PS_HOT                                                                  \
-    2 /* not protected, compared at every publish: shares bytes with unfinished \
-       * device work, or is a partial page at an end of the mapping, or scan */
-#define PS_DEV                                                                          \
-    3             /* every byte of it may be written by unfinished device work: neither \
-                   * protected (lavapipe's device is the CPU) nor compared */
-#define PS_BUSY 4 /* a thread is changing its protection: the fault handler waits */
-#define PS_RECENT                                                                                 \
-    0x08               /* recorded at the last publish that looked at it: a page written at two   \
-                        * publishes in a row (a buffer rewritten every round) is left unprotected \
-                        * (HOT) and compared by the hash of its bytes instead of faulting */
-#define PS_SHADOW 0x10 /* sh holds its known bytes: compared byte by byte */
-#define PS_STALE                                                                               \
-    0x20               /* holds device output sh lacks: mprotect'ed in every mode, so that the \
-                        * first host write copies the page into sh first */
-#define PS_HASHED 0x40 /* hash[] holds the hash of its bytes as last recorded or opened ahead */
-#define PS_WATCH                                                                  \
-    0x80 /* DEV on a device that writes memory by DMA: still protected, so that a \
-          * host write while the device may write it is seen (the handler clears  \
-          * this; uffd marks it) and the trace said incomplete */
-
-struct cap_track {
-    struct cap_mem *m;
-    int mode;        /* enum cap_track_mode */
-    int copy;        /* the program writes a copy (uncached memory): map_base != dev_base */
-    int cofw;        /* device output is kept by copy on first write (PS_STALE) */
-    int uffd;        /* the span's full pages are registered with hm.uffd */
-    int in_tab;      /* in the fault handler's table */
-    uint8_t *base;   /* the program's address of the span's first page */
-    uint8_t *first;  /* ... and of the mapping's first byte */
-    uint64_t len;    /* bytes mapped */
-    uint64_t n;      /* pages in the span (the mapping, rounded out to pages) */
-    uint64_t lo, hi; /* pages [lo, hi) lie wholly in the mapping: only they are protected */
-    _Atomic uint8_t *ps;
-    sbt_hash *hash;  /* per page, valid with PS_HASHED */
-    uint8_t *sh;     /* the shadow: n pages, reserved (MAP_NORESERVE), touched per page */
-    size_t copy_len; /* copy mappings: bytes of the program's copy at base (munmap) */
-};
-
-static struct {
-    int mode;      /* what a new mapping gets first (uffd falls back per mapping) */
-    int copy_all;  /* REPRISE_HOST_COPY=1: every mapping a copy (tests) */
-    int uffd;      /* userfaultfd with asynchronous write-protection, -1 without */
-    int pagemap;   /* /proc/self/pagemap (PAGEMAP_SCAN), -1 without */
-    int claim;     /* our fault claim is registered */
-    char why[200]; /* why the default is not uffd */
-    atomic_uint_fast64_t n_map[4], n_copy, n_cofw_faults, n_faults;
-} hm = {.uffd = -1, .pagemap = -1};
-
-static const char *mode_name(int mode)
-{
-    switch (mode) {
-    case CAP_TRACK_UFFD:
-        return "uffd";
-    case CAP_TRACK_PROTECT:
-        return "protect";
-    case CAP_TRACK_SCAN:
-        return "scan";
-    }
-    return "none";
-}
-
-/* ========================================================================================== */
-/* The fault handler's table                                                                  */
-/* ========================================================================================== */
-
-/* Sorted by address; replaced whole under tab_mu and published with an atomic pointer. A
- * handler counts itself in tab_readers while it looks: a replaced table is freed when none is
- * looking (handlers are short and never wait for the table's writer). */
-struct tab {
-    uint32_t n;
-    struct tab_ent {
-        uintptr_t lo, hi; /* protected span pages [lo, hi) */
-        struct cap_track *t;
-    } e[];
-};
-static _Atomic(struct tab *) tab;
-static atomic_int tab_readers;
-static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void tab_publish(struct tab *nt)
-{
-    struct tab *old = atomic_exchange(&tab, nt);
-    while (atomic_load(&tab_readers))
-        sched_yield();
-    free(old);
-}
-
-static int tab_add(struct cap_track *t)
-{
-    pthread_mutex_lock(&tab_mu);
-    struct tab *ot = atomic_load(&tab);
-    uint32_t n = ot ? ot->n : 0;
-    struct tab *nt = malloc(sizeof *nt + (n + 1) * sizeof nt->e[0]);
-    if (!nt) {
-        pthread_mutex_unlock(&tab_mu);
-        return -1;
-    }
-    /* the pages we protect: a fault on a partial page at an end of the mapping is not ours */
-    uintptr_t lo = (uintptr_t)(t->base + t->lo * PG), hi = (uintptr_t)(t->base + t->hi * PG);
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (ot->e[i].lo > lo && k == i)
-            nt->e[k++] = (struct tab_ent){lo, hi, t};
-        nt->e[k++] = ot->e[i];
-    }
-    if (k == n)
-        nt->e[k++] = (struct tab_ent){lo, hi, t};
-    nt->n = k;
-    tab_publish(nt);
-    t->in_tab = 1;
-    pthread_mutex_unlock(&tab_mu);
-    return 0;
-}
-
-static void tab_remove(struct cap_track *t)
-{
-    if (!t->in_tab)
-        return;
-    pthread_mutex_lock(&tab_mu);
-    struct tab *ot = atomic_load(&tab);
-    struct tab *nt = malloc(sizeof *nt + (ot ? ot->n : 0) * sizeof nt->e[0] + 1);
-    if (nt) {
-        nt->n = 0;
-        for (uint32_t i = 0; ot && i < ot->n; i++)
-            if (ot->e[i].t != t)
-                nt->e[nt->n++] = ot->e[i];
-        tab_publish(nt);
-    } else {
-        /* cannot shrink: blank the entry in place (the handler then finds nothing there) */
-        for (uint32_t i = 0; ot && i < ot->n; i++)
-            if (ot->e[i].t == t)
-                ot->e[i].lo = ot->e[i].hi = 0;
-        while (atomic_load(&tab_readers))
-            sched_yield();
-    }
-    t->in_tab = 0;
-    pthread_mutex_unlock(&tab_mu);
-}
-
-/* ========================================================================================== */
-/* Protection                                                                                 */
-/* ========================================================================================== */
-
-static uint8_t ps_get(const struct cap_track *t, uint64_t i)
-{
-    return atomic_load_explicit(&t->ps[i], memory_order_acquire);
-}
-
-static void ps_set(struct cap_track *t, uint64_t i, uint8_t s)
-{
-    atomic_store_explicit(&t->ps[i], s, memory_order_release);
-}
-
-static uint8_t *page_at(const struct cap_track *t, uint64_t i)
-{
-    return t->base + i * PG;
-}
-
-/* uffd write-protection of pages [i, j) on (wp) or off. */
-static int uffd_wp(struct cap_track *t, uint64_t i, uint64_t j, int wp)
-{
-    if (!t->uffd || i >= j)
-        return 0;
-    struct uffdio_writeprotect w = {
-        .range = {(uintptr_t)page_at(t, i), (j - i) * PG},
-        .mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
-    };
-    return ioctl(hm.uffd, UFFDIO_WRITEPROTECT, &w);
-}
-
-/* Pages [i, j) writable (rw) or read-only as far as mprotect goes. */
-static int prot(struct cap_track *t, uint64_t i, uint64_t j, int rw)
-{
-    if (i >= j)
-        return 0;
-    return mprotect(page_at(t, i), (j - i) * PG, rw ? PROT_READ | PROT_WRITE : PROT_READ);
-}
-
-/* Does t protect its armed pages with mprotect (rather than uffd)? */
-static int armed_by_prot(const struct cap_track *t)
-{
-    return t->mode == CAP_TRACK_PROTECT;
-}
-
-static void set_busy(struct cap_track *t, uint64_t i, uint64_t j)
-{
-    for (uint64_t k = i; k < j; k++)
-        ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_BUSY));
-}
-
-/* Arms pages [i, j) (not armed now: HOT, DEV or OPEN), flags kept: a write from now on is
- * found. stale (only with t->cofw): they hold device output the shadow lacks; mprotect keeps
- * them read-only (uffd or not) until the first host write copies them into the shadow. m->mu
- * held. */
-static void arm(struct cap_track *t, uint64_t i, uint64_t j, int stale)
-{
-    if (i >= j)
-        return;
-    set_busy(t, i, j);
-    if (!stale)
-        uffd_wp(t, i, j, 1);
-    if (armed_by_prot(t) || stale)
-        prot(t, i, j, 0);
-    for (uint64_t k = i; k < j; k++) {
-        uint8_t s = ps_get(t, k) & ~(PS_MASK | PS_STALE);
-        if (stale)
-            s = (uint8_t)((s & ~PS_SHADOW) | PS_STALE);
-        ps_set(t, k, (uint8_t)(PS_ARMED | s));
-    }
-}
-
-/* Is page k write-protected by uffd (armed, not stale, in a uffd mapping)? */
-static int by_uffd(const struct cap_track *t, uint8_t s)
-{
-    return t->uffd && (s & PS_MASK) == PS_ARMED && !(s & PS_STALE);
-}
-
-/* Does mprotect keep page k read-only? */
-static int by_prot(const struct cap_track *t, uint8_t s)
-{
-    return (s & PS_STALE) || (armed_by_prot(t) && (s & PS_MASK) == PS_ARMED);
-}
-
-/* Takes pages [i, j) out of protection into state to (PS_HOT or PS_DEV), flags kept but
- * PS_STALE. What the host wrote there must have been published (or is found against a
- * shadow). One system call per run of pages protected the same way. m->mu held. */
-static void disarm(struct cap_track *t, uint64_t i, uint64_t j, uint8_t to)
-{
-    if (i >= j)
-        return;
-    uint8_t st[64];
-    for (uint64_t k0 = i; k0 < j; k0 += 64) {
-        uint64_t k1 = k0 + 64 < j ? k0 + 64 : j;
-        for (uint64_t k = k0; k < k1; k++)
-            st[k - k0] = ps_get(t, k);
-        set_busy(t, k0, k1);
-        for (uint64_t k = k0; k < k1;) { /* runs of pages uffd protects */
-            uint64_t e = k;
-            while (e < k1 && by_uffd(t, st[e - k0]))
-                e++;
-            uffd_wp(t, k, e, 0);
-            k = e == k ? k + 1 : e;
-        }
-        for (uint64_t k = k0; k < k1;) { /* and those mprotect does */
-            uint64_t e = k;
-            while (e < k1 && by_prot(t, st[e - k0]))
-                e++;
-            prot(t, k, e, 1);
-            k = e == k ? k + 1 : e;
-        }
-        for (uint64_t k = k0; k < k1; k++)
-            ps_set(t, k, (uint8_t)(to | (st[k - k0] & ~(PS_MASK | PS_STALE))));
-    }
-}
-
-/* Copies page i of the program's view into the shadow (m->mu held, or the fault handler with
- * the page busy): the bytes of the mapping only (a partial page at an end of it shares the rest
- * with memory that is none of ours). */
-static void snap(struct cap_track *t, uint64_t i)
-{
-    uint8_t *p = page_at(t, i), *lo = t->first, *hi = t->first + t->len;
-    uint8_t *a = p > lo ? p : lo, *b = p + PG < hi ? p + PG : hi;
-    if (a < b)
-        memcpy(t->sh + i * PG + (a - p), a, (size_t)(b - a));
-}
-
-/* The claim hook (capture/cap_common.c): a write fault on a page we protected. Signal
- * context: atomics, memcpy, mprotect and sched_yield only. */
-static int fault_claim(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    if (sig != SIGSEGV || !si || si->si_code != SEGV_ACCERR)
-        return 0;
-    uintptr_t a = (uintptr_t)si->si_addr;
-    atomic_fetch_add(&tab_readers, 1);
-    struct tab *tb = atomic_load(&tab);
-    struct cap_track *t = NULL;
-    if (tb) {
-        uint32_t lo = 0, hi = tb->n;
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (a < tb->e[mid].lo)
-                hi = mid;
-            else if (a >= tb->e[mid].hi)
-                lo = mid + 1;
-            else {
-                t = tb->e[mid].t;
-                break;
-            }
-        }
-    }
-    int ours = 0;
-    if (t) {
-        uint64_t i = (a - (uintptr_t)t->base) / PG;
-        for (;;) {
-            uint8_t s = ps_get(t, i);
-            uint8_t st = s & PS_MASK;
-            if (st == PS_BUSY) {
-                sched_yield();
-                continue;
-            }
-            if (st == PS_DEV && (s & PS_WATCH)) {
-                /* the host writes a page device work in flight may write: let it, and say so
-                 * when the work is seen finished */
-                if (!atomic_compare_exchange_weak(&t->ps[i], &s, (uint8_t)(s & ~PS_WATCH)))
-                    continue;
-                prot(t, i, i + 1, 1);
-                ours = 1;
-                break;
-            }
-            if (st != PS_ARMED) {
-                /* writable as far as we know: another thread opened it between this thread's
-                 * fault and now */
-                prot(t, i, i + 1, 1);
-                ours = 1;
-                break;
-            }
-            if (!atomic_compare_exchange_weak(&t->ps[i], &s, (uint8_t)((s & ~PS_MASK) | PS_BUSY)))
-                continue;
-            atomic_fetch_add(&hm.n_faults, 1);
-            uint64_t j = i + 1;
-            if (s & PS_STALE) {
-                /* device output: into the shadow before the host changes it */
-                snap(t, i);
-                s = (uint8_t)((s & ~PS_STALE) | PS_SHADOW);
-                atomic_fetch_add(&hm.n_cofw_faults, 1);
-            } else if (armed_by_prot(t) && i > t->lo && (ps_get(t, i - 1) & PS_MASK) == PS_OPEN) {
-                /* a run of writes: open as many pages ahead as it has behind it (at most 64),
-                 * hashing them so that those it does not reach are not recorded */
-                uint64_t back = 1;
-                while (back < 64 && i - back > t->lo &&
-                       (ps_get(t, i - back - 1) & PS_MASK) == PS_OPEN)
-                    back++;
-                while (j < t->hi && j - i <= back) {
-                    uint8_t n = ps_get(t, j);
-                    if ((n & (PS_MASK | PS_STALE | PS_SHADOW)) != PS_ARMED ||
-                        !atomic_compare_exchange_strong(&t->ps[j], &n,
-                                                        (uint8_t)((n & ~PS_MASK) | PS_BUSY)))
-                        break;
-                    t->hash[j] = sbt_hash_bytes(page_at(t, j), PG);
-                    ps_set(t, j, (uint8_t)((n & ~PS_MASK) | PS_BUSY | PS_HASHED));
-                    j++;
-                }
-            }
-            prot(t, i, j, 1);
-            /* protect: open until the next publish. uffd: a stale page is not uffd-armed, so
-             * it is compared against the shadow just taken until it settles */
-            uint8_t to = armed_by_prot(t) ? PS_OPEN : PS_HOT;
-            ps_set(t, i, (uint8_t)((s & ~PS_MASK) | to));
-            for (uint64_t k = i + 1; k < j; k++)
-                ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | to));
-            ours = 1;
-            break;
-        }
-    }
-    atomic_fetch_sub(&tab_readers, 1);
-    return ours;
-}
-
-/* ========================================================================================== */
-/* Setup                                                                                      */
-/* ========================================================================================== */
-
-static int uffd_open(char *why, size_t len)
-{
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-    if (fd < 0) {
-        snprintf(why, len, "userfaultfd: %s", strerror(errno));
-        return -1;
-    }
-    struct uffdio_api api = {.api = UFFD_API};
-    if (ioctl(fd, UFFDIO_API, &api) != 0) {
-        snprintf(why, len, "UFFDIO_API: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    uint64_t need = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
-    if ((api.features & need) != need) {
-        snprintf(why, len, "userfaultfd lacks asynchronous write-protection (Linux 6.7)");
-        close(fd);
-        return -1;
-    }
-    close(fd); /* the features are negotiated once per descriptor: a fresh one asks for them */
-    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-    api = (struct uffdio_api){.api = UFFD_API,
-                              .features = need | (api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM)};
-    if (fd < 0 || ioctl(fd, UFFDIO_API, &api) != 0) {
-        snprintf(why, len, "UFFDIO_API with write-protection: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* PAGEMAP_SCAN answers (Linux 6.7): an empty range is scanned without error. */
-static int pagemap_open(char *why, size_t len)
-{
-    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, len, "/proc/self/pagemap: %s", strerror(errno));
-        return -1;
-    }
-    static char probe[2 * PG] __attribute__((aligned(PG)));
-    struct page_region v[1];
-    struct pm_scan_arg a = {.size = sizeof a,
-                            .start = (uintptr_t)probe,
-                            .end = (uintptr_t)probe,
-                            .vec = (uintptr_t)v,
-                            .vec_len = 1,
-                            .category_mask = PAGE_IS_WRITTEN,
-                            .return_mask = PAGE_IS_WRITTEN};
-    if (ioctl(fd, PAGEMAP_SCAN, &a) < 0) {
-        snprintf(why, len, "PAGEMAP_SCAN: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-void cap_mapped_init(void)
-{
-    const char *e = getenv(CAP_ENV_HOST_WRITES);
-    int want = 0; /* auto */
-    if (e && *e && strcmp(e, "auto")) {
-        want = !strcmp(e, "uffd")      ? CAP_TRACK_UFFD
-               : !strcmp(e, "protect") ? CAP_TRACK_PROTECT
-               : !strcmp(e, "scan")    ? CAP_TRACK_SCAN
-                                       : -1;
-        if (want < 0) {
-            fprintf(stderr, "reprise capture: %s=%s: not auto, uffd, protect or scan; using auto\n",
-                    CAP_ENV_HOST_WRITES, e);
-            want = 0;
-        }
-    }
-    hm.copy_all = cap__env_flag(CAP_ENV_HOST_COPY);
-    hm.claim = cap_fault_claim_add(fault_claim) == 0;
-    long psz = sysconf(_SC_PAGESIZE);
-    if (psz != PG) {
-        snprintf(hm.why, sizeof hm.why, "page size %ld, not %u", psz, PG);
-        hm.mode = CAP_TRACK_SCAN;
-        return;
-    }
-    if (want == CAP_TRACK_SCAN) {
-        snprintf(hm.why, sizeof hm.why, "%s=scan", CAP_ENV_HOST_WRITES);
-        hm.mode = CAP_TRACK_SCAN;
-        return;
-    }
-    if (want != CAP_TRACK_PROTECT) {
-        hm.uffd = uffd_open(hm.why, sizeof hm.why);
-        if (hm.uffd >= 0) {
-            hm.pagemap = pagemap_open(hm.why, sizeof hm.why);
-            if (hm.pagemap < 0) {
-                close(hm.uffd);
-                hm.uffd = -1;
-            }
-        }
-    } else {
-        snprintf(hm.why, sizeof hm.why, "%s=protect", CAP_ENV_HOST_WRITES);
-    }
-    if (hm.uffd >= 0) {
-        hm.mode = CAP_TRACK_UFFD;
-        hm.why[0] = 0;
-    } else if (hm.claim) {
-        hm.mode = CAP_TRACK_PROTECT;
-    } else {
-        snprintf(hm.why + strlen(hm.why), sizeof hm.why - strlen(hm.why), "%sno fault claim slot",
-                 hm.why[0] ? "; " : "");
-        hm.mode = CAP_TRACK_SCAN;
-    }
-}
-
-size_t cap_mapped_describe(char *buf, size_t len, int at_close)
-{
-    int n;
-    if (!at_close)
-        n = snprintf(buf, len, "%s%s%s%s", mode_name(hm.mode), hm.why[0] ? " (" : "", hm.why,
-                     hm.why[0] ? ")" : "");
-    else
-        n = snprintf(buf, len,
-                     "mappings: %llu uffd, %llu protect, %llu scan, %llu copied; %llu write "
-                     "faults taken, %llu of them copying device output first; %llu submissions "
-                     "waited for (CPU device)",
-                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_UFFD]),
-                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_PROTECT]),
-                     (unsigned long long)atomic_load(&hm.n_map[CAP_TRACK_SCAN]),
-                     (unsigned long long)atomic_load(&hm.n_copy),
-                     (unsigned long long)atomic_load(&hm.n_faults),
-                     (unsigned long long)atomic_load(&hm.n_cofw_faults),
-                     (unsigned long long)atomic_load(&cap.n_cpu_waits));
-    return n > 0 ? (size_t)n : 0;
-}
+#include "capture/cap_vk_track.h"
 
 /* ========================================================================================== */
 /* Allocations                                                                                */
@@ -1196,7 +649,7 @@ static void heat(struct cap_track *t, uint64_t i, uint64_t j, const uint8_t *cha
             continue;
         }
         if (run != UINT64_MAX)
-            disarm(t, run, k, PS_HOT);
+            trk_disarm(t, run, k, PS_HOT);
         run = UINT64_MAX;
     }
 }
@@ -1213,7 +666,7 @@ static void publish_hot(struct out *o, struct cap_track *t, uint64_t k)
         return; /* changed: stays HOT */
     if (o->last || t->mode == CAP_TRACK_SCAN || !full_page(t, k) || pend_cover(m, x, y))
         return;
-    arm(t, k, k + 1, 0);
+    trk_arm(t, k, k + 1, 0);
     ps_set(t, k, (uint8_t)(ps_get(t, k) & ~PS_RECENT));
     if (!sbt_hash_eq(sbt_hash_bytes(m->map_base + x, y - x), t->hash[k]))
         publish_page(o, t, k);
@@ -1233,7 +686,7 @@ static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_
                                 .vec_len = 64,
                                 .category_mask = PAGE_IS_WRITTEN,
                                 .return_mask = PAGE_IS_WRITTEN};
-        long n = ioctl(hm.pagemap, PAGEMAP_SCAN, &a);
+        long n = ioctl(trk_hm.pagemap, PAGEMAP_SCAN, &a);
         if (n < 0) { /* cannot tell: every page compared, as a scan would */
             for (uint64_t k = (start - (uintptr_t)t->base) / PG; k < j; k++)
                 publish_page(o, t, k);
@@ -1260,8 +713,8 @@ static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_
  * faults again: it is not lost, whether or not the bytes read below already hold it). */
 static void collect_prot(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
 {
-    set_busy(t, i, j);
-    prot(t, i, j, 0);
+    trk_set_busy(t, i, j);
+    trk_prot(t, i, j, 0);
     for (uint64_t k = i; k < j; k++)
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
     uint8_t changed[64];
@@ -1285,7 +738,7 @@ static int uffd_written(struct cap_track *t, uint64_t k)
                             .vec_len = 1,
                             .category_mask = PAGE_IS_WRITTEN,
                             .return_mask = PAGE_IS_WRITTEN};
-    return ioctl(hm.pagemap, PAGEMAP_SCAN, &a) != 0;
+    return ioctl(trk_hm.pagemap, PAGEMAP_SCAN, &a) != 0;
 }
 
 /* The shadow of armed page k taken from the page itself, when no host write can have changed
@@ -1297,12 +750,12 @@ static int snap_clean(struct cap_track *t, uint64_t k)
     if (t->mode == CAP_TRACK_UFFD) {
         if (uffd_written(t, k))
             return 0;
-        snap(t, k);
+        trk_snap(t, k);
         return !uffd_written(t, k);
     }
     if (t->mode != CAP_TRACK_PROTECT)
         return 0;
-    snap(t, k); /* read-only: a write faults, and the handler opens it (OPEN) */
+    trk_snap(t, k); /* read-only: a write faults, and the handler opens it (OPEN) */
     return (ps_get(t, k) & PS_MASK) == PS_ARMED;
 }
 
@@ -1316,8 +769,8 @@ static void publish_pages(struct out *o, struct cap_track *t, uint64_t i, uint64
     while (k < j) {
         uint8_t st = ps_get(t, k) & PS_MASK;
         uint64_t e = k + 1;
-        if (st == PS_ARMED && t->mode == CAP_TRACK_UFFD && by_uffd(t, ps_get(t, k))) {
-            while (e < j && by_uffd(t, ps_get(t, e)))
+        if (st == PS_ARMED && t->mode == CAP_TRACK_UFFD && trk_by_uffd(t, ps_get(t, k))) {
+            while (e < j && trk_by_uffd(t, ps_get(t, e)))
                 e++;
             collect_uffd(o, t, k, e);
         } else if (st == PS_OPEN) {
@@ -1331,7 +784,7 @@ static void publish_pages(struct out *o, struct cap_track *t, uint64_t i, uint64
             uint64_t x, y;
             page_bytes(m, t, k, &x, &y);
             if (t->mode != CAP_TRACK_SCAN && full_page(t, k) && !pend_cover(m, x, y))
-                arm(t, k, k + 1, 0);
+                trk_arm(t, k, k + 1, 0);
             publish_page(o, t, k);
         }
         k = e;
@@ -1392,7 +845,7 @@ static void watch(struct cap_track *t, uint64_t i, uint64_t j)
 {
     for (uint64_t k = i; k < j; k++)
         if ((ps_get(t, k) & PS_MASK) != PS_ARMED)
-            arm(t, k, k + 1, 0);
+            trk_arm(t, k, k + 1, 0);
     for (uint64_t k = i; k < j; k++) /* ARMED -> DEV: the fault handler opens and unmarks */
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~(PS_MASK | PS_RECENT)) | PS_DEV | PS_WATCH));
 }
@@ -1414,7 +867,7 @@ static int watched_touched(struct cap_track *t, uint64_t k)
                                 .vec_len = 1,
                                 .category_mask = PAGE_IS_WRITTEN,
                                 .return_mask = PAGE_IS_WRITTEN};
-        return ioctl(hm.pagemap, PAGEMAP_SCAN, &a) != 0;
+        return ioctl(trk_hm.pagemap, PAGEMAP_SCAN, &a) != 0;
     }
     return 0;
 }
@@ -1456,9 +909,9 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
         if (run != UINT64_MAX) {
             publish_pages(&o, t, run, k);
             if (t->copy)
-                arm(t, run, k, 1);
+                trk_arm(t, run, k, 1);
             else if (m->o.dev->cpu || t->mode == CAP_TRACK_SCAN)
-                disarm(t, run, k, PS_DEV); /* the device writes them with the CPU */
+                trk_disarm(t, run, k, PS_DEV); /* the device writes them with the CPU */
             else
                 watch(t, run, k);
             run = UINT64_MAX;
@@ -1473,7 +926,7 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
         if (s & PS_SHADOW) {
             publish_pages(&o, t, k, k + 1);
         } else if (s & PS_STALE) {
-            snap(t, k); /* protected and unwritten: the device's last output */
+            trk_snap(t, k); /* protected and unwritten: the device's last output */
             ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_STALE) | PS_SHADOW));
         } else if (snap_clean(t, k)) { /* what the host last published (or never wrote) */
             ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_HASHED) | PS_SHADOW));
@@ -1481,7 +934,7 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
             record_whole(&o, t, k);
         }
         if ((ps_get(t, k) & PS_MASK) != PS_HOT)
-            disarm(t, k, k + 1, PS_HOT);
+            trk_disarm(t, k, k + 1, PS_HOT);
     }
     out_emit(&o);
 }
@@ -1577,10 +1030,10 @@ static void copy_done(struct cap_mem *m, struct cap_track *t, uint64_t k, uint64
         }
     } else if ((s & PS_STALE) && full_page(t, k)) {
         /* the host did not write it: the device's, and protected again */
-        set_busy(t, k, k + 1);
-        prot(t, k, k + 1, 1);
+        trk_set_busy(t, k, k + 1);
+        trk_prot(t, k, k + 1, 1);
         memcpy(p + u, d + u, v - u);
-        arm(t, k, k + 1, 1);
+        trk_arm(t, k, k + 1, 1);
     } else {
         memcpy(p + u, d + u, v - u);
     }
@@ -1620,7 +1073,7 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
             }
         }
         if (run != UINT64_MAX) {
-            arm(t, run, k, 1);
+            trk_arm(t, run, k, 1);
             run = UINT64_MAX;
         }
         if (k == j)
@@ -1633,12 +1086,12 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
         } else if (dev) {
             if (cover == 2)
                 continue; /* still all the device's */
-            snap(t, k);
+            trk_snap(t, k);
             ps_set(t, k, (uint8_t)(ps_get(t, k) | PS_SHADOW));
             if (cover == 0 && full_page(t, k) && t->mode != CAP_TRACK_SCAN)
-                arm(t, k, k + 1, 0);
+                trk_arm(t, k, k + 1, 0);
             else
-                disarm(t, k, k + 1, PS_HOT);
+                trk_disarm(t, k, k + 1, PS_HOT);
         } else if (s & PS_SHADOW) {
             memcpy(sh0 + u, m->map_base + u, v - u);
         }
@@ -1760,13 +1213,13 @@ void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t
 /* Can the kernel userfaultfd-protect this range (anonymous or shmem memory)? Registers it. */
 static int uffd_register(struct cap_track *t)
 {
-    if (hm.uffd < 0 || t->lo >= t->hi)
+    if (trk_hm.uffd < 0 || t->lo >= t->hi)
         return 0;
     struct uffdio_register r = {
         .range = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG},
         .mode = UFFDIO_REGISTER_MODE_WP,
     };
-    if (ioctl(hm.uffd, UFFDIO_REGISTER, &r) != 0)
+    if (ioctl(trk_hm.uffd, UFFDIO_REGISTER, &r) != 0)
         return 0;
     t->uffd = 1;
     return 1;
@@ -1781,13 +1234,13 @@ static void track_end(struct cap_mem *m, int keep_copy)
     if (!t)
         return;
     m->tr = NULL;
-    tab_remove(t);
+    trk_tab_remove(t);
     if (t->uffd) {
         struct uffdio_range r = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG};
-        ioctl(hm.uffd, UFFDIO_UNREGISTER, &r);
+        ioctl(trk_hm.uffd, UFFDIO_UNREGISTER, &r);
     }
-    if (t->lo < t->hi && (armed_by_prot(t) || t->cofw) && (!t->copy || keep_copy))
-        prot(t, t->lo, t->hi, 1);
+    if (t->lo < t->hi && (trk_armed_by_prot(t) || t->cofw) && (!t->copy || keep_copy))
+        trk_prot(t, t->lo, t->hi, 1);
     if (t->copy && !keep_copy)
         munmap(t->base, t->copy_len);
     if (t->sh)
@@ -1838,7 +1291,7 @@ static struct cap_track *track_new(struct cap_mem *m, uint8_t *ptr, uint64_t len
             t->copy = 1;
             t->base = c;
             memcpy(t->base + (a - first), ptr, len); /* what the mapping holds now */
-            atomic_fetch_add(&hm.n_copy, 1);
+            atomic_fetch_add(&trk_hm.n_copy, 1);
         }
     }
     uint8_t *pa = t->base + (a - first);
@@ -1850,25 +1303,25 @@ static struct cap_track *track_new(struct cap_mem *m, uint8_t *ptr, uint64_t len
         t->hi = t->lo;
     /* faults are ours to take only while our SIGSEGV handler is installed (it asks the claim
      * first, and chains to the program's for the rest) */
-    int claim = hm.claim && cap__signals_installed();
-    t->mode = hm.mode;
+    int claim = trk_hm.claim && cap__signals_installed();
+    t->mode = trk_hm.mode;
     if (t->mode == CAP_TRACK_UFFD && !uffd_register(t))
         t->mode = claim ? CAP_TRACK_PROTECT : CAP_TRACK_SCAN;
     if (t->mode == CAP_TRACK_PROTECT && !claim)
         t->mode = CAP_TRACK_SCAN;
     t->cofw = claim && t->mode != CAP_TRACK_SCAN;
-    if ((t->mode == CAP_TRACK_PROTECT || t->cofw) && tab_add(t) != 0) {
+    if ((t->mode == CAP_TRACK_PROTECT || t->cofw) && trk_tab_add(t) != 0) {
         t->cofw = 0;
         if (t->mode == CAP_TRACK_PROTECT)
             t->mode = CAP_TRACK_SCAN;
     }
-    if (t->lo < t->hi && t->mode == CAP_TRACK_PROTECT && prot(t, t->lo, t->hi, 0) != 0) {
+    if (t->lo < t->hi && t->mode == CAP_TRACK_PROTECT && trk_prot(t, t->lo, t->hi, 0) != 0) {
         /* a mapping mprotect refuses: compared instead */
         t->mode = CAP_TRACK_SCAN;
         t->cofw = 0;
-        tab_remove(t);
+        trk_tab_remove(t);
     }
-    atomic_fetch_add(&hm.n_map[t->mode], 1);
+    atomic_fetch_add(&trk_hm.n_map[t->mode], 1);
     return t;
 }
 
@@ -1885,7 +1338,7 @@ static void track_start(struct cap_mem *m, struct cap_track *t)
         if (!full || t->mode == CAP_TRACK_SCAN) {
             uint8_t s = PS_HOT;
             if (!full || devout) {
-                snap(t, k);
+                trk_snap(t, k);
                 s |= PS_SHADOW;
             } else { /* scan: what is there now is the baseline, not a host write */
                 t->hash[k] = sbt_hash_bytes(m->map_base + x, y - x);
@@ -1895,7 +1348,7 @@ static void track_start(struct cap_mem *m, struct cap_track *t)
             continue;
         }
         if (devout && !t->cofw) {
-            snap(t, k);
+            trk_snap(t, k);
             ps_set(t, k, PS_BUSY | PS_SHADOW);
         } else {
             ps_set(t, k, PS_BUSY | (devout ? PS_STALE : 0));
@@ -1903,7 +1356,7 @@ static void track_start(struct cap_mem *m, struct cap_track *t)
     }
     if (t->mode != CAP_TRACK_SCAN && t->lo < t->hi) {
         if (t->uffd)
-            uffd_wp(t, t->lo, t->hi, 1);
+            trk_uffd_wp(t, t->lo, t->hi, 1);
         /* protect mode: every full page read-only; uffd: only the stale ones */
         uint64_t k = t->lo;
         while (k < t->hi) {
@@ -1911,8 +1364,8 @@ static void track_start(struct cap_mem *m, struct cap_track *t)
             int stale = (ps_get(t, k) & PS_STALE) != 0;
             while (e < t->hi && ((ps_get(t, e) & PS_STALE) != 0) == stale)
                 e++;
-            if (armed_by_prot(t) || stale)
-                prot(t, k, e, 0);
+            if (trk_armed_by_prot(t) || stale)
+                trk_prot(t, k, e, 0);
             k = e;
         }
         for (k = t->lo; k < t->hi; k++)
@@ -1991,7 +1444,7 @@ void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int p
     m->map_len = len;
     m->map_base = m->dev_base = (uint8_t *)*pp - off;
     int copy = !placed && !m->imported &&
-               (hm.copy_all || !(m->props & VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
+               (trk_hm.copy_all || !(m->props & VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
     struct cap_track *t = len ? track_new(m, *pp, len, copy, placed) : NULL;
     if (len && !t) {
         cap_fail("out of memory tracking a %llu-byte mapping", (unsigned long long)len);
