@@ -8,14 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        CUresult r_ = (call);                                                              \
-        if (r_ != CUDA_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_); \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "tests/cuda/ck.h"
 
 #define N 4096
 

@@ -17,16 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/cuda/ck.h"
 #include "tests/cuda/fake_cuda.h"
-
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        CUresult r_ = (call);                                                              \
-        if (r_ != CUDA_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, (int)r_); \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 #define N 1024
 
