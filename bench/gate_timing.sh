@@ -3,7 +3,7 @@
 # the Vulkan device here (lavapipe): how often does it fail an unchanged workload (false
 # failures), and how often does it catch, and name, one kernel made slower (power)?
 #
-#   flock /work/bench.lock bench/gate_timing.sh [BUILD [GATES [RUNS [BASE]]]]
+#   bench/gate_timing.sh [BUILD [GATES [RUNS [BASE]]]]   (on a shared machine: under flock LOCKFILE)
 #       BUILD  build directory (default build/default; `make bench` first, for spv_label)
 #       GATES  gate runs of each kind (default 20)
 #       RUNS   replays per gate, `check --runs` (default 5)

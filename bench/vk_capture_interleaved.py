@@ -9,7 +9,7 @@ median, min and max wall time, mean CPU (user+sys of the process tree) and the o
 the program alone, and the trace size; and the load average before and after.
 
 Usage: bench/vk_capture_interleaved.py AFTER_BUILD BEFORE_BUILD [ROUNDS] -- PROGRAM [ARGS...]
-  e.g. LP_NUM_THREADS=0 flock /work/bench.lock bench/vk_capture_interleaved.py build/default \\
+  e.g. LP_NUM_THREADS=0 bench/vk_capture_interleaved.py build/default \\
            /tmp/before/build/default 12 -- build/default/tests/vk/vk_bench dispatch
 Each BUILD is a directory with `reprise` and the layer beside it ('-' for BEFORE: none).
 GFXR=lz4,none (environment) adds GFXReconstruct's layer with those compressions, when it is

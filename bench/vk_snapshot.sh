@@ -7,7 +7,7 @@
 #   3. outputs: --dump of the full replay, of the range replay and of the trimmed trace replayed
 #      on its own; the sha256 of every range op's dump must be equal in all three;
 #   4. the trimmed trace's size against the original's.
-# Run it under `flock /work/bench.lock` on a shared machine.
+# On a shared machine, run it under `flock LOCKFILE` (a lock file every benchmark there takes).
 #
 #   bench/vk_snapshot.sh [BUILD] [RUNS]   (BUILD defaults to build/default, RUNS to 5; needs
 #                                          hyperfine)
