@@ -244,7 +244,7 @@ $(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cud
 $(BUILD)/tests/cuda/prog_%: tests/cuda/prog_%.c tests/cuda/fake_cuda.h $(FAKE_CUDA)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) $< -o $@ $(LDFLAGS) \
-	  -L$(dir $(FAKE_CUDA)) -l:libcuda.so.1 -lpthread
+	  -L$(dir $(FAKE_CUDA)) -l:libcuda.so.1 -lpthread -lm
 EXTRA += $(FAKE_CUDA) $(CUDA_PROGS)
 $(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
 # The engine names replay__cuda_backend weakly, which does not pull replay_cuda.o out of the

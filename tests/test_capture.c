@@ -417,7 +417,6 @@ Test(capture, leak_check_blames_only_our_modules)
 #else
     char dir[] = "/tmp/reprise-lsan-XXXXXX", cmd[8192], out[8192], err[8192];
     cr_assert_not_null(mkdtemp(dir));
-    const char *src = getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".";
     snprintf(cmd, sizeof cmd,
              "cp %s/tests/lsan/libleak.so %s/libdriver.so && mkdir %s/logs && "
              "ASAN_OPTIONS='log_path=%s/logs/log:log_exe_name=1:verify_asan_link_order=0:"
@@ -426,7 +425,7 @@ Test(capture, leak_check_blames_only_our_modules)
              "%s/tests/lsan/libleak.so %s/libdriver.so",
              build, dir, dir, dir, build, build, build, dir);
     cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
-    snprintf(cmd, sizeof cmd, "%s/tests/lsan/leaks.sh %s/logs %s", src, dir, build);
+    snprintf(cmd, sizeof cmd, "%s/tests/lsan/leaks.sh %s/logs %s", tenv_src(), dir, build);
     int rc = run(cmd, out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 1, "a leak of ours must fail the run: %s", err);
     const char *ours = strstr(err, "leak of ours in leaky");

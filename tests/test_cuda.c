@@ -579,6 +579,8 @@ Test(gpu, ptx_program_captures_replays_and_checks, .timeout = 600)
     snprintf(cmd, sizeof cmd, "'%s' replay '%s' --mode full --verify op 2>&1", bin, trace);
     int rc = shell_out(cmd, &out);
     cr_assert(eq(int, rc, 0), "replay: %s", out);
+    const char *v = strstr(out, "digests, ");
+    cr_assert(v && strtol(v + 9, NULL, 10) >= 1, "no read-back compared with the capture: %s", out);
     cr_assert(strstr(out, ", 0 differ") != NULL, "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' check '%s' --runs 2 2>&1", bin, trace);

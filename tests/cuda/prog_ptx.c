@@ -1,10 +1,12 @@
 /*
  * tests/cuda/prog_ptx.c — a Driver-API program for a real GPU: a saxpy written in PTX, compiled
  * by the driver's JIT at cuModuleLoadData (no toolkit needed), launched on two streams ordered
- * by an event, its result copied back and printed as a checksum. The fake driver cannot run
- * PTX: tests/test_cuda.c runs this only where the machine's own libcuda.so.1 has a device.
+ * by an event, its result copied back, checked against the CPU's (exit 1 when it differs) and
+ * printed as a checksum. The fake driver cannot run PTX: tests/test_cuda.c runs this only where
+ * the machine's own libcuda.so.1 has a device.
  */
 #include <cuda.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -84,6 +86,15 @@ int main(void)
     CK(cuMemcpyDtoHAsync(out, y, sizeof out, s2));
     CK(cuStreamSynchronize(s2));
 
+    for (int i = 0; i < N; i++) { /* exact: fma of values with few mantissa bits */
+        float want = 1.0f / (float)(i + 1);
+        want = fmaf(2.5f, hx[i], want);
+        want = fmaf(-0.5f, hx[i], want);
+        if (out[i] != want) {
+            fprintf(stderr, "y[%d] = %a, the CPU computes %a\n", i, out[i], want);
+            return 1;
+        }
+    }
     const unsigned *w = (const unsigned *)out;
     unsigned long long sum = 0;
     for (int i = 0; i < N; i++)

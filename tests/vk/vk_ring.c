@@ -140,17 +140,6 @@ static void flush(uint32_t r, uint32_t len)
     VKT_CHECK(vkFlushMappedMemoryRanges(v.dev, 1, &mr));
 }
 
-static uint32_t mem_type(uint32_t bits)
-{
-    VkMemoryPropertyFlags want =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    for (uint32_t i = 0; i < v.mem.memoryTypeCount; i++)
-        if ((bits & (1u << i)) && (v.mem.memoryTypes[i].propertyFlags & want) == want)
-            return i;
-    fprintf(stderr, "no host-visible coherent memory type\n");
-    exit(4);
-}
-
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -233,28 +222,23 @@ int main(int argc, char **argv)
             return 1;
         memset(imp.pHostPointer, 0, mai.allocationSize);
         PFN_vkGetMemoryHostPointerPropertiesEXT props =
-            (PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(
-                v.dev, "vkGetMemoryHostPointerPropertiesEXT");
+            vkt_dev_fn(&v, "vkGetMemoryHostPointerPropertiesEXT");
         VkMemoryHostPointerPropertiesEXT hp = {
             .sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
-        if (!props)
-            return 4;
         VKT_CHECK(props(v.dev, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
                         imp.pHostPointer, &hp));
         bits &= hp.memoryTypeBits;
         mai.pNext = &imp;
     }
-    mai.memoryTypeIndex = mem_type(bits);
+    mai.memoryTypeIndex = vkt_mem_type(
+        &v, bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     VKT_CHECK(vkAllocateMemory(v.dev, &mai, NULL, &mem));
     VKT_CHECK(vkBindBufferMemory(v.dev, buf, mem, 0));
     if (opt.import) {
         ring = imp.pHostPointer; /* written through the program's own pointer */
     } else if (opt.map2) {
 #ifdef VK_KHR_map_memory2
-        PFN_vkMapMemory2KHR map2 =
-            (PFN_vkMapMemory2KHR)vkGetDeviceProcAddr(v.dev, "vkMapMemory2KHR");
-        if (!map2)
-            return 4;
+        PFN_vkMapMemory2KHR map2 = vkt_dev_fn(&v, "vkMapMemory2KHR");
         VkMemoryMapInfoKHR mi = {
             .sType = VK_STRUCTURE_TYPE_MEMORY_MAP_INFO_KHR, .memory = mem, .size = VK_WHOLE_SIZE};
         void *ptr = NULL;
@@ -380,8 +364,7 @@ int main(int argc, char **argv)
     if (!opt.import) {
         if (opt.map2) {
 #ifdef VK_KHR_map_memory2
-            PFN_vkUnmapMemory2KHR unmap2 =
-                (PFN_vkUnmapMemory2KHR)vkGetDeviceProcAddr(v.dev, "vkUnmapMemory2KHR");
+            PFN_vkUnmapMemory2KHR unmap2 = vkt_dev_fn(&v, "vkUnmapMemory2KHR");
             VkMemoryUnmapInfoKHR ui = {.sType = VK_STRUCTURE_TYPE_MEMORY_UNMAP_INFO_KHR,
                                        .memory = mem};
             VKT_CHECK(unmap2(v.dev, &ui));

@@ -40,16 +40,6 @@ struct prog {
     VkFence fence;
 };
 
-static void *dev_fn(struct vkt *v, const char *name)
-{
-    PFN_vkVoidFunction f = vkGetDeviceProcAddr(v->dev, name);
-    if (!f) {
-        fprintf(stderr, "%s is not available\n", name);
-        exit(4);
-    }
-    return (void *)f;
-}
-
 static void setup(struct prog *g, const char *argv0, const struct vkt_opts *o, int push)
 {
     vkt_init_opts(&g->v, argv0, 1, o);
@@ -201,8 +191,8 @@ static int mode_push(const char *argv0, int templ)
     struct vkt_opts o = {.extensions = ext, .n_extensions = 1};
     struct prog g;
     setup(&g, argv0, &o, 1);
-    struct push_ctx c = {dev_fn(&g.v, "vkCmdPushDescriptorSetKHR"),
-                         dev_fn(&g.v, "vkCmdPushDescriptorSetWithTemplateKHR"), VK_NULL_HANDLE};
+    struct push_ctx c = {vkt_dev_fn(&g.v, "vkCmdPushDescriptorSetKHR"),
+                         vkt_dev_fn(&g.v, "vkCmdPushDescriptorSetWithTemplateKHR"), VK_NULL_HANDLE};
     if (templ) {
         VkDescriptorUpdateTemplateEntry e = {
             0, 0, 2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 0, sizeof(VkDescriptorBufferInfo)};
@@ -375,7 +365,7 @@ static int mode_unknown(const char *argv0)
 {
     struct prog g;
     setup(&g, argv0, NULL, 0);
-    PFN_vkReprisetestSumREPRISE sum = dev_fn(&g.v, "vkReprisetestSumREPRISE");
+    PFN_vkReprisetestSumREPRISE sum = vkt_dev_fn(&g.v, "vkReprisetestSumREPRISE");
     /* the first call takes the trampoline's first-call path, the second its fast path */
     for (uint32_t i = 1; i <= 2; i++)
         printf("vkReprisetestSumREPRISE = %llu\n",
