@@ -788,10 +788,11 @@ struct cap_submit_batch {
 /* Builds the SUBMIT batch (SUBMIT, waits, command ops, signals, fence) and records its device
  * writes as pending and its signals, before the driver sees it (the host writes it can read
  * were published just before: cap_publish_all). cap.mu and q->mu held. NULL when recording
- * failed. If the driver then refuses the submission, cap_submit_abandon undoes it. */
+ * failed. If the driver then refuses the submission, cap_submit_abandon undoes it. version: 1
+ * for vkQueueSubmit, 2 for vkQueueSubmit2. */
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
-                                const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
-                                uint64_t t0, uint64_t t1);
+                                const struct cap_submit_batch *b, uint32_t n, VkFence fence,
+                                int version, uint64_t t0, uint64_t t1);
 /* cap.mu held: the driver refused the submission chain was built for (batches b as given to
  * cap_submit_build): its signals forgotten, its timing dropped; chain is freed. */
 void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct cap_submit_batch *b,

@@ -1245,8 +1245,8 @@ static void replay_ops(struct xstate *x, const struct cap_cmdbuf *cb)
 /* ========================================================================================== */
 
 struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
-                                const struct cap_submit_batch *b, uint32_t n, VkFence fence, int v2,
-                                uint64_t t0, uint64_t t1)
+                                const struct cap_submit_batch *b, uint32_t n, VkFence fence,
+                                int version, uint64_t t0, uint64_t t1)
 {
     struct cap_ev *head = NULL, **tail = &head;
     struct cap_ev *sub = cap_ev_new(CAP_EV_OP);
@@ -1259,8 +1259,8 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     struct xstate x = {.dev = dev, .q = q, .serial = serial, .t0 = t0, .t1 = t1, .tail = tail};
     struct sbt_vk_enc pay = {0};
     struct cap_sync *fs = cap_obj_find((uint64_t)(uintptr_t)fence, CAP_T_FENCE);
-    sbt_vk_enc_rec(&pay, SBT_VK_SUBMIT, (uint64_t[]){q->o.id, n, fs ? fs->o.id : 0, (uint64_t)v2},
-                   4, NULL, 0);
+    sbt_vk_enc_rec(&pay, SBT_VK_SUBMIT,
+                   (uint64_t[]){q->o.id, n, fs ? fs->o.id : 0, (uint64_t)version}, 4, NULL, 0);
     uint32_t n_recs = 0;
     for (uint32_t i = 0; i < n; i++)
         n_recs += b[i].n_cb;
@@ -1345,7 +1345,7 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
     }
     sub->dev_id = dev->id;
     sub->queue_id = q->o.id;
-    sub->name = v2 == 2 ? "vkQueueSubmit2" : "vkQueueSubmit";
+    sub->name = version == 2 ? "vkQueueSubmit2" : "vkQueueSubmit";
     sub->op.kind = SBT_OP_SUBMIT;
     sub->op.host_begin = t0;
     sub->op.host_end = t1;

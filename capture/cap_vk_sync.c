@@ -358,7 +358,7 @@ static VkResult call_submit2(const struct submit_call *c)
  * mapped memory already, and that is not the host's doing), the batch is built, with its
  * device writes pending and its number in the trace taken, then the driver is called. */
 static VkResult submit(struct cap_dev *d, const struct submit_call *c,
-                       const struct cap_submit_batch *b, int v2, const char *name, uint64_t t0)
+                       const struct cap_submit_batch *b, int version, const char *name, uint64_t t0)
 {
     pthread_mutex_lock(&cap.mu);
     struct cap_queue *q = cap_obj_find(CAP_H(c->queue), CAP_T_QUEUE);
@@ -371,7 +371,7 @@ static VkResult submit(struct cap_dev *d, const struct submit_call *c,
     int numbered = 0;
     if (q && b) {
         pthread_mutex_lock(&cap.mu);
-        chain = cap_submit_build(d, q, b, c->n, c->fence, v2, t0, t0);
+        chain = cap_submit_build(d, q, b, c->n, c->fence, version, t0, t0);
         if (chain) {
             seq = cap_seq_take();
             numbered = 1;
@@ -381,9 +381,10 @@ static VkResult submit(struct cap_dev *d, const struct submit_call *c,
     VkResult r = cap_vk_result(c->fn(c), name);
     uint64_t t1 = cap_now();
     if (r == VK_SUCCESS && !q) /* obtained while not recording: its work is not in the trace */
-        cap_unmodelled(
-            d, v2 ? "vkQueueSubmit2 (queue not captured)" : "vkQueueSubmit (queue not captured)",
-            SBT_UNMODELLED_AFFECTS);
+        cap_unmodelled(d,
+                       version == 2 ? "vkQueueSubmit2 (queue not captured)"
+                                    : "vkQueueSubmit (queue not captured)",
+                       SBT_UNMODELLED_AFFECTS);
     if (chain && r != VK_SUCCESS) {
         /* refused: its signals and timing forgotten; its device writes stay pending until a
          * later wait on the queue (a program whose submission failed rarely writes there) */
