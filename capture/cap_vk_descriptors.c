@@ -432,18 +432,17 @@ uint32_t cap_write_ids(uint64_t *a, uint32_t n)
     return len;
 }
 
-/* One WRITE_SET record for w, its slots updated. Descriptors of other types than buffers and
- * texel buffers (images, samplers, inline uniform blocks, acceleration structures) are not
- * recorded: the dispatches that use them would replay without them, so the trace says so (via
- * names the call that wrote it). */
+/* One WRITE_SET record for w, its slots updated. Descriptors of the types cap_desc_recorded
+ * does not take (inline uniform blocks, acceleration structures) are not recorded: the
+ * dispatches that use them would replay without them, so the trace says so (via names the call
+ * that wrote it). */
 static void enc_write_set(struct cap_dev *d, struct sbt_vk_enc *enc, const VkWriteDescriptorSet *w,
                           const char *via)
 {
     if (!cap_desc_recorded(w->descriptorType)) {
         char what[160];
         snprintf(what, sizeof what, "%s (%s)", via, cap_desc_why(w->descriptorType));
-        cap_unmodelled(d, cap_unmod_name(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1)),
-                       SBT_UNMODELLED_AFFECTS);
+        cap_vk_count_affecting(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1), d);
         return;
     }
     struct cap_dset *s = cap_obj_find(CAP_H(w->dstSet), CAP_T_DSET);
@@ -523,7 +522,6 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateDescriptorUpdateTemplate(
     if (t) {
         t->type = ci->templateType;
         t->bind_point = ci->pipelineBindPoint;
-        t->set = ci->set;
     }
     if (t && ci->descriptorUpdateEntryCount) {
         t->e = calloc(ci->descriptorUpdateEntryCount, sizeof *t->e);

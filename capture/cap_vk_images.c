@@ -13,7 +13,7 @@
  * VkDeviceMemory matters only here: a linear image bound to host-visible memory has its
  * subresource layouts read at bind time (vkGetImageSubresourceLayout), and what the program
  * writes into it through a mapping, or reads after device work, becomes a HOST_WRITE or
- * HOST_READ of its packed rows (cap_img_host_op, called by the page scans of cap_vk_submit.c).
+ * HOST_READ of its packed rows (cap_img_host_op, called where cap_vk_mapped.c makes host ops).
  * An image bound over bytes a buffer or another image uses (aliasing) is counted unmodelled:
  * the trace's resources could not say which writes reach which.
  *
@@ -94,8 +94,6 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateImage(VkDevice device, const VkImageCre
         im->desc = desc;
         im->packed_size = why ? 0 : packed;
         im->tiling = ci->tiling;
-        im->usage = ci->usage;
-        im->flags = ci->flags;
         struct sbt_vk_enc enc = {0};
         sbt_vk_enc_begin(&enc, SBT_VK_CREATE_IMAGE);
         uint64_t a[] = {im->o.id,        ci->flags,         ci->imageType,   ci->format,

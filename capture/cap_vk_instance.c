@@ -576,7 +576,6 @@ void cap_layer_free_all(void)
     cap.tpend = NULL;
     cap.n_tpend = cap.cap_tpend = 0;
     cap_map_free(&cap.cmd_pools);
-    cap_mapped_free_all();
     cap_unmod_free_all();
     cap.shadow_gen++;
     atomic_fetch_add(&cap.gen, 1); /* no cached command buffer survives */
@@ -638,9 +637,7 @@ static PFN_vkVoidFunction resolve(void *owner, struct cap_dev *d, const char *na
     snprintf(what, sizeof what, "%.200s (resolved, calls not counted: no trampoline)",
              cap_unmod_name(id));
     uint32_t flags = !c || c->cls == CAP_VK_AFFECTING ? SBT_UNMODELLED_AFFECTS : 0;
-    uint32_t rid = cap_unmod_id(what, flags, 1);
-    if (atomic_fetch_add_explicit(&cap_unmod_calls[rid], 1, memory_order_relaxed) == 0)
-        cap_unmod_first(rid, d);
+    cap_vk_count_affecting(cap_unmod_id(what, flags, 1), d);
     return next;
 }
 

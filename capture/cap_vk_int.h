@@ -172,7 +172,6 @@ struct cap_mem {
     pthread_mutex_t mu; /* everything below; taken after cap.mu, never before it */
     uint64_t size;
     uint32_t type_index, props;
-    int dead;                  /* freed by the program (out of cap.mems) */
     int imported;              /* VK_EXT_external_memory_host: the program's own pages, "mapped"
                                 * at offset 0 from allocation to free */
     int mapped;                /* a vkMapMemory is in effect (or imported) */
@@ -219,7 +218,7 @@ struct cap_image {
     struct cap_obj o;
     struct sbt_vk_image desc;
     uint64_t packed_size; /* 0: the format is not in the registry (no accesses) */
-    uint32_t tiling, usage, flags;
+    uint32_t tiling;
     struct cap_mem *mem; /* NULL until bound */
     uint64_t mem_off, mem_size;
     struct cap_img_lay *lay; /* linear in host-visible memory: per aspect and level, in packed
@@ -327,7 +326,6 @@ struct cap_templ {
     uint32_t n_e;
     uint32_t type;       /* VkDescriptorUpdateTemplateType */
     uint32_t bind_point; /* push descriptor templates: VkPipelineBindPoint */
-    uint32_t set;        /* push descriptor templates: the set number */
 };
 
 /* Fences, semaphores, events. Signals remember which submission signals what value, so a
@@ -554,8 +552,8 @@ static inline VkResult cap_vk_result(VkResult r, const char *call)
 /* Calls the layer passes through without recording them ("unmodelled"), counted by name
  * without a lock. Ids 0 .. CAP_VK_N_CMDS - 1 are the registry's commands (their class says
  * whether they can affect replay); the ids after them name what the registry does not cover:
- * cases a recorded command could not record ("vkUpdateDescriptorSets (descriptor other than a
- * buffer or texel buffer)"), names the registry does not know and commands the build
+ * cases a recorded command could not record ("vkCmdCopyImage2 (a structure the capture does
+ * not record)"), names the registry does not know and commands the build
  * cannot type (passed on by the trampolines of cap_vk_tramp.c). The first time an affecting
  * one happens, a MARKER op with the UNSUPPORTED mark and its name goes where it happened;
  * at close the END record names each with its count and that op (FORMAT.md section 5). */
@@ -624,8 +622,8 @@ void cap_emit_marker(struct cap_dev *d, const char *name, struct sbt_vk_enc *enc
 /* A MARKER op with one DESTROY record. */
 void cap_emit_destroy(struct cap_dev *d, const char *name, uint32_t vk_type, uint64_t id,
                       uint64_t t0);
-/* The destruction of an object whose record owns nothing but itself (views, samplers, sync
- * objects): forgotten, and a DESTROY marker emitted when the layer knew it. */
+/* The destruction of an object whose record owns nothing but itself (buffers, views, samplers,
+ * sync objects): forgotten, and a DESTROY marker emitted when the layer knew it. */
 void cap_destroy_plain(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_type,
                        const char *name);
 
@@ -719,7 +717,7 @@ void cap_img_mem_freed(struct cap_mem *m);
  * cap.mu, never before it; the functions that take an allocation want m->mu held unless said
  * otherwise, and emit their ops themselves. */
 enum cap_track_mode { CAP_TRACK_NONE, CAP_TRACK_UFFD, CAP_TRACK_PROTECT, CAP_TRACK_SCAN };
-/* At init (after the signal handlers): the tracking this process can use. */
+/* At init (before the signal handlers are installed): the tracking this process can use. */
 void cap_mapped_init(void);
 /* The tracking chosen and why (at_close 0), or what the mappings used (at_close 1), for the
  * trace's metadata; returns the length written. */
@@ -770,8 +768,6 @@ void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t
 void cap_mapped_device_gone(struct cap_dev *dev);
 /* At shutdown, before the trace closes: last host writes published, every page writable. */
 void cap_mapped_shutdown(void);
-/* At unload: frees what this file keeps (no Vulkan call). */
-void cap_mapped_free_all(void);
 
 /* ---- cap_vk_submit.c -------------------------------------------------------------------- */
 /* Submission of n batches on q, from the v1 or v2 submit infos. */

@@ -144,7 +144,6 @@ void cap_mem_release(struct cap_mem *m)
         if (b && b->mem == m)
             b->mem = NULL;
     }
-    m->dead = 1;
     cap_mem_unref(m);
 }
 
@@ -339,8 +338,6 @@ static struct cap_ev *host_op(struct cap_mem *m, uint64_t a, uint64_t b, uint32_
     return e;
 }
 
-static sbt_hash digest(const uint8_t *p, uint64_t len);
-
 /* Host bytes on images bound to the memory (cap_vk_images.c): the parts on a linear image are a
  * HOST_WRITE or HOST_READ of its packed rows, the rest stay the memory's. */
 struct img_split {
@@ -400,7 +397,7 @@ static void split_read_mem(void *ctx, uint64_t x, uint64_t y)
         cap_fail("out of memory recording a host read");
         return;
     }
-    e->op.digest = digest(c->m->dev_base + x, y - x);
+    e->op.digest = sbt_hash_bytes(c->m->dev_base + x, y - x);
     e->op.flags |= SBT_OPF_DIGEST;
     chain(c->tail, e);
 }
@@ -977,26 +974,6 @@ int cap_mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, 
 /* Host reads                                                                                 */
 /* ========================================================================================== */
 
-static sbt_hasher *read_hasher; /* under read_mu; made on first use, freed at unload */
-static pthread_mutex_t read_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static sbt_hash digest(const uint8_t *p, uint64_t len)
-{
-    pthread_mutex_lock(&read_mu);
-    if (!read_hasher && sbt_hasher_create(&read_hasher) < 0)
-        read_hasher = NULL;
-    sbt_hash h;
-    if (read_hasher) {
-        sbt_hasher_reset(read_hasher);
-        sbt_hasher_update(read_hasher, p, len);
-        h = sbt_hasher_digest(read_hasher);
-    } else {
-        h = sbt_hash_bytes(p, len);
-    }
-    pthread_mutex_unlock(&read_mu);
-    return h;
-}
-
 void cap_mem_digest(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h)
 {
     if (m->mapped && m->dev_base && off >= m->map_off && off + len <= m->map_off + m->map_len) {
@@ -1548,12 +1525,4 @@ void cap_mapped_device_gone(struct cap_dev *dev)
         cap_mem_unref(m);
     }
     free(v);
-}
-
-void cap_mapped_free_all(void)
-{
-    pthread_mutex_lock(&read_mu);
-    sbt_hasher_destroy(read_hasher);
-    read_hasher = NULL;
-    pthread_mutex_unlock(&read_mu);
 }

@@ -270,15 +270,7 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyBuffer(VkDevice device, VkBuffer buf,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (buf && CAP_ON()) {
-        uint64_t t0 = cap_now();
-        pthread_mutex_lock(&cap.mu);
-        struct cap_buf *b = cap_obj_del(CAP_H(buf), CAP_T_BUF);
-        if (b)
-            cap_emit_destroy(d, "vkDestroyBuffer", VK_OBJECT_TYPE_BUFFER, b->o.id, t0);
-        free(b);
-        pthread_mutex_unlock(&cap.mu);
-    }
+    cap_destroy_plain(d, CAP_H(buf), CAP_T_BUF, VK_OBJECT_TYPE_BUFFER, "vkDestroyBuffer");
     d->fn.DestroyBuffer(device, buf, alloc);
 }
 

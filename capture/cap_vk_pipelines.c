@@ -203,8 +203,7 @@ static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *whe
             char what[160];
             snprintf(what, sizeof what, "vkCreateComputePipelines (%s.pNext structure %u)", where,
                      (unsigned)s->sType);
-            cap_unmodelled(d, cap_unmod_name(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1)),
-                           SBT_UNMODELLED_AFFECTS);
+            cap_vk_count_affecting(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1), d);
         }
         }
     }

@@ -105,9 +105,7 @@ void cap_unmod_first(uint32_t id, struct cap_dev *d)
 
 void cap_unmodelled(struct cap_dev *d, const char *what, uint32_t flags)
 {
-    uint32_t id = cap_unmod_id(what, flags, 0);
-    if (atomic_fetch_add_explicit(&cap_unmod_calls[id], 1, memory_order_relaxed) == 0)
-        cap_unmod_first(id, d);
+    cap_vk_count_affecting(cap_unmod_id(what, flags, 0), d);
 }
 
 void cap_unmod_seen(uint32_t id, uint64_t seq)
