@@ -182,13 +182,31 @@ VKAPI_ATTR void VKAPI_CALL cap_FreeCommandBuffers(VkDevice device, VkCommandPool
             cap_ts_after(cb_get(h), h, ts); \
     } while (0)
 
-/* Appends one raw record to cb's recording. No lock: the program owns cb on this thread. */
+/* Starts a raw record of call in h's recording: its command buffer, or NULL when the layer is
+ * not recording it. No lock: the program owns h on this thread. */
+static struct cap_cmdbuf *rec_begin(VkCommandBuffer h, uint32_t call)
+{
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    if (cb)
+        sbt_vk_enc_begin(&cb->raw, call);
+    return cb;
+}
+
+/* Ends the record rec_begin started (cb not NULL): counted, and a failure to encode (out of
+ * memory) fails the capture. */
+static void rec_end(struct cap_cmdbuf *cb)
+{
+    sbt_vk_enc_end(&cb->raw, NULL, 0);
+    cb->n_cmds++;
+    if (cb->raw.status)
+        cap_fail("recording a command buffer: %s", sbt_errmsg());
+}
+
+/* Appends one raw record of call with arguments a[n] and bytes to h's recording. */
 static void cb_rec(VkCommandBuffer h, uint32_t call, const uint64_t *a, size_t n, const void *bytes,
                    size_t nb)
 {
-    if (!CAP_ON())
-        return;
-    struct cap_cmdbuf *cb = cb_get(h);
+    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
     if (!cb)
         return;
     sbt_vk_enc_rec(&cb->raw, call, a, n, bytes, nb);
@@ -518,13 +536,10 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdDispatchIndirect(VkCommandBuffer h, VkBuffer b
 static void rec_copy(VkCommandBuffer h, uint64_t src, uint64_t dst, uint32_t n,
                      const VkBufferCopy *r1, const VkBufferCopy2 *r2)
 {
-    if (!CAP_ON())
-        return;
-    struct cap_cmdbuf *cb = cb_get(h);
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_COPY_BUFFER);
     if (!cb)
         return;
     struct sbt_vk_enc *e = &cb->raw;
-    sbt_vk_enc_begin(e, SBT_VK_CMD_COPY_BUFFER);
     sbt_vk_enc_arg(e, src);
     sbt_vk_enc_arg(e, dst);
     sbt_vk_enc_arg(e, n);
@@ -533,8 +548,7 @@ static void rec_copy(VkCommandBuffer h, uint64_t src, uint64_t dst, uint32_t n,
         sbt_vk_enc_arg(e, r1 ? r1[i].dstOffset : r2[i].dstOffset);
         sbt_vk_enc_arg(e, r1 ? r1[i].size : r2[i].size);
     }
-    sbt_vk_enc_end(e, NULL, 0);
-    cb->n_cmds++;
+    rec_end(cb);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdCopyBuffer(VkCommandBuffer h, VkBuffer src, VkBuffer dst,
@@ -625,24 +639,6 @@ static void enc_off(struct sbt_vk_enc *e, VkOffset3D o)
 }
 
 /* Starts a raw image command record of cb; NULL when not recording. */
-static struct cap_cmdbuf *img_rec_begin(VkCommandBuffer h, uint32_t call)
-{
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
-    if (cb)
-        sbt_vk_enc_begin(&cb->raw, call);
-    return cb;
-}
-
-static void img_rec_end(struct cap_cmdbuf *cb)
-{
-    if (!cb)
-        return;
-    sbt_vk_enc_end(&cb->raw, NULL, 0);
-    cb->n_cmds++;
-    if (cb->raw.status)
-        cap_fail("recording a command buffer: %s", sbt_errmsg());
-}
-
 /* Region structures chained to a *2 command's regions (transforms): not recorded. */
 static int regions_chained(const void *regions, size_t stride, uint32_t n)
 {
@@ -668,7 +664,7 @@ static int regions_chained(const void *regions, size_t stride, uint32_t n)
 static void rec_bic(VkCommandBuffer h, uint32_t kind, uint64_t a0, uint64_t a1, uint64_t a2,
                     uint32_t n, const VkBufferImageCopy *r1, const VkBufferImageCopy2 *r2)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, kind);
+    struct cap_cmdbuf *cb = rec_begin(h, kind);
     if (!cb)
         return;
     sbt_vk_enc_arg(&cb->raw, a0);
@@ -679,7 +675,7 @@ static void rec_bic(VkCommandBuffer h, uint32_t kind, uint64_t a0, uint64_t a1, 
         VkBufferImageCopy r = r1 ? r1[i] : bic_of2(&r2[i]);
         enc_bic(&cb->raw, &r);
     }
-    img_rec_end(cb);
+    rec_end(cb);
 }
 
 static void rec_buf_to_img(VkCommandBuffer h, VkBuffer src, VkImage dst, VkImageLayout layout,
@@ -748,7 +744,7 @@ static void rec_img_copy(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkIma
                          VkImageLayout dl, uint32_t n, const VkImageCopy *r1,
                          const VkImageCopy2 *r2)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_COPY_IMAGE);
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_COPY_IMAGE);
     if (!cb)
         return;
     struct sbt_vk_enc *e = &cb->raw;
@@ -767,7 +763,7 @@ static void rec_img_copy(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkIma
         sbt_vk_enc_arg(e, x.height);
         sbt_vk_enc_arg(e, x.depth);
     }
-    img_rec_end(cb);
+    rec_end(cb);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdCopyImage(VkCommandBuffer h, VkImage src, VkImageLayout sl,
@@ -798,7 +794,7 @@ static void rec_blit(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkImage d
                      VkImageLayout dl, VkFilter filter, uint32_t n, const VkImageBlit *r1,
                      const VkImageBlit2 *r2)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_BLIT_IMAGE);
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_BLIT_IMAGE);
     if (!cb)
         return;
     struct sbt_vk_enc *e = &cb->raw;
@@ -816,7 +812,7 @@ static void rec_blit(VkCommandBuffer h, VkImage src, VkImageLayout sl, VkImage d
         enc_off(e, r1 ? r1[i].dstOffsets[0] : r2[i].dstOffsets[0]);
         enc_off(e, r1 ? r1[i].dstOffsets[1] : r2[i].dstOffsets[1]);
     }
-    img_rec_end(cb);
+    rec_end(cb);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdBlitImage(VkCommandBuffer h, VkImage src, VkImageLayout sl,
@@ -846,7 +842,7 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdBlitImage2(VkCommandBuffer h, const VkBlitImag
 static void rec_clear(VkCommandBuffer h, VkImage img, VkImageLayout layout, uint32_t kind,
                       const uint32_t v[4], uint32_t n, const VkImageSubresourceRange *rg)
 {
-    struct cap_cmdbuf *cb = img_rec_begin(h, SBT_VK_CMD_CLEAR_IMAGE);
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_CLEAR_IMAGE);
     if (!cb)
         return;
     struct sbt_vk_enc *e = &cb->raw;
@@ -863,7 +859,7 @@ static void rec_clear(VkCommandBuffer h, VkImage img, VkImageLayout layout, uint
         sbt_vk_enc_arg(e, rg[i].baseArrayLayer);
         sbt_vk_enc_arg(e, rg[i].layerCount);
     }
-    img_rec_end(cb);
+    rec_end(cb);
 }
 
 VKAPI_ATTR void VKAPI_CALL cap_CmdClearColorImage(VkCommandBuffer h, VkImage img,
@@ -958,12 +954,10 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier(VkCommandBuffer h, VkPipelineS
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_BARRIER);
     if (cb) {
-        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_BARRIER);
         enc_barrier(&cb->raw, src, dst, f, nm, m, NULL, nb, b, NULL, ni, im, NULL);
-        sbt_vk_enc_end(&cb->raw, NULL, 0);
-        cb->n_cmds++;
+        rec_end(cb);
     }
     d->fn.CmdPipelineBarrier(h, src, dst, f, nm, m, nb, b, ni, im);
 }
@@ -979,12 +973,10 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdPipelineBarrier2(VkCommandBuffer h, const VkDe
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_BARRIER);
     if (cb) {
-        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_BARRIER);
         rec_dep2(&cb->raw, di);
-        sbt_vk_enc_end(&cb->raw, NULL, 0);
-        cb->n_cmds++;
+        rec_end(cb);
     }
     d->fn.CmdPipelineBarrier2(h, di);
 }
@@ -1032,15 +1024,13 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents(VkCommandBuffer h, uint32_t n, cons
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_WAIT_EVENTS);
     if (cb) {
-        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_WAIT_EVENTS);
         sbt_vk_enc_arg(&cb->raw, n);
         for (uint32_t i = 0; i < n; i++)
             sbt_vk_enc_arg(&cb->raw, CAP_H(evs[i]));
         enc_barrier(&cb->raw, src, dst, 0, nm, m, NULL, nb, b, NULL, ni, im, NULL);
-        sbt_vk_enc_end(&cb->raw, NULL, 0);
-        cb->n_cmds++;
+        rec_end(cb);
     }
     d->fn.CmdWaitEvents(h, n, evs, src, dst, nm, m, nb, b, ni, im);
 }
@@ -1050,16 +1040,14 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdWaitEvents2(VkCommandBuffer h, uint32_t n, con
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_WAIT_EVENTS);
     if (cb) {
-        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_WAIT_EVENTS);
         sbt_vk_enc_arg(&cb->raw, n);
         for (uint32_t i = 0; i < n; i++)
             sbt_vk_enc_arg(&cb->raw, CAP_H(evs[i]));
         if (n)
             rec_dep2(&cb->raw, &di[0]); /* one VkDependencyInfo per event; the first kept */
-        sbt_vk_enc_end(&cb->raw, NULL, 0);
-        cb->n_cmds++;
+        rec_end(cb);
     }
     d->fn.CmdWaitEvents2(h, n, evs, di);
 }
@@ -1096,14 +1084,12 @@ VKAPI_ATTR void VKAPI_CALL cap_CmdExecuteCommands(VkCommandBuffer h, uint32_t n,
 {
     struct cap_dev *d = cap_dev_of(h);
     CAP_COUNT();
-    struct cap_cmdbuf *cb = CAP_ON() ? cb_get(h) : NULL;
+    struct cap_cmdbuf *cb = rec_begin(h, SBT_VK_CMD_EXECUTE);
     if (cb) {
-        sbt_vk_enc_begin(&cb->raw, SBT_VK_CMD_EXECUTE);
         sbt_vk_enc_arg(&cb->raw, n);
         for (uint32_t i = 0; i < n; i++)
             sbt_vk_enc_arg(&cb->raw, CAP_H(cbs[i]));
-        sbt_vk_enc_end(&cb->raw, NULL, 0);
-        cb->n_cmds++;
+        rec_end(cb);
     }
     d->fn.CmdExecuteCommands(h, n, cbs);
 }
