@@ -86,7 +86,7 @@ $(BUILD)/gen/format/sbt_vk_%.c: format/gen_vk_%.py format/vkxml.py $(VK_XML) $(V
 	python3 $< $(VK_XML) $@
 
 $(VK_GEN_C:.c=.o): %.o: %.c
-	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) -std=c11 -fPIC $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -165,12 +165,12 @@ CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
 ALL_OBJ    += $(CAP_VK_GENDIR)/cap_vk_gen.o
 # (files are rewritten only when their text changes, so a new class list recompiles little)
-$(CAP_VK_GENDIR)/cap_vk_gen.stamp: capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) \
+$(CAP_VK_GENDIR)/cap_vk_gen.stamp: capture/cap_vk_gen.py format/vkxml.py capture/cap_vk_classes.txt $(VK_XML) \
   $(VK_CHOICE)
 	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --out $(CAP_VK_GENDIR)
 	@touch $@
 $(CAP_VK_GEN): $(CAP_VK_GENDIR)/cap_vk_gen.stamp ;
-$(CAP_VK_CHECK): capture/cap_vk_gen.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) \
+$(CAP_VK_CHECK): capture/cap_vk_gen.py format/vkxml.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) \
   $(CAP_VK_SRC)
 	@mkdir -p $(@D)
 	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --check $(CAP_VK_SRC)

@@ -42,6 +42,9 @@ import argparse
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "format"))
+from vkxml import vulkan_api  # noqa: E402  (the registry reading format/ shares)
 import xml.etree.ElementTree as ET
 
 CLASSES = ('recorded', 'query', 'harmless', 'affecting')
@@ -64,12 +67,6 @@ HANDS_OUT = re.compile(r'Address|CaptureReplay|CaptureDescriptorData|Handles?(NV
 def die(msg):
     sys.stderr.write('cap_vk_gen.py: ' + msg + '\n')
     sys.exit(1)
-
-
-def for_vulkan(el):
-    """True unless el carries an api attribute that excludes "vulkan" (vulkansc-only)."""
-    api = el.get('api')
-    return api is None or 'vulkan' in api.split(',')
 
 
 def text_of(el):
@@ -132,29 +129,29 @@ def parse_registry(path):
     for c in root.find('commands'):
         if c.get('alias'):
             all_names.add(c.get('name'))
-            if for_vulkan(c):
+            if vulkan_api(c):
                 alias[c.get('name')] = c.get('alias')
             continue
         proto = c.find('proto')
         name = proto.find('name').text
         all_names.add(name)
-        if not for_vulkan(c):
+        if not vulkan_api(c):
             continue
         ret = ''.join(proto.itertext())
         ret = ret[:ret.rfind(name)].strip()
         params = []
         for p in c.findall('param'):
-            if not for_vulkan(p):
+            if not vulkan_api(p):
                 continue
             params.append((text_of(p), p.find('name').text, p.find('type').text))
         cmds[name] = Cmd(name, ret, params)
     # who requires each name: vulkan features, and extensions supported by "vulkan"
     req = {}  # name -> set of platform (None for core / non-platform extension)
     for f in root.findall('feature'):
-        if not for_vulkan(f):
+        if not vulkan_api(f):
             continue
         for r in f.findall('require'):
-            if not for_vulkan(r):
+            if not vulkan_api(r):
                 continue
             for c in r.findall('command'):
                 req.setdefault(c.get('name'), set()).add(None)
@@ -164,7 +161,7 @@ def parse_registry(path):
         for r in e.findall('require'):
             for c in r.findall('command'):
                 n = c.get('name')
-                if 'vulkan' not in supported or not for_vulkan(r):
+                if 'vulkan' not in supported or not vulkan_api(r):
                     skipped.setdefault(n, 'extension %s is %s' % (e.get('name'),
                                        ','.join(supported) or 'unsupported'))
                     continue

@@ -1,6 +1,6 @@
-"""What the generators of format/ (gen_vk_*.py) read from the Vulkan registry, vk.xml, the
-same way: which elements are Vulkan's (not Vulkan SC's), and the values of an enumeration's
-names, core and added by versions and extensions (an offset in an extension's number range, or
+"""What the generators of format/ (gen_vk_*.py) and capture/cap_vk_gen.py read from the Vulkan
+registry, vk.xml, the same way: which elements are Vulkan's (not Vulkan SC's), its header
+version, and the values of an enumeration's names, core and added by versions and extensions (an offset in an extension's number range, or
 a value), through aliases. Python's standard library only.
 """
 
@@ -9,6 +9,14 @@ def vulkan_api(e):
     """Whether a registry element applies to Vulkan (no api attribute, or one naming it)."""
     api = e.get("api")
     return api is None or "vulkan" in api.split(",")
+
+
+def header_version(reg):
+    """VK_HEADER_VERSION of the registry, as text ("" when it has none)."""
+    for e in reg.iter("type"):
+        if e.get("category") == "define" and (e.findtext("name") or "") == "VK_HEADER_VERSION":
+            return "".join(e.itertext()).split()[-1]
+    return ""
 
 
 def enum_values(reg, enum):
