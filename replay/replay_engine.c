@@ -316,16 +316,18 @@ static int node_visit(void *ctx, struct sched_node *n)
     uint64_t slot = e->n_res;
     struct replay_x rx = {.node = n, .slot = slot, .flags = flags};
     x->host_begin = replay__now_ns();
-    int st = e->sp ? replay__snap_executed(e->sp, op) : 0;
-    if (st < 0) {
-        e->fatal = st;
-        return st;
-    }
-    st = e->bk->exec(e->be, &rx);
+    int st = e->bk->exec(e->be, &rx);
     x = &e->res[slot - 1]; /* (exec reports through on_done, which does not move res) */
     if (st == REPLAY_EDEVICE || st == SBT_ENOMEM) {
         e->fatal = st;
         return st;
+    }
+    if (st >= 0 && e->sp) { /* what the snapshots follow: only what the backend did */
+        int ss = replay__snap_executed(e->sp, op);
+        if (ss < 0) {
+            e->fatal = ss;
+            return ss;
+        }
     }
     if (st < 0) {
         char msg[1200];

@@ -177,7 +177,7 @@ void replay__snap_rewind(struct replay__snap *s, uint32_t run);
  * or skipped (none is held back). Takes a due snapshot, restores a due state, or captures the
  * trim state. 0 to go on, 1 to stop the run (trim), < 0 on failure. */
 int replay__snap_before(struct replay__snap *s, const struct sbt_op *x, int quiescent);
-/* After op was handed to the backend: allocations, frees, written chunks. */
+/* After the backend executed op (not when it refused it): allocations, frees, written chunks. */
 int replay__snap_executed(struct replay__snap *s, const struct sbt_op *op);
 /* End of the runs: closes the sidecar (ok) or removes it (!ok). */
 int replay__snap_finish(struct replay__snap *s, int ok);

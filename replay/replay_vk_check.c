@@ -237,6 +237,12 @@ int vkr_check_set_binding(const struct sbt_vk_rec *r, uint64_t layout_flags)
     if (sbt_vk_arg(r, 0) > UINT32_MAX || type > UINT32_MAX || count > (1u << 20))
         return BAD("set layout binding %" PRIu64 ": type %" PRIu64 ", %" PRIu64 " descriptors",
                    sbt_vk_arg(r, 0), type, count);
+    if (type > VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC) /* what replay_vk_cmd.c's pools hold */
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "set layout binding %" PRIu64 ": descriptor type %" PRIu64
+                            " (inline uniform blocks, acceleration structures and other types "
+                            "are not replayed)",
+                            sbt_vk_arg(r, 0), type);
     uint64_t known = VK_DESCRIPTOR_BINDING_UPDATE_AFTER_BIND_BIT |
                      VK_DESCRIPTOR_BINDING_UPDATE_UNUSED_WHILE_PENDING_BIT |
                      VK_DESCRIPTOR_BINDING_PARTIALLY_BOUND_BIT |
@@ -273,8 +279,12 @@ int vkr_check_playout(const struct vkr_limits *l, const struct sbt_vk_rec *r, ui
                    "arguments",
                    sbt_vk_arg(r, 0), np, r->n_arg);
     for (uint32_t i = 0; i < np; i++) {
-        uint64_t off = sbt_vk_arg(r, 5 + (uint32_t)ns + 3 * i),
+        uint64_t stages = sbt_vk_arg(r, 4 + (uint32_t)ns + 3 * i),
+                 off = sbt_vk_arg(r, 5 + (uint32_t)ns + 3 * i),
                  size = sbt_vk_arg(r, 6 + (uint32_t)ns + 3 * i);
+        if (!stages || stages > VK_SHADER_STAGE_ALL)
+            return BAD("pipeline layout %" PRIu64 ": push constant stage flags 0x%" PRIx64,
+                       sbt_vk_arg(r, 0), stages);
         if (off % 4 || size % 4 || !size || !in_range(off, size, UINT32_MAX))
             return BAD("pipeline layout %" PRIu64 ": push constant range [%" PRIu64 ", +%" PRIu64
                        ") (offset and size: nonzero multiples of 4)",
@@ -412,8 +422,10 @@ int vkr_check_view(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint6
     uint64_t off = sbt_vk_arg(r, 3), range = sbt_vk_arg(r, 4);
     if (range == VK_WHOLE_SIZE && off <= buf_size)
         range = buf_size - off;
-    if (sbt_vk_arg(r, 2) > INT32_MAX || !range || !in_range(off, range, buf_size))
-        return BAD("buffer view %" PRIu64 ": format %" PRIu64 ", [%" PRIu64 ", +%" PRIu64
+    if (sbt_vk_arg(r, 2) > INT32_MAX || !sbt_vk_format((uint32_t)sbt_vk_arg(r, 2)) || !range ||
+        !in_range(off, range, buf_size))
+        return BAD("buffer view %" PRIu64 ": format %" PRIu64
+                   " (one the registry describes), [%" PRIu64 ", +%" PRIu64
                    ") of a buffer of %" PRIu64 " bytes",
                    sbt_vk_arg(r, 0), sbt_vk_arg(r, 2), off, range, buf_size);
     if (l->texel_align && off % l->texel_align)
@@ -482,6 +494,21 @@ int vkr_check_image(const struct sbt_vk_rec *r, struct sbt_vk_image *desc, uint6
         return BAD("image %" PRIu64 ": its packed size is %" PRIu64
                    " bytes, the record says %" PRIu64,
                    id, *size, sbt_vk_arg(r, 14));
+    /* then queue families (count, list), view formats (count, list), stencil usage; a shorter
+     * record has no format list */
+    uint64_t nf = sbt_vk_arg(r, 16), nv = nf > r->n_arg ? 0 : sbt_vk_arg(r, 17 + (uint32_t)nf);
+    if (nf > r->n_arg || nv > 64 || r->n_arg < 18 + nf + nv)
+        return 0;
+    for (uint64_t i = 0; i < nv; i++) {
+        uint64_t vf = sbt_vk_arg(r, (uint32_t)(18 + nf + i));
+        if (vf > UINT32_MAX || !sbt_vk_format((uint32_t)vf))
+            return BAD("image %" PRIu64 ": view format %" PRIu64
+                       " is not one this build's registry describes",
+                       id, vf);
+    }
+    if (sbt_vk_arg(r, (uint32_t)(18 + nf + nv)) > UINT32_MAX)
+        return BAD("image %" PRIu64 ": stencil usage 0x%" PRIx64, id,
+                   sbt_vk_arg(r, (uint32_t)(18 + nf + nv)));
     return 0;
 }
 
@@ -602,6 +629,11 @@ int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy)
         return BAD("sampler %" PRIu64 ": an enable, compare op, reduction mode or border color out "
                    "of range",
                    id);
+    if ((border == VK_BORDER_COLOR_FLOAT_CUSTOM_EXT || border == VK_BORDER_COLOR_INT_CUSTOM_EXT) &&
+        sbt_vk_arg(r, 18) != VK_FORMAT_UNDEFINED &&
+        (sbt_vk_arg(r, 18) > UINT32_MAX || !sbt_vk_format((uint32_t)sbt_vk_arg(r, 18))))
+        return BAD("sampler %" PRIu64 ": custom border color format %" PRIu64, id,
+                   sbt_vk_arg(r, 18));
     float aniso = float_of(sbt_vk_arg(r, 10));
     if (sbt_vk_arg(r, 9) && (aniso < 1.0f || aniso > max_anisotropy))
         return replay__fail(REPLAY_ENODEV,

@@ -492,12 +492,14 @@ int vkr_host_write(struct vkbe *b, const struct sbt_op *op)
 int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
 {
     const struct sbt_op *op = rx->node->op;
-    const void *bytes[64] = {0};
-    uint64_t len[64] = {0};
-    uint8_t *tmp[64] = {0};
-    uint32_t na = op->n_access < 64 ? op->n_access : 64;
+    uint32_t na = (rx->flags & REPLAY_X_READ) ? op->n_access : 0;
+    const void **bytes = na ? calloc(na, sizeof *bytes) : NULL;
+    uint64_t *len = na ? calloc(na, sizeof *len) : NULL;
+    uint8_t **tmp = na ? calloc(na, sizeof *tmp) : NULL;
     int st = 0;
-    for (uint32_t i = 0; i < na && (rx->flags & REPLAY_X_READ); i++) {
+    if (na && (!bytes || !len || !tmp))
+        st = replay__fail(SBT_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < na && st == 0; i++) {
         const struct sbt_access *a = &op->access[i];
         if (!(a->mode & SBT_ACCESS_READ))
             continue;
@@ -551,14 +553,14 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
         len[i] = a->len;
     }
     if (st == 0) {
-        struct replay_done d = {.slot = rx->slot,
-                                .n_access = (rx->flags & REPLAY_X_READ) ? na : 0,
-                                .bytes = bytes,
-                                .len = len};
+        struct replay_done d = {.slot = rx->slot, .n_access = na, .bytes = bytes, .len = len};
         b->cb.done(b->cb.eng, &d);
     }
-    for (uint32_t i = 0; i < na; i++)
+    for (uint32_t i = 0; tmp && i < na; i++)
         free(tmp[i]);
+    free(tmp);
+    free(bytes);
+    free(len);
     return st;
 }
 

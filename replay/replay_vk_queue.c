@@ -280,8 +280,13 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
                                       .size = VK_WHOLE_SIZE};
             vkInvalidateMappedMemoryRanges(b->dev, 1, &mr);
         }
-    const void *bytes[64];
-    uint64_t len[64];
+    /* every access of an op read back, however many it has (a digest covers all its outputs) */
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < x->n_ops; i++)
+        if (x->ops[i].n_rb && x->ops[i].n_access > most)
+            most = x->ops[i].n_access;
+    const void **bytes = most ? calloc(most, sizeof *bytes) : NULL;
+    uint64_t *len = most ? calloc(most, sizeof *len) : NULL;
     for (uint32_t i = 0; i < x->n_ops; i++) {
         const struct bop *o = &x->ops[i];
         struct replay_done d = {.slot = o->slot};
@@ -290,10 +295,10 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
             d.dev_begin = ts_ns(b, tq[o->q0]);
             d.dev_end = ts_ns(b, tq[o->q0 + 1]);
         }
-        if (o->n_rb) {
-            uint32_t na = o->n_access < 64 ? o->n_access : 64;
-            memset(bytes, 0, sizeof bytes);
-            memset(len, 0, sizeof len);
+        if (o->n_rb && bytes && len) { /* (out of memory: reported without bytes, unverified) */
+            uint32_t na = o->n_access;
+            memset(bytes, 0, na * sizeof *bytes);
+            memset(len, 0, na * sizeof *len);
             for (uint32_t k = 0; k < o->n_rb; k++) {
                 const struct rb *r = &x->rbs[o->rb0 + k];
                 if (r->acc < na) {
@@ -307,6 +312,8 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
         }
         b->cb.done(b->cb.eng, &d);
     }
+    free(bytes);
+    free(len);
     /* recycle */
     struct staging *s = x->staging;
     while (s) {
