@@ -265,8 +265,6 @@ static void vk_close(void *be)
     if (b->inst)
         vkDestroyInstance(b->inst, NULL);
     free(b->free_pools);
-    free(b->scr.rec);
-    free(b->scr.arg);
     free(b->scr.w);
     free(b->scr.bi);
     free(b->scr.bv);

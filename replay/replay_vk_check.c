@@ -34,7 +34,6 @@ void vkr_limits_from(struct vkr_limits *l, const VkPhysicalDeviceLimits *d, uint
         l->max_group_size[i] = d->maxComputeWorkGroupSize[i];
     }
     l->max_invocations = d->maxComputeWorkGroupInvocations;
-    l->max_shared = d->maxComputeSharedMemorySize;
     l->max_storage_range = d->maxStorageBufferRange;
     l->max_uniform_range = d->maxUniformBufferRange;
     l->storage_align = d->minStorageBufferOffsetAlignment;
@@ -428,6 +427,12 @@ int vkr_check_view(const struct vkr_limits *l, const struct sbt_vk_rec *r, uint6
                    " (one the registry describes), [%" PRIu64 ", +%" PRIu64
                    ") of a buffer of %" PRIu64 " bytes",
                    sbt_vk_arg(r, 0), sbt_vk_arg(r, 2), off, range, buf_size);
+    uint32_t texel = sbt_vk_format((uint32_t)sbt_vk_arg(r, 2))->block_bytes;
+    if (l->max_texel_elements && texel && range / texel > l->max_texel_elements)
+        return replay__fail(REPLAY_ENODEV,
+                            "buffer view %" PRIu64 ": %" PRIu64
+                            " texels; this device's maxTexelBufferElements is %u",
+                            sbt_vk_arg(r, 0), range / texel, l->max_texel_elements);
     if (l->texel_align && off % l->texel_align)
         return replay__fail(REPLAY_ENODEV,
                             "buffer view %" PRIu64 " at offset %" PRIu64
@@ -592,7 +597,7 @@ static int finite_bits(uint64_t v)
     return v <= UINT32_MAX && f == f && f <= 3.4e38f && f >= -3.4e38f;
 }
 
-static float float_of(uint64_t v)
+float vkr_float_of(uint64_t v)
 {
     uint32_t u = (uint32_t)v;
     float f;
@@ -617,7 +622,7 @@ int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy)
             return BAD("sampler %" PRIu64 ": address mode %" PRIu64, id, sbt_vk_arg(r, i));
     if (!finite_bits(sbt_vk_arg(r, 8)) || !finite_bits(sbt_vk_arg(r, 10)) ||
         !finite_bits(sbt_vk_arg(r, 13)) || !finite_bits(sbt_vk_arg(r, 14)) ||
-        float_of(sbt_vk_arg(r, 14)) < float_of(sbt_vk_arg(r, 13)))
+        vkr_float_of(sbt_vk_arg(r, 14)) < vkr_float_of(sbt_vk_arg(r, 13)))
         return BAD("sampler %" PRIu64 ": LOD bias, anisotropy or LOD range is not a finite float "
                    "(or maxLod < minLod)",
                    id);
@@ -634,19 +639,19 @@ int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy)
         (sbt_vk_arg(r, 18) > UINT32_MAX || !sbt_vk_format((uint32_t)sbt_vk_arg(r, 18))))
         return BAD("sampler %" PRIu64 ": custom border color format %" PRIu64, id,
                    sbt_vk_arg(r, 18));
-    float aniso = float_of(sbt_vk_arg(r, 10));
+    float aniso = vkr_float_of(sbt_vk_arg(r, 10));
     if (sbt_vk_arg(r, 9) && (aniso < 1.0f || aniso > max_anisotropy))
         return replay__fail(REPLAY_ENODEV,
                             "sampler %" PRIu64 ": anisotropy %g; this device's "
                             "maxSamplerAnisotropy is %g",
                             id, (double)aniso, (double)max_anisotropy);
-    if (unnorm &&
-        (min != mag || mm != VK_SAMPLER_MIPMAP_MODE_NEAREST || float_of(sbt_vk_arg(r, 13)) != 0 ||
-         float_of(sbt_vk_arg(r, 14)) != 0 || sbt_vk_arg(r, 9) || sbt_vk_arg(r, 11) ||
-         (sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
-          sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER) ||
-         (sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
-          sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER)))
+    if (unnorm && (min != mag || mm != VK_SAMPLER_MIPMAP_MODE_NEAREST ||
+                   vkr_float_of(sbt_vk_arg(r, 13)) != 0 || vkr_float_of(sbt_vk_arg(r, 14)) != 0 ||
+                   sbt_vk_arg(r, 9) || sbt_vk_arg(r, 11) ||
+                   (sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
+                    sbt_vk_arg(r, 5) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER) ||
+                   (sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE &&
+                    sbt_vk_arg(r, 6) != VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER)))
         return BAD("sampler %" PRIu64
                    ": unnormalized coordinates with filters, LODs, address modes "
                    "or comparison Vulkan does not allow with them",

@@ -140,19 +140,6 @@ static struct bop *bop_add(struct vkbe *b, struct rq *q, uint64_t slot)
     return o;
 }
 
-static struct buf *buf_of(struct vkbe *b, uint64_t id, int *st, const char *what)
-{
-    struct buf *x = idmap_get(&b->bufs, id);
-    if (!x)
-        *st = replay__fail(SBT_EINVAL,
-                           "%s: buffer %" PRIu64 " does not exist here (never "
-                           "created, or destroyed)",
-                           what, id);
-    else if (!x->mem)
-        *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " has no memory bound", what, id);
-    return x && x->mem ? x : NULL;
-}
-
 /* ---- descriptor sets ---------------------------------------------------------------------- */
 
 /* Descriptor types a pool holds, with the counts of a standard pool (one serves many
@@ -424,7 +411,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
             nw++;
             continue;
         }
-        struct buf *bf = buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
+        struct buf *bf = vkr_buf_of(b, sbt_vk_arg(&r, 4), &st, "dispatch binding");
         if (!bf)
             return st;
         if ((st = vkr_check_binding(&b->lim, &r, bf->size)) < 0 ||
@@ -512,7 +499,7 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
             vkCmdPushConstants(cb, pl->pl, pl->push_stage[i], a, e - a, push + a);
     }
     if (ind_buf) {
-        struct buf *ib = buf_of(b, ind_buf, &st, "indirect dispatch");
+        struct buf *ib = vkr_buf_of(b, ind_buf, &st, "indirect dispatch");
         if (!ib)
             return st;
         if ((st = vkr_check_indirect(ind_off, ib->size)) < 0)
@@ -535,8 +522,9 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
     int st = 0;
     VkCommandBuffer cb = x->cb;
     if (d->call == SBT_VK_COPY_BUFFER) {
-        struct buf *s = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdCopyBuffer source");
-        struct buf *t = s ? buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination") : NULL;
+        struct buf *s = vkr_buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdCopyBuffer source");
+        struct buf *t =
+            s ? vkr_buf_of(b, sbt_vk_arg(d, 1), &st, "vkCmdCopyBuffer destination") : NULL;
         if (!t)
             return st;
         uint32_t n;
@@ -551,7 +539,7 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
         return 0;
     }
     if (d->call == SBT_VK_FILL_BUFFER) {
-        struct buf *t = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdFillBuffer");
+        struct buf *t = vkr_buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdFillBuffer");
         if (!t || (st = vkr_check_fill(d, t->size)) < 0)
             return st;
         if (sbt_vk_arg(d, 2))
@@ -560,7 +548,7 @@ static int rec_transfer(struct vkbe *b, struct batch *x, const struct sbt_op *op
         return 0;
     }
     /* UPDATE_BUFFER: the bytes are the op's blob */
-    struct buf *t = buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdUpdateBuffer");
+    struct buf *t = vkr_buf_of(b, sbt_vk_arg(d, 0), &st, "vkCmdUpdateBuffer");
     if (!t)
         return st;
     void *data = NULL;

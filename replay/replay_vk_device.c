@@ -412,6 +412,7 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         st = replay__fail(SBT_ENOMEM, "out of memory");
         goto fail;
     }
+    b->stream_q[0] = -1;        /* stream 0 is no queue */
     uint32_t per_fam[32] = {0}; /* replay queues used per replay family */
     uint32_t qmap_fam[MAX_QUEUES], qmap_idx[MAX_QUEUES];
     for (uint32_t i = 0; i < ns; i++) {

@@ -288,14 +288,6 @@ static int make_view(struct vkbe *b, const struct sbt_vk_rec *r)
     return 0;
 }
 
-static float float_of(uint64_t v)
-{
-    uint32_t u = (uint32_t)v;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 static int make_sampler(struct vkbe *b, const struct sbt_vk_rec *r)
 {
     uint64_t id = sbt_vk_arg(r, 0);
@@ -327,13 +319,13 @@ static int make_sampler(struct vkbe *b, const struct sbt_vk_rec *r)
                               .addressModeU = (VkSamplerAddressMode)sbt_vk_arg(r, 5),
                               .addressModeV = (VkSamplerAddressMode)sbt_vk_arg(r, 6),
                               .addressModeW = (VkSamplerAddressMode)sbt_vk_arg(r, 7),
-                              .mipLodBias = float_of(sbt_vk_arg(r, 8)),
+                              .mipLodBias = vkr_float_of(sbt_vk_arg(r, 8)),
                               .anisotropyEnable = (VkBool32)sbt_vk_arg(r, 9),
-                              .maxAnisotropy = float_of(sbt_vk_arg(r, 10)),
+                              .maxAnisotropy = vkr_float_of(sbt_vk_arg(r, 10)),
                               .compareEnable = (VkBool32)sbt_vk_arg(r, 11),
                               .compareOp = (VkCompareOp)sbt_vk_arg(r, 12),
-                              .minLod = float_of(sbt_vk_arg(r, 13)),
-                              .maxLod = float_of(sbt_vk_arg(r, 14)),
+                              .minLod = vkr_float_of(sbt_vk_arg(r, 13)),
+                              .maxLod = vkr_float_of(sbt_vk_arg(r, 14)),
                               .borderColor = (VkBorderColor)border,
                               .unnormalizedCoordinates = (VkBool32)sbt_vk_arg(r, 16)};
     VkSampler *s = calloc(1, sizeof *s);
@@ -730,17 +722,6 @@ int vkr_img_copy_out(struct vkbe *b, VkCommandBuffer cb, struct img *im, uint64_
 /* Image ops and descriptors                                                                  */
 /* ========================================================================================== */
 
-static struct buf *buf_get(struct vkbe *b, uint64_t id, int *st, const char *what)
-{
-    struct buf *x = idmap_get(&b->bufs, id);
-    if (!x || !x->mem) {
-        *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " %s", what, id,
-                           x ? "has no memory bound" : "does not exist here");
-        return NULL;
-    }
-    return x;
-}
-
 static VkImageSubresourceLayers subres(const struct img *im, const uint64_t *g)
 {
     VkImageSubresourceLayers s = {(VkImageAspectFlags)g[0], (uint32_t)g[1], (uint32_t)g[2],
@@ -805,7 +786,7 @@ int vkr_rec_image_op(struct vkbe *b, VkCommandBuffer cb, const struct sbt_vk_rec
     case SBT_VK_COPY_IMAGE_TO_BUFFER: {
         int to_img = d->call == SBT_VK_COPY_BUFFER_TO_IMAGE;
         const char *what = to_img ? "vkCmdCopyBufferToImage" : "vkCmdCopyImageToBuffer";
-        struct buf *bf = buf_get(b, sbt_vk_arg(d, to_img ? 0 : 2), &st, what);
+        struct buf *bf = vkr_buf_of(b, sbt_vk_arg(d, to_img ? 0 : 2), &st, what);
         struct img *im = bf ? img_of(b, sbt_vk_arg(d, to_img ? 1 : 0), &st, what) : NULL;
         if (!im || (st = need_transfer(im, what)) < 0 ||
             (st = vkr_check_buf_img_copy(d, bf->size, &im->desc, &n)) < 0)
@@ -871,7 +852,8 @@ int vkr_rec_image_op(struct vkbe *b, VkCommandBuffer cb, const struct sbt_vk_rec
                                              (uint32_t)g[2], (uint32_t)g[3], (uint32_t)g[4]};
         }
         if (sbt_vk_arg(d, 2)) {
-            VkClearDepthStencilValue v = {float_of(sbt_vk_arg(d, 3)), (uint32_t)sbt_vk_arg(d, 4)};
+            VkClearDepthStencilValue v = {vkr_float_of(sbt_vk_arg(d, 3)),
+                                          (uint32_t)sbt_vk_arg(d, 4)};
             if (!(v.depth >= 0.0f && v.depth <= 1.0f)) {
                 free(r);
                 return replay__fail(SBT_ECORRUPT, "depth clear value %g (0..1)", (double)v.depth);

@@ -107,7 +107,6 @@ static inline void idmap_free(struct idmap *m)
 struct vkr_limits {
     uint32_t max_push_constants;
     uint32_t max_group_count[3], max_group_size[3], max_invocations;
-    uint32_t max_shared;
     uint64_t max_storage_range, max_uniform_range;
     uint64_t storage_align, uniform_align, texel_align;
     uint32_t max_texel_elements;
@@ -255,7 +254,7 @@ struct batch {
     /* accesses since the last barrier (hazard check) */
     struct sbt_access *acc;
     uint32_t n_acc, cap_acc;
-    int recording, has_cmds;
+    int has_cmds;
     int had_base;          /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
     VkPipeline bound_pipe; /* last compute pipeline bound in cb (VK_NULL_HANDLE = none) */
     struct batch *next;    /* in flight list / free list */
@@ -316,20 +315,17 @@ struct vkbe {
     VkSampler *dead_samplers;
     uint32_t n_dead_samplers, cap_dead_samplers;
     struct staging *free_staging;
-    struct batch *free_batches;
     struct dpool *free_pools;
     uint32_t n_free_pools, cap_free_pools;
     /* rec_dispatch's scratch arrays, grown as needed */
     struct vkr_scratch {
-        struct sbt_vk_rec *rec;
-        uint64_t *arg; /* copies of the BINDING records' arguments */
         VkWriteDescriptorSet *w;
         VkDescriptorBufferInfo *bi;
         VkBufferView *bv;
         VkDescriptorImageInfo *ii; /* image and sampler descriptors */
         uint64_t *written;         /* set << 32 | binding of each write */
         uint32_t *dyn;
-        uint32_t cap_rec, cap_arg, cap_w, cap_dyn;
+        uint32_t cap_w, cap_dyn;
     } scr;
     /* one-shot submissions (zero-fill) */
     VkCommandPool os_pool;
@@ -403,6 +399,8 @@ int vkr_check_image_view(const struct sbt_vk_rec *r, const struct sbt_vk_image *
                          uint32_t im_flags);
 /* CREATE_SAMPLER against the device's sampler limits (max_anisotropy 0: no anisotropy). */
 int vkr_check_sampler(const struct sbt_vk_rec *r, float max_anisotropy);
+/* The float whose bits are the low 32 of a record argument. */
+float vkr_float_of(uint64_t v);
 /* IMAGE_BINDING (the objects it names are looked up by the caller). */
 int vkr_check_image_binding(const struct sbt_vk_rec *r);
 /* The device-op payloads of images: region counts against the arguments, every region inside
@@ -472,6 +470,8 @@ void vkr_buf_destroy(struct vkbe *b, struct buf *x);
  * copied by commands in cb into dst at dst_off. */
 int vkr_mem_read(struct vkbe *b, struct mem *m, uint64_t off, void *dst, uint64_t len);
 int vkr_mem_write(struct vkbe *b, struct mem *m, uint64_t off, const void *src, uint64_t len);
+/* Buffer id with memory bound, or NULL with *st set to an op error naming what needed it. */
+struct buf *vkr_buf_of(struct vkbe *b, uint64_t id, int *st, const char *what);
 void vkr_mem_copy_out(VkCommandBuffer cb, const struct mem *m, uint64_t off, uint64_t len,
                       VkBuffer dst, uint64_t dst_off);
 int vkr_host_write(struct vkbe *b, const struct sbt_op *op);

@@ -50,6 +50,8 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
         return replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
     if (!id || !size)
         return replay__fail(SBT_ECORRUPT, "allocation %" PRIu64 " of %" PRIu64 " bytes", id, size);
+    if (idmap_get(&b->mems, id))
+        return replay__fail(SBT_ECORRUPT, "memory %" PRIu64 " is allocated twice", id);
     struct mem *m = calloc(1, sizeof *m);
     if (!m)
         return replay__fail(SBT_ENOMEM, "out of memory");
@@ -613,6 +615,10 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             uint64_t id = sbt_vk_arg(&r, 0);
             if ((st = vkr_check_buffer(&r)) < 0)
                 break;
+            if (idmap_get(&b->bufs, id)) {
+                st = replay__fail(SBT_ECORRUPT, "buffer %" PRIu64 " is created twice", id);
+                break;
+            }
             struct buf *x = calloc(1, sizeof *x);
             if (!x) {
                 st = replay__fail(SBT_ENOMEM, "out of memory");
@@ -674,6 +680,11 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
             struct buf *x = idmap_get(&b->bufs, sbt_vk_arg(&r, 1));
             if (x && (st = vkr_check_view(&b->lim, &r, x->size)) < 0)
                 break;
+            if (idmap_get(&b->views, sbt_vk_arg(&r, 0))) {
+                st = replay__fail(SBT_ECORRUPT, "buffer view %" PRIu64 " is created twice",
+                                  sbt_vk_arg(&r, 0));
+                break;
+            }
             struct bview *v = x ? calloc(1, sizeof *v) : NULL;
             if (!v) {
                 st = x ? replay__fail(SBT_ENOMEM, "out of memory")
@@ -741,4 +752,17 @@ int vkr_marker(struct vkbe *b, const struct sbt_op *op)
         st = replay__fail(SBT_ECORRUPT, "%s", sbt_errmsg());
     sbt_vk_dec_free(&dec);
     return st;
+}
+
+struct buf *vkr_buf_of(struct vkbe *b, uint64_t id, int *st, const char *what)
+{
+    struct buf *x = idmap_get(&b->bufs, id);
+    if (!x)
+        *st = replay__fail(SBT_EINVAL,
+                           "%s: buffer %" PRIu64 " does not exist here (never "
+                           "created, or destroyed)",
+                           what, id);
+    else if (!x->mem)
+        *st = replay__fail(SBT_EINVAL, "%s: buffer %" PRIu64 " has no memory bound", what, id);
+    return x && x->mem ? x : NULL;
 }

@@ -155,35 +155,27 @@ int vkr_batch_open(struct vkbe *b, struct rq *q)
 {
     if (q->open)
         return 0;
-    struct batch *x = b->free_batches;
-    if (x) {
-        b->free_batches = x->next;
-    } else {
-        x = calloc(1, sizeof *x);
-        if (!x)
-            return replay__fail(SBT_ENOMEM, "out of memory");
-        VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                          .commandPool = q->pool,
-                                          .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                          .commandBufferCount = 1};
-        VkResult vr = vkAllocateCommandBuffers(b->dev, &ai, &x->cb);
-        if (vr != VK_SUCCESS) {
-            free(x);
-            return VKFAIL(vr, "vkAllocateCommandBuffers");
-        }
-        if (q->ts) {
-            VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                        .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                        .queryCount = QUERIES};
-            if (vkCreateQueryPool(b->dev, &qi, NULL, &x->qp) != VK_SUCCESS)
-                x->qp = VK_NULL_HANDLE;
-        }
+    /* a batch is made for its queue (its command buffer comes from the queue's pool) and freed
+     * when retired */
+    struct batch *x = calloc(1, sizeof *x);
+    if (!x)
+        return replay__fail(SBT_ENOMEM, "out of memory");
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = q->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    VkResult vr = vkAllocateCommandBuffers(b->dev, &ai, &x->cb);
+    if (vr != VK_SUCCESS) {
+        free(x);
+        return VKFAIL(vr, "vkAllocateCommandBuffers");
     }
-    /* batches come from one queue's pool: a free batch from another queue is re-allocated */
-    x->next = NULL;
-    x->n_ops = x->n_rb = x->n_wait = x->n_acc = 0;
-    x->n_queries = 0;
-    x->recording = 1;
+    if (q->ts) {
+        VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                    .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                    .queryCount = QUERIES};
+        if (vkCreateQueryPool(b->dev, &qi, NULL, &x->qp) != VK_SUCCESS)
+            x->qp = VK_NULL_HANDLE;
+    }
     x->has_cmds = 0;
     x->had_base = 0;
     x->bound_pipe = VK_NULL_HANDLE;
@@ -253,7 +245,6 @@ int vkr_flush(struct vkbe *b, struct rq *q)
     if (vr != VK_SUCCESS)
         return VKFAIL(vr, "vkQueueSubmit");
     q->value = x->value;
-    x->recording = 0;
     *q->flight_tail = x;
     q->flight_tail = &x->next;
     return 0;
@@ -314,7 +305,7 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
     }
     free(bytes);
     free(len);
-    /* recycle */
+    /* staging and descriptor pools go back for reuse; the batch itself is freed */
     struct staging *s = x->staging;
     while (s) {
         struct staging *n = s->next;
@@ -331,10 +322,6 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
         else
             vkDestroyDescriptorPool(b->dev, x->pools[i].pool, NULL);
     }
-    x->n_pools = 0;
-    (void)q;
-    x->next = NULL;
-    /* a batch's command buffer belongs to its queue's pool: keep it on that queue */
     free(x->ops);
     free(x->rbs);
     free(x->acc);
