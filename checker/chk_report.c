@@ -113,8 +113,8 @@ static void timing_text(const struct chk_report *rep, FILE *f)
             fprintf(
                 f,
                 "    %u group%s tested: slower by more than %.1f%%? (one-sided Mann-Whitney U on "
-                "per-run medians, Holm over the tests at %.2f): %u regression%s\n",
-                rep->n_tests, rep->n_tests == 1 ? "" : "s", rep->threshold * 100,
+                "per-run %s, Holm over the tests at %.2f): %u regression%s\n",
+                rep->n_tests, rep->n_tests == 1 ? "" : "s", rep->threshold * 100, qname,
                 1 - rep->confidence, n_reg, n_reg == 1 ? "" : "s");
         if (rep->n_confirm_runs) {
             uint32_t n_conf = 0, n_not = 0;

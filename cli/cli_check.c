@@ -1,12 +1,12 @@
 /*
  * cli/cli_check.c — `reprise check`: the determinism and regression gate. Compares a capture
- * with replay results (checker/chk.h) and exits 0 (pass), 1 (fail) or 3 (bad input). The
- * results are either given (--results: files a replay wrote, here or on another machine) or
- * made here: N replays through replay_run (replay/replay.h) with per-op verification, each into
- * its own result file in a directory that is kept and named (--keep DIR, else a new one in
- * $TMPDIR or /tmp), since diff, export and a second check read them next. Incomplete traces
- * are refused (exit 3) unless --allow-incomplete; the baseline (--baseline: result files or
- * directories of them) is the timing reference.
+ * with replay results (checker/chk.h) and exits 0 (pass), 1 (fail), 3 (bad input) or 4 (no
+ * device). The results are either given (--results: files a replay wrote, here or on another
+ * machine) or made here: N replays through replay_run (replay/replay.h) with per-op verification,
+ * each into its own result file in a directory that is kept and named (--keep DIR, else a new one
+ * in $TMPDIR or /tmp), since diff, export and a second check read them next. Incomplete traces are
+ * refused (exit 3) unless --allow-incomplete; the baseline (--baseline: result files or directories
+ * of them) is the timing reference.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +27,7 @@ static const char check_help[] =
     "Checks that replays of TRACE agree with each other and with the capture (every device op's\n"
     "output digest) and, against a baseline of earlier replays, that no kernel got slower.\n"
     "Exit 0 pass, 1 fail, 2 usage, 3 bad input (incomplete trace, graph errors, regimes that\n"
-    "differ), 4 no device.\n\n"
+    "differ), 4 no device, 5 internal error.\n\n"
     "  --runs N              replays to run here (default 3), each with per-op verification\n"
     "                        (replay --verify op) into DIR/runK.sbt; with a tolerance other\n"
     "                        than bitwise, each also dumps its outputs into DIR/runK.dump\n"
@@ -221,7 +221,7 @@ static int run_batch(sbt_reader *cap, const char *path, const struct cli_range *
         replay_result_free(&res);
         if (st < 0) {
             cli_err("check", "replay %u of %u (%s): %s", i + 1, n, paths[i], replay_errmsg());
-            return st == REPLAY_ENODEV || st == REPLAY_EDEVICE ? CLI_ENV : CLI_BADINPUT;
+            return cli_replay_exit_for(st);
         }
     }
     return CLI_OK;

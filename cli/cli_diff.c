@@ -15,7 +15,7 @@ static const char diff_help[] =
     "usage: reprise diff A B [--perfetto F] [--json F] [--junit F] [options]\n\n"
     "Aligns the ops of B with those of A (the reference) and reports output mismatches\n"
     "(digests), ops missing from B or extra in B, replay errors, and timing differences.\n"
-    "Exit 0 when they agree, 1 when they differ, 2 usage, 3 bad input.\n\n"
+    "Exit 0 when they agree, 1 when they differ, 2 usage, 3 bad input, 5 internal error.\n\n"
     "Alignment: per stream (by stream id), a shortest edit script (Myers' O(ND) diff) over op\n"
     "keys: (kind, direction, program and entry point, geometry, bytes), names compared by\n"
     "content. Matching ops at the heads are taken at once; where the streams differ, the edit\n"

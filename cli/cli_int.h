@@ -60,6 +60,10 @@ void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps an SBT status to an exit code (bad data -> 3, memory -> 5, ...). */
 int cli_exit_for(int sbt_status);
+/* The same for what the replay engine returns (replay, check's replays, trim): the device or
+ * a limit -> 4; unsupported, incomplete, graph errors, a range or value the trace cannot take
+ * -> 3; memory -> 5. */
+int cli_replay_exit_for(int replay_status);
 /* Opens a trace, printing what went wrong (and what to do: `reprise import` for TraceSmith
  * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
  * prints a one-line note on stderr saying what the scan recovered. */

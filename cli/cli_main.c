@@ -106,6 +106,22 @@ int cli_exit_for(int st)
     }
 }
 
+int cli_replay_exit_for(int st)
+{
+    switch (st) {
+    case REPLAY_ENODEV:
+    case REPLAY_EDEVICE:
+        return CLI_ENV;
+    case REPLAY_EUNSUPPORTED:
+    case REPLAY_EINCOMPLETE:
+    case REPLAY_EGRAPH:
+    case SBT_EINVAL: /* the options were checked: what is left is the trace's (a range past it) */
+        return CLI_BADINPUT;
+    default:
+        return cli_exit_for(st);
+    }
+}
+
 int cli_open_trace(const char *cmd, const char *path, sbt_reader **out)
 {
     int st = sbt_reader_open(path, NULL, out);

@@ -358,7 +358,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
             goto out;
         if ((st = replay_plan(r, &rg, snaps, &plan)) < 0) {
             cli_err("replay", "%s", replay_errmsg());
-            rc = cli_exit_for(st);
+            rc = cli_replay_exit_for(st);
             goto out;
         }
     }
@@ -453,19 +453,6 @@ static void full_progress(void *ctx, uint64_t done, uint64_t total)
     cli_progress("replay", done, total);
 }
 
-static int full_exit_for(int st)
-{
-    if (st == REPLAY_ENODEV)
-        return CLI_ENV;
-    if (st == REPLAY_EUNSUPPORTED)
-        return CLI_BADINPUT;
-    if (st == REPLAY_EDEVICE)
-        return CLI_ENV;
-    if (st == REPLAY_EINCOMPLETE || st == REPLAY_EGRAPH)
-        return CLI_BADINPUT;
-    return cli_exit_for(st);
-}
-
 static int full_run(const char *path, const struct cli_range *cr, const struct full_opts *fo,
                     const struct snap_opts *so)
 {
@@ -496,7 +483,7 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
             sbt_reader_close(snaps);
             sbt_reader_close(r);
             free(sidecar);
-            return cli_exit_for(pst);
+            return cli_replay_exit_for(pst);
         }
     }
     struct replay_result res;
@@ -514,7 +501,7 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     cli_progress_end();
     if (st < 0) {
         cli_err("replay", "%s", replay_errmsg());
-        rc = full_exit_for(st);
+        rc = cli_replay_exit_for(st);
         goto out;
     }
     char b[4][32];
@@ -719,6 +706,8 @@ static int replay_cli_dispatch(int argc, char **argv, const char *mode, const ch
                                    "replay of the whole trace: drop the range");
     if ((so->every_ops || so->every_ns || so->n_at) && so->none)
         return cli_usage("replay", "--no-snapshots with --snapshot-every / --snapshot-at");
+    if (so->file && so->none)
+        return cli_usage("replay", "--snapshots and --no-snapshots together");
     if (optind != argc - 1)
         return cli_usage("replay", "expected exactly one TRACE");
     if (!strcmp(mode, "full")) {

@@ -39,15 +39,6 @@ static const char trim_help[] =
     "another trace, an empty range, an op that failed while replaying what comes before the\n"
     "range), 4 no device and no way around it, 5 internal error.\n";
 
-static int exit_for(int st)
-{
-    if (st == REPLAY_ENODEV || st == REPLAY_EDEVICE)
-        return CLI_ENV;
-    if (st == REPLAY_EUNSUPPORTED || st == SBT_EINVAL)
-        return CLI_BADINPUT;
-    return cli_exit_for(st);
-}
-
 int cli_trim(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -132,7 +123,7 @@ int cli_trim(int argc, char **argv)
                          &res);
     if (st < 0) {
         cli_err("trim", "%s", replay_errmsg());
-        rc = exit_for(st);
+        rc = cli_replay_exit_for(st);
         goto out;
     }
     char b[3][32];
