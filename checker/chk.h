@@ -16,7 +16,7 @@
  *   (the program is named by content, spirv:<hash>), the op kind (and copy direction) otherwise;
  *   geometry = grid, block and shared memory for a kernel, the byte count otherwise. Its
  *   identity adds the occurrence: how many ops of the same key came before it on its stream.
- *   Written as text (chk_op_identity):
+ *   Written as text, "s<stream>/<key>#<occurrence>" (chk_op_key gives the key):
  *       s1/spirv:9f3a...:main/g64x1x1.b64x1x1#17      s2/copy-d2h/n4096#0
  *   Inserting or removing ops of another key leaves every identity as it was; an inserted op of
  *   the same key shifts the occurrences after it on that stream only.
@@ -263,9 +263,6 @@ double chk_no_difference_bound(uint64_t n, double confidence);
  * "copy-d2h/n4096". Characters outside [A-Za-z0-9._:+-] in names are %XX-encoded. Returns buf
  * (truncated to cap). */
 const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
-/* The identity "s<stream>/<key>#<occurrence>". */
-const char *chk_op_identity(const sbt_reader *r, const struct sbt_op *op, uint64_t occurrence,
-                            char *buf, size_t cap);
 /* The timing group of an op as people read it: "main [spirv:9f3a...] 64x1x1/64x1x1",
  * "[copy h2d] 4096 B", "[fill] 256 B"; NULL for kinds that are not timed (buf untouched). */
 const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
@@ -284,8 +281,9 @@ int chk_expect_load(const char *path, chk_expect **out);
 /* Writes every section (version 2), devices sorted, ops by seq. */
 int chk_expect_save(const chk_expect *e, const char *path);
 void chk_expect_free(chk_expect *e); /* NULL accepted */
-/* Sets one op of a device section (creating it), keyed by identity id (chk_op_identity), or by
- * seq when id is NULL or "@<seq>"; seq is kept for people either way. name may be NULL. */
+/* Sets one op of a device section (creating it), keyed by identity id
+ * ("s<stream>/<key>#<occurrence>"), or by seq when id is NULL or "@<seq>"; seq is kept for people
+ * either way. name may be NULL. */
 int chk_expect_set(chk_expect *e, const char *device, const char *id, uint64_t seq, uint32_t label,
                    const sbt_hash *digest, const char *name);
 /* 1 and (*label, *digest) if the section of device (or "*") has the op: by identity, else an

@@ -528,7 +528,7 @@ int chk_compare_bytes(const void *a, const void *b, size_t len_a, size_t len_b, 
         *within = nd == 0;
         return 0;
     }
-    size_t es = elem_size[elem], n = len_a / es;
+    size_t es = chk_elem_size(elem), n = len_a / es; /* elem checked above: es > 0 */
     int ok = len_a % es == 0 ? 1 : memcmp(pa + n * es, pb + n * es, len_a % es) == 0;
     uint64_t worst_ulp = 0;
     double worst = 0;

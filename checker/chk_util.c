@@ -341,15 +341,6 @@ const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, 
     return buf;
 }
 
-const char *chk_op_identity(const sbt_reader *r, const struct sbt_op *op, uint64_t occurrence,
-                            char *buf, size_t cap)
-{
-    char key[400];
-    snprintf(buf, cap, "s%u/%s#%" PRIu64, op->stream, chk_op_key(r, op, key, sizeof key),
-             occurrence);
-    return buf;
-}
-
 const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
 {
     switch (op->kind) {

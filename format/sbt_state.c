@@ -28,10 +28,11 @@ int sbt__enc_state(struct sbt_buf *b, const struct sbt_state *s)
                              "state at op %" PRIu64 ": resource %" PRIu64 " after resource %" PRIu64
                              " (must increase)",
                              s->seq, a->resource, s->alloc[i - 1].resource);
-        if (!a->chunk_bytes)
+        if (!a->chunk_bytes || a->chunk_bytes > SBT_MAX_CHUNK_DEFAULT || a->size >= (1ull << 62))
             return sbt__fail(SBT_EINVAL,
-                             "state at op %" PRIu64 ": resource %" PRIu64 ": chunk_bytes 0", s->seq,
-                             a->resource);
+                             "state at op %" PRIu64 ": resource %" PRIu64 ": chunk size %" PRIu32
+                             " or size %" PRIu64 " out of range (the reader would refuse them)",
+                             s->seq, a->resource, a->chunk_bytes, a->size);
         uint64_t n_chunks = a->size / a->chunk_bytes + (a->size % a->chunk_bytes != 0);
         st = sbt__buf_varint(b, a->resource);
         st = st ? st : sbt__buf_varint(b, a->size);
