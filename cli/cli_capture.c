@@ -120,15 +120,13 @@ static int report_trace(const char *trace, char *ops, size_t ops_cap, char *out,
             PUT(")");
         }
     }
-    const struct sbt_info *in = sbt_reader_info(r);
-    if (in->complete)
+    if (sbt_reader_info(r)->complete) {
         PUT("; complete");
-    else if (!in->writer_finished)
-        PUT("; INCOMPLETE: the layer did not finish the trace");
-    else if (in->incomplete_reason)
-        PUT("; INCOMPLETE: %s", sbt_reader_string(r, in->incomplete_reason));
-    else
-        PUT("; INCOMPLETE");
+    } else {
+        char why[1024];
+        sbt_reader_incomplete_why(r, why, sizeof why);
+        PUT("; INCOMPLETE%s%s", *why ? ": " : "", why);
+    }
 #undef PUT
     sbt_reader_close(r);
     return 1;
