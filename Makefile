@@ -344,7 +344,7 @@ asan:
 # adds libFuzzer options (-jobs=N, -use_value_profile=1, ...).
 FUZZ_BUILD := build/fuzz
 FUZZ_ARGS ?=
-FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined $(FUZZ_DEF)
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FUZZ_DEF)
 fuzz-build:
 	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="$(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link" \
 	  $(FUZZ_BUILD)/libreprise.a

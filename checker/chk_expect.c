@@ -114,7 +114,8 @@ static struct exp_op *seq_find(struct exp_dev *d, uint64_t seq)
 {
     if (!d->by_seq_sorted) {
         sort_dev = d;
-        qsort(d->by_seq, d->n_by_seq, sizeof *d->by_seq, cmp_by_seq);
+        if (d->n_by_seq)
+            qsort(d->by_seq, d->n_by_seq, sizeof *d->by_seq, cmp_by_seq);
         sort_dev = NULL;
         d->by_seq_sorted = 1;
     }
@@ -434,7 +435,8 @@ int chk_expect_save(const chk_expect *ce, const char *path)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return chk__fail(SBT_EIO, "%s: %s", tmp, strerror(errno));
-    qsort(e->dev, e->n, sizeof *e->dev, cmp_dev);
+    if (e->n) /* (an empty set has no array: qsort must not see NULL) */
+        qsort(e->dev, e->n, sizeof *e->dev, cmp_dev);
     fprintf(f,
             "reprise-expect 2\n"
             "# Expected output digests per device and op (reprise check --expect).\n"

@@ -1457,6 +1457,7 @@ struct cover_check {
     const struct sbt_vk_image *im;
     uint64_t next; /* where the next box must start */
     uint32_t n;
+    uint64_t first; /* where the first box starts */
 };
 
 static int check_box(void *ctx, const struct sbt_vk_box *b, uint64_t off, uint64_t len)
@@ -1468,13 +1469,15 @@ static int check_box(void *ctx, const struct sbt_vk_box *b, uint64_t off, uint64
     cr_assert(eq(int, sbt_vk_image_box_runs(c->im, b, NULL, NULL, &n, &lo, &hi), 0), "%s",
               sbt_errmsg());
     cr_assert(n == 1 && lo == off && hi == off + len, "a box is its packed bytes");
+    if (c->n == 0)
+        c->first = off;
     c->next = off + len;
     c->n++;
     return 0;
 }
 
-/* Whatever range of whatever image: boxes that are contiguous, whole rows of blocks, and each
- * exactly its packed bytes (so the box functions agree with each other). */
+/* Whatever range of whatever image: boxes that are contiguous, cover the range, are whole rows
+ * of blocks, and each exactly its packed bytes (so the box functions agree with each other). */
 Test(vk_image, cover_is_whole_rows)
 {
     static const struct sbt_vk_image ims[] = {
@@ -1492,11 +1495,15 @@ Test(vk_image, cover_is_whole_rows)
             uint64_t off = (x >> 8) % size;
             x = x * 1103515245u + 12345u;
             uint64_t len = 1 + (x >> 8) % (size - off);
-            struct cover_check c = {&ims[i], 0, 0};
+            struct cover_check c = {&ims[i], 0, 0, 0};
             cr_assert(eq(int, sbt_vk_image_cover(&ims[i], off, len, check_box, &c), 0));
             cr_assert(c.n >= 1);
+            cr_assert(c.first <= off && c.next >= off + len,
+                      "the boxes [%llu, %llu) cover the range [%llu, %llu)",
+                      (unsigned long long)c.first, (unsigned long long)c.next,
+                      (unsigned long long)off, (unsigned long long)(off + len));
         }
-        struct cover_check c = {&ims[i], 0, 0};
+        struct cover_check c = {&ims[i], 0, 0, 0};
         cr_assert(eq(int, sbt_vk_image_cover(&ims[i], 0, size, check_box, &c), 0));
         cr_assert(eq(u64, c.next, size), "the whole image is covered");
         cr_assert(eq(int, sbt_vk_image_cover(&ims[i], size, 1, check_box, &c), SBT_ECORRUPT));
