@@ -565,14 +565,19 @@ int cap__signals_installed(void)
     return atomic_load(&sig_pid) == (int)getpid();
 }
 
+void cap__signals_reassert_now(void)
+{
+    if (atomic_load(&sig_pid) != (int)getpid() || pthread_mutex_trylock(&sig_mu) != 0)
+        return; /* not installed, a forked child, or another thread is at it */
+    assert_all();
+    pthread_mutex_unlock(&sig_mu);
+}
+
 void cap__signals_reassert(void)
 {
     static atomic_uint_fast64_t last_ms;
     uint64_t now = mono_ms(), last = atomic_load(&last_ms);
     if (now - last < 10 || !atomic_compare_exchange_strong(&last_ms, &last, now))
         return; /* one look per 10 ms is enough (8 system calls, about 4 us) */
-    if (atomic_load(&sig_pid) != (int)getpid() || pthread_mutex_trylock(&sig_mu) != 0)
-        return; /* not installed, a forked child, or another thread is at it */
-    assert_all();
-    pthread_mutex_unlock(&sig_mu);
+    cap__signals_reassert_now();
 }

@@ -101,5 +101,9 @@ int cap__signals_installed(void);
  * signal whose handler the program replaced after us, put ours back on top, chaining to the
  * program's. Looks at most once per 10 ms (8 sigaction calls, a few microseconds). */
 void cap__signals_reassert(void);
+/* The same look, now: before the layer write-protects pages whose faults only its handler
+ * understands (a handler the program installed since the last look, which would take them
+ * without chaining, goes under ours first). */
+void cap__signals_reassert_now(void);
 
 #endif

@@ -1292,6 +1292,8 @@ static struct cap_track *track_new(struct cap_mem *m, uint8_t *ptr, uint64_t len
         if (t->mode == CAP_TRACK_PROTECT)
             t->mode = CAP_TRACK_SCAN;
     }
+    if (t->mode == CAP_TRACK_PROTECT || t->cofw) /* its faults must reach our handler first */
+        cap__signals_reassert_now();
     if (t->lo < t->hi && t->mode == CAP_TRACK_PROTECT && trk_prot(t, t->lo, t->hi, 0) != 0) {
         /* a mapping mprotect refuses: compared instead */
         t->mode = CAP_TRACK_SCAN;
