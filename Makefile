@@ -6,6 +6,7 @@
 #   make fuzz         libFuzzer targets (clang) in build/fuzz, each run for FUZZ_SECONDS
 #   make bench        benchmark programs (see bench/RESULTS.md)
 #   make install PREFIX=/usr/local
+#   make dist         a self-contained tree and tarball for x86-64 Linux (build/reprise-*/)
 #   make demo / make test   set up a fresh Debian 12 machine and run the example / the tests
 #
 # Modules point one way: format <- scheduler <- replay <- checker; capture -> format; cli on top.
@@ -67,7 +68,7 @@ BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install clean demo test format-check extra golden
+.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install dist clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -385,6 +386,23 @@ install: all
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libreprise.a
 	install -m 644 format/sbt.h $(DESTDIR)$(PREFIX)/include/reprise/format/sbt.h
 	$(INSTALL_EXTRA)
+
+# `make dist`: the build of build/dist, every program linked with a run path relative to itself
+# (a linker option file, so that $$ORIGIN reaches the linker unexpanded), assembled by
+# scripts/dist.sh into $(DIST_DIR) with the libraries a bare machine may lack, and packed.
+# It runs from wherever it is unpacked: scripts/gpu-check.sh there runs every GPU path.
+VERSION  := $(shell sed -n 's/^\#define REPRISE_VERSION "\(.*\)"/\1/p' cli/cli_main.c)
+DIST_BUILD := build/dist
+DIST_NAME := reprise-$(VERSION)-linux-x86_64
+DIST_DIR := build/$(DIST_NAME)
+dist:
+	@mkdir -p $(DIST_BUILD)
+	printf '%s\n' '-rpath=$$ORIGIN/../lib/reprise:$$ORIGIN:$$ORIGIN/..:$$ORIGIN/../..' \
+	  > $(DIST_BUILD)/rpath.opt
+	$(MAKE) BUILD=$(DIST_BUILD) LDFLAGS=-Wl,@$(abspath $(DIST_BUILD))/rpath.opt all
+	scripts/dist.sh $(DIST_BUILD) $(DIST_DIR)
+	tar -C build -czf build/$(DIST_NAME).tar.gz $(DIST_NAME)
+	@echo "dist: build/$(DIST_NAME).tar.gz ($$(du -h build/$(DIST_NAME).tar.gz | cut -f1))"
 
 format-check:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')

@@ -57,5 +57,11 @@
  * one "unmodelled.NAME=COUNT[ affects]" line per unmodelled call) when it closes the trace, so
  * the CLI can report it. */
 #define CAP_ENV_STATS "REPRISE_STATS_FILE"
+/* CUDA shim: a file to which every cuGetProcAddress answer is appended, one line each:
+ * "SYMBOL VERSION FLAGS VARIANT" where VARIANT is the driver export the answer was identified
+ * as (the shim then returns its own function for it), "-" when the call failed or returned
+ * nothing, or "unidentified" (the driver's pointer is returned as is). For runs on a new driver
+ * (scripts/gpu-check.sh): which entry points a runtime resolves, and whether each is seen. */
+#define CAP_ENV_PROCLOG "REPRISE_CUDA_PROCLOG"
 
 #endif /* REPRISE_CAP_H */

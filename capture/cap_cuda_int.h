@@ -66,8 +66,9 @@ void cap_cuda_first_call(int sym);
 /* Index of an exported name, or -1. */
 int cap_cuda_sym_find(const char *name);
 /* cuGetProcAddress: the shim's function for the variant whose real address is real, or real
- * itself when it is not one of the driver's exported symbols (counted, see cap_cuda_rec). */
-void *cap_cuda_dispatch(const char *symbol, void *real);
+ * itself when it is not one of the driver's exported symbols (counted, see cap_cuda_rec). The
+ * request (version, flags) and the answer are logged where CAP_ENV_PROCLOG asks for it. */
+void *cap_cuda_dispatch(const char *symbol, void *real, int version, unsigned long long flags);
 /* 1 when the real driver was loaded. */
 int cap_cuda_have_driver(void);
 const char *cap_cuda_driver_path(void);

@@ -29,11 +29,14 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "capture/cap.h"
 #include "capture/cap_cuda_int.h"
 
 /* ========================================================================================== */
@@ -158,20 +161,50 @@ __attribute__((constructor)) static void cap_cuda_load(void)
 /* cuGetProcAddress                                                                           */
 /* ========================================================================================== */
 
-void *cap_cuda_dispatch(const char *symbol, void *real)
+/* Appends one line to $REPRISE_CUDA_PROCLOG (capture/cap.h): one write(2) per line on an
+ * O_APPEND descriptor, so that threads and processes sharing the file do not interleave. */
+static void proclog(const char *symbol, int version, unsigned long long flags, const char *what)
+{
+    static int fd = -2;
+    int f = __atomic_load_n(&fd, __ATOMIC_ACQUIRE);
+    if (f == -2) {
+        const char *p = getenv(CAP_ENV_PROCLOG);
+        int nf = p && *p ? open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+        int expect = -2;
+        if (!__atomic_compare_exchange_n(&fd, &expect, nf, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (nf >= 0)
+                close(nf);
+        }
+        f = __atomic_load_n(&fd, __ATOMIC_ACQUIRE);
+    }
+    if (f < 0)
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof line, "%.200s %d %llu %.200s\n", symbol ? symbol : "(null)",
+                     version, flags, what);
+    if (n > 0 && write(f, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+        return; /* a log that cannot be written is not the program's problem */
+}
+
+void *cap_cuda_dispatch(const char *symbol, void *real, int version, unsigned long long flags)
 {
     static const char *const ver[] = {"", "_v2", "_v3", "_v4", "_v5", "_v6", "_v7", "_v8", "_v9"};
     static const char *const pt[] = {"", "_ptds", "_ptsz"};
     char name[256];
-    if (!symbol || strlen(symbol) > sizeof name - 16)
+    if (!symbol || strlen(symbol) > sizeof name - 16) {
+        proclog(symbol, version, flags, "unidentified");
         return real;
+    }
     for (size_t v = 0; v < sizeof ver / sizeof ver[0]; v++)
         for (size_t p = 0; p < sizeof pt / sizeof pt[0]; p++) {
             snprintf(name, sizeof name, "%s%s%s", symbol, ver[v], pt[p]);
             int i = cap_cuda_sym_find(name);
-            if (i >= 0 && cap_cuda_real[i] == real && cap_cuda_self[i])
+            if (i >= 0 && cap_cuda_real[i] == real && cap_cuda_self[i]) {
+                proclog(symbol, version, flags, name);
                 return cap_cuda_self[i];
+            }
         }
+    proclog(symbol, version, flags, "unidentified");
     cap_cuda_unidentified(symbol);
     return real;
 }
@@ -185,7 +218,9 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 {
     CUresult r = CAP_NEXT(cuGetProcAddress_v2)(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = cap_cuda_dispatch(symbol, *pfn);
+        *pfn = cap_cuda_dispatch(symbol, *pfn, cudaVersion, (unsigned long long)flags);
+    else
+        proclog(symbol, cudaVersion, (unsigned long long)flags, "-");
     return r;
 }
 
@@ -193,7 +228,9 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 {
     CUresult r = CAP_NEXT(cuGetProcAddress)(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = cap_cuda_dispatch(symbol, *pfn);
+        *pfn = cap_cuda_dispatch(symbol, *pfn, cudaVersion, (unsigned long long)flags);
+    else
+        proclog(symbol, cudaVersion, (unsigned long long)flags, "-");
     return r;
 }
 
