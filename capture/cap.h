@@ -60,7 +60,8 @@
 /* CUDA shim: a file to which every cuGetProcAddress answer is appended, one line each:
  * "SYMBOL VERSION FLAGS VARIANT" where VARIANT is the driver export the answer was identified
  * as (the shim then returns its own function for it), "-" when the call failed or returned
- * nothing, or "unidentified" (the driver's pointer is returned as is). For runs on a new driver
+ * nothing, "unidentified" (none of the exports: the shim returns a trampoline that notes its
+ * first call), or "unidentified, passed through (no slot left)". For runs on a new driver
  * (scripts/gpu-check.sh): which entry points a runtime resolves, and whether each is seen. */
 #define CAP_ENV_PROCLOG "REPRISE_CUDA_PROCLOG"
 

@@ -35,17 +35,27 @@ enum cap_cuda_sym {
     CAP_SYM__COUNT
 };
 
-/* Where each exported symbol goes next: the real driver's function, or a stub that returns
- * CUDA_ERROR_NO_DEVICE (no driver) / CUDA_ERROR_NOT_SUPPORTED (symbol missing). */
-extern void *cap_cuda_next[CAP_SYM__COUNT];
+/* Trampolines beyond the exports, for the entry points cuGetProcAddress returns that are none
+ * of the driver's exports (a runtime resolves its whole table at start, graphics interop
+ * included, and calls few): slot CAP_SYM__COUNT + k forwards to what the driver returned for
+ * the k-th such name, and its first call is what makes the trace incomplete. */
+#define CAP_CUDA_UNKNOWN_SLOTS 256
+#define CAP_CUDA_SLOTS         (CAP_SYM__COUNT + CAP_CUDA_UNKNOWN_SLOTS)
+
+/* Where each trampoline goes next: for an export, the real driver's function or a stub that
+ * returns CUDA_ERROR_NO_DEVICE (no driver) / CUDA_ERROR_NOT_SUPPORTED (symbol missing); for an
+ * unknown slot, the driver's answer it stands for. */
+extern void *cap_cuda_next[CAP_CUDA_SLOTS];
 /* The real driver's address of each symbol (NULL if it lacks it): cuGetProcAddress dispatch. */
 extern void *cap_cuda_real[CAP_SYM__COUNT];
 /* The shim's own exported function of each symbol (its wrapper or its trampoline), looked
  * up in the shim itself at load time. */
 extern void *cap_cuda_self[CAP_SYM__COUNT];
 extern const char *const cap_cuda_names[CAP_SYM__COUNT];
-/* Calls that went through a trampoline (unwrapped symbols), per symbol. */
-extern uint64_t cap_cuda_calls[CAP_SYM__COUNT];
+/* Calls that went through a trampoline (unwrapped symbols and unknown slots), per slot. */
+extern uint64_t cap_cuda_calls[CAP_CUDA_SLOTS];
+/* The unknown slot's trampoline k (0 <= k < CAP_CUDA_UNKNOWN_SLOTS). */
+void *cap_cuda_unknown_tramp(int k);
 
 /* What the shim does with each export (capture/cap_cuda_class.h explains the classes). */
 enum cap_cuda_class {
@@ -56,8 +66,8 @@ enum cap_cuda_class {
     CAP_CLASS_AFFECTS,
 };
 extern const uint8_t cap_cuda_class[CAP_SYM__COUNT];
-/* Called by a trampoline, with the caller's arguments saved, the first time its symbol is
- * called (exactly once per symbol). */
+/* Called by a trampoline, with the caller's arguments saved, the first time its slot is
+ * called (exactly once per slot): an export's index, or CAP_SYM__COUNT + k for unknown slot k. */
 void cap_cuda_first_call(int sym);
 
 /* The next function of a wrapped symbol, typed as the symbol. */
@@ -97,6 +107,8 @@ void cap_cuda_unsupported(const char *what, int affects);
 /* A cuGetProcAddress answer the shim could not identify: the program may call that entry
  * point without the shim seeing it. */
 void cap_cuda_unidentified(const char *symbol);
+/* The name unknown slot k stands for (cap_cuda_shim.c), or NULL. */
+const char *cap_cuda_unknown_name(int k);
 
 /* Calls below are made with the lock held, after a successful real call, unless said. */
 struct cap_cuda_call {

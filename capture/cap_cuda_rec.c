@@ -320,6 +320,13 @@ static uint64_t first_affecting(const char *what)
 
 void cap_cuda_first_call(int sym)
 {
+    if (sym >= CAP_SYM__COUNT && sym < CAP_CUDA_SLOTS) {
+        /* an entry point cuGetProcAddress returned that is none of the exports, now called */
+        const char *name = cap_cuda_unknown_name(sym - CAP_SYM__COUNT);
+        if (name)
+            cap_cuda_unidentified(name);
+        return;
+    }
     if (sym < 0 || sym >= CAP_SYM__COUNT)
         return;
     uint8_t cls = cap_cuda_class[sym];

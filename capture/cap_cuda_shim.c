@@ -19,8 +19,12 @@
  * cuGetProcAddress dispatch (research/cuda.md 1.5): forward the request unchanged, identify the
  * returned pointer among the driver's exported variants {sym, sym_v2..v9} x {"", _ptds, _ptsz}
  * by address, and return the shim's export of that same variant (its wrapper, or its counting
- * trampoline). An answer that matches no export is returned as is and named in the trace; the
- * trace is then incomplete unless every export of that name is a pure query or harmless.
+ * trampoline). An answer that matches no export (a runtime asks for its whole table at start:
+ * on NVIDIA's 580 driver the GL, EGL and VDPAU interop entry points are such) is handed back
+ * behind an unexported counting trampoline of its own; only its first call names it in the
+ * trace, which is then incomplete unless every export of that name is a pure query or
+ * harmless. When all CAP_CUDA_UNKNOWN_SLOTS are taken, the answer is returned as is and named
+ * at once.
  * cuGetExportTable is a trampoline: the private tables pass through untouched (1.6).
  *
  * Wrappers call the real function through cap_cuda_next[], and the recorder (cap_cuda_rec.c)
@@ -30,6 +34,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,26 +191,64 @@ static void proclog(const char *symbol, int version, unsigned long long flags, c
         return; /* a log that cannot be written is not the program's problem */
 }
 
+/* The unknown slots handed out (capture/cap_cuda_int.h): the name each stands for, written
+ * once under the lock before its trampoline is returned. */
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    char names[CAP_CUDA_UNKNOWN_SLOTS][64];
+} unknown = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+const char *cap_cuda_unknown_name(int k)
+{
+    return k >= 0 && k < __atomic_load_n(&unknown.n, __ATOMIC_ACQUIRE) ? unknown.names[k] : NULL;
+}
+
+/* A trampoline standing for real under the name symbol: the slot already given to that pair,
+ * else a new one; NULL when every slot is taken. */
+static void *unknown_slot(const char *symbol, void *real)
+{
+    void *t = NULL;
+    pthread_mutex_lock(&unknown.mu);
+    for (int k = 0; k < unknown.n && !t; k++)
+        if (cap_cuda_next[CAP_SYM__COUNT + k] == real && !strcmp(unknown.names[k], symbol))
+            t = cap_cuda_unknown_tramp(k);
+    if (!t && unknown.n < CAP_CUDA_UNKNOWN_SLOTS) {
+        int k = unknown.n;
+        snprintf(unknown.names[k], sizeof unknown.names[k], "%s", symbol);
+        __atomic_store_n(&cap_cuda_next[CAP_SYM__COUNT + k], real, __ATOMIC_RELEASE);
+        __atomic_store_n(&unknown.n, k + 1, __ATOMIC_RELEASE);
+        t = cap_cuda_unknown_tramp(k);
+    }
+    pthread_mutex_unlock(&unknown.mu);
+    return t;
+}
+
 void *cap_cuda_dispatch(const char *symbol, void *real, int version, unsigned long long flags)
 {
     static const char *const ver[] = {"", "_v2", "_v3", "_v4", "_v5", "_v6", "_v7", "_v8", "_v9"};
     static const char *const pt[] = {"", "_ptds", "_ptsz"};
     char name[256];
-    if (!symbol || strlen(symbol) > sizeof name - 16) {
-        proclog(symbol, version, flags, "unidentified");
-        return real;
-    }
-    for (size_t v = 0; v < sizeof ver / sizeof ver[0]; v++)
-        for (size_t p = 0; p < sizeof pt / sizeof pt[0]; p++) {
-            snprintf(name, sizeof name, "%s%s%s", symbol, ver[v], pt[p]);
-            int i = cap_cuda_sym_find(name);
-            if (i >= 0 && cap_cuda_real[i] == real && cap_cuda_self[i]) {
-                proclog(symbol, version, flags, name);
-                return cap_cuda_self[i];
+    if (symbol && strlen(symbol) <= sizeof name - 16) {
+        for (size_t v = 0; v < sizeof ver / sizeof ver[0]; v++)
+            for (size_t p = 0; p < sizeof pt / sizeof pt[0]; p++) {
+                snprintf(name, sizeof name, "%s%s%s", symbol, ver[v], pt[p]);
+                int i = cap_cuda_sym_find(name);
+                if (i >= 0 && cap_cuda_real[i] == real && cap_cuda_self[i]) {
+                    proclog(symbol, version, flags, name);
+                    return cap_cuda_self[i];
+                }
             }
-        }
-    proclog(symbol, version, flags, "unidentified");
-    cap_cuda_unidentified(symbol);
+    }
+    /* none of the exports: a trampoline that notes the first call, where a slot is left (a
+     * name too long for a slot is one no driver has) */
+    void *t = symbol && strlen(symbol) < sizeof unknown.names[0] ? unknown_slot(symbol, real) : NULL;
+    if (t) {
+        proclog(symbol, version, flags, "unidentified");
+        return t;
+    }
+    proclog(symbol, version, flags, "unidentified, passed through (no slot left)");
+    cap_cuda_unidentified(symbol ? symbol : "(null)");
     return real;
 }
 

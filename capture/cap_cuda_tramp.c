@@ -13,14 +13,20 @@
  *
  * The trampolines are assembler labels only, never declared to C, so they cannot clash with
  * cuda.h's prototypes.
+ *
+ * After the exports come CAP_CUDA_UNKNOWN_SLOTS trampolines of the same code that are not
+ * exported: cuGetProcAddress hands one out for an answer that is none of the driver's exports
+ * (cap_cuda_shim.c), so that the shim knows whether it is ever called. They lie one every
+ * UNKNOWN_STRIDE bytes from cap_cuda_unknown_tramps (.org pads each to it, and fails the build
+ * if one outgrew it).
  */
 #include <stdint.h>
 
 #include "capture/cap_cuda_int.h"
 
-void *cap_cuda_next[CAP_SYM__COUNT];
+void *cap_cuda_next[CAP_CUDA_SLOTS];
 void *cap_cuda_real[CAP_SYM__COUNT];
-uint64_t cap_cuda_calls[CAP_SYM__COUNT];
+uint64_t cap_cuda_calls[CAP_CUDA_SLOTS];
 void *cap_cuda_self[CAP_SYM__COUNT];
 
 const char *const cap_cuda_names[CAP_SYM__COUNT] = {
@@ -72,15 +78,12 @@ __asm__(".text\n.p2align 4\n.type cap_cuda_tramp_first,@function\ncap_cuda_tramp
         "\tleaq cap_cuda_next(%rip), %r10\n"
         "\tjmp *(%r10,%r11,8)\n"
         ".size cap_cuda_tramp_first,.-cap_cuda_tramp_first\n");
-#define TRAMP(n)                                                                          \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",@function\n.p2align 4\n" #n \
-            ":\n\tmovl $1, %r11d\n"                                                       \
-            "\tlock xaddq %r11, cap_cuda_calls+8*cap_cuda_tidx(%rip)\n"                   \
-            "\ttestq %r11, %r11\n\tjz 1f\n"                                               \
-            "\tjmp *cap_cuda_next+8*cap_cuda_tidx(%rip)\n"                                \
-            "1:\tmovl $cap_cuda_tidx, %r11d\n\tjmp cap_cuda_tramp_first\n"                \
-            ".size " #n ",.-" #n "\n"                                                     \
-            ".set cap_cuda_tidx, cap_cuda_tidx+1\n");
+#define TRAMP_BODY                                                 \
+    "\tmovl $1, %r11d\n"                                          \
+    "\tlock xaddq %r11, cap_cuda_calls+8*cap_cuda_tidx(%rip)\n"   \
+    "\ttestq %r11, %r11\n\tjz 1f\n"                               \
+    "\tjmp *cap_cuda_next+8*cap_cuda_tidx(%rip)\n"                \
+    "1:\tmovl $cap_cuda_tidx, %r11d\n\tjmp cap_cuda_tramp_first\n"
 #elif defined(__aarch64__)
 /* The slow path: x17 = symbol index. Saves x0-x8 (x8: indirect result), q0-q7, fp and lr.
  * Not run on aarch64 hardware yet (README "CUDA"). */
@@ -99,21 +102,41 @@ __asm__(".text\n.p2align 4\n.type cap_cuda_tramp_first,%function\ncap_cuda_tramp
         "\tadrp x16, cap_cuda_next\n\tadd x16, x16, :lo12:cap_cuda_next\n"
         "\tldr x16, [x16, x17, lsl #3]\n\tbr x16\n"
         ".size cap_cuda_tramp_first,.-cap_cuda_tramp_first\n");
-#define TRAMP(n)                                                                          \
-    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n.p2align 4\n" #n \
-            ":\n\tadrp x16, cap_cuda_calls+8*cap_cuda_tidx\n"                             \
-            "\tadd x16, x16, :lo12:cap_cuda_calls+8*cap_cuda_tidx\n"                      \
-            "1:\tldxr x17, [x16]\n\tadd x17, x17, #1\n"                                   \
-            "\tstxr w9, x17, [x16]\n\tcbnz w9, 1b\n"                                      \
-            "\tcmp x17, #1\n\tb.eq 2f\n"                                                  \
-            "\tadrp x16, cap_cuda_next+8*cap_cuda_tidx\n"                                 \
-            "\tldr x16, [x16, #:lo12:cap_cuda_next+8*cap_cuda_tidx]\n"                    \
-            "\tbr x16\n"                                                                  \
-            "2:\tmov x17, #cap_cuda_tidx\n\tb cap_cuda_tramp_first\n"                     \
-            ".size " #n ",.-" #n "\n.set cap_cuda_tidx, cap_cuda_tidx+1\n");
+#define TRAMP_BODY                                                  \
+    "\tadrp x16, cap_cuda_calls+8*cap_cuda_tidx\n"                 \
+    "\tadd x16, x16, :lo12:cap_cuda_calls+8*cap_cuda_tidx\n"       \
+    "1:\tldxr x17, [x16]\n\tadd x17, x17, #1\n"                    \
+    "\tstxr w9, x17, [x16]\n\tcbnz w9, 1b\n"                       \
+    "\tcmp x17, #1\n\tb.eq 2f\n"                                   \
+    "\tadrp x16, cap_cuda_next+8*cap_cuda_tidx\n"                  \
+    "\tldr x16, [x16, #:lo12:cap_cuda_next+8*cap_cuda_tidx]\n"     \
+    "\tbr x16\n"                                                   \
+    "2:\tmov x17, #cap_cuda_tidx\n\tb cap_cuda_tramp_first\n"
 #else
 #error "cap_cuda_tramp.c: trampolines exist for x86-64 and aarch64 only"
 #endif
+/* An exported trampoline (weak: a wrapper of the same name wins) */
+#define TRAMP(n)                                                                             \
+    __asm__(".text\n.globl " #n "\n.weak " #n "\n.type " #n ",%function\n.p2align 4\n" #n \
+            ":\n" TRAMP_BODY "\n.size " #n ",.-" #n "\n.set cap_cuda_tidx, cap_cuda_tidx+1\n");
 #define X(n) TRAMP(n)
 #include "capture/cap_cuda_exports.h"
 #undef X
+
+/* The unknown slots: the same code, one every UNKNOWN_STRIDE bytes, none exported */
+#define UNKNOWN_STRIDE 64
+#define STR_(x)        #x
+#define STR(x)         STR_(x)
+__asm__(".text\n.p2align 6\n.type cap_cuda_unknown_tramps,%function\ncap_cuda_unknown_tramps:\n"
+        ".rept " STR(CAP_CUDA_UNKNOWN_SLOTS) "\n"
+        "3:\n" TRAMP_BODY "\n.org 3b + " STR(UNKNOWN_STRIDE) ", 0xcc\n"
+        ".set cap_cuda_tidx, cap_cuda_tidx+1\n.endr\n"
+        ".size cap_cuda_unknown_tramps,.-cap_cuda_unknown_tramps\n");
+extern const char cap_cuda_unknown_tramps[];
+
+void *cap_cuda_unknown_tramp(int k)
+{
+    if (k < 0 || k >= CAP_CUDA_UNKNOWN_SLOTS)
+        return NULL;
+    return (void *)(cap_cuda_unknown_tramps + (size_t)k * UNKNOWN_STRIDE);
+}

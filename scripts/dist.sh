@@ -62,12 +62,12 @@ for f in $(elves); do
         [ -e "$D/lib/reprise/$name" ] || cp -L "$path" "$D/lib/reprise/$name"
     done
 done
-# The NVIDIA Vulkan driver (libGLX_nvidia.so.0) needs libglvnd's libGLdispatch, which a bare
-# machine without GL packages lacks
-for l in libGLdispatch.so.0; do
+# The NVIDIA Vulkan driver (libGLX_nvidia.so.0) needs libglvnd (libGLdispatch at least), which
+# a bare machine without GL packages lacks: its libraries, for gpu-check.sh to add where missing
+for l in libGLdispatch.so.0 libGLX.so.0 libEGL.so.1 libOpenGL.so.0 libGL.so.1 libGLESv2.so.2; do
     p=$(ldconfig -p | awk -v n="$l" '$1 == n && $NF ~ /^\// {print $NF; exit}')
     if [ -n "$p" ]; then cp -L "$p" "$D/lib/reprise/vk-fallback/"; else
-        echo "dist: $l not found here (apt-get install libglvnd0); the tree will lack it" >&2; fi
+        echo "dist: $l not found here (apt-get install libglvnd0 libglx0 libegl1 libopengl0 libgl1 libgles2); the tree will lack it" >&2; fi
 done
 
 # the check: nothing resolves outside the tree but the base libraries

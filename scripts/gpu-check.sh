@@ -177,7 +177,8 @@ timing() {
 } > "$O/environment.txt" 2>&1
 
 # The Vulkan driver: the NVIDIA ICD where the driver puts it, unless VK_DRIVER_FILES or
-# VK_ICD_FILENAMES already names one. libGLdispatch (libglvnd) beside it only when missing.
+# VK_ICD_FILENAMES already names one. libglvnd's libraries (the tree's vk-fallback) only when
+# the machine lacks one of them.
 if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then
     for d in /usr/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/share/vulkan/icd.d \
         /usr/local/nvidia/share/vulkan/icd.d /usr/local/nvidia/icd.d; do
@@ -187,10 +188,13 @@ if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then
     done
 fi
 echo "vulkan driver: ${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-default search of the Vulkan loader}}" >> "$O/environment.txt"
-if ! ldconfig -p 2>/dev/null | grep -q 'libGLdispatch\.so\.0'; then
-    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$T/lib/reprise/vk-fallback"
-    echo "libGLdispatch.so.0: the tree's (lib/reprise/vk-fallback)" >> "$O/environment.txt"
-fi
+for l in "$T"/lib/reprise/vk-fallback/*; do
+    if ! ldconfig -p 2>/dev/null | grep -q " ${l##*/} "; then
+        export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$T/lib/reprise/vk-fallback"
+        echo "libglvnd: the tree's (lib/reprise/vk-fallback): this machine lacks ${l##*/}" >> "$O/environment.txt"
+        break
+    fi
+done
 
 # The CUDA driver: the machine's own, else (rehearsal) the tree's fake
 CUDA_MODE=none
@@ -215,6 +219,15 @@ else
     note FAIL "devices" "$SECS" "$(why)"
 fi
 cp "$LOG" "$O/devices.txt" 2>/dev/null
+if grep -q '^vulkan  *none' "$O/devices.txt"; then
+    # what the Vulkan loader tried, for the report
+    run vulkan-loader 30 env VK_LOADER_DEBUG=error,warn,driver "$R" devices
+    note INFO "vulkan: no instance" "$SECS" "loader log $(basename "$LOG"): $(grep -iE 'error|fail' "$LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
+    for icd in ${VK_DRIVER_FILES//:/ }; do
+        [ -f "$icd" ] && { echo "== $icd"; cat "$icd"; lib=$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' "$icd");
+            echo "== ldd $lib"; ldd "$(ldconfig -p | awk -v n="$lib" '$1 == n {print $NF; exit}')" 2>&1 || ldd "$lib"; }
+    done >> "$LOG" 2>&1
+fi
 
 # ---- 2. CUDA --------------------------------------------------------------------------------------
 NVCC=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })

@@ -686,6 +686,7 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"zerocopy", 0, "launch with a parameter pointing into pinned host memory"},
         {"unmodelled", 0, "cuFuncSetAttribute"},
         {"gpa", 0, "cuGetProcAddress(cuMemsetD32): unidentified entry point"},
+        {"gpa_unused", 1, ""},
     };
     return cr_make_param_array(struct memkind_case, cases, sizeof cases / sizeof cases[0]);
 }

@@ -18,6 +18,7 @@
  *   unmodelled   cuFuncSetAttribute between two launches (not replayable)
  *   gpa          cuMemsetD32 through a cuGetProcAddress answer the shim cannot identify (run
  *                with FAKE_CUDA_GPA_INTERNAL=cuMemsetD32; not replayable)
+ *   gpa_unused   the same answer resolved and never called (replayable)
  *   libglobal    a library global written by a kernel
  *   enumerate    a kernel found by cuModuleEnumerateFunctions
  */
@@ -297,6 +298,24 @@ static int gpa(void)
     return 0;
 }
 
+/* cuMemsetD32 resolved (the fake answers with a function none of its exports is) and never
+ * called, as a runtime resolves its whole table: the trace stays complete */
+static int gpa_unused(void)
+{
+    void *memset32 = NULL;
+    CUdriverProcAddressQueryResult st;
+    CK(cuGetProcAddress("cuMemsetD32", &memset32, 12000, 0, &st));
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N * 4));
+    iota(d, N, 3, NULL);
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("gpa_unused", out, sizeof out);
+    printf("gpa_unused: resolved %s\n", memset32 ? "yes" : "no");
+    CK(cuMemFree(d));
+    return 0;
+}
+
 static int libglobal(void)
 {
     CUlibrary lib;
@@ -366,6 +385,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "devhost")    ? devhost()
             : !strcmp(m, "unmodelled") ? unmodelled()
             : !strcmp(m, "gpa")        ? gpa()
+            : !strcmp(m, "gpa_unused") ? gpa_unused()
             : !strcmp(m, "libglobal")  ? libglobal()
             : !strcmp(m, "enumerate")  ? enumerate()
                                        : 2;
