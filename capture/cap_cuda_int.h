@@ -125,6 +125,9 @@ void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod);
 void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name);
 void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name);
 void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k);
+/* cuFuncSetAttribute / cuKernelSetAttribute succeeded on the function or kernel h: the
+ * attribute goes with its launches from now on (FUNC_ATTR). */
+void cap_cuda_rec_func_attr(uint64_t h, int attrib, int value);
 /* A module (mod) or library (lib) global: one of the two is NULL. */
 void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, CUlibrary lib, const char *name);
 /* origin: enum sbt_cuda_alloc_origin (MEM, POOL, PITCH). */

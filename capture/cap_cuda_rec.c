@@ -162,6 +162,11 @@ struct kern {
     uint32_t n_params;
     uint32_t *off, *size; /* bytes */
     uint64_t param_bytes;
+    /* function attributes set by the program, in force at its next launches (FUNC_ATTR) */
+    struct {
+        int id, value;
+    } attr[SBT_CUDA_MAX_ATTRS];
+    uint32_t n_attr;
 };
 
 struct alloc {
@@ -1419,6 +1424,28 @@ void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name)
     add_kernel((uintptr_t)k, (uint32_t)(uintptr_t)hget(&g.libs, (uintptr_t)lib), name, 1);
 }
 
+void cap_cuda_rec_func_attr(uint64_t h, int attrib, int value)
+{
+    struct kern *k = hget(&g.funcs, h);
+    if (!g.on)
+        return;
+    if (!k) { /* a function the capture did not see obtained: its launches are marked too */
+        cap_cuda_unsupported("function attribute of a function not captured", 1);
+        return;
+    }
+    uint32_t i = 0;
+    while (i < k->n_attr && k->attr[i].id != attrib)
+        i++;
+    if (i == SBT_CUDA_MAX_ATTRS) {
+        cap_cuda_unsupported("more than 16 function attributes on one function", 1);
+        return;
+    }
+    k->attr[i].id = attrib;
+    k->attr[i].value = value;
+    if (i == k->n_attr)
+        k->n_attr++;
+}
+
 void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k)
 {
     struct kern *kk = hget(&g.funcs, (uintptr_t)k);
@@ -1549,6 +1576,10 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
         uint64_t id = (uint64_t)l->attrs[i].id;
         sbt_vk_enc_rec(&g.enc, SBT_CUDA_LAUNCH_ATTR, &id, 1, &l->attrs[i].value,
                        sizeof l->attrs[i].value);
+    }
+    for (uint32_t i = 0; k && i < k->n_attr; i++) {
+        uint64_t fa[2] = {(uint64_t)k->attr[i].id, (uint64_t)(int64_t)k->attr[i].value};
+        sbt_vk_enc_rec(&g.enc, SBT_CUDA_FUNC_ATTR, fa, 2, NULL, 0);
     }
     if (l->cooperative) {
         uint64_t id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;

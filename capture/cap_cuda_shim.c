@@ -473,6 +473,22 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     ENQ_END(cap_cuda_rec_kernel_function(*pFunc, kernel))
 }
 
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    ENQ_BEGIN(cuFuncSetAttribute, 0, NULL)
+    CUresult r = CAP_NEXT(cuFuncSetAttribute)(hfunc, attrib, value);
+    ENQ_END(cap_cuda_rec_func_attr((uintptr_t)hfunc, (int)attrib, value))
+}
+
+/* The attribute is the kernel's on device dev; a trace replays on one device, so it is taken
+ * for the kernel's (every launch of a trace is on its device). */
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
+{
+    ENQ_BEGIN(cuKernelSetAttribute, 0, NULL)
+    CUresult r = CAP_NEXT(cuKernelSetAttribute)(attrib, val, kernel, dev);
+    ENQ_END(cap_cuda_rec_func_attr((uintptr_t)kernel, (int)attrib, val))
+}
+
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
     size_t size = 0;

@@ -544,6 +544,9 @@ static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
     case CAP_T_TEMPL:
         free(((struct cap_templ *)o)->e);
         break;
+    case CAP_T_QUEUE:
+        free(((struct cap_queue *)o)->waits);
+        break;
     case CAP_T_CMDBUF: {
         struct cap_cmdbuf *cb = (struct cap_cmdbuf *)o;
         sbt_vk_enc_free(&cb->raw);

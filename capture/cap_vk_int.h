@@ -353,6 +353,18 @@ struct cap_queue {
      * memory (cap_vk_sync.c: waited for on a CPU device) */
     uint64_t blocking_serial, done_serial;
     int writes_mapped;
+    /* What its submissions after done_serial waited for (cap.mu): once one of them is known
+     * finished, so is what it waited for (cap_vk_submit.c, "Waits"). Sorted by serial. */
+    struct cap_qwait *waits;
+    size_t n_waits, cap_waits;
+};
+/* A semaphore wait of submission serial: a binary semaphore's, resolved at submission to the
+ * signalling (queue, at_serial); a timeline semaphore's, (sem, id, value), resolved when the
+ * waiting submission is known finished (its signal may be submitted after the wait). */
+struct cap_qwait {
+    uint64_t serial;
+    uint64_t queue, at_serial; /* binary: the submission that signalled it (queue 0: none) */
+    uint64_t sem, sem_id, value; /* timeline: the handle and capture id, the value waited */
 };
 
 struct cap_cmdbuf {
@@ -795,7 +807,7 @@ void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct c
                         uint32_t n, VkFence fence, struct cap_ev *chain);
 /* What a wait that returned tells: the submissions (queue, serial) the host now knows finished
  * (the latest per queue). cap.mu held to find them, not to complete them. */
-#define CAP_REACHED_MAX 32u
+#define CAP_REACHED_MAX 64u
 struct cap_reached {
     uint32_t n;
     struct {
@@ -803,8 +815,9 @@ struct cap_reached {
     } v[CAP_REACHED_MAX];
 };
 void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r);
-/* Completes what r names (cap.mu not held). */
-void cap_reached_complete(struct cap_dev *dev, const struct cap_reached *r, uint64_t now);
+/* Completes what r names and what it waited for through semaphores, transitively (r grows;
+ * cap.mu not held). */
+void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t now);
 /* Forgets the cached ops of cb (re-recorded, reset or freed). */
 void cap_cmdbuf_drop_ops(struct cap_cmdbuf *cb);
 /* --digests: after the queue went idle, the output digest of each dispatch in chain. */

@@ -12,7 +12,10 @@
  * of another thread leaves those bytes alone), and its ops take their place in the trace
  * (cap_seq_take) before the driver can finish it, so that a HOST_READ of its output always
  * comes after it. A wait on a fence completes that submission and every earlier one on its
- * queue (queues finish in order on every driver we know; the specification promises less).
+ * queue (queues finish in order on every driver we know; the specification promises less),
+ * and what those waited for on other queues, through semaphores, transitively (reached_close:
+ * found on an NVIDIA H200, where a fence of queue 1 was all the host waited for and queue 0's
+ * output was never read back into the program's copy of its mapping).
  *
  * Indirect dispatches get their group counts at submit when the arguments sit in mapped
  * host-visible memory no unfinished device work writes (the usual case: the host wrote them);
@@ -29,19 +32,22 @@
 /* Waits                                                                                      */
 /* ========================================================================================== */
 
-static void reached_add(struct cap_reached *r, uint64_t queue, uint64_t serial)
+/* Adds (queue, serial) to r; 1 when r changed. */
+static int reached_add(struct cap_reached *r, uint64_t queue, uint64_t serial)
 {
     for (uint32_t i = 0; i < r->n; i++)
         if (r->v[i].queue == queue) {
-            if (serial > r->v[i].serial)
-                r->v[i].serial = serial;
-            return;
+            if (serial <= r->v[i].serial)
+                return 0;
+            r->v[i].serial = serial;
+            return 1;
         }
-    if (r->n < CAP_REACHED_MAX) {
-        r->v[r->n].queue = queue;
-        r->v[r->n].serial = serial;
-        r->n++;
-    } /* else: more queues than that in one wait; the rest complete at a later wait */
+    if (r->n == CAP_REACHED_MAX)
+        return 0; /* more queues than that in one wait; the rest complete at a later wait */
+    r->v[r->n].queue = queue;
+    r->v[r->n].serial = serial;
+    r->n++;
+    return 1;
 }
 
 void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r)
@@ -61,10 +67,99 @@ void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r)
     }
 }
 
-void cap_reached_complete(struct cap_dev *dev, const struct cap_reached *r, uint64_t now)
+static struct cap_queue *queue_by_id(uint64_t id)
 {
+    const struct cap_map *qs = &cap.objs[CAP_T_QUEUE];
+    for (size_t i = 0; i < qs->cap; i++) {
+        struct cap_queue *q = qs->e[i].key >= 2 ? qs->e[i].val : NULL;
+        if (q && q->o.id == id)
+            return q;
+    }
+    return NULL;
+}
+
+/* Adds to r what the submissions r names waited for, and what those waited for, until nothing
+ * changes: a submission that finished waited for its semaphores, so their signals finished
+ * too (a fence on queue 1 whose work waited on queue 0's semaphore tells of both). cap.mu. */
+static void reached_close(struct cap_reached *r)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < r->n; i++) {
+            struct cap_queue *q = queue_by_id(r->v[i].queue);
+            if (!q)
+                continue;
+            for (size_t k = 0; k < q->n_waits && q->waits[k].serial <= r->v[i].serial; k++) {
+                const struct cap_qwait *w = &q->waits[k];
+                struct cap_reached more = {0};
+                if (w->queue) {
+                    reached_add(&more, w->queue, w->at_serial);
+                } else {
+                    struct cap_sync *s = cap_obj_find(w->sem, CAP_T_SEM);
+                    if (s && s->o.id == w->sem_id) /* not destroyed since */
+                        cap_sync_reached(s, w->value, &more);
+                }
+                for (uint32_t m = 0; m < more.n; m++)
+                    changed |= reached_add(r, more.v[m].queue, more.v[m].serial);
+            }
+        }
+    }
+}
+
+/* The waits of q's finished submissions need no more closing (cap.mu). */
+static void waits_prune(struct cap_queue *q)
+{
+    size_t k = 0;
+    while (k < q->n_waits && q->waits[k].serial <= q->done_serial)
+        k++;
+    if (k) {
+        memmove(q->waits, q->waits + k, (q->n_waits - k) * sizeof *q->waits);
+        q->n_waits -= k;
+    }
+}
+
+void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t now)
+{
+    pthread_mutex_lock(&cap.mu);
+    reached_close(r);
+    pthread_mutex_unlock(&cap.mu);
     for (uint32_t i = 0; i < r->n; i++)
         cap_complete(dev, r->v[i].queue, r->v[i].serial, now);
+    pthread_mutex_lock(&cap.mu);
+    for (uint32_t i = 0; i < r->n; i++) {
+        struct cap_queue *q = queue_by_id(r->v[i].queue);
+        if (q)
+            waits_prune(q);
+    }
+    pthread_mutex_unlock(&cap.mu);
+}
+
+/* Notes that submission serial of q waits on s for value (cap.mu). Out of memory: forgotten
+ * (what the wait would have told then completes at a later wait, as without it). */
+static void queue_waits(struct cap_queue *q, uint64_t serial, struct cap_sync *s, uint64_t value)
+{
+    struct cap_qwait w = {.serial = serial};
+    if (s->kind == SBT_SYNC_TIMELINE_SEMAPHORE) {
+        w.sem = s->o.handle;
+        w.sem_id = s->o.id;
+        w.value = value;
+    } else if (s->n_sig) { /* a binary semaphore's wait takes its last signal */
+        const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        w.queue = g->queue;
+        w.at_serial = g->serial;
+    } else {
+        return; /* signalled by nothing the layer saw (an import, a swapchain) */
+    }
+    waits_prune(q); /* those a device or queue idle wait finished */
+    if (q->n_waits == q->cap_waits) {
+        size_t c = q->cap_waits ? 2 * q->cap_waits : 16;
+        struct cap_qwait *nw = realloc(q->waits, c * sizeof *nw);
+        if (!nw)
+            return;
+        q->waits = nw;
+        q->cap_waits = c;
+    }
+    q->waits[q->n_waits++] = w;
 }
 
 static void sync_signaled(struct cap_sync *s, uint64_t value, uint64_t queue, uint64_t serial)
@@ -1279,6 +1374,8 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
             sbt_vk_enc_rec(&pay, SBT_VK_WAIT_SEM, (uint64_t[]){s ? s->o.id : 0, v, stage}, 3, NULL,
                            0);
             sync_op(&x, SBT_OP_WAIT, "semaphore wait", s, v, stage);
+            if (s)
+                queue_waits(q, serial, s, v);
         }
         for (uint32_t k = 0; k < b[i].n_cb; k++) {
             struct cap_cmdbuf *cb = cap_obj_find((uint64_t)(uintptr_t)b[i].cb[k], CAP_T_CMDBUF);
@@ -1374,6 +1471,8 @@ void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct c
                         uint32_t n, VkFence fence, struct cap_ev *chain)
 {
     (void)dev;
+    while (q->n_waits && q->waits[q->n_waits - 1].serial == q->serial)
+        q->n_waits--;
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t k = 0; k < b[i].n_signal; k++)
             unsignal(cap_obj_find((uint64_t)(uintptr_t)b[i].signal[k], CAP_T_SEM), q->o.id,

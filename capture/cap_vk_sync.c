@@ -544,9 +544,9 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue)
     VkResult r = cap_vk_result(d->fn.QueueWaitIdle(queue), "vkQueueWaitIdle");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
+    struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_queue *q = cap_obj_find(CAP_H(queue), CAP_T_QUEUE);
-    uint64_t qid = q ? q->o.id : 0;
     if (q) {
         struct cap_ev *e = cap_op_ev(d, SBT_OP_STREAM_SYNC, "vkQueueWaitIdle", NULL, t0);
         if (e) {
@@ -554,10 +554,13 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_QueueWaitIdle(VkQueue queue)
             e->op.flags = SBT_OPF_OBJ;
         }
         cap_emit(e);
+        done.n = 1;
+        done.v[0].queue = q->o.id;
+        done.v[0].serial = q->serial;
     }
     pthread_mutex_unlock(&cap.mu);
-    if (qid)
-        cap_complete(d, qid, UINT64_MAX, cap_now());
+    if (done.n) /* its queue, and what its work waited for on others */
+        cap_reached_complete(d, &done, cap_now());
     cap_kick();
     return r;
 }

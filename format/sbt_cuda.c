@@ -380,6 +380,36 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
             }
             if (!st)
                 o->relocs[o->n_relocs++] = r;
+        } else if (rec.call == SBT_CUDA_FUNC_ATTR) {
+            /* the settable CUfunction_attribute values are small; an int's range */
+            uint64_t id = sbt_vk_arg(&rec, 0), val = sbt_vk_arg(&rec, 1);
+            int64_t sv = (int64_t)val;
+            if (id > 63)
+                st = sbt__fail(SBT_ECORRUPT, "function attribute %llu", (unsigned long long)id);
+            else if (sv < INT32_MIN || sv > INT32_MAX)
+                st = sbt__fail(SBT_ECORRUPT, "function attribute %llu: value %lld is not an int",
+                               (unsigned long long)id, (long long)sv);
+            else if (o->n_fattr == SBT_CUDA_MAX_ATTRS)
+                st = sbt__fail(SBT_ECORRUPT, "more than %u function attributes at one launch",
+                               SBT_CUDA_MAX_ATTRS);
+            else {
+                o->fattr[o->n_fattr].id = (uint32_t)id;
+                o->fattr[o->n_fattr++].value = (int32_t)sv;
+            }
+        } else if (rec.call == SBT_CUDA_LAUNCH_ATTR) {
+            uint64_t id = sbt_vk_arg(&rec, 0);
+            if (id == 0 || id > 63)
+                st = sbt__fail(SBT_ECORRUPT, "launch attribute %llu", (unsigned long long)id);
+            else if (rec.n_bytes != sizeof o->lattr[0].value)
+                st = sbt__fail(SBT_ECORRUPT, "launch attribute %llu: %u value bytes, not %zu",
+                               (unsigned long long)id, rec.n_bytes, sizeof o->lattr[0].value);
+            else if (o->n_lattr == SBT_CUDA_MAX_ATTRS)
+                st = sbt__fail(SBT_ECORRUPT, "more than %u launch attributes at one launch",
+                               SBT_CUDA_MAX_ATTRS);
+            else {
+                o->lattr[o->n_lattr].id = (uint32_t)id;
+                memcpy(o->lattr[o->n_lattr++].value, rec.bytes, rec.n_bytes);
+            }
         }
     }
     sbt_vk_dec_free(&d);

@@ -78,7 +78,11 @@ enum sbt_cuda_kind {
     /* origin (enum sbt_cuda_alloc_origin), captured address, size, program id (globals);        \
        bytes: the global's name */                                                               \
     X(ALLOC, 22)                                                                                 \
-    X(EVENT, 23) /* event id (the op's obj), CUevent flags, record/wait flags */
+    X(EVENT, 23) /* event id (the op's obj), CUevent flags, record/wait flags */                 \
+    /* CUfunction_attribute, value (a C int, as a 64-bit two's complement word): a function     \
+       attribute the program set (cuFuncSetAttribute, cuKernelSetAttribute) and that is in      \
+       force at this launch; one record per attribute, after the LAUNCH record */                \
+    X(FUNC_ATTR, 24)
 
 enum sbt_cuda_call {
 #define SBT_CUDA__ENUM(name, val) SBT_CUDA_##name = val,
@@ -136,7 +140,9 @@ enum sbt_cuda_call {
     X(cuMemUnmap, 46)                 \
     X(cuLibraryGetGlobal, 47)         \
     X(cuStreamDestroy, 48)            \
-    X(cuEventDestroy, 49)
+    X(cuEventDestroy, 49)             \
+    X(cuFuncSetAttribute, 50)         \
+    X(cuKernelSetAttribute, 51)
 
 enum sbt_cuda_api {
 #define SBT_CUDA__API(name, val) SBT_CUDA_API_##name = val,
@@ -226,6 +232,9 @@ struct sbt_cuda_reloc {
     uint64_t off, resource, res_off;
 };
 
+/* Function or launch attributes one launch may carry: more is a corrupt trace. */
+#define SBT_CUDA_MAX_ATTRS 16u
+
 /* An op as replay executes it. Access pointers point into the op; the rest is owned. */
 struct sbt_cuda_op {
     uint32_t api; /* CALL: enum sbt_cuda_api (0 without a CALL record) */
@@ -247,6 +256,18 @@ struct sbt_cuda_op {
     uint64_t param_len;
     struct sbt_cuda_reloc *relocs;
     uint32_t n_relocs;
+    /* KERNEL: the function attributes to set before the launch (FUNC_ATTR) and the launch
+     * attributes to launch with (LAUNCH_ATTR: id, then the 64-byte CUlaunchAttributeValue) */
+    struct {
+        uint32_t id;
+        int32_t value;
+    } fattr[SBT_CUDA_MAX_ATTRS];
+    uint32_t n_fattr;
+    struct {
+        uint32_t id;
+        uint8_t value[64];
+    } lattr[SBT_CUDA_MAX_ATTRS];
+    uint32_t n_lattr;
 };
 
 /* Decodes op (a CUDA op: its fields, accesses and SBT_CUDA_PAYLOAD) and checks every value

@@ -55,7 +55,10 @@
                                                 X(cuEventElapsedTime) X(cuLaunchKernel)           \
                                                     X(cuLaunchKernel_ptsz) X(cuGetErrorName)      \
                                                         X(cuDeviceGetAttribute)                   \
-                                                            X(cuDeviceTotalMem_v2)
+                                                            X(cuDeviceTotalMem_v2)                \
+                                                                X(cuFuncSetAttribute)             \
+                                                                    X(cuLaunchKernelEx)           \
+                                                                        X(cuLaunchKernelEx_ptsz)
 /* clang-format on */
 
 struct drv {
@@ -518,14 +521,45 @@ static int exec_launch(struct be *b, const struct replay_x *x, const struct sbt_
     if (timed &&
         (b->d.cuEventCreate(&e0, 0) != CUDA_SUCCESS || b->d.cuEventCreate(&e1, 0) != CUDA_SUCCESS))
         timed = 0;
+    /* the function attributes the program had set (the dynamic shared memory limit, ...):
+     * set again before every launch, since another launch of the same function may have
+     * different ones (the program may change them between launches) */
+    CUresult r = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < o->n_fattr && r == CUDA_SUCCESS; i++)
+        if ((r = b->d.cuFuncSetAttribute(k->f, (CUfunction_attribute)o->fattr[i].id,
+                                         o->fattr[i].value)) != CUDA_SUCCESS) {
+            free(params);
+            if (e0)
+                b->d.cuEventDestroy_v2(e0);
+            if (e1)
+                b->d.cuEventDestroy_v2(e1);
+            return replay__fail(REPLAY_EUNSUPPORTED,
+                                "cuFuncSetAttribute(attribute %u, %d) failed: CUresult %d",
+                                o->fattr[i].id, o->fattr[i].value, (int)r);
+        }
+    /* launch attributes (cluster shape, cooperative, priority, ...): through cuLaunchKernelEx */
+    _Static_assert(sizeof(CUlaunchAttributeValue) == 64, "a 64-byte attribute value");
+    CUlaunchAttribute la[SBT_CUDA_MAX_ATTRS];
+    memset(la, 0, sizeof la);
+    for (uint32_t i = 0; i < o->n_lattr; i++) {
+        la[i].id = (CUlaunchAttributeID)o->lattr[i].id;
+        memcpy(&la[i].value, o->lattr[i].value, sizeof la[i].value);
+    }
+    CUlaunchConfig cfg = {op->grid[0],  op->grid[1], op->grid[2], op->block[0], op->block[1],
+                          op->block[2], op->shmem,   s,           la,           o->n_lattr};
     __typeof__(&cuEventRecord) record = o->pt ? b->d.cuEventRecord_ptsz : b->d.cuEventRecord;
     __typeof__(&cuLaunchKernel) launch = o->pt ? b->d.cuLaunchKernel_ptsz : b->d.cuLaunchKernel;
+    __typeof__(&cuLaunchKernelEx) launch_ex =
+        o->pt ? b->d.cuLaunchKernelEx_ptsz : b->d.cuLaunchKernelEx;
     uint64_t t0 = replay__now_ns();
     if (timed)
         record(e0, s);
-    CUresult r = launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
-                        op->block[2], op->shmem, s, o->form == 1 ? NULL : params,
-                        o->form == 1 ? extra : NULL);
+    if (o->n_lattr)
+        r = launch_ex(&cfg, k->f, o->form == 1 ? NULL : params, o->form == 1 ? extra : NULL);
+    else
+        r = launch(k->f, op->grid[0], op->grid[1], op->grid[2], op->block[0], op->block[1],
+                   op->block[2], op->shmem, s, o->form == 1 ? NULL : params,
+                   o->form == 1 ? extra : NULL);
     if (timed)
         record(e1, s);
     if (r == CUDA_SUCCESS)

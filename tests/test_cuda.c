@@ -684,9 +684,10 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"managed", 0, "launch with a parameter pointing into managed memory"},
         {"managed", 0, "cuMemAllocManaged"},
         {"zerocopy", 0, "launch with a parameter pointing into pinned host memory"},
-        {"unmodelled", 0, "cuFuncSetAttribute"},
+        {"unmodelled", 0, "cuCtxSetLimit"},
         {"gpa", 0, "cuGetProcAddress(cuMemsetD32): unidentified entry point"},
         {"gpa_unused", 1, ""},
+        {"funcattr", 1, ""},
     };
     return cr_make_param_array(struct memkind_case, cases, sizeof cases / sizeof cases[0]);
 }

@@ -364,6 +364,9 @@ CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEn
 CUresult cuStreamDestroy(CUstream hStream);
 CUresult cuEventDestroy(CUevent hEvent);
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+typedef enum CUlimit_enum { CU_LIMIT_STACK_SIZE = 0 } CUlimit;
+CUresult cuCtxSetLimit(CUlimit limit, size_t value);
 CUresult cuFuncGetName(const char **name, CUfunction hfunc);
 CUresult cuKernelGetName(const char **name, CUkernel hfunc);
 CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod);

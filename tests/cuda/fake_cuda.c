@@ -523,6 +523,7 @@ struct fake_obj {
         size_t size;
     } globals[4];
     int n_globals;
+    int max_dyn_shmem; /* functions: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (0: 48 KiB) */
 };
 #define MAGIC_MOD 0x444f4d46u
 #define MAGIC_FUN 0x4e554646u
@@ -725,12 +726,41 @@ CUresult cuKernelGetName(const char **name, CUkernel k)
     return fn_name((const struct fake_obj *)k, name);
 }
 
-/* Accepted and ignored: the fake has no shared memory limit. reprise does not record it. */
+/* Dynamic shared memory: as on a GPU, a launch may ask for up to 48 KiB unless the function's
+ * MAX_DYNAMIC_SHARED_SIZE_BYTES was raised (up to the device's opt-in maximum, 99 KiB), so a
+ * replay that forgets the program's attribute fails the launch. Other attributes: accepted. */
+#define FAKE_SHMEM_DEFAULT (48u << 10)
+#define FAKE_SHMEM_OPTIN   (99u << 10)
+static CUresult set_attr(struct fake_obj *o, CUfunction_attribute a, int v)
+{
+    if (!o || o->magic != MAGIC_FUN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (v < 0 || (unsigned)v > FAKE_SHMEM_OPTIN)
+            return CUDA_ERROR_INVALID_VALUE;
+        o->max_dyn_shmem = v;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
-    (void)a, (void)v;
-    const struct fake_obj *o = (const struct fake_obj *)f;
-    return o && o->magic == MAGIC_FUN ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return set_attr((struct fake_obj *)f, a, v);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return set_attr((struct fake_obj *)k, a, v);
+}
+
+/* Accepted: the fake has no limits of this kind (reprise does not record it: the trace is
+ * then incomplete, which is what the tests look for). */
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    (void)limit, (void)value;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
@@ -784,12 +814,15 @@ CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
     return param_info((const struct fake_obj *)k, i, off, size);
 }
 
-static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, void **params, void **extra)
+static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, void **params,
+                       void **extra)
 {
     NEED_INIT();
     const struct fake_obj *f = (const struct fake_obj *)fn;
     if (!f || f->magic != MAGIC_FUN)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (shmem > (f->max_dyn_shmem ? (unsigned)f->max_dyn_shmem : FAKE_SHMEM_DEFAULT))
+        return CUDA_ERROR_INVALID_VALUE;
     uint8_t buf[64] = {0};
     if (extra) {
         const void *p = NULL;
@@ -818,22 +851,22 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, void **params, v
                                  unsigned int bx, unsigned int by, unsigned int bz,               \
                                  unsigned int shmem, CUstream s, void **params, void **extra)     \
     {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz, (void)shmem, (void)s;                             \
-        return launch(f, gx, bx, params, extra);                                                  \
+        (void)gy, (void)gz, (void)by, (void)bz, (void)s;                                          \
+        return launch(f, gx, bx, shmem, params, extra);                                           \
     }                                                                                             \
     CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,          \
                                    void **extra)                                                  \
     {                                                                                             \
         if (!c)                                                                                   \
             return CUDA_ERROR_INVALID_VALUE;                                                      \
-        return launch(f, c->gridDimX, c->blockDimX, params, extra);                               \
+        return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra);            \
     }                                                                                             \
     CUresult cuLaunchCooperativeKernel##SFX(                                                      \
         CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
         unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
     {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz, (void)shmem, (void)s;                             \
-        return launch(f, gx, bx, params, NULL);                                                   \
+        (void)gy, (void)gz, (void)by, (void)bz, (void)s;                                          \
+        return launch(f, gx, bx, shmem, params, NULL);                                            \
     }
 LAUNCHES()
 LAUNCHES(_ptsz)

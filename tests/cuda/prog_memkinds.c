@@ -15,7 +15,10 @@
  *   pinned       pinned and registered host memory as async copy ends
  *   zerocopy     a kernel writing pinned host memory through its device alias (not replayable)
  *   devhost      cuMemcpyHtoD whose "host" source is a device allocation (a device copy)
- *   unmodelled   cuFuncSetAttribute between two launches (not replayable)
+ *   unmodelled   cuCtxSetLimit between two launches (not replayable)
+ *   funcattr     launches with 64 KiB of dynamic shared memory, allowed by the function's
+ *                MAX_DYNAMIC_SHARED_SIZE_BYTES (cuFuncSetAttribute on a module's function,
+ *                cuKernelSetAttribute on a library's kernel): replay must set them too
  *   gpa          cuMemsetD32 through a cuGetProcAddress answer the shim cannot identify (run
  *                with FAKE_CUDA_GPA_INTERNAL=cuMemsetD32; not replayable)
  *   gpa_unused   the same answer resolved and never called (replayable)
@@ -274,7 +277,7 @@ static int unmodelled(void)
     CUdeviceptr d;
     CK(cuMemAlloc(&d, N * 4));
     iota(d, N, 1, NULL);
-    CK(cuFuncSetAttribute(f_iota, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024));
+    CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));
     iota(d, N / 2, 2, NULL);
     static unsigned out[N];
     CK(cuMemcpyDtoH(out, d, sizeof out));
@@ -312,6 +315,36 @@ static int gpa_unused(void)
     CK(cuMemcpyDtoH(out, d, sizeof out));
     print_words("gpa_unused", out, sizeof out);
     printf("gpa_unused: resolved %s\n", memset32 ? "yes" : "no");
+    CK(cuMemFree(d));
+    return 0;
+}
+
+/* iota launched with 64 KiB of dynamic shared memory: past the 48 KiB a function gets by
+ * default, so the launch needs the attribute (the fake refuses it otherwise, as a GPU does) */
+static void iota_shmem(CUfunction fn, CUdeviceptr out, unsigned n, unsigned start)
+{
+    void *params[] = {&out, &n, &start};
+    CK(cuLaunchKernel(fn, (n + 127) / 128, 1, 1, 128, 1, 1, 64u << 10, NULL, params, NULL));
+}
+
+static int funcattr(void)
+{
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N * 4));
+    CK(cuFuncSetAttribute(f_iota, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10));
+    iota_shmem(f_iota, d, N, 7);
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("funcattr module", out, sizeof out);
+    CUlibrary lib;
+    CUkernel k;
+    CK(cuLibraryLoadData(&lib, FAKE_IMAGE_GLOBALS, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k, lib, "iota"));
+    CK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 80 << 10, k, dev));
+    iota_shmem((CUfunction)k, d, N / 2, 9);
+    CK(cuMemcpyDtoH(out, d, sizeof out));
+    print_words("funcattr library", out, sizeof out);
+    CK(cuLibraryUnload(lib));
     CK(cuMemFree(d));
     return 0;
 }
@@ -387,6 +420,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "gpa")        ? gpa()
             : !strcmp(m, "gpa_unused") ? gpa_unused()
             : !strcmp(m, "libglobal")  ? libglobal()
+            : !strcmp(m, "funcattr")   ? funcattr()
             : !strcmp(m, "enumerate")  ? enumerate()
                                        : 2;
     if (r == 2)
