@@ -87,10 +87,12 @@ why() { # the reason of a failed step: its exit status and its last meaningful l
 }
 # capture_cycle NAME API CAPLIMIT REPLAYLIMIT CMD...: the program plain, then under capture
 # (outputs compared), its trace's info, a full replay at --verify op, and check --runs 2.
-# Leaves TRACE set. Each part is one line of the report.
+# Leaves TRACE set, and REPLAYED to the replay's exit status ("none": not replayed). Each part
+# is one line of the report.
 capture_cycle() {
     local name=$1 api=$2 climit=$3 rlimit=$4
     shift 4
+    REPLAYED=none
     TRACE="$O/$name.sbt"
     rm -f "$TRACE"
     run "$name-plain" "$climit" "$@"
@@ -124,6 +126,7 @@ capture_cycle() {
         note INFO "$name: cuGetProcAddress" 0 "$total names resolved, $(echo "$unid" | grep -c .) unidentified${unid:+: $(echo $unid | cut -c1-200)}"
     fi
     run "$name-replay" "$rlimit" "$R" replay "$TRACE" --mode full --verify op
+    REPLAYED=$RC
     if [ $RC = 4 ]; then # environment: the device lacks what the trace needs
         note SKIP "$name: replay, check" "$SECS" "this device cannot replay it: $(why)"
         return
@@ -242,7 +245,7 @@ real)
         if [ $RC = 0 ]; then
             note PASS "cuda-streams: nvcc" "$SECS" "$("$NVCC" --version | tail -n 2 | head -n 1 | cut -c1-80)"
             capture_cycle cuda-streams cuda 60 90 "$O/streams"
-            CUDA_TIMED="$O/streams"
+            [ "$REPLAYED" = 0 ] && CUDA_TIMED="$O/streams"
         else
             note FAIL "cuda-streams: nvcc" "$SECS" "$(why)"
         fi

@@ -860,6 +860,55 @@ Test(capture, host_write_under_running_device_output_is_loud)
     unlink(trace);
 }
 
+/* A fence on one queue tells of the work on another that the fenced work waited for: on a
+ * device that writes memory by DMA (a GPU; simulated on lavapipe), with the program handed a copy
+ * of every mapping (as for a GPU's uncached memory) and two queues (the test layer
+ * VK_LAYER_REPRISE_twoqueues gives lavapipe a second one), vk_compute and vk_threads chain their
+ * queues with timeline semaphores and wait on a fence or a semaphore of the last: what the
+ * program reads back under capture must be what it computes without it. Found on an NVIDIA
+ * H200, where vk_compute printed another checksum under capture (the device output of queue 0
+ * never reached the program's copy). */
+ParameterizedTestParameters(capture, semaphore_chained_queues_complete_together)
+{
+    static struct ringenv e[] = {
+        {"", "", "vk_compute"},
+        {"", "", "vk_threads"},
+    };
+    return cr_make_param_array(struct ringenv, e, sizeof e / sizeof e[0]);
+}
+
+ParameterizedTest(struct ringenv *e, capture, semaphore_chained_queues_complete_together)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", plain[4096], out[4096], err[8192],
+         cmd[8192], layers[2048];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(layers, sizeof layers,
+             "VK_ADD_LAYER_PATH=%s/tests/vk VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_twoqueues "
+             "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_twoqueues",
+             build);
+    snprintf(cmd, sizeof cmd, "%s %s/tests/vk/%s", layers, build, e->args);
+    cr_assert_eq(run(cmd, plain, sizeof plain, err, sizeof err), 0, "%s: %s", e->args, err);
+    snprintf(cmd, sizeof cmd,
+             "%s REPRISE_TEST_DMA_DEVICE=1 REPRISE_HOST_COPY=1 %s capture -o %s -- %s/tests/vk/%s",
+             layers, bin, trace, build, e->args);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "capture failed: %s", err);
+    cr_assert_str_eq(out, plain, "%s printed something else under capture", e->args);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    uint32_t n = 0, queues = 0;
+    const struct sbt_stream *st = sbt_reader_streams(r, &n);
+    for (uint32_t i = 0; i < n; i++)
+        queues += st[i].kind == SBT_STREAM_QUEUE;
+    cr_assert_geq(queues, 2, "the program ran on %u queue(s): the test layer is not in place",
+                  queues);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
 /* A program that takes SIGSEGV for faults of its own (as V8 and the JVM do) still sees every
  * one of them while the layer write-protects mapped pages: its handler, installed before the
  * layer's or after it, passes the faults it does not know on, and the layer passes on the
