@@ -182,6 +182,9 @@ struct cap_mem {
     struct cap_track *tr;      /* how host writes are found in the mapping (cap_vk_mapped.c) */
     struct cap_ivl *pend;      /* device writes of submissions not yet seen complete */
     uint32_t n_pend, cap_pend;
+    /* 1 while a thread reads back finished device writes (mem_complete): a wait in another
+     * thread that finds nothing pending must still wait for that read-back to end */
+    uint32_t completing;
     struct cap_ivl *done; /* finished device writes not yet read back (memory was unmapped) */
     uint32_t n_done, cap_done;
     struct cap_ivl *devb; /* every byte range device work ever wrote, merged (queue, serial

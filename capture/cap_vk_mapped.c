@@ -173,8 +173,13 @@ static struct cap_mem **mems_of(struct cap_dev *dev, int with_pending, uint32_t 
     uint32_t k = 0;
     for (uint32_t i = 0; v && i < cap.n_mems; i++) {
         struct cap_mem *m = cap.mems[i];
-        /* racy reads as a filter: m->mu is taken before anything is done with m */
-        int want = with_pending ? __atomic_load_n(&m->n_pend, __ATOMIC_RELAXED) != 0
+        /* racy reads as a filter: m->mu is taken before anything is done with m. A read-back
+         * in progress in another thread (mem_complete) counts as pending: its submissions
+         * are no longer pending, but their bytes are not yet in the program's view, and the
+         * waiting thread must not return before they are (found on lavapipe with copy
+         * mappings: vk_threads read a stale copy one time in ten) */
+        int want = with_pending ? __atomic_load_n(&m->n_pend, __ATOMIC_ACQUIRE) != 0 ||
+                                      __atomic_load_n(&m->completing, __ATOMIC_ACQUIRE) != 0
                                 : __atomic_load_n(&m->mapped, __ATOMIC_RELAXED) != 0;
         if ((dev && m->o.dev != dev) || !want)
             continue;
@@ -1137,6 +1142,7 @@ static uint32_t read_back(struct cap_mem *m, struct cap_ivl *v, uint32_t n, uint
 /* Finished intervals of queue up to serial move from pend to done and are read back. */
 static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uint64_t now)
 {
+    __atomic_store_n(&m->completing, 1, __ATOMIC_RELEASE); /* before n_pend can go to 0 */
     uint32_t keep = 0, first_done = m->n_done;
     for (uint32_t k = 0; k < m->n_pend; k++) {
         struct cap_ivl x = m->pend[k];
@@ -1147,13 +1153,14 @@ static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uin
             m->pend[keep++] = x;
         }
     }
-    __atomic_store_n(&m->n_pend, keep, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->n_pend, keep, __ATOMIC_RELEASE);
     if (m->n_done > first_done) {
         /* read back only what is in the mapping; the rest waits for a map */
         uint32_t n_new = m->n_done - first_done;
         uint32_t left = read_back(m, m->done + first_done, n_new, now);
         m->n_done = first_done + left;
     }
+    __atomic_store_n(&m->completing, 0, __ATOMIC_RELEASE); /* the read-back is in place */
 }
 
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now)

@@ -3,16 +3,17 @@
  * descriptor set, recording and submitting dispatches to the queues (shared queues are
  * guarded by a mutex, as Vulkan requires) while the main thread waits on a timeline
  * semaphore that every thread signals. Prints one checksum over all threads' results.
+ * Usage: vk_threads [ROUNDS] (dispatches per thread, default 4).
  */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/vk/vkt.h"
 
 #define THREADS 3
-#define ROUNDS  4
 #define N       2048u
 
 static struct vkt v;
@@ -21,6 +22,7 @@ static pthread_mutex_t qmu[4] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIA
                                  PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 static VkSemaphore tl;
 static uint64_t sums[THREADS];
+static uint32_t rounds = 4;
 
 static void *worker(void *arg)
 {
@@ -64,7 +66,7 @@ static void *worker(void *arg)
     VkFence fence;
     VKT_CHECK(vkCreateFence(v.dev, &fci, NULL, &fence));
     uint64_t h = 0;
-    for (uint32_t r = 0; r < ROUNDS; r++) {
+    for (uint32_t r = 0; r < rounds; r++) {
         uint32_t *p = in.map;
         for (uint32_t i = 0; i < N; i++)
             p[i] = i * (t + 1) + r * 7919u;
@@ -98,7 +100,10 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    if (argc > 1 && (rounds = (uint32_t)atoi(argv[1])) == 0) {
+        fprintf(stderr, "usage: vk_threads [ROUNDS] (default 4)\n");
+        return 2;
+    }
     vkt_init(&v, argv[0], 2);
     VkDescriptorType types[] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
