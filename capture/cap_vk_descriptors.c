@@ -245,7 +245,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateDescriptorSets(VkDevice device,
         uint32_t vc = var && var->pDescriptorCounts && i < var->descriptorSetCount
                           ? var->pDescriptorCounts[i]
                           : 0;
-        if (cap_dset_shape(s, l, vc) < 0)
+        if (cap_dset_shape(s, l, vc, 0) < 0)
             break;
         sbt_vk_enc_rec(&enc, SBT_VK_ALLOC_SET,
                        (uint64_t[]){s->o.id, l->o.id, CAP_H(ai->descriptorPool), vc}, 4, NULL, 0);
@@ -284,7 +284,7 @@ const char *cap_desc_why(uint32_t t)
     return "descriptor other than a buffer, texel buffer, sampler or image";
 }
 
-int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var)
+int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var, int push)
 {
     s->n_b = l->n_b;
     s->n_slots = 0;
@@ -311,8 +311,11 @@ int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var)
         return -1;
     }
     for (uint32_t i = 0; l->imm && i < l->n_b; i++) /* the layout's immutable samplers */
-        for (uint32_t k = 0; l->b[i].immutable && k < s->b[i].count; k++)
-            s->slot[s->b[i].base + k].sampler = l->imm[l->b[i].base + k];
+        for (uint32_t k = 0; l->b[i].immutable && k < s->b[i].count; k++) {
+            struct cap_slot *sl = &s->slot[s->b[i].base + k];
+            sl->imm = l->imm[l->b[i].base + k];
+            sl->sampler = push ? 0 : sl->imm;
+        }
     return 0;
 }
 
@@ -400,11 +403,10 @@ uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n)
             /* the view by handle (its image and subresources are looked up when a dispatch
              * uses it), the sampler by capture id (an immutable one stays the layout's) */
             struct cap_sampler *sm = imm ? NULL : cap_obj_find(x[1], CAP_T_SAMPLER);
-            *sl = (struct cap_slot){
-                (uint32_t)a[2], 0, 0, 0, x[0], imm ? sl->sampler : sm ? sm->o.id : 0,
-                (uint32_t)x[2]};
+            *sl = (struct cap_slot){(uint32_t)a[2], 0, 0, 0, x[0], imm ? sl->imm : sm ? sm->o.id : 0,
+                                    (uint32_t)x[2], sl->imm};
         } else {
-            *sl = (struct cap_slot){(uint32_t)a[2], x[0], x[1], x[2], x[3], 0, 0};
+            *sl = (struct cap_slot){(uint32_t)a[2], x[0], x[1], x[2], x[3], 0, 0, sl->imm};
         }
     }
     return len;
@@ -485,8 +487,9 @@ VKAPI_ATTR void VKAPI_CALL cap_UpdateDescriptorSets(VkDevice device, uint32_t nw
             struct cap_slot *a = dset_slot(src, c[i].srcBinding, c[i].srcArrayElement + k, NULL);
             struct cap_slot *b = dset_slot(dst, c[i].dstBinding, c[i].dstArrayElement + k, &imm);
             if (a && b) {
-                uint64_t keep = b->sampler;
+                uint64_t keep = b->sampler, keep_imm = b->imm;
                 *b = *a;
+                b->imm = keep_imm; /* the destination layout's */
                 if (imm) /* an immutable sampler is not copied over */
                     b->sampler = keep;
             }

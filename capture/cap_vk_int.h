@@ -307,6 +307,7 @@ struct cap_slot {
     uint64_t buf_handle, offset, range, view_handle;
     uint64_t sampler; /* capture id of a sampler (immutable ones from the layout) */
     uint32_t layout;  /* VkImageLayout of an image descriptor */
+    uint64_t imm;     /* the layout's immutable sampler for this slot (0: none) */
 };
 /* A descriptor set, or the push descriptors of one set number of a command buffer being
  * expanded (cap_vk_submit.c; then o is unused). */
@@ -689,9 +690,13 @@ uint32_t cap_dset_apply(struct cap_dset *s, const uint64_t *a, uint32_t n);
  * its number of arguments, 0 if malformed. cap.mu held. */
 uint32_t cap_write_ids(uint64_t *a, uint32_t n);
 /* s (its o, pool_handle untouched) shaped like set layout l, every slot empty; var is the
- * variable descriptor count of l's variable-count binding. 0, or -1 (out of memory: recording
- * stops). */
-int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var);
+ * variable descriptor count of l's variable-count binding. The layout's immutable samplers are
+ * in place in a set (a set starts with them), and in push descriptors (push) only once a write
+ * names their binding: push descriptors start undefined, immutable samplers too (a dispatch
+ * that uses one never pushed then lacks it, as the specification says, and replay says so;
+ * NVIDIA's driver computes with something else, lavapipe with the immutable sampler). 0, or -1
+ * (out of memory: recording stops). */
+int cap_dset_shape(struct cap_dset *s, const struct cap_dsl *l, uint32_t var, int push);
 void cap_dset_release(struct cap_dset *s);
 /* The VkWriteDescriptorSet structures (dstSet unset) a template update with data amounts to,
  * handed to fn one by one. cap.mu held (t is a shadow). */

@@ -895,7 +895,7 @@ static void push_set(struct xstate *x, const struct sbt_vk_rec *r)
     struct cap_dset *s = &x->pset[si];
     if (!x->is_push[si] || s->layout_id != l->o.id) {
         cap_dset_release(s);
-        if (cap_dset_shape(s, l, UINT32_MAX) < 0) {
+        if (cap_dset_shape(s, l, UINT32_MAX, 1) < 0) {
             x->failed = 1;
             return;
         }

@@ -935,6 +935,27 @@ ParameterizedTest(struct vkprog *p, vulkan, programs_replay_with_their_own_outpu
     sbt_reader_close(r);
 }
 
+/* Push descriptors start undefined, immutable samplers too: `vk_images unpushed` never pushes
+ * the immutable sampler its shader samples with (a bug this program had; lavapipe used the
+ * immutable sampler, NVIDIA's driver another: the H200 gave another result than replay). The
+ * trace must not fill in what the program never set: replay says which descriptor is missing
+ * instead of replaying a program that never ran. */
+Test(vulkan, unpushed_immutable_sampler_is_missing_not_filled_in)
+{
+    need_vulkan();
+    capture("vk_images", "exact unpushed", "t.sbt");
+    sbt_reader *r = open_tmp("t.sbt");
+    struct replay_result res;
+    int st = replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP), &res);
+    cr_assert_eq(st, 0, "%s", replay_errmsg());
+    cr_assert_gt(res.n_errors, 0, "the dispatches that sample with it replayed");
+    cr_expect(strstr(res.first_error_msg, "set 0 binding 3") &&
+                  strstr(res.first_error_msg, "unwritten"),
+              "%s", res.first_error_msg);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+}
+
 /* Upload rings (tests/vk/vk_ring, issue 14): the host writes next to device output that is
  * still being written, in the same page, from one or several threads, with and without
  * flushes, in device output itself once it is final, through vkMapMemory, vkMapMemory2 and

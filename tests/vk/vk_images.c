@@ -15,9 +15,12 @@
  * a part the device cannot do says "unsupported". `vk_images exact` samples and blits with
  * nearest filtering at whole levels only, so that what it computes is the same on every
  * driver (filtering's precision is the driver's choice): the driver-upgrade tests use it.
+ * `vk_images unpushed` leaves the immutable sampler's binding out of the push descriptors, a
+ * bug of this program's first version: the shader then samples with an undefined sampler.
  * Exits 4 without a device.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +31,8 @@ struct ctx {
     struct vkt v;
     VkCommandPool pool;
     VkFence fence;
-    int exact; /* nearest filtering, whole levels */
+    int exact;    /* nearest filtering, whole levels */
+    int unpushed; /* the push descriptors leave the immutable sampler's binding out */
 };
 
 static VkCommandBuffer begin(struct ctx *c)
@@ -471,7 +475,11 @@ static uint64_t compute_part(struct ctx *c)
     }
 
     /* the same shader through push descriptors (VK_KHR_push_descriptor): pushed plainly, then
-     * through a template, set 0's images and buffer; the layout keeps the immutable sampler */
+     * through a template, set 0's images and buffer, and the immutable sampler's binding:
+     * push descriptors start undefined, immutable samplers too, until a write names their
+     * binding (its pImageInfo is then ignored). Left out, as this program first did, the
+     * shader samples with an undefined sampler: lavapipe used the immutable one, NVIDIA's
+     * driver (580, H200) computed another result, and replay says the descriptor is missing. */
     PFN_vkCmdPushDescriptorSetKHR push = vkt_dev_fn(v, "vkCmdPushDescriptorSetKHR");
     PFN_vkCmdPushDescriptorSetWithTemplateKHR push_t =
         vkt_dev_fn(v, "vkCmdPushDescriptorSetWithTemplateKHR");
@@ -479,6 +487,26 @@ static uint64_t compute_part(struct ctx *c)
     vkt_set_layout_flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     vkt_pipeline_bindings(v, "img_mix", 6, b, 8, NULL, &pp);
     vkt_set_layout_flags = 0;
+    VkDescriptorImageInfo smp_i = {near_s, VK_NULL_HANDLE, VK_IMAGE_LAYOUT_UNDEFINED};
+    VkWriteDescriptorSet pw[6];
+    memcpy(pw, w, sizeof w);
+    pw[5] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                   .dstBinding = 3,
+                                   .descriptorCount = 1,
+                                   .descriptorType = VK_DESCRIPTOR_TYPE_SAMPLER,
+                                   .pImageInfo = &smp_i};
+    struct {
+        VkDescriptorImageInfo img[4];
+        VkDescriptorBufferInfo buf;
+        VkDescriptorImageInfo smp;
+    } ptd = {{ii[0], ii[1], ii[2], ii[3]}, bi, smp_i};
+    VkDescriptorUpdateTemplateEntry pte[6];
+    memcpy(pte, te, sizeof te);
+    pte[4].offset = offsetof(__typeof__(ptd), buf);
+    pte[5] = (VkDescriptorUpdateTemplateEntry){
+        3, 0, 1, VK_DESCRIPTOR_TYPE_SAMPLER, offsetof(__typeof__(ptd), smp), 0};
+    tci.descriptorUpdateEntryCount = c->unpushed ? 5 : 6;
+    tci.pDescriptorUpdateEntries = pte;
     tci.templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR;
     tci.descriptorSetLayout = VK_NULL_HANDLE;
     tci.pipelineBindPoint = VK_PIPELINE_BIND_POINT_COMPUTE;
@@ -490,9 +518,9 @@ static uint64_t compute_part(struct ctx *c)
         cb = begin(c);
         vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pp.pipe);
         if (k == 0)
-            push(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pp.layout, 0, 5, w);
+            push(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pp.layout, 0, c->unpushed ? 5 : 6, pw);
         else
-            push_t(cb, ptpl, pp.layout, 0, &td);
+            push_t(cb, ptpl, pp.layout, 0, &ptd);
         vkCmdPushConstants(cb, pp.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, &pc[2 - k]);
         vkCmdDispatch(cb, 4, 3, 1);
         memory_barrier(cb);
@@ -861,10 +889,20 @@ static int linear_part(struct ctx *c, uint64_t *sum)
 int main(int argc, char **argv)
 {
     struct ctx c;
+    memset(&c, 0, sizeof c);
     static const char *const ext[] = {"VK_KHR_push_descriptor"};
     struct vkt_opts o = {.extensions = ext, .n_extensions = 1};
     vkt_init_opts(&c.v, argv[0], 1, &o);
-    c.exact = argc > 1 && !strcmp(argv[1], "exact");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "exact"))
+            c.exact = 1;
+        else if (!strcmp(argv[i], "unpushed"))
+            c.unpushed = 1;
+        else {
+            fprintf(stderr, "usage: vk_images [exact] [unpushed]\n");
+            return 2;
+        }
+    }
     VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                    .queueFamilyIndex = c.v.family};
     VKT_CHECK(vkCreateCommandPool(c.v.dev, &cpi, NULL, &c.pool));
