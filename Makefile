@@ -19,6 +19,11 @@ CPPFLAGS += -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 XCFLAGS  := -std=c11 -fPIC -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
 LDLIBS   := -lzstd -lxxhash -lprotobuf-c -lvulkan -ldl -lpthread -lm
 FUZZ_SECONDS ?= 20
+# make dist: the tree's name and its build (see "make dist" below)
+VERSION  := $(shell sed -n 's/^\#define REPRISE_VERSION "\(.*\)"/\1/p' cli/cli_main.c)
+DIST_BUILD := build/dist
+DIST_NAME := reprise-$(VERSION)-linux-x86_64
+DIST_DIR := build/$(DIST_NAME)
 
 # ---- the library: every module but capture and cli -----------------------------------------
 LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c checker/*.c)
@@ -68,7 +73,7 @@ BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install dist clean demo test format-check extra golden
+.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install dist dist-tree clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -139,7 +144,8 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 # Module sections below add to these (capture libraries, test programs, shaders).
 EXTRA :=
-TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD)) REPRISE_SRC=$(CURDIR)
+TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD)) REPRISE_SRC=$(CURDIR) \
+  REPRISE_DIST=$(abspath $(DIST_DIR))
 
 # ---- capture: Vulkan layer ---------------------------------------------------------------------
 # (capture section: the capture module owns these lines)
@@ -326,7 +332,7 @@ SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUI
 
 extra: $(EXTRA)
 
-check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS)
+check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS) dist-tree
 	@mkdir -p $(BUILD)/tap
 	@set -e; for t in $(TESTS); do echo "== $$t"; tap=$(BUILD)/tap/$${t##*/}.tap; \
 	  $(TEST_ENV) $(SAN_RUN) $$t --jobs 2 --tap=$$tap; \
@@ -391,16 +397,13 @@ install: all
 # (a linker option file, so that $$ORIGIN reaches the linker unexpanded), assembled by
 # scripts/dist.sh into $(DIST_DIR) with the libraries a bare machine may lack, and packed.
 # It runs from wherever it is unpacked: scripts/gpu-check.sh there runs every GPU path.
-VERSION  := $(shell sed -n 's/^\#define REPRISE_VERSION "\(.*\)"/\1/p' cli/cli_main.c)
-DIST_BUILD := build/dist
-DIST_NAME := reprise-$(VERSION)-linux-x86_64
-DIST_DIR := build/$(DIST_NAME)
-dist:
+dist-tree:
 	@mkdir -p $(DIST_BUILD)
 	printf '%s\n' '-rpath=$$ORIGIN/../lib/reprise:$$ORIGIN:$$ORIGIN/..:$$ORIGIN/../..' \
 	  > $(DIST_BUILD)/rpath.opt
-	$(MAKE) BUILD=$(DIST_BUILD) LDFLAGS=-Wl,@$(abspath $(DIST_BUILD))/rpath.opt all
+	$(MAKE) BUILD=$(DIST_BUILD) CFLAGS="-O2 -g" LDFLAGS=-Wl,@$(abspath $(DIST_BUILD))/rpath.opt all
 	scripts/dist.sh $(DIST_BUILD) $(DIST_DIR)
+dist: dist-tree
 	tar -C build -czf build/$(DIST_NAME).tar.gz $(DIST_NAME)
 	@echo "dist: build/$(DIST_NAME).tar.gz ($$(du -h build/$(DIST_NAME).tar.gz | cut -f1))"
 

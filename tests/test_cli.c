@@ -220,3 +220,107 @@ Test(cli, a_bad_sidecar_exits_3_naming_it)
     cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-every often"), 2), "%s", out);
     cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-at 5,x"), 2), "%s", out);
 }
+
+/* ========================================================================================== */
+/* make dist and scripts/gpu-check.sh                                                         */
+/* ========================================================================================== */
+
+/* Runs a shell command, its output into out; returns its exit code. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4200];
+    snprintf(full, sizeof full, "{ %s; } 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert(p != NULL);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The report line of step (its "| RESULT | step |" row), or NULL. */
+static const char *report_row(const char *report, const char *result, const char *step)
+{
+    char want[256];
+    snprintf(want, sizeof want, "| %s | %s |", result, step);
+    return strstr(report, want);
+}
+
+/* The GPU check rehearsed where there is no GPU, so that it cannot rot between the rare runs
+ * on one: `make dist`'s tree (REPRISE_DIST, made by `make check`), copied elsewhere to show it
+ * runs from wherever it lies, runs scripts/gpu-check.sh on lavapipe and the tree's fake CUDA
+ * driver: every step that can run here passes, the GPU-only ones skip saying why, and the
+ * report, each step's log and each trace's info are written. */
+Test(cli, gpu_check_rehearses_without_a_gpu, .timeout = 600)
+{
+    const char *dist = getenv("REPRISE_DIST");
+    if (!dist || !*dist)
+        cr_skip_test("REPRISE_DIST is not set (run through make check, which makes the tree)");
+    cr_assert(eq(int, sh("cp -a '%s' %s/tree", dist, tmpdir), 0), "%s", out);
+    /* LD_LIBRARY_PATH and VK_* as a user's shell would have them: none of the build's */
+    int rc = sh("cd %s && env -u LD_LIBRARY_PATH GPU_CHECK_FAKE_CUDA=1 GPU_CHECK_ROUNDS=1 "
+                "tree/scripts/gpu-check.sh out",
+                tmpdir);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out/report.md", tmpdir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "no report (exit %d): %s", rc, out);
+    static char rep[1 << 16];
+    size_t n = fread(rep, 1, sizeof rep - 1, f);
+    rep[n] = 0;
+    fclose(f);
+    cr_assert(eq(int, rc, 0), "gpu-check failed:\n%s", rep);
+    cr_assert(strstr(rep, "cuda driver: fake") != NULL, "%s", rep);
+    static const char *const pass[] = {
+        "devices",
+        "cuda-saxpy-fake: capture",
+        "cuda-saxpy-fake: replay --verify op",
+        "cuda-saxpy-fake: check --runs 2",
+        "vk_compute: capture",
+        "vk_compute: replay --verify op",
+        "vk_compute: check --runs 2",
+        "vk_threads: check --runs 2",
+        "vk_images: check --runs 2",
+        "vk_fft: check --runs 2",
+    };
+    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
+        cr_expect(report_row(rep, "PASS", pass[i]) != NULL, "no PASS row for %s:\n%s", pass[i],
+                  rep);
+    cr_expect(report_row(rep, "SKIP", "cuda-torch") != NULL, "%s", rep);
+    cr_expect(report_row(rep, "SKIP", "cuda-streams") != NULL, "%s", rep);
+    cr_expect(report_row(rep, "INFO", "timing vulkan") != NULL, "%s", rep);
+    cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
+    cr_expect(eq(int, sh("test -s %s/out/vk_compute.info && grep -q 'complete   yes' "
+                         "%s/out/vk_compute.info",
+                         tmpdir, tmpdir),
+                 0),
+              "vk_compute.info: %s", out);
+    cr_expect(eq(int, sh("ls %s/out/*-vk_compute-capture.log", tmpdir), 0), "%s", out);
+}
+
+/* The tree needs nothing outside it but glibc and the machine's drivers: every program and
+ * library in it resolves its libraries inside it (the rest: glibc's, the compiler's run-time,
+ * the CUDA driver), with no LD_LIBRARY_PATH. */
+Test(cli, dist_tree_resolves_its_libraries_inside_itself)
+{
+    const char *dist = getenv("REPRISE_DIST");
+    if (!dist || !*dist)
+        cr_skip_test("REPRISE_DIST is not set (run through make check, which makes the tree)");
+    cr_assert(eq(int, sh("cp -a '%s' %s/tree", dist, tmpdir), 0), "%s", out);
+    int rc = sh("cd %s/tree && find . -type f \\( -perm -u+x -o -name '*.so*' \\) | while read f; do "
+                "head -c 4 \"$f\" | grep -q ELF || continue; "
+                "case $f in */vk-fallback/*) continue;; esac; "
+                "env -u LD_LIBRARY_PATH ldd \"$f\" 2>/dev/null | awk -v f=\"$f\" '$2 == \"=>\" "
+                "{ print f, $1, $3 }'; done | grep -Ev ' (libc|libm|libdl|libpthread|librt|"
+                "libgcc_s|libstdc\\+\\+|libcuda)\\.so' | grep -v \" $PWD/\"",
+                tmpdir);
+    cr_expect(ne(int, rc, 0), "libraries resolved outside the tree:\n%s", out);
+    cr_assert(eq(int, sh("env -u LD_LIBRARY_PATH %s/tree/bin/reprise --version", tmpdir), 0),
+              "%s", out);
+}
