@@ -125,6 +125,15 @@ void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod);
 void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name);
 void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name);
 void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k);
+/* Stream capture (lock held): c's stream begins capturing into a new graph recording; ends
+ * (with graph, its handle, or NULL when the capture failed); a graph instantiated; destroyed
+ * (either may be NULL); an exec launched on c's stream: the recording's ops are emitted there
+ * (or an unmodelled call when the graph was not made by stream capture). */
+void cap_cuda_rec_capture_begin(const struct cap_cuda_call *c);
+void cap_cuda_rec_capture_end(const struct cap_cuda_call *c, CUgraph graph);
+void cap_cuda_rec_graph_instantiate(CUgraphExec exec, CUgraph graph);
+void cap_cuda_rec_graph_destroy(CUgraph graph, CUgraphExec exec);
+void cap_cuda_rec_graph_launch(const struct cap_cuda_call *c, CUgraphExec exec);
 /* cuFuncSetAttribute / cuKernelSetAttribute succeeded on the function or kernel h: the
  * attribute goes with its launches from now on (FUNC_ATTR). */
 void cap_cuda_rec_func_attr(uint64_t h, int attrib, int value);

@@ -153,6 +153,30 @@ struct event {
     uint32_t id;
     uint32_t rec_stream; /* sbt stream of its latest record, 0 = never recorded */
     uint64_t rec_ord;    /* emit ordinal of that record */
+    struct grec *cap;    /* recorded in a capturing stream: a wait on it joins that capture */
+};
+
+/* CUDA graphs made by stream capture: the ops that would have run on the capturing streams, in
+ * the order the program issued them (a valid order of the graph: capture only adds
+ * dependencies on work issued before), emitted again on the launching stream at each
+ * cuGraphLaunch. Graphs built or changed through the node API are not modelled (their calls
+ * are AFFECTS), nor stream-ordered allocations inside a capture (bad). */
+struct gop {
+    struct sbt_op op;
+    struct sbt_access *acc;
+    uint8_t *payload;
+    uint32_t payload_len;
+    CUevent event;         /* an event record: the event is recorded again at each launch */
+    void *read_host;       /* an async device-to-host copy: the host read after each launch */
+    uint64_t read_len, read_res, read_off;
+};
+struct grec {
+    struct grec *next; /* every recording, freed at the end */
+    uint32_t id;
+    int open; /* still capturing */
+    struct gop *ops;
+    size_t n, cap;
+    char bad[96]; /* why its launches cannot be replayed; "" when they can */
 };
 
 struct kern {
@@ -204,6 +228,12 @@ static struct {
         uint64_t ref_host; /* host ns when ref completed */
     } dev[MAX_DEV];
     struct hmap streams, pt_streams, host_streams, events, modules, libs, funcs;
+    /* stream capture: sbt stream id -> the grec it captures into; CUgraph and CUgraphExec
+     * handles -> the grec they hold */
+    struct hmap cap_streams, graphs, execs;
+    struct grec *grecs;
+    uint32_t n_grecs;
+    struct gop *captured; /* the op the last emit put into a capture, NULL when written */
     struct kern **kerns; /* every kern, for freeing (funcs may alias one) */
     size_t n_kerns, cap_kerns;
     struct alloc *allocs; /* live, sorted by base */
@@ -496,10 +526,14 @@ static void drain(int force)
 
 /* Emits op with accesses acc and the payload being built in g.enc. ev0/ev1: timing events
  * (NULL for none); the op then waits in the queue with every later op behind it. */
+static void graph_add(struct grec *gr, const struct sbt_op *op, const struct sbt_access *acc,
+                      uint32_t n_acc);
+
 static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc, CUevent ev0,
                  CUevent ev1, uint32_t dev)
 {
     g.ord++;
+    g.captured = NULL;
     if (!g.on)
         return;
     if (sbt_vk_enc_status(&g.enc) < 0) {
@@ -507,6 +541,11 @@ static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc
         return;
     }
     op->thread = tid();
+    struct grec *gr = op->stream ? hget(&g.cap_streams, op->stream) : NULL;
+    if (gr) { /* issued to a capturing stream: a graph node, run at each launch */
+        graph_add(gr, op, acc, n_acc);
+        return;
+    }
     op->n_access = n_acc;
     op->access = acc;
     if (g.enc.len) {
@@ -821,11 +860,23 @@ static void event_op(const struct cap_cuda_call *c, uint32_t kind, CUevent e, un
     enc_call(c, CUDA_SUCCESS);
     uint64_t a[3] = {ev->id, 0, flags};
     sbt_vk_enc_rec(&g.enc, SBT_CUDA_EVENT, a, 3, NULL, 0);
+    struct grec *gr = hget(&g.cap_streams, op.stream);
+    if (kind == SBT_OP_EVENT_WAIT && !gr && ev->cap && ev->cap->open) {
+        /* a stream waiting on an event of a capture joins it: the wait is a graph node */
+        if (hput(&g.cap_streams, op.stream, ev->cap))
+            cap_cuda_fail("out of memory");
+        gr = ev->cap;
+    }
     if (kind == SBT_OP_EVENT_RECORD) {
-        ev->rec_stream = op.stream;
-        ev->rec_ord = g.ord + 1;
+        ev->cap = gr;
+        if (!gr) {
+            ev->rec_stream = op.stream;
+            ev->rec_ord = g.ord + 1;
+        }
     }
     emit(&op, NULL, 0, NULL, NULL, 0);
+    if (g.captured && kind == SBT_OP_EVENT_RECORD)
+        g.captured->event = e;
 }
 
 void cap_cuda_rec_event_record(const struct cap_cuda_call *c, CUevent e, unsigned flags)
@@ -1159,6 +1210,13 @@ void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdevicep
     emit(&op, acc, n_acc, NULL, NULL, 0);
     if (dir != SBT_COPY_D2H || !ok || !n)
         return;
+    if (g.captured) { /* read when a launch of its graph has run */
+        g.captured->read_host = (void *)(uintptr_t)dp;
+        g.captured->read_len = n;
+        g.captured->read_res = sres;
+        g.captured->read_off = soff;
+        return;
+    }
     if (!is_async) {
         host_read(sres, soff, (const void *)(uintptr_t)dp, n);
         return;
@@ -1538,7 +1596,7 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
     int packed = pack_params(k, l, &buf, &len, &form) == 0;
     uint32_t stream = stream_of(&c, &dev);
     CUevent ev0 = NULL, ev1 = NULL;
-    if (g.timing)
+    if (g.timing && !hget(&g.cap_streams, stream)) /* (an event record would be a graph node) */
         timing_begin(&c, dev, &ev0, &ev1);
     c.t0 = cap_cuda_now();
     CUresult r = issue(ctx);
@@ -1652,6 +1710,168 @@ CUresult cap_cuda_rec_launch(const struct cap_cuda_call *cc, const struct cap_cu
 /* ========================================================================================== */
 /* Start and end                                                                              */
 /* ========================================================================================== */
+
+/* ========================================================================================== */
+/* CUDA graphs made by stream capture                                                          */
+/* ========================================================================================== */
+
+static void graph_add(struct grec *gr, const struct sbt_op *op, const struct sbt_access *acc,
+                      uint32_t n_acc)
+{
+    if (op->kind == SBT_OP_ALLOC || op->kind == SBT_OP_FREE)
+        snprintf(gr->bad, sizeof gr->bad, "a stream-ordered allocation or free inside a graph");
+    if (gr->n == gr->cap) {
+        size_t c = gr->cap ? 2 * gr->cap : 16;
+        struct gop *n = realloc(gr->ops, c * sizeof *n);
+        if (!n) {
+            cap_cuda_fail("out of memory recording a graph");
+            return;
+        }
+        gr->ops = n, gr->cap = c;
+    }
+    struct gop *o = &gr->ops[gr->n];
+    memset(o, 0, sizeof *o);
+    o->op = *op;
+    if ((n_acc && !(o->acc = malloc(n_acc * sizeof *acc))) ||
+        (g.enc.len && !(o->payload = malloc(g.enc.len)))) {
+        free(o->acc);
+        cap_cuda_fail("out of memory recording a graph");
+        return;
+    }
+    if (n_acc)
+        memcpy(o->acc, acc, n_acc * sizeof *acc);
+    if (g.enc.len)
+        memcpy(o->payload, g.enc.buf, g.enc.len);
+    o->payload_len = (uint32_t)g.enc.len;
+    o->op.n_access = n_acc;
+    o->op.access = NULL;
+    o->op.payload = (struct sbt_ext){0};
+    gr->n++;
+    g.captured = o;
+}
+
+void cap_cuda_rec_capture_begin(const struct cap_cuda_call *c)
+{
+    if (!g.on)
+        return;
+    uint32_t sid = stream_of(c, NULL);
+    struct grec *gr = calloc(1, sizeof *gr);
+    if (!gr || hput(&g.cap_streams, sid, gr)) {
+        free(gr);
+        cap_cuda_fail("out of memory");
+        return;
+    }
+    gr->id = ++g.n_grecs;
+    gr->open = 1;
+    gr->next = g.grecs;
+    g.grecs = gr;
+}
+
+void cap_cuda_rec_capture_end(const struct cap_cuda_call *c, CUgraph graph)
+{
+    if (!g.on)
+        return;
+    struct grec *gr = hget(&g.cap_streams, stream_of(c, NULL));
+    if (!gr)
+        return;
+    gr->open = 0;
+    for (size_t i = 0; i < g.cap_streams.cap; i++) /* every stream that joined it */
+        if (g.cap_streams.keys[i] && g.cap_streams.keys[i] != UINT64_MAX &&
+            g.cap_streams.vals[i] == gr)
+            hdel(&g.cap_streams, g.cap_streams.keys[i]);
+    if (graph && hput(&g.graphs, (uintptr_t)graph, gr))
+        cap_cuda_fail("out of memory");
+}
+
+void cap_cuda_rec_graph_instantiate(CUgraphExec exec, CUgraph graph)
+{
+    if (!g.on)
+        return;
+    struct grec *gr = hget(&g.graphs, (uintptr_t)graph);
+    hdel(&g.execs, (uintptr_t)exec);
+    if (gr && hput(&g.execs, (uintptr_t)exec, gr))
+        cap_cuda_fail("out of memory");
+}
+
+void cap_cuda_rec_graph_destroy(CUgraph graph, CUgraphExec exec)
+{
+    if (graph)
+        hdel(&g.graphs, (uintptr_t)graph);
+    if (exec)
+        hdel(&g.execs, (uintptr_t)exec);
+}
+
+void cap_cuda_rec_graph_launch(const struct cap_cuda_call *c, CUgraphExec exec)
+{
+    if (!g.on)
+        return;
+    struct grec *gr = hget(&g.execs, (uintptr_t)exec);
+    if (!gr || gr->bad[0]) {
+        char what[160];
+        snprintf(what, sizeof what, "cuGraphLaunch of %s",
+                 !gr ? "a graph not made by stream capture (or changed since)" : gr->bad);
+        cap_cuda_unsupported(what, 1);
+        unsupported_marker(what);
+        return;
+    }
+    uint32_t sid = stream_of(c, NULL);
+    struct sbt_op m;
+    op_init(&m, SBT_OP_MARKER, c);
+    m.stream = host_stream();
+    m.flags = SBT_OPF_OBJ;
+    m.obj = gr->id;
+    enc_call(c, CUDA_SUCCESS);
+    emit(&m, NULL, 0, NULL, NULL, 0);
+    for (size_t i = 0; i < gr->n; i++) {
+        const struct gop *o = &gr->ops[i];
+        struct sbt_op op = o->op;
+        op.stream = sid;
+        op.host_begin = c->t0;
+        op.host_end = c->t1 >= c->t0 ? c->t1 : c->t0;
+        op.flags &= ~(uint32_t)SBT_OPF_DEV_TIME;
+        sbt_vk_enc_reset(&g.enc);
+        if (o->payload_len)
+            sbt_vk_enc_raw(&g.enc, o->payload, o->payload_len); /* emit checks the status */
+        emit(&op, o->acc, op.n_access, NULL, NULL, 0);
+        if (o->event) { /* recorded again by this launch */
+            struct event *ev = event_of(o->event);
+            if (ev && !g.captured) {
+                ev->rec_stream = sid;
+                ev->rec_ord = g.ord;
+            }
+        }
+        if (o->read_host && !g.captured) { /* read when the launch is seen finished */
+            if (g.n_reads == g.cap_reads) {
+                size_t cap = g.cap_reads ? g.cap_reads * 2 : 64;
+                struct pending_read *r = realloc(g.reads, cap * sizeof *r);
+                if (!r) {
+                    cap_cuda_fail("out of memory");
+                    return;
+                }
+                g.reads = r, g.cap_reads = cap;
+            }
+            g.reads[g.n_reads++] = (struct pending_read){sid, o->read_host, o->read_len,
+                                                         o->read_res, o->read_off, g.ord};
+        }
+    }
+}
+
+static void graphs_free(void)
+{
+    while (g.grecs) {
+        struct grec *gr = g.grecs;
+        g.grecs = gr->next;
+        for (size_t i = 0; i < gr->n; i++) {
+            free(gr->ops[i].acc);
+            free(gr->ops[i].payload);
+        }
+        free(gr->ops);
+        free(gr);
+    }
+    hfree(&g.cap_streams, 0);
+    hfree(&g.graphs, 0);
+    hfree(&g.execs, 0);
+}
 
 static void meta(const char *k, const char *v)
 {
@@ -1789,6 +2009,7 @@ static void rec_stop(void)
     hfree(&g.modules, 0);
     hfree(&g.libs, 0);
     hfree(&g.funcs, 0);
+    graphs_free();
     for (size_t i = 0; i < g.n_kerns; i++) {
         free(g.kerns[i]->off);
         free(g.kerns[i]->size);

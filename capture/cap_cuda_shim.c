@@ -771,6 +771,88 @@ CUresult cuEventDestroy(CUevent hEvent)
 EVENT_WRAPPERS(, 0)
 EVENT_WRAPPERS(_ptsz, 1)
 
+/* ---- stream capture and graphs -----------------------------------------------------------------
+ * Work issued to a capturing stream only becomes part of a graph; it runs at each cuGraphLaunch
+ * of an exec instantiated from it (cap_cuda_rec.c records it then). */
+
+#define BEGIN_CAPTURE(NAME, PT, ...)                                   \
+    {                                                                  \
+        ENQ_BEGIN(cuStreamBeginCapture_v2, PT, s)                      \
+        CUresult r = CAP_NEXT(NAME)(__VA_ARGS__);                      \
+        ENQ_END(cap_cuda_rec_capture_begin(&c))                        \
+    }
+CUresult cuStreamBeginCapture(CUstream s) BEGIN_CAPTURE(cuStreamBeginCapture, 0, s)
+CUresult cuStreamBeginCapture_ptsz(CUstream s) BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, 1, s)
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2, 0, s, mode)
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, 1, s, mode)
+
+/* A capture that fails (invalidated) ends too: its streams stop capturing. */
+#define END_CAPTURE(NAME, PT)                                                      \
+    {                                                                              \
+        int rec = cap_cuda_enter();                                                \
+        struct cap_cuda_call c = {SBT_CUDA_API_cuStreamEndCapture, PT, s, 0, 0};   \
+        if (rec)                                                                   \
+            cap_cuda_lock();                                                       \
+        CUresult r = CAP_NEXT(NAME)(s, g);                                         \
+        if (rec) {                                                                 \
+            cap_cuda_rec_capture_end(&c, r == CUDA_SUCCESS && g ? *g : NULL);      \
+            cap_cuda_unlock();                                                     \
+            cap_cuda_leave();                                                      \
+        }                                                                          \
+        return r;                                                                  \
+    }
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g) END_CAPTURE(cuStreamEndCapture, 0)
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) END_CAPTURE(cuStreamEndCapture_ptsz, 1)
+
+#define INSTANTIATE(NAME, ...)                                         \
+    {                                                                  \
+        ENQ_BEGIN(cuGraphInstantiateWithFlags, 0, NULL)                \
+        CUresult r = CAP_NEXT(NAME)(__VA_ARGS__);                      \
+        ENQ_END(cap_cuda_rec_graph_instantiate(*x, graph))             \
+    }
+CUresult cuGraphInstantiate(CUgraphExec *x, CUgraph graph, CUgraphNode *err, char *log, size_t n)
+    INSTANTIATE(cuGraphInstantiate, x, graph, err, log, n)
+CUresult cuGraphInstantiate_v2(CUgraphExec *x, CUgraph graph, CUgraphNode *err, char *log,
+                               size_t n) INSTANTIATE(cuGraphInstantiate_v2, x, graph, err, log, n)
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph graph, unsigned long long flags)
+    INSTANTIATE(cuGraphInstantiateWithFlags, x, graph, flags)
+CUresult cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph graph,
+                                      CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+    INSTANTIATE(cuGraphInstantiateWithParams, x, graph, p)
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph graph,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+    INSTANTIATE(cuGraphInstantiateWithParams_ptsz, x, graph, p)
+
+CUresult cuGraphLaunch(CUgraphExec x, CUstream s)
+{
+    ENQ_BEGIN(cuGraphLaunch, 0, s)
+    CUresult r = CAP_NEXT(cuGraphLaunch)(x, s);
+    ENQ_END(cap_cuda_rec_graph_launch(&c, x))
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s)
+{
+    ENQ_BEGIN(cuGraphLaunch, 1, s)
+    CUresult r = CAP_NEXT(cuGraphLaunch_ptsz)(x, s);
+    ENQ_END(cap_cuda_rec_graph_launch(&c, x))
+}
+
+CUresult cuGraphDestroy(CUgraph graph)
+{
+    ENQ_BEGIN(cuGraphDestroy, 0, NULL)
+    CUresult r = CAP_NEXT(cuGraphDestroy)(graph);
+    ENQ_END(cap_cuda_rec_graph_destroy(graph, NULL))
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec x)
+{
+    ENQ_BEGIN(cuGraphExecDestroy, 0, NULL)
+    CUresult r = CAP_NEXT(cuGraphExecDestroy)(x);
+    ENQ_END(cap_cuda_rec_graph_destroy(NULL, x))
+}
+
 /* ---- launches ---------------------------------------------------------------------------------
  */
 

@@ -142,7 +142,13 @@ enum sbt_cuda_call {
     X(cuStreamDestroy, 48)            \
     X(cuEventDestroy, 49)             \
     X(cuFuncSetAttribute, 50)         \
-    X(cuKernelSetAttribute, 51)
+    X(cuKernelSetAttribute, 51)       \
+    X(cuStreamBeginCapture_v2, 52)    \
+    X(cuStreamEndCapture, 53)         \
+    X(cuGraphInstantiateWithFlags, 54) \
+    X(cuGraphLaunch, 55)              \
+    X(cuGraphDestroy, 56)             \
+    X(cuGraphExecDestroy, 57)
 
 enum sbt_cuda_api {
 #define SBT_CUDA__API(name, val) SBT_CUDA_API_##name = val,

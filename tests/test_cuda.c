@@ -688,6 +688,9 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"gpa", 0, "cuGetProcAddress(cuMemsetD32): unidentified entry point"},
         {"gpa_unused", 1, ""},
         {"funcattr", 1, ""},
+        {"graph", 1, ""},
+        {"graph_node", 0, "cuGraphAddEmptyNode"},
+        {"graph_node", 0, "cuGraphLaunch of a graph not made by stream capture"},
     };
     return cr_make_param_array(struct memkind_case, cases, sizeof cases / sizeof cases[0]);
 }

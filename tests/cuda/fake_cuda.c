@@ -814,8 +814,63 @@ CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
     return param_info((const struct fake_obj *)k, i, off, size);
 }
 
+/* ========================================================================================== */
+/* Stream capture and graphs                                                                  */
+/* ========================================================================================== */
+
+/* Work issued to a capturing stream is recorded as tasks, not run; a graph exec runs its graph's
+ * tasks in the order they were issued (one valid order of any graph stream capture makes).
+ * A stream joins a capture by waiting on an event recorded in it; EndCapture ends it for all. */
+enum { T_LAUNCH, T_ANY, T_HTOD, T_DTOH, T_DTOD, T_FILL };
+struct task {
+    int kind;
+    const struct fake_obj *f; /* T_LAUNCH: the function, its packed parameters, threads */
+    uint8_t buf[64];
+    uint64_t threads;
+    uint64_t d, s; /* copies and fills: destination, source; fills: value, element size */
+    size_t n;
+    uint32_t v;
+    int elem;
+};
+struct CUgraph_st {
+    struct task *t;
+    size_t n, cap;
+    CUstream joined[8]; /* the streams capturing into it */
+    int n_joined;
+};
+struct CUgraphExec_st {
+    struct task *t;
+    size_t n;
+};
+struct CUstream_st {
+    unsigned flags;
+    CUgraph cap; /* the graph it is capturing into, or NULL */
+};
+struct CUevent_st {
+    uint64_t t;  /* host ns of the latest record */
+    CUgraph cap; /* recorded in a capturing stream: waiting on it joins that capture */
+};
+
+static CUgraph capturing(CUstream s)
+{
+    return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? s->cap : NULL;
+}
+
+static CUresult defer(CUgraph g, const struct task *t)
+{
+    if (g->n == g->cap) {
+        size_t c = g->cap ? 2 * g->cap : 16;
+        struct task *nt = realloc(g->t, c * sizeof *nt);
+        if (!nt)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->t = nt, g->cap = c;
+    }
+    g->t[g->n++] = *t;
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, void **params,
-                       void **extra)
+                       void **extra, CUstream st)
 {
     NEED_INIT();
     const struct fake_obj *f = (const struct fake_obj *)fn;
@@ -842,6 +897,12 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
         for (uint32_t i = 0; i < f->k->n_params; i++)
             memcpy(buf + f->k->off[i], params[i], f->k->size[i]);
     }
+    CUgraph g = capturing(st);
+    if (g) {
+        struct task t = {.kind = T_LAUNCH, .f = f, .threads = (uint64_t)gx * bx};
+        memcpy(t.buf, buf, sizeof buf);
+        return defer(g, &t);
+    }
     struct launch l = {buf, (uint64_t)gx * bx};
     return f->k->fn(&l);
 }
@@ -851,22 +912,22 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
                                  unsigned int bx, unsigned int by, unsigned int bz,               \
                                  unsigned int shmem, CUstream s, void **params, void **extra)     \
     {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz, (void)s;                                          \
-        return launch(f, gx, bx, shmem, params, extra);                                           \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
+        return launch(f, gx, bx, shmem, params, extra, s);                                        \
     }                                                                                             \
     CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,          \
                                    void **extra)                                                  \
     {                                                                                             \
         if (!c)                                                                                   \
             return CUDA_ERROR_INVALID_VALUE;                                                      \
-        return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra);            \
+        return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra, c->hStream); \
     }                                                                                             \
     CUresult cuLaunchCooperativeKernel##SFX(                                                      \
         CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
         unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
     {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz, (void)s;                                          \
-        return launch(f, gx, bx, shmem, params, NULL);                                            \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
+        return launch(f, gx, bx, shmem, params, NULL, s);                                         \
     }
 LAUNCHES()
 LAUNCHES(_ptsz)
@@ -1367,6 +1428,36 @@ static CUresult fill(CUdeviceptr d, uint32_t v, size_t n, int elem)
     return CUDA_SUCCESS;
 }
 
+/* A task run now (or again, at a graph's launch). */
+static CUresult run_task(const struct task *t)
+{
+    switch (t->kind) {
+    case T_LAUNCH: {
+        struct launch l = {t->buf, t->threads};
+        return t->f->k->fn(&l);
+    }
+    case T_ANY:
+        return any(t->d, t->s, t->n);
+    case T_HTOD:
+        return htod(t->d, (const void *)(uintptr_t)t->s, t->n);
+    case T_DTOH:
+        return dtoh((void *)(uintptr_t)t->d, t->s, t->n);
+    case T_DTOD:
+        return dtod(t->d, t->s, t->n);
+    default:
+        return fill(t->d, t->v, t->n, t->elem);
+    }
+}
+
+/* An asynchronous copy or fill on stream st: run, or recorded while st captures. */
+static CUresult async_op(CUstream st, int kind, uint64_t d, uint64_t s, size_t n, uint32_t v,
+                         int elem)
+{
+    struct task t = {.kind = kind, .d = d, .s = s, .n = n, .v = v, .elem = elem};
+    CUgraph g = capturing(st);
+    return g ? defer(g, &t) : run_task(&t);
+}
+
 #define COPIES(SFX, ASFX)                                                                    \
     CUresult cuMemcpy##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                           \
     {                                                                                        \
@@ -1386,23 +1477,19 @@ static CUresult fill(CUdeviceptr d, uint32_t v, size_t n, int elem)
     }                                                                                        \
     CUresult cuMemcpyAsync##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)        \
     {                                                                                        \
-        (void)st;                                                                            \
-        return any(d, s, n);                                                                 \
+        return async_op(st, T_ANY, d, s, n, 0, 0);                                           \
     }                                                                                        \
     CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr d, const void *s, size_t n, CUstream st) \
     {                                                                                        \
-        (void)st;                                                                            \
-        return htod(d, s, n);                                                                \
+        return async_op(st, T_HTOD, d, (uint64_t)(uintptr_t)s, n, 0, 0);                     \
     }                                                                                        \
     CUresult cuMemcpyDtoHAsync_v2##ASFX(void *d, CUdeviceptr s, size_t n, CUstream st)       \
     {                                                                                        \
-        (void)st;                                                                            \
-        return dtoh(d, s, n);                                                                \
+        return async_op(st, T_DTOH, (uint64_t)(uintptr_t)d, s, n, 0, 0);                     \
     }                                                                                        \
     CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) \
     {                                                                                        \
-        (void)st;                                                                            \
-        return dtod(d, s, n);                                                                \
+        return async_op(st, T_DTOD, d, s, n, 0, 0);                                          \
     }                                                                                        \
     CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                    \
     {                                                                                        \
@@ -1418,18 +1505,15 @@ static CUresult fill(CUdeviceptr d, uint32_t v, size_t n, int elem)
     }                                                                                        \
     CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)    \
     {                                                                                        \
-        (void)st;                                                                            \
-        return fill(d, v, n, 1);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 1);                                                             \
     }                                                                                        \
     CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)  \
     {                                                                                        \
-        (void)st;                                                                            \
-        return fill(d, v, n, 2);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 2);                                                             \
     }                                                                                        \
     CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)    \
     {                                                                                        \
-        (void)st;                                                                            \
-        return fill(d, v, n, 4);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 4);                                                             \
     }
 COPIES(, )
 COPIES(_ptds, _ptsz)
@@ -1438,12 +1522,6 @@ COPIES(_ptds, _ptsz)
 /* Streams and events                                                                         */
 /* ========================================================================================== */
 
-struct CUstream_st {
-    unsigned flags;
-};
-struct CUevent_st {
-    uint64_t t; /* host ns of the latest record */
-};
 
 static uint64_t now_ns(void)
 {
@@ -1516,6 +1594,20 @@ CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     return elapsed(ms, a, b);
 }
 
+/* A stream waiting on an event recorded in a capturing stream joins that capture. */
+static CUresult join(CUstream s, CUevent e)
+{
+    CUgraph g = e->cap;
+    if (!g || capturing(s) == g)
+        return CUDA_SUCCESS;
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->cap ||
+        g->n_joined == (int)(sizeof g->joined / sizeof g->joined[0]))
+        return CUDA_ERROR_INVALID_VALUE; /* (a real driver joins more) */
+    s->cap = g;
+    g->joined[g->n_joined++] = s;
+    return CUDA_SUCCESS;
+}
+
 #define STREAM_OPS(SFX)                                                             \
     CUresult cuStreamSynchronize##SFX(CUstream s)                                   \
     {                                                                               \
@@ -1530,15 +1622,15 @@ CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     }                                                                               \
     CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)      \
     {                                                                               \
-        (void)s, (void)flags;                                                       \
-        return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;                        \
+        (void)flags;                                                                \
+        return e ? join(s, e) : CUDA_ERROR_INVALID_HANDLE;                          \
     }                                                                               \
     CUresult cuEventRecord##SFX(CUevent e, CUstream s)                              \
     {                                                                               \
-        (void)s;                                                                    \
         if (!e)                                                                     \
             return CUDA_ERROR_INVALID_HANDLE;                                       \
         e->t = now_ns();                                                            \
+        e->cap = capturing(s);                                                      \
         return CUDA_SUCCESS;                                                        \
     }                                                                               \
     CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags) \
@@ -1548,6 +1640,173 @@ CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     }
 STREAM_OPS()
 STREAM_OPS(_ptsz)
+
+static CUresult begin_capture(CUstream s)
+{
+    NEED_INIT();
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->cap)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    CUgraph g = calloc(1, sizeof *g);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->cap = g;
+    g->joined[g->n_joined++] = s;
+    return CUDA_SUCCESS;
+}
+
+static CUresult end_capture(CUstream s, CUgraph *out)
+{
+    CUgraph g = capturing(s);
+    if (!g || !out)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    for (int i = 0; i < g->n_joined; i++)
+        g->joined[i]->cap = NULL;
+    g->n_joined = 0;
+    *out = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture(CUstream s)
+{
+    return begin_capture(s);
+}
+
+CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+    return begin_capture(s);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+    return end_capture(s, g);
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
+{
+    return end_capture(s, g);
+}
+
+/* A graph built with the node API: the fake's nodes do nothing. */
+CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+    (void)flags;
+    NEED_INIT();
+    return g && (*g = calloc(1, sizeof **g)) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuGraphAddEmptyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n)
+{
+    (void)deps, (void)n;
+    if (!g || !node)
+        return CUDA_ERROR_INVALID_VALUE;
+    *node = (CUgraphNode)g; /* any non-null handle */
+    return CUDA_SUCCESS;
+}
+
+static CUresult instantiate(CUgraphExec *x, CUgraph g)
+{
+    NEED_INIT();
+    if (!x || !g)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraphExec e = calloc(1, sizeof *e);
+    if (!e || (g->n && !(e->t = malloc(g->n * sizeof *e->t)))) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (g->n)
+        memcpy(e->t, g->t, g->n * sizeof *e->t);
+    e->n = g->n;
+    *x = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    (void)err, (void)log, (void)n;
+    return instantiate(x, g);
+}
+
+CUresult cuGraphInstantiate_v2(CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    (void)err, (void)log, (void)n;
+    return instantiate(x, g);
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long flags)
+{
+    (void)flags;
+    return instantiate(x, g);
+}
+
+CUresult cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    (void)p;
+    return instantiate(x, g);
+}
+
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    (void)p;
+    return instantiate(x, g);
+}
+
+/* The graph's tasks, in order; into the graph of a capturing stream instead (a child graph). */
+static CUresult graph_launch(CUgraphExec x, CUstream s)
+{
+    NEED_INIT();
+    if (!x)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = capturing(s);
+    for (size_t i = 0; i < x->n; i++) {
+        CUresult r = g ? defer(g, &x->t[i]) : run_task(&x->t[i]);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec x, CUstream s)
+{
+    return graph_launch(x, s);
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s)
+{
+    return graph_launch(x, s);
+}
+
+CUresult cuGraphDestroy(CUgraph g)
+{
+    if (g) {
+        free(g->t);
+        free(g);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec x)
+{
+    if (x) {
+        free(x->t);
+        free(x);
+    }
+    return CUDA_SUCCESS;
+}
 
 /* ========================================================================================== */
 /* cuGetProcAddress and cuGetExportTable                                                      */

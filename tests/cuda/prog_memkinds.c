@@ -16,6 +16,10 @@
  *   zerocopy     a kernel writing pinned host memory through its device alias (not replayable)
  *   devhost      cuMemcpyHtoD whose "host" source is a device allocation (a device copy)
  *   unmodelled   cuCtxSetLimit between two launches (not replayable)
+ *   graph        a graph made by stream capture (two streams joined by events, a launch, a
+ *                memset, a device-to-device and a device-to-host copy) launched twice, the host
+ *                changing its input in between: replayable, each launch's read-back compared
+ *   graph_node   a graph made with the node API, launched (not replayable)
  *   funcattr     launches with 64 KiB of dynamic shared memory, allowed by the function's
  *                MAX_DYNAMIC_SHARED_SIZE_BYTES (cuFuncSetAttribute on a module's function,
  *                cuKernelSetAttribute on a library's kernel): replay must set them too
@@ -349,6 +353,68 @@ static int funcattr(void)
     return 0;
 }
 
+static int graph(void)
+{
+    CUstream s, s2;
+    CUevent fork, joined;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&joined, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr a, b;
+    CK(cuMemAlloc(&a, N * 4));
+    CK(cuMemAlloc(&b, N * 4));
+    static unsigned in[N], out[N];
+    for (unsigned i = 0; i < N; i++)
+        in[i] = i * 3u;
+    CK(cuMemcpyHtoD(a, in, sizeof in));
+    /* captured, not run: a += 0.5 * a (saxpy on s), b = 7 on s2 after a fork, b[0..N/2) = a
+     * on s after the join, then b back to the host */
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    saxpy(0.5f, a, a, N, s);
+    CK(cuEventRecord(fork, s));
+    CK(cuStreamWaitEvent(s2, fork, 0));
+    CK(cuMemsetD32Async(b, 7u, N, s2));
+    CK(cuEventRecord(joined, s2));
+    CK(cuStreamWaitEvent(s, joined, 0));
+    CK(cuMemcpyDtoDAsync(b, a, N / 2 * 4, s));
+    CK(cuMemcpyDtoHAsync(out, b, sizeof out, s));
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    CUgraphExec x;
+    CK(cuGraphInstantiate(&x, g, 0));
+    for (int launch = 0; launch < 2; launch++) {
+        memset(out, 0, sizeof out);
+        CK(cuGraphLaunch(x, s));
+        CK(cuStreamSynchronize(s));
+        print_words(launch ? "graph launch 2" : "graph launch 1", out, sizeof out);
+        for (unsigned i = 0; i < N; i++) /* the next launch starts from other values */
+            in[i] = i + 1000u * (unsigned)launch;
+        CK(cuMemcpyHtoD(a, in, sizeof in));
+    }
+    CK(cuGraphExecDestroy(x));
+    CK(cuGraphDestroy(g));
+    CK(cuMemFree(a));
+    CK(cuMemFree(b));
+    return 0;
+}
+
+static int graph_node(void)
+{
+    CUgraph g;
+    CUgraphNode n;
+    CUgraphExec x;
+    CK(cuGraphCreate(&g, 0));
+    CK(cuGraphAddEmptyNode(&n, g, NULL, 0));
+    CK(cuGraphInstantiate(&x, g, 0));
+    CK(cuGraphLaunch(x, NULL));
+    CK(cuCtxSynchronize());
+    printf("graph_node: launched\n");
+    CK(cuGraphExecDestroy(x));
+    CK(cuGraphDestroy(g));
+    return 0;
+}
+
 static int libglobal(void)
 {
     CUlibrary lib;
@@ -421,6 +487,8 @@ int main(int argc, char **argv)
             : !strcmp(m, "gpa_unused") ? gpa_unused()
             : !strcmp(m, "libglobal")  ? libglobal()
             : !strcmp(m, "funcattr")   ? funcattr()
+            : !strcmp(m, "graph")      ? graph()
+            : !strcmp(m, "graph_node") ? graph_node()
             : !strcmp(m, "enumerate")  ? enumerate()
                                        : 2;
     if (r == 2)
