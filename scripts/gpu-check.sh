@@ -7,9 +7,10 @@
 #
 # Steps: 1. `reprise devices`. 2. CUDA: the suite's PTX program (capture, replay --verify op,
 # check --runs 2); tests/gpu/streams.cu built here with nvcc when there is one (streams, events,
-# async copies, pinned memory, a graph launched twice); tests/gpu/torch_step.py when python3 has
-# torch with a device; each program's output under capture must equal its plain output, and the
-# cuGetProcAddress answers are logged and summed up (which entry points, which identified).
+# async copies, pinned memory, a graph launched twice); tests/gpu/torch_step.py (a training
+# step) and torch_graph.py (a CUDA graph replayed) when python3 has torch with a device. Each
+# program's output under capture must equal its plain output; the cuGetProcAddress answers
+# are logged and summed up (which entry points, which identified).
 # 3. Vulkan on the machine's driver (the NVIDIA ICD found where the driver puts it): the suite's
 # Vulkan programs captured, replayed and checked. 4. Timings: original, captured and full replay
 # of one CUDA and one Vulkan workload, interleaved, with their ratios.
@@ -300,6 +301,7 @@ if [ "${TORCH:-0}" = 1 ]; then
     if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
         > "$O/torch-probe.log" 2>&1; then
         capture_cycle cuda-torch cuda 180 150 python3 "$T/share/reprise/torch_step.py"
+        capture_cycle cuda-torch-graph cuda 120 120 python3 "$T/share/reprise/torch_graph.py"
     else
         note SKIP "cuda-torch" 0 "python3 has no torch with a CUDA device: $(tail -n 1 "$O/torch-probe.log" | cut -c1-100)"
     fi
