@@ -10,7 +10,7 @@ PKGS="gcc make pkg-config python3 libzstd-dev libxxhash-dev libprotobuf-c-dev pr
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
-    protobuf-compiler libvkfft-dev glslang-dev"
+    protobuf-compiler libvkfft-dev glslang-dev debootstrap"
 fi
 # Node.js and npm run Dawn (tests/webgpu): Debian's, unless a node and npm are already here
 if [ "${1:-build}" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
@@ -40,9 +40,13 @@ here=$(dirname "$0")
 if ! "$here/vulkan-headers.sh" build/vulkan-headers; then
     echo "deps: building with the system's Vulkan headers and registry (1.3.239)" >&2
 fi
-# ... and for the tests, a second Vulkan driver (Mesa 25's lavapipe) and Dawn (npm webgpu)
+# ... and for the tests, a second Vulkan driver (Mesa 25's lavapipe), Dawn (npm webgpu) and a
+# bare Debian 12 root
 if [ "${1:-build}" = test ]; then
     "$here/mesa25.sh" build/mesa25 || exit 4
     "$here/webgpu.sh" build/webgpu || exit 4
+    # a bare Debian 12 root where make dist's tree must run (as root only: the test skips
+    # without it, saying why)
+    "$here/bare-root.sh" build/bare-root || [ "$(id -u)" != 0 ] || exit 4
 fi
 exit 0

@@ -227,7 +227,8 @@ if grep -q '^vulkan  *none' "$O/devices.txt"; then
     # what the Vulkan loader tried, for the report
     run vulkan-loader 30 env VK_LOADER_DEBUG=error,warn,driver "$R" devices
     note INFO "vulkan: no instance" "$SECS" "loader log $(basename "$LOG"): $(grep -iE 'error|fail' "$LOG" | tail -n 2 | tr '\n' ' ' | cut -c1-200)"
-    for icd in ${VK_DRIVER_FILES//:/ }; do
+    vdf=${VK_DRIVER_FILES:-}
+    for icd in ${vdf//:/ }; do
         [ -f "$icd" ] && { echo "== $icd"; cat "$icd"; lib=$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' "$icd");
             echo "== ldd $lib"; ldd "$(ldconfig -p | awk -v n="$lib" '$1 == n {print $NF; exit}')" 2>&1 || ldd "$lib"; }
     done >> "$LOG" 2>&1
@@ -273,7 +274,7 @@ fake)
 esac
 
 # ---- 3. Vulkan -----------------------------------------------------------------------------------
-if grep -q 'vulkan' "$O/devices.txt" 2>/dev/null || "$R" devices 2>/dev/null | grep -qi vulkan; then
+if grep -Eq '^vulkan +[0-9]+ device' "$O/devices.txt" 2>/dev/null; then
     VK="vk_compute:$P/vk/vk_compute
 vk_threads:$P/vk/vk_threads
 vk_recycle:$P/vk/vk_recycle

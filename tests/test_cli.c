@@ -324,3 +324,47 @@ Test(cli, dist_tree_resolves_its_libraries_inside_itself)
     cr_assert(eq(int, sh("env -u LD_LIBRARY_PATH %s/tree/bin/reprise --version", tmpdir), 0),
               "%s", out);
 }
+
+/* `make dist`'s tree on a bare Debian 12 root (scripts/bare-root.sh: debootstrap minbase, none
+ * of the build's packages, no Vulkan loader, no GL, no Python): copied there and run in a
+ * chroot, `reprise` writes, reads and replays a trace, and the GPU check runs to its report on
+ * the tree's fake CUDA driver (Vulkan skips: the root has no Vulkan driver). Needs root (chroot,
+ * a private mount of /proc). */
+Test(cli, dist_runs_on_a_bare_debian_root, .timeout = 600)
+{
+    const char *dist = getenv("REPRISE_DIST");
+    if (!dist || !*dist)
+        cr_skip_test("REPRISE_DIST is not set (run through make check, which makes the tree)");
+    char root[1024];
+    snprintf(root, sizeof root, "%s/build/bare-root", getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".");
+    char mark[1100];
+    snprintf(mark, sizeof mark, "%s/.reprise-bare-root", root);
+    if (access(mark, F_OK))
+        cr_skip_test("no bare Debian 12 root at %s (scripts/bare-root.sh makes it, as root)", root);
+    if (geteuid() != 0)
+        cr_skip_test("chroot into %s needs root", root);
+    cr_assert(eq(int, sh("rm -rf %s/opt/reprise %s/tmp/gc && cp -a '%s' %s/opt/reprise", root,
+                         root, dist, root),
+                 0),
+              "%s", out);
+    /* a mount namespace of its own: /proc is mounted for the chroot and gone when it ends */
+    int rc = sh("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin GPU_CHECK_FAKE_CUDA=1 GPU_CHECK_ROUNDS=1 "
+                "unshare -m sh -c 'mount -t proc proc %s/proc && chroot %s sh -c \""
+                "cd /tmp && /opt/reprise/bin/reprise gen -o g.sbt --ops 1000 && "
+                "/opt/reprise/bin/reprise info g.sbt && "
+                "/opt/reprise/bin/reprise replay g.sbt --mode dry-run && "
+                "/opt/reprise/scripts/gpu-check.sh /tmp/gc\"'",
+                root, root);
+    cr_assert(eq(int, rc, 0), "in the bare root:\n%s", out);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/tmp/gc/report.md", root);
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "no report: %s", out);
+    static char rep[1 << 16];
+    size_t n = fread(rep, 1, sizeof rep - 1, f);
+    rep[n] = 0;
+    fclose(f);
+    cr_expect(report_row(rep, "PASS", "cuda-saxpy-fake: check --runs 2") != NULL, "%s", rep);
+    cr_expect(report_row(rep, "SKIP", "vulkan") != NULL, "%s", rep);
+    cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
+}
