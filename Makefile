@@ -26,7 +26,7 @@ DIST_NAME := reprise-$(VERSION)-linux-x86_64
 DIST_DIR := build/$(DIST_NAME)
 
 # ---- the library: every module but capture and cli -----------------------------------------
-LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c checker/*.c)
+LIB_SRC  := $(wildcard format/*.c scheduler/*.c replay/*.c replay/*/*.c checker/*.c)
 # Generated protobuf-c sources (export): format/*.proto -> $(BUILD)/gen/format/*.pb-c.{c,h}
 PROTO    := $(wildcard format/*.proto)
 PROTO_C  := $(PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
@@ -55,9 +55,12 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 BIN      := $(BUILD)/reprise
 
 # ---- capture libraries (loaded into other programs) ------------------------------------------
-# Each capture/cap_<name>.c with a line "CAP_LIBRARY: <soname>" builds into $(BUILD)/<soname>.
-CAP_SRC  := $(wildcard capture/*.c)
+# capture/vk/ builds the Vulkan layer, capture/cuda/ the CUDA shim; capture/common/ is what both
+# share (configuration, the pump thread, fatal signals), linked into each; capture/cap.h is the
+# environment interface the CLI sets.
+CAP_SRC  := $(wildcard capture/*/*.c)
 CAP_OBJ  := $(CAP_SRC:%.c=$(BUILD)/%.o)
+CAP_COMMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/common/*.c))
 
 # ---- tests ------------------------------------------------------------------------------------
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -149,59 +152,59 @@ TEST_ENV := REPRISE_BIN=$(abspath $(BIN)) REPRISE_BUILD=$(abspath $(BUILD)) REPR
 
 # ---- capture: Vulkan layer ---------------------------------------------------------------------
 # (capture section: the capture module owns these lines)
-# libVkLayer_reprise_capture.so: the capture/cap_vk_*.c objects plus the library, every symbol
-# hidden but the three loader entry points (capture/cap_vk.map); -Bsymbolic so that our own
+# libVkLayer_reprise_capture.so: the capture/vk/cap_vk_*.c objects plus the library, every symbol
+# hidden but the three loader entry points (capture/vk/cap_vk.map); -Bsymbolic so that our own
 # references to vkGetInstanceProcAddr are not bound to the loader's symbol of that name. The
 # manifest in $(BUILD) points at the .so beside it, so VK_ADD_LAYER_PATH=$(BUILD) works from the
 # build tree.
 #
-# Its entry points come from the Vulkan registry: capture/cap_vk_gen.py (python3, standard library)
-# reads $(VK_XML) and the reviewed class list capture/cap_vk_classes.txt and writes
-# $(BUILD)/gen/capture/cap_vk_gen.{h,c} (command ids, next-function tables, pass-through wrappers
+# Its entry points come from the Vulkan registry: capture/vk/cap_vk_gen.py (python3, standard library)
+# reads $(VK_XML) and the reviewed class list capture/vk/cap_vk_classes.txt and writes
+# $(BUILD)/gen/capture/vk/cap_vk_gen.{h,c} (command ids, next-function tables, pass-through wrappers
 # of the unmodelled commands, the name lookup) and cap_vk_classes.txt (every command with its
 # level, class and reason). The check stamp fails the build, naming the command, when the
-# hand-written wrappers of capture/cap_vk_*.c are not exactly the commands listed "recorded".
+# hand-written wrappers of capture/vk/cap_vk_*.c are not exactly the commands listed "recorded".
 # Provisional (beta) commands are typed too: VK_ENABLE_BETA_EXTENSIONS needs no other header.
-CAP_VK_SRC := $(wildcard capture/cap_vk_*.c)
-CAP_VK_GENDIR := $(BUILD)/gen/capture
+CAP_VK_SRC := $(wildcard capture/vk/cap_vk_*.c)
+CAP_VK_GENDIR := $(BUILD)/gen/capture/vk
 CAP_VK_GEN := $(CAP_VK_GENDIR)/cap_vk_gen.h $(CAP_VK_GENDIR)/cap_vk_gen.c
 CAP_VK_CHECK := $(CAP_VK_GENDIR)/cap_vk_check.stamp
-CAP_VK_GENARGS := --xml $(VK_XML) --classes capture/cap_vk_classes.txt
-CAP_VK_OBJ := $(CAP_VK_SRC:%.c=$(BUILD)/%.o) $(CAP_VK_GENDIR)/cap_vk_gen.o $(BUILD)/capture/cap_common.o
+CAP_VK_GENARGS := --xml $(VK_XML) --classes capture/vk/cap_vk_classes.txt
+CAP_VK_OBJ := $(CAP_VK_SRC:%.c=$(BUILD)/%.o) $(CAP_VK_GENDIR)/cap_vk_gen.o $(CAP_COMMON_OBJ)
 CAP_VK_SO  := $(BUILD)/libVkLayer_reprise_capture.so
 CAP_VK_JSON := $(BUILD)/VK_LAYER_REPRISE_capture.json
 ALL_OBJ    += $(CAP_VK_GENDIR)/cap_vk_gen.o
 # (files are rewritten only when their text changes, so a new class list recompiles little)
-$(CAP_VK_GENDIR)/cap_vk_gen.stamp: capture/cap_vk_gen.py format/vkxml.py capture/cap_vk_classes.txt $(VK_XML) \
+$(CAP_VK_GENDIR)/cap_vk_gen.stamp: capture/vk/cap_vk_gen.py format/vkxml.py capture/vk/cap_vk_classes.txt $(VK_XML) \
   $(VK_CHOICE)
-	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --out $(CAP_VK_GENDIR)
+	python3 capture/vk/cap_vk_gen.py $(CAP_VK_GENARGS) --out $(CAP_VK_GENDIR)
 	@touch $@
 $(CAP_VK_GEN): $(CAP_VK_GENDIR)/cap_vk_gen.stamp ;
-$(CAP_VK_CHECK): capture/cap_vk_gen.py format/vkxml.py capture/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) \
+$(CAP_VK_CHECK): capture/vk/cap_vk_gen.py format/vkxml.py capture/vk/cap_vk_classes.txt $(VK_XML) $(VK_CHOICE) \
   $(CAP_VK_SRC)
 	@mkdir -p $(@D)
-	python3 capture/cap_vk_gen.py $(CAP_VK_GENARGS) --check $(CAP_VK_SRC)
+	python3 capture/vk/cap_vk_gen.py $(CAP_VK_GENARGS) --check $(CAP_VK_SRC)
 	@touch $@
 $(CAP_VK_GENDIR)/%.o: $(CAP_VK_GENDIR)/%.c
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 $(CAP_VK_OBJ): | $(CAP_VK_GEN) $(CAP_VK_CHECK)
 $(CAP_VK_OBJ): XCFLAGS += -fvisibility=hidden
 $(CAP_VK_OBJ): CPPFLAGS += -DVK_ENABLE_BETA_EXTENSIONS
-$(CAP_VK_SO): $(CAP_VK_OBJ) $(LIB) capture/cap_vk.map
-	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_vk.map -Wl,-z,defs -Wl,-Bsymbolic \
+$(CAP_VK_SO): $(CAP_VK_OBJ) $(LIB) capture/vk/cap_vk.map
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/vk/cap_vk.map -Wl,-z,defs -Wl,-Bsymbolic \
 	  -Wl,-soname,libVkLayer_reprise_capture.so $(CAP_VK_OBJ) $(LIB) -o $@ \
 	  -lzstd -lxxhash -lpthread -ldl
-$(CAP_VK_JSON): capture/VK_LAYER_REPRISE_capture.json.in
+$(CAP_VK_JSON): capture/vk/VK_LAYER_REPRISE_capture.json.in
 	@mkdir -p $(@D)
 	sed 's|@LIBRARY_PATH@|./libVkLayer_reprise_capture.so|' $< > $@
 EXTRA += $(CAP_VK_SO) $(CAP_VK_JSON)
-# test_capture also tests the fatal-signal handling of cap_common.c in its own processes
-$(BUILD)/tests/test_capture: $(BUILD)/capture/cap_common.o
-$(BUILD)/tests/test_capture: TEST_OBJ = $(BUILD)/capture/cap_common.o
+# test_capture also tests capture/common/ (the fatal-signal handling) in its own processes
+$(BUILD)/tests/test_capture: $(CAP_COMMON_OBJ)
+$(BUILD)/tests/test_capture: TEST_OBJ = $(CAP_COMMON_OBJ)
 TEST_ENV += REPRISE_VK_XML=$(VK_XML)
 define INSTALL_CAP_VK
 install -m 755 $(CAP_VK_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so
-sed 's|@LIBRARY_PATH@|$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so|' capture/VK_LAYER_REPRISE_capture.json.in > $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json
+sed 's|@LIBRARY_PATH@|$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so|' capture/vk/VK_LAYER_REPRISE_capture.json.in > $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json
 
 endef
 INSTALL_EXTRA += $(INSTALL_CAP_VK)
@@ -216,16 +219,16 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA_COMMA := ,
 CUDA_INC  := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),$(CUDA_HOME)/include,compat/cuda)
 CUDA_STUB := $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so)
-# libreprise_cuda.so: capture/cap_cuda_*.c plus the library; exports every symbol of the driver
-# stub (capture/cap_cuda_exports.h) and nothing else. $(BUILD)/cuda/libcuda.so.1 links to it:
+# libreprise_cuda.so: capture/cuda/cap_cuda_*.c plus the library; exports every symbol of the driver
+# stub (capture/cuda/cap_cuda_exports.h) and nothing else. $(BUILD)/cuda/libcuda.so.1 links to it:
 # that directory goes first on LD_LIBRARY_PATH ("reprise capture --api cuda" does this).
-CAP_CUDA_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cap_cuda_*.c)) $(BUILD)/capture/cap_common.o
+CAP_CUDA_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard capture/cuda/cap_cuda_*.c)) $(CAP_COMMON_OBJ)
 CAP_CUDA_SO  := $(BUILD)/libreprise_cuda.so
 CAP_CUDA_DIR := $(BUILD)/cuda/libcuda.so.1
 $(CAP_CUDA_OBJ): XCFLAGS += -fvisibility=hidden
-$(CAP_CUDA_OBJ) $(BUILD)/replay/replay_cuda.o: CPPFLAGS += -I$(CUDA_INC)
-$(CAP_CUDA_SO): $(CAP_CUDA_OBJ) $(LIB) capture/cap_cuda.map
-	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cap_cuda.map -Wl,-z,defs \
+$(CAP_CUDA_OBJ) $(BUILD)/replay/cuda/replay_cuda.o: CPPFLAGS += -I$(CUDA_INC)
+$(CAP_CUDA_SO): $(CAP_CUDA_OBJ) $(LIB) capture/cuda/cap_cuda.map
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,--version-script=capture/cuda/cap_cuda.map -Wl,-z,defs \
 	  -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 $(CAP_CUDA_OBJ) $(LIB) -o $@ \
 	  -lzstd -lxxhash -lpthread -ldl
 $(CAP_CUDA_DIR): $(CAP_CUDA_SO)
@@ -244,7 +247,7 @@ INSTALL_EXTRA += $(INSTALL_CAP_CUDA)
 # tests/cuda/prog_*.c linked against it (any libcuda.so.1 first on LD_LIBRARY_PATH serves them).
 FAKE_CUDA := $(BUILD)/tests/cuda/fake/libcuda.so.1
 CUDA_PROGS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/cuda/%,$(wildcard tests/cuda/prog_*.c))
-$(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cuda.h capture/cap_cuda_exports.h
+$(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cuda.h capture/cuda/cap_cuda_exports.h
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
 	  tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c -o $@ -lpthread -ldl
@@ -257,7 +260,7 @@ $(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
 # The engine names replay__cuda_backend weakly, which does not pull replay_cuda.o out of the
 # archive: ask the linker for it wherever the CUDA backend must be present (once the engine and
 # its Vulkan backend exist; until then test_cuda skips its replay tests).
-CUDA_BACKEND_LD := $(if $(and $(wildcard replay/replay_engine.c),$(wildcard replay/replay_vk.c)),-Wl$(CUDA_COMMA)--undefined=replay__cuda_backend)
+CUDA_BACKEND_LD := $(if $(and $(wildcard replay/replay_engine.c),$(wildcard replay/vk/replay_vk.c)),-Wl$(CUDA_COMMA)--undefined=replay__cuda_backend)
 $(BIN) $(BUILD)/tests/test_cuda: override LDFLAGS += $(CUDA_BACKEND_LD)
 TEST_ENV += REPRISE_CUDA_STUB=$(CUDA_STUB)
 

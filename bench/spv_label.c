@@ -1,6 +1,6 @@
 /*
  * bench/spv_label.c — the name the Vulkan capture layer gives a SPIR-V program
- * ("spirv:" + the top 8 hex digits of the code's XXH3-128, capture/cap_vk_layer.c), so that a
+ * ("spirv:" + the top 8 hex digits of the code's XXH3-128, capture/vk/cap_vk_layer.c), so that a
  * benchmark can tell which timing group of a check report is which shader.
  *
  *   spv_label FILE.spv     prints e.g. spirv:b0639f5e

@@ -120,15 +120,6 @@ static int q_push(struct q *q, const struct sbt_op *op, uint64_t key)
     return 0;
 }
 
-static void interval(const struct sbt_op *op, uint64_t t0, uint64_t *ts, uint64_t *dur)
-{
-    uint64_t b = op->host_begin, e = op->host_end;
-    if (op->flags & SBT_OPF_DEV_TIME)
-        b = op->dev_begin, e = op->dev_end;
-    *ts = b >= t0 ? b - t0 : 0;
-    *dur = e > b ? e - b : 0;
-}
-
 static int emit_missing(struct diff *D, const struct sbt_op *a)
 {
     struct chk_finding *f = chk__finding_add(D->rep, D->max_f, CHK_MISSING);
@@ -149,7 +140,7 @@ static int emit_missing(struct diff *D, const struct sbt_op *a)
                           .stream = a->stream,
                           .ref_ts = UINT64_MAX,
                           .d_ref = a->digest};
-    interval(a, D->s[0].t0, &e.ts, &e.dur);
+    chk__op_interval(a, D->s[0].t0, &e.ts, &e.dur);
     return chk__event_add(D->rep, &e, nb);
 }
 
@@ -173,7 +164,7 @@ static int emit_extra(struct diff *D, const struct sbt_op *b)
                           .stream = b->stream,
                           .ref_ts = UINT64_MAX,
                           .d_run = b->digest};
-    interval(b, D->s[1].t0, &e.ts, &e.dur);
+    chk__op_interval(b, D->s[1].t0, &e.ts, &e.dur);
     return chk__event_add(D->rep, &e, nb);
 }
 
@@ -244,8 +235,8 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
                           .stream = b->stream,
                           .d_ref = a->digest,
                           .d_run = b->digest};
-    interval(a, D->s[0].t0, &e.ref_ts, &e.ref_dur);
-    interval(b, D->s[1].t0, &e.ts, &e.dur);
+    chk__op_interval(a, D->s[0].t0, &e.ref_ts, &e.ref_dur);
+    chk__op_interval(b, D->s[1].t0, &e.ts, &e.dur);
     if (mism)
         e.verdict = CHK_V_MISMATCH;
     else if (ha && hb && D->thr >= 0 && (double)tb > (double)ta * (1 + D->thr))

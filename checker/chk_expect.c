@@ -23,6 +23,13 @@ struct exp_op {
     int used; /* found by chk_expect_get */
 };
 
+/* A seq-keyed entry in the index by seq: its seq beside its index into ops, so that sorting
+ * the index needs nothing but the index (an entry's seq never changes: it is how it is found). */
+struct seq_op {
+    uint64_t seq;
+    uint32_t op; /* index into exp_dev.ops */
+};
+
 struct exp_dev {
     char *device;
     struct exp_op *ops;
@@ -30,7 +37,7 @@ struct exp_dev {
     struct chk_strmap ids; /* identity -> index into id_op */
     uint32_t *id_op;
     uint32_t cap_id_op;
-    uint32_t *by_seq; /* indices of seq-keyed entries, sorted by seq when by_seq_sorted */
+    struct seq_op *by_seq; /* the seq-keyed entries, sorted by seq when by_seq_sorted */
     uint32_t n_by_seq, cap_by_seq;
     int by_seq_sorted;
 };
@@ -101,33 +108,28 @@ static int dev_get(chk_expect *e, const char *device, struct exp_dev **out)
     return 0;
 }
 
-static struct exp_dev *sort_dev; /* qsort has no context argument; one caller at a time */
-
 static int cmp_by_seq(const void *a, const void *b)
 {
-    uint64_t x = sort_dev->ops[*(const uint32_t *)a].seq;
-    uint64_t y = sort_dev->ops[*(const uint32_t *)b].seq;
+    uint64_t x = ((const struct seq_op *)a)->seq, y = ((const struct seq_op *)b)->seq;
     return x < y ? -1 : x > y;
 }
 
 static struct exp_op *seq_find(struct exp_dev *d, uint64_t seq)
 {
     if (!d->by_seq_sorted) {
-        sort_dev = d;
         if (d->n_by_seq)
             qsort(d->by_seq, d->n_by_seq, sizeof *d->by_seq, cmp_by_seq);
-        sort_dev = NULL;
         d->by_seq_sorted = 1;
     }
     uint32_t a = 0, b = d->n_by_seq;
     while (a < b) {
         uint32_t m = a + (b - a) / 2;
-        if (d->ops[d->by_seq[m]].seq < seq)
+        if (d->by_seq[m].seq < seq)
             a = m + 1;
         else
             b = m;
     }
-    return a < d->n_by_seq && d->ops[d->by_seq[a]].seq == seq ? &d->ops[d->by_seq[a]] : NULL;
+    return a < d->n_by_seq && d->by_seq[a].seq == seq ? &d->ops[d->by_seq[a].op] : NULL;
 }
 
 /* "@<seq>" keys an op by seq */
@@ -187,9 +189,9 @@ int chk_expect_set(chk_expect *e, const char *device, const char *id, uint64_t s
                                 sizeof *d->by_seq)))
                 return st;
             /* appending in seq order (as check does) keeps the index sorted */
-            if (d->n_by_seq && d->ops[d->by_seq[d->n_by_seq - 1]].seq > seq)
+            if (d->n_by_seq && d->by_seq[d->n_by_seq - 1].seq > seq)
                 d->by_seq_sorted = 0;
-            d->by_seq[d->n_by_seq++] = k;
+            d->by_seq[d->n_by_seq++] = (struct seq_op){.seq = seq, .op = k};
         }
         d->n++;
     }

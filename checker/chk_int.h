@@ -1,7 +1,8 @@
 /*
- * checker/chk_int.h — what the checker's files share: errors, the per-op status map that the
- * comparison fills and the first-divergence pass reads, string maps, the timing accumulators
- * (per group, per run), identities, collected Perfetto events. Only checker/ includes this.
+ * checker/chk_int.h — what the checker's files share: errors and buffers, the per-op status map
+ * that the comparison fills and the first-divergence pass reads, string maps, the timing
+ * accumulators (per group, per run), identities, findings, collected Perfetto events. Each
+ * section names the file that defines it. Only checker/ includes this.
  */
 #ifndef REPRISE_CHK_INT_H
 #define REPRISE_CHK_INT_H
@@ -11,10 +12,22 @@
 
 #include "checker/chk.h"
 
+/* ---- errors and buffers (chk_alloc.c) ---------------------------------------------------- */
 int chk__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int chk__fail_sbt(int status); /* passes sbt_errmsg() on */
 
-/* ---- per-op status over reference seqs: 2 bits an op ----------------------------------- */
+void *chk__malloc(size_t n);
+void *chk__calloc(size_t n, size_t sz);
+void *chk__realloc(void *p, size_t n);
+char *chk__strdup(const char *s);
+/* Grows *arr to hold at least need elements of size sz. */
+int chk__grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
+/* Appends printf-style text to buf at *pos (cap bytes in all): truncated, never overrun, and
+ * buf stays terminated; *pos stops at cap - 1. */
+void chk__putf(char *buf, size_t cap, size_t *pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- per-op status over reference seqs: 2 bits an op (chk_status.c) ---------------------- */
 enum { CHK_ST_UNKNOWN = 0, CHK_ST_MATCHED = 1, CHK_ST_MISMATCH = 2, CHK_ST_FLAKY = 3 };
 struct chk_status {
     uint8_t *bits;
@@ -27,10 +40,10 @@ uint32_t chk__status_get(const struct chk_status *s, uint64_t seq);
 void chk__status_free(struct chk_status *s);
 
 /* Walks ref in dependency order up to the last mismatch and marks the roots of the report's
- * findings (is_root), counts them and fills rep->first. */
+ * findings (is_root), counts them and fills rep->first (chk_roots.c). */
 int chk__roots(sbt_reader *ref, const struct chk_status *st, struct chk_report *rep);
 
-/* ---- a string -> index map (open addressing; strings owned) ------------------------------ */
+/* ---- a string -> index map (open addressing; strings owned) (chk_strmap.c) --------------- */
 struct chk_strmap {
     char **names;
     uint32_t n, cap;
@@ -43,7 +56,7 @@ int chk__strmap_find(struct chk_strmap *m, const char *name, uint32_t *idx, int 
 uint32_t chk__strmap_get(const struct chk_strmap *m, const char *name);
 void chk__strmap_free(struct chk_strmap *m);
 
-/* ---- timing: per group, per run, the launches' durations --------------------------------- */
+/* ---- timing: per group, per run, the launches' durations (chk_timing.c) ------------------ */
 #define CHK_RESERVOIR 4096 /* samples kept per (group, run): enough for a median */
 struct chk_samples {
     double *v;
@@ -78,6 +91,7 @@ void chk__timing_free(struct chk_timing *t);
  * diff (one run a side: shown, not tested). */
 int chk__timing_report(struct chk_timing *t, struct chk_report *rep, int tested);
 
+/* ---- names, identities, which ops count (chk_identity.c) --------------------------------- */
 /* Kernel name [program] or op name or kind name into buf. */
 const char *chk__op_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
 /* 1 and *ns if the op has a usable device duration. */
@@ -96,19 +110,90 @@ int chk__identity_next(struct chk_idgen *g, const sbt_reader *r, const struct sb
                        size_t cap);
 void chk__idgen_free(struct chk_idgen *g);
 
-/* Copies the completeness of r (named by label) into the report: sets rep->incomplete and
- * appends "label: why" to rep->incomplete_why. */
-void chk__note_complete(struct chk_report *rep, const sbt_reader *r, const char *label);
+/* ---- the report (chk_report.c) ----------------------------------------------------------- */
+int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_t mode,
+                      uint32_t n_runs);
 
-/* ---- findings ----------------------------------------------------------------------------- */
+/* ---- findings (chk_findings.c) ----------------------------------------------------------- */
 struct chk_finding *chk__finding_add(struct chk_report *rep, uint32_t max, uint32_t cls);
 /* Counts an unverified device op and lists it (up to max). */
 int chk__unverified_add(struct chk_report *rep, uint32_t max, const sbt_reader *r,
                         const struct sbt_op *op, uint32_t why);
-int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_t mode,
-                      uint32_t n_runs);
+/* Fills a listed finding's seq, kind, stream and name from op (of r); f may be NULL. */
+void chk__finding_op(struct chk_finding *f, const sbt_reader *r, const struct sbt_op *op);
+/* Copies the completeness of r (named by label) into the report: sets rep->incomplete and
+ * appends "label: why" to rep->incomplete_why. */
+void chk__note_complete(struct chk_report *rep, const sbt_reader *r, const char *label);
 
-/* ---- events kept for the Perfetto diff ---------------------------------------------------- */
+/* ---- check: the walk (chk_check.c) and one op's outputs (chk_check_outputs.c) ------------- */
+#define CHK_MAX_RUNS 1024 /* result traces one check compares */
+struct chk_runcur;        /* a cursor on a result trace, with its current op (chk_check.c) */
+/* One check: its inputs (borrowed), its options (each read once, by check_opts; those the
+ * report keeps are in the report), its report and the state of the walk. */
+struct chk_check_ctx {
+    sbt_reader *cap;
+    sbt_reader *const *runs, *const *base;
+    uint32_t n_runs, n_base;
+    /* options */
+    const struct sbt_range *range; /* reference ops to compare; NULL = all */
+    uint32_t tref;                 /* enum chk_timing_ref, never AUTO */
+    uint32_t max_f;                /* findings and unverified ops listed */
+    uint32_t def_elem;             /* enum chk_elem where the trace names none */
+    const chk_expect *expect;
+    chk_expect *upd;
+    const char *ref_dump;
+    const char *const *run_dumps, *const *base_names;
+    int collect, allow_regime;
+    void (*progress)(void *, uint64_t, uint64_t);
+    void *pctx;
+    double thr; /* the minimum effect; < 0: no timing gate */
+    /* the walk */
+    struct chk_report *rep;
+    const struct sbt_info *ci; /* the capture's */
+    uint64_t lo, hi;           /* reference seqs compared: [lo, hi) */
+    struct chk_status status;
+    struct chk_timing tm;
+    struct chk_idgen idg;
+    sbt_cursor *cc;                         /* on the capture */
+    struct chk_runcur *rc;                  /* [n_runs] */
+    const struct sbt_op *rop[CHK_MAX_RUNS]; /* per run, its op of the current seq; NULL: none */
+    uint64_t *dur;                          /* [n_runs] per op: device time, ns; UINT64_MAX none */
+    uint8_t *run_used;                      /* [n_runs]: the run's digests were compared */
+    int ref_compared;                       /* some digest was compared with a reference */
+    char name[160], gbuf[160], idbuf[512];  /* the current op's name, group, identity */
+};
+
+/* What the walk learns about the current reference op. */
+struct chk_check_op {
+    const struct sbt_op *op;
+    const char *id; /* its identity, when expectations are read or written; else NULL */
+    int has_exp;    /* the expectations have it: label, exp_d */
+    uint32_t label; /* enum chk_label */
+    sbt_hash exp_d;
+    uint32_t opst;   /* CHK_ST_*: what the first-divergence pass reads */
+    uint32_t n_have; /* runs that have it */
+    uint32_t n_err;  /* ... and reported an error at it */
+    int n_d;         /* runs with a digest (and no error) */
+    int first;       /* the first of them, -1 none */
+    int varied;      /* the first whose digest differs from first's, -1 none */
+    int cap_d;       /* the capture has a digest */
+    int compared;    /* its digests were compared (with the reference or across runs) */
+    int unv;         /* enum chk_unverified_why when it was not compared; -1 not known yet */
+    uint32_t elem;   /* element type for the tolerance (op_elem), when elem_known */
+    int elem_known;
+};
+
+/* The op's name for people (chk__op_name), made once an op. */
+const char *chk__check_op_name(struct chk_check_ctx *c, const struct sbt_op *op);
+/* The op's identity, when expectations are read or written, and its expectation. */
+int chk__check_expectation(struct chk_check_ctx *c, struct chk_check_op *o);
+/* The runs' digests compared among themselves and with the reference, under the tolerance:
+ * findings, counters, o->compared or o->unv, o->opst. */
+void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o);
+/* --update-expect: what these runs say about the op into c->upd. */
+int chk__check_expect_update(struct chk_check_ctx *c, const struct chk_check_op *o);
+
+/* ---- events kept for the Perfetto diff (chk_findings.c; chk_perfetto.c writes them) ------ */
 enum chk_verdict {
     CHK_V_SAME = 0,
     CHK_V_SLOWER = 1,
@@ -134,18 +219,14 @@ struct chk_priv {
     uint32_t cap_findings, cap_unverified;
 };
 int chk__event_add(struct chk_report *rep, const struct chk_event *e, const char *name);
+/* The op's interval for an event: device times when it has them, else host times; ts rebased
+ * to t0 (0 when before it), dur 0 when the interval is empty. */
+void chk__op_interval(const struct sbt_op *op, uint64_t t0, uint64_t *ts, uint64_t *dur);
 
 /* Options read with their size check (libbpf's OPTS_GET). */
 #define CHK_OPT(o, field, def)                                                             \
     ((o) && (o)->sz >= offsetof(struct chk_opts, field) + sizeof((o)->field) && (o)->field \
          ? (o)->field                                                                      \
          : (def))
-
-void *chk__malloc(size_t n);
-void *chk__calloc(size_t n, size_t sz);
-void *chk__realloc(void *p, size_t n);
-char *chk__strdup(const char *s);
-/* Grows *arr to hold at least need elements of size sz. */
-int chk__grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 
 #endif /* REPRISE_CHK_INT_H */

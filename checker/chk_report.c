@@ -1,6 +1,8 @@
 /*
- * checker/chk_report.c — the report in three forms: a short text summary for a CI log, one JSON
- * object, and JUnit XML (a testcase per trace and per class of findings) for CI systems.
+ * checker/chk_report.c — the report: its allocation (names, tolerance and gate settings from
+ * the options) and release, and the three forms it is written in: a short text summary for a
+ * CI log, one JSON object, and JUnit XML (a testcase per trace and per class of findings) for
+ * CI systems. What the comparisons record in it is in chk_findings.c.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -8,6 +10,67 @@
 #include <string.h>
 
 #include "checker/chk_int.h"
+
+int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_t mode,
+                      uint32_t n_runs)
+{
+    *out = NULL;
+    struct chk_report *rep = chk__calloc(1, sizeof *rep);
+    if (!rep)
+        return chk__fail(SBT_ENOMEM, "out of memory for the report");
+    rep->mode = mode;
+    rep->n_runs = n_runs;
+    rep->priv = chk__calloc(1, sizeof *rep->priv);
+    rep->run_names = chk__calloc(n_runs + 1, sizeof *rep->run_names);
+    const char *ref = CHK_OPT(o, ref_name, (const char *)NULL);
+    rep->ref_name = chk__strdup(ref ? ref : "reference");
+    if (!rep->priv || !rep->run_names || !rep->ref_name) {
+        chk_report_free(rep);
+        return chk__fail(SBT_ENOMEM, "out of memory for the report");
+    }
+    const char *const *names = CHK_OPT(o, run_names, (const char *const *)NULL);
+    for (uint32_t i = 0; i < n_runs; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "run %u", i + 1);
+        rep->run_names[i] = chk__strdup(names && names[i] ? names[i] : buf);
+        if (!rep->run_names[i]) {
+            chk_report_free(rep);
+            return chk__fail(SBT_ENOMEM, "out of memory for the report");
+        }
+    }
+    if (o && o->sz >= offsetof(struct chk_opts, tol) + sizeof o->tol)
+        rep->tol = o->tol;
+    rep->cpu_wait = rep->ref_cpu_wait = NAN;
+    rep->timing_quantile = CHK_OPT(o, timing_quantile, 0.5);
+    rep->threshold = CHK_OPT(o, timing_threshold, 0.10);
+    rep->confidence = CHK_OPT(o, confidence, 0.95);
+    rep->priv->max_ev = CHK_OPT(o, max_events, (uint64_t)2000000);
+    *out = rep;
+    return 0;
+}
+
+void chk_report_free(struct chk_report *rep)
+{
+    if (!rep)
+        return;
+    free(rep->ref_name);
+    if (rep->run_names)
+        for (uint32_t i = 0; i < rep->n_runs; i++)
+            free(rep->run_names[i]);
+    free(rep->run_names);
+    free(rep->device);
+    free(rep->findings);
+    free(rep->unverified);
+    free(rep->kernels);
+    if (rep->priv) {
+        free(rep->priv->ev);
+        for (uint32_t i = 0; i < rep->priv->n_names; i++)
+            free(rep->priv->names[i]);
+        free(rep->priv->names);
+        free(rep->priv);
+    }
+    free(rep);
+}
 
 static const char *fmt_ns(double ns, char *b, size_t n)
 {

@@ -14,14 +14,9 @@
 #include <string.h>
 
 #include "checker/chk_int.h"
+#include "format/sbt_iset.h"
+#include "format/sbt_map.h"
 #include "scheduler/sched.h"
-
-struct ivset {
-    uint64_t resource;
-    uint64_t *lo, *hi; /* sorted, disjoint, non-adjacent [lo, hi) */
-    uint32_t n, cap;
-    int used;
-};
 
 struct seq_idx {
     uint64_t seq;
@@ -32,132 +27,24 @@ struct roots {
     const struct chk_status *st;
     struct chk_report *rep;
     sbt_reader *r;
-    struct ivset *sets; /* open addressing by resource */
-    uint32_t n_sets, n_used;
+    struct sbt_map sets;    /* resource -> its tainted ranges (struct sbt_iset *) */
     struct seq_idx *by_seq; /* listed findings sorted by seq (EXTRA left out) */
     uint32_t n_by_seq;
     int err;
 };
 
-static uint64_t mix(uint64_t x)
+/* The tainted ranges of res (created when create), or NULL (R->err set when out of memory). */
+static struct sbt_iset *set_get(struct roots *R, uint64_t res, int create)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
-static struct ivset *set_get(struct roots *R, uint64_t res, int create)
-{
-    if (create && (R->n_used + 1) * 2 > R->n_sets) {
-        uint32_t ns = R->n_sets ? R->n_sets * 2 : 64;
-        struct ivset *s = chk__calloc(ns, sizeof *s);
-        if (!s) {
-            R->err = chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
-            return NULL;
-        }
-        for (uint32_t i = 0; i < R->n_sets; i++) {
-            if (!R->sets[i].used)
-                continue;
-            uint32_t h = (uint32_t)mix(R->sets[i].resource) & (ns - 1);
-            while (s[h].used)
-                h = (h + 1) & (ns - 1);
-            s[h] = R->sets[i];
-        }
-        free(R->sets);
-        R->sets = s;
-        R->n_sets = ns;
-    }
-    if (!R->n_sets)
+    struct sbt_iset *s = sbt_map_getp(&R->sets, res);
+    if (s || !create)
+        return s;
+    if (!(s = chk__calloc(1, sizeof *s)) || sbt_map_putp(&R->sets, res, s)) {
+        free(s);
+        R->err = chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
         return NULL;
-    uint32_t h = (uint32_t)mix(res) & (R->n_sets - 1);
-    while (R->sets[h].used) {
-        if (R->sets[h].resource == res)
-            return &R->sets[h];
-        h = (h + 1) & (R->n_sets - 1);
     }
-    if (!create)
-        return NULL;
-    R->sets[h].used = 1;
-    R->sets[h].resource = res;
-    R->n_used++;
-    return &R->sets[h];
-}
-
-/* first interval with hi > lo */
-static uint32_t iv_find(const struct ivset *s, uint64_t lo)
-{
-    uint32_t a = 0, b = s->n;
-    while (a < b) {
-        uint32_t m = a + (b - a) / 2;
-        if (s->hi[m] > lo)
-            b = m;
-        else
-            a = m + 1;
-    }
-    return a;
-}
-
-static int iv_overlaps(const struct ivset *s, uint64_t lo, uint64_t hi)
-{
-    uint32_t i = iv_find(s, lo);
-    return i < s->n && s->lo[i] < hi;
-}
-
-static int iv_reserve(struct ivset *s, uint32_t need)
-{
-    if (need <= s->cap)
-        return 0;
-    uint32_t nc = s->cap ? s->cap * 2 : 8;
-    while (nc < need)
-        nc *= 2;
-    uint64_t *lo = chk__realloc(s->lo, nc * sizeof *lo);
-    if (!lo)
-        return chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
-    s->lo = lo;
-    uint64_t *hi = chk__realloc(s->hi, nc * sizeof *hi);
-    if (!hi)
-        return chk__fail(SBT_ENOMEM, "out of memory for tainted ranges");
-    s->hi = hi;
-    s->cap = nc;
-    return 0;
-}
-
-/* Replaces the intervals touching [lo, hi) by their union with it (add) or their parts outside
- * it (remove). */
-static int iv_update(struct ivset *s, uint64_t lo, uint64_t hi, int add)
-{
-    /* [i, j): intervals that overlap or (for add) touch [lo, hi) */
-    uint32_t i = iv_find(s, add && lo ? lo - 1 : lo), j = i;
-    while (j < s->n && (s->lo[j] < hi || (add && s->lo[j] == hi)))
-        j++;
-    uint64_t keep[2][2];
-    uint32_t nk = 0;
-    if (add) {
-        uint64_t a = lo, b = hi;
-        if (j > i) {
-            a = s->lo[i] < a ? s->lo[i] : a;
-            b = s->hi[j - 1] > b ? s->hi[j - 1] : b;
-        }
-        keep[nk][0] = a, keep[nk][1] = b, nk++;
-    } else if (j > i) {
-        if (s->lo[i] < lo)
-            keep[nk][0] = s->lo[i], keep[nk][1] = lo, nk++;
-        if (s->hi[j - 1] > hi)
-            keep[nk][0] = hi, keep[nk][1] = s->hi[j - 1], nk++;
-    }
-    uint32_t removed = j - i;
-    if (nk > removed) {
-        int st = iv_reserve(s, s->n + nk - removed);
-        if (st)
-            return st;
-    }
-    memmove(s->lo + i + nk, s->lo + j, (s->n - j) * sizeof *s->lo);
-    memmove(s->hi + i + nk, s->hi + j, (s->n - j) * sizeof *s->hi);
-    for (uint32_t k = 0; k < nk; k++)
-        s->lo[i + k] = keep[k][0], s->hi[i + k] = keep[k][1];
-    s->n = s->n - removed + nk;
-    return 0;
+    return s;
 }
 
 /* index into by_seq of the first listed finding of seq, or n_by_seq */
@@ -190,8 +77,8 @@ static int node(void *ctx, struct sched_node *n)
         int rd = (a->mode & SBT_ACCESS_READ) != 0, wr = may && (a->mode & SBT_ACCESS_WRITE);
         if (!rd && !wr)
             continue;
-        struct ivset *s = set_get(R, a->resource, 0);
-        if (!s || !iv_overlaps(s, a->offset, a->offset + a->len))
+        struct sbt_iset *s = set_get(R, a->resource, 0);
+        if (!s || !sbt_iset_overlaps(s, a->offset, a->offset + a->len))
             continue;
         if (rd)
             in = 1;
@@ -243,14 +130,15 @@ static int node(void *ctx, struct sched_node *n)
             continue;
         if (!out)
             break;
-        struct ivset *s = set_get(R, a->resource, out > 0);
+        struct sbt_iset *s = set_get(R, a->resource, out > 0);
         if (R->err)
             return R->err;
         if (!s)
             continue;
-        int e = iv_update(s, a->offset, a->offset + a->len, out > 0);
+        int e = out > 0 ? sbt_iset_add(s, a->offset, a->offset + a->len)
+                        : sbt_iset_sub(s, a->offset, a->offset + a->len);
         if (e)
-            return e;
+            return chk__fail_sbt(e);
     }
     return 0;
 }
@@ -279,11 +167,12 @@ int chk__roots(sbt_reader *ref, const struct chk_status *st, struct chk_report *
     int rc = sched_graph_run(ref, st->last_mismatch + 1, NULL, &v, NULL);
     if (rc < 0 && !R.err)
         rc = chk__fail(rc, "first divergence: %s", sched_errmsg());
-    for (uint32_t i = 0; i < R.n_sets; i++) {
-        free(R.sets[i].lo);
-        free(R.sets[i].hi);
+    struct sbt_iset *s;
+    for (uint64_t pos = 0; (s = sbt_map_nextp(&R.sets, &pos));) {
+        sbt_iset_free(s);
+        free(s);
     }
-    free(R.sets);
+    sbt_map_free(&R.sets);
     free(R.by_seq);
     return rc < 0 ? rc : 0;
 }

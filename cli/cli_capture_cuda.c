@@ -1,6 +1,6 @@
 /*
  * cli/cli_capture_cuda.c — the CUDA half of `reprise capture`: arranges the environment of the
- * program to capture so that the CUDA shim stands in for libcuda.so.1 (capture/cap_cuda_shim.c
+ * program to capture so that the CUDA shim stands in for libcuda.so.1 (capture/cuda/cap_cuda_shim.c
  * explains why a replacement directory on LD_LIBRARY_PATH rather than LD_PRELOAD). cli_capture.c
  * (the command) calls cli_capture_cuda_env() before it starts the program when --api is cuda
  * (or auto), then execs the program as it does for Vulkan.

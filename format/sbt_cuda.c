@@ -164,12 +164,12 @@ size_t sbt_cuda_image_size_in(const void *image, size_t len, uint32_t *kind)
 
 int sbt_cuda_dump(const void *buf, size_t len, void (*line)(void *ctx, const char *s), void *ctx)
 {
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec r;
-    sbt_vk_dec_init(&d, buf, len);
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec r;
+    sbt_payload_dec_init(&d, buf, len);
     char s[512];
     int st;
-    while ((st = sbt_vk_dec_next(&d, &r)) == 1) {
+    while ((st = sbt_payload_dec_next(&d, &r)) == 1) {
         const char *name = sbt_cuda_call_name(r.call);
         int n = name ? snprintf(s, sizeof s, "%s", name) : snprintf(s, sizeof s, "call%u", r.call);
         if (r.call == SBT_CUDA_CALL && r.n_arg > 0 && sbt_cuda_api_name((uint32_t)r.arg[0]))
@@ -181,7 +181,7 @@ int sbt_cuda_dump(const void *buf, size_t len, void (*line)(void *ctx, const cha
             snprintf(s + n, sizeof s - (size_t)n, " [%u bytes]", r.n_bytes);
         line(ctx, s);
     }
-    sbt_vk_dec_free(&d);
+    sbt_payload_dec_free(&d);
     return st < 0 ? st : 0;
 }
 
@@ -203,30 +203,30 @@ int sbt_cuda_layout_decode(const struct sbt_kernel *k, struct sbt_cuda_layout *o
     memset(out, 0, sizeof *out);
     if (k->ext.kind != SBT_CUDA_EXT_KERNEL)
         return 0;
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
-    int st = sbt_vk_find(&d, k->ext.data, k->ext.len, SBT_CUDA_KERNEL, &rec);
-    if (st <= 0 || !sbt_vk_arg(&rec, 1)) {
-        sbt_vk_dec_free(&d);
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec rec;
+    int st = sbt_payload_find(&d, k->ext.data, k->ext.len, SBT_CUDA_KERNEL, &rec);
+    if (st <= 0 || !sbt_payload_arg(&rec, 1)) {
+        sbt_payload_dec_free(&d);
         return st < 0 ? sbt__fail(st, "kernel %u: parameter layout: %s", k->id, sbt_errmsg()) : 0;
     }
-    uint64_t n = sbt_vk_arg(&rec, 2);
+    uint64_t n = sbt_payload_arg(&rec, 2);
     if (n > SBT_CUDA_MAX_PARAMS || 3 + 2 * n > rec.n_arg) {
-        sbt_vk_dec_free(&d);
+        sbt_payload_dec_free(&d);
         return sbt__fail(SBT_ECORRUPT, "kernel %u: %llu parameters in a layout of %u values", k->id,
                          (unsigned long long)n, rec.n_arg);
     }
     out->off = sbt__calloc(n + 1, sizeof *out->off);
     out->size = sbt__calloc(n + 1, sizeof *out->size);
     if (!out->off || !out->size) {
-        sbt_vk_dec_free(&d);
+        sbt_payload_dec_free(&d);
         sbt_cuda_layout_free(out);
         return sbt__fail(SBT_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < n; i++) {
         uint64_t off = rec.arg[3 + 2 * i], size = rec.arg[4 + 2 * i];
         if (off > SBT_CUDA_MAX_PARAM_BYTES || size > SBT_CUDA_MAX_PARAM_BYTES - off) {
-            sbt_vk_dec_free(&d);
+            sbt_payload_dec_free(&d);
             sbt_cuda_layout_free(out);
             return sbt__fail(SBT_ECORRUPT,
                              "kernel %u: parameter %u at %llu+%llu past the %u parameter bytes",
@@ -240,7 +240,7 @@ int sbt_cuda_layout_decode(const struct sbt_kernel *k, struct sbt_cuda_layout *o
     }
     out->n_params = (uint32_t)n;
     out->known = 1;
-    sbt_vk_dec_free(&d);
+    sbt_payload_dec_free(&d);
     return 0;
 }
 
@@ -320,15 +320,15 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
     if (st)
         return st;
     const struct sbt_cuda_layout *k = &v->kernels[op->kernel - 1];
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec rec;
     uint32_t cap = 0;
     int have = 0;
-    sbt_vk_dec_init(&d, op->payload.data, op->payload.len);
-    while (!st && (st = sbt_vk_dec_next(&d, &rec)) == 1) {
+    sbt_payload_dec_init(&d, op->payload.data, op->payload.len);
+    while (!st && (st = sbt_payload_dec_next(&d, &rec)) == 1) {
         st = 0;
         if (rec.call == SBT_CUDA_LAUNCH) {
-            uint64_t form = sbt_vk_arg(&rec, 0), len = sbt_vk_arg(&rec, 1);
+            uint64_t form = sbt_payload_arg(&rec, 0), len = sbt_payload_arg(&rec, 1);
             if (have)
                 st = sbt__fail(SBT_ECORRUPT, "launch with two LAUNCH records");
             else if (form > 1)
@@ -355,8 +355,8 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
             o->param_len = len;
             have = 1;
         } else if (rec.call == SBT_CUDA_PTR) {
-            struct sbt_cuda_reloc r = {sbt_vk_arg(&rec, 0), sbt_vk_arg(&rec, 1),
-                                       sbt_vk_arg(&rec, 2)};
+            struct sbt_cuda_reloc r = {sbt_payload_arg(&rec, 0), sbt_payload_arg(&rec, 1),
+                                       sbt_payload_arg(&rec, 2)};
             uint64_t size = 0;
             if (!have)
                 st = sbt__fail(SBT_ECORRUPT, "pointer record before the LAUNCH record");
@@ -382,7 +382,7 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
                 o->relocs[o->n_relocs++] = r;
         } else if (rec.call == SBT_CUDA_FUNC_ATTR) {
             /* the settable CUfunction_attribute values are small; an int's range */
-            uint64_t id = sbt_vk_arg(&rec, 0), val = sbt_vk_arg(&rec, 1);
+            uint64_t id = sbt_payload_arg(&rec, 0), val = sbt_payload_arg(&rec, 1);
             int64_t sv = (int64_t)val;
             if (id > 63)
                 st = sbt__fail(SBT_ECORRUPT, "function attribute %llu", (unsigned long long)id);
@@ -397,7 +397,7 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
                 o->fattr[o->n_fattr++].value = (int32_t)sv;
             }
         } else if (rec.call == SBT_CUDA_LAUNCH_ATTR) {
-            uint64_t id = sbt_vk_arg(&rec, 0);
+            uint64_t id = sbt_payload_arg(&rec, 0);
             if (id == 0 || id > 63)
                 st = sbt__fail(SBT_ECORRUPT, "launch attribute %llu", (unsigned long long)id);
             else if (rec.n_bytes != sizeof o->lattr[0].value)
@@ -412,7 +412,7 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
             }
         }
     }
-    sbt_vk_dec_free(&d);
+    sbt_payload_dec_free(&d);
     if (st < 0)
         return st;
     return have ? 0 : sbt__fail(SBT_ECORRUPT, "launch without a LAUNCH record");
@@ -421,22 +421,23 @@ static int decode_launch(const struct sbt_cuda_view *v, const struct sbt_op *op,
 static int decode_kind(const struct sbt_cuda_view *v, const struct sbt_op *op,
                        struct sbt_cuda_op *o)
 {
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec rec;
     int st;
     switch (op->kind) {
     case SBT_OP_ALLOC: {
-        if ((st = sbt_vk_find(&d, op->payload.data, op->payload.len, SBT_CUDA_ALLOC, &rec)) != 1) {
-            sbt_vk_dec_free(&d);
+        if ((st = sbt_payload_find(&d, op->payload.data, op->payload.len, SBT_CUDA_ALLOC, &rec)) !=
+            1) {
+            sbt_payload_dec_free(&d);
             return st < 0 ? st : sbt__fail(SBT_ECORRUPT, "allocation without an ALLOC record");
         }
-        uint64_t origin = sbt_vk_arg(&rec, 0), prog = sbt_vk_arg(&rec, 3);
+        uint64_t origin = sbt_payload_arg(&rec, 0), prog = sbt_payload_arg(&rec, 3);
         uint32_t n = rec.n_bytes;
         if (n < sizeof o->name && !memchr(rec.bytes, 0, n)) {
             memcpy(o->name, rec.bytes, n);
             o->name[n] = 0;
         }
-        sbt_vk_dec_free(&d);
+        sbt_payload_dec_free(&d);
         uint64_t size;
         if (origin < SBT_CUDA_ALLOC_MEM || origin > SBT_CUDA_ALLOC_VMM)
             return sbt__fail(SBT_ECORRUPT, "allocation of origin %llu", (unsigned long long)origin);
@@ -490,9 +491,10 @@ static int decode_kind(const struct sbt_cuda_view *v, const struct sbt_op *op,
         if (!o->dst || op->n_access != 1)
             return sbt__fail(SBT_ECORRUPT, "fill with %u ranges", op->n_access);
         uint64_t elem = 1;
-        if ((st = sbt_vk_find(&d, op->payload.data, op->payload.len, SBT_CUDA_FILL, &rec)) == 1)
-            elem = sbt_vk_arg(&rec, 1);
-        sbt_vk_dec_free(&d);
+        if ((st = sbt_payload_find(&d, op->payload.data, op->payload.len, SBT_CUDA_FILL, &rec)) ==
+            1)
+            elem = sbt_payload_arg(&rec, 1);
+        sbt_payload_dec_free(&d);
         if (st < 0)
             return st;
         if (elem != 1 && elem != 2 && elem != 4)
@@ -549,13 +551,13 @@ int sbt_cuda_op_decode(const struct sbt_cuda_view *v, const struct sbt_op *op,
                              i, (unsigned long long)a->offset, (unsigned long long)a->len,
                              (unsigned long long)a->resource, (unsigned long long)size);
     }
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
-    if ((st = sbt_vk_find(&d, o.payload.data, o.payload.len, SBT_CUDA_CALL, &rec)) == 1) {
-        out->api = (uint32_t)sbt_vk_arg(&rec, 0);
-        out->pt = sbt_vk_arg(&rec, 1) != 0;
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec rec;
+    if ((st = sbt_payload_find(&d, o.payload.data, o.payload.len, SBT_CUDA_CALL, &rec)) == 1) {
+        out->api = (uint32_t)sbt_payload_arg(&rec, 0);
+        out->pt = sbt_payload_arg(&rec, 1) != 0;
     }
-    sbt_vk_dec_free(&d);
+    sbt_payload_dec_free(&d);
     if (st < 0)
         return st;
     if ((st = decode_kind(v, &o, out)) < 0)

@@ -4,8 +4,8 @@
  * re-execute a captured Driver-API stream. Both sides use this one description.
  *
  * Encoding: the record codec of format/sbt_vk.h (call | n_arg | args | n_bytes | bytes), with
- * the calls below; encode and decode with sbt_vk_enc_* / sbt_vk_dec_*. Readers skip calls they
- * do not know and ignore arguments past the ones they know, so layouts only grow at the end.
+ * the calls below; encode and decode with sbt_payload_enc_* / sbt_payload_dec_*. Readers skip calls
+ * they do not know and ignore arguments past the ones they know, so layouts only grow at the end.
  *
  * Resources. A trace resource is one device allocation (cuMemAlloc, cuMemAllocAsync, a pool,
  * pitch allocation or VMM mapping: enum sbt_cuda_alloc_origin) or one module or library global
@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "format/sbt.h"
-#include "format/sbt_vk.h"
+#include "format/sbt_payload.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,8 +79,8 @@ enum sbt_cuda_kind {
        bytes: the global's name */                                                               \
     X(ALLOC, 22)                                                                                 \
     X(EVENT, 23) /* event id (the op's obj), CUevent flags, record/wait flags */                 \
-    /* CUfunction_attribute, value (a C int, as a 64-bit two's complement word): a function     \
-       attribute the program set (cuFuncSetAttribute, cuKernelSetAttribute) and that is in      \
+    /* CUfunction_attribute, value (a C int, as a 64-bit two's complement word): a function      \
+       attribute the program set (cuFuncSetAttribute, cuKernelSetAttribute) and that is in       \
        force at this launch; one record per attribute, after the LAUNCH record */                \
     X(FUNC_ATTR, 24)
 
@@ -91,63 +91,63 @@ enum sbt_cuda_call {
 };
 
 /* The Driver API calls a trace names (CALL's api). Values are stable: append only. */
-#define SBT_CUDA_API_MAP(X)           \
-    X(cuMemAlloc_v2, 1)               \
-    X(cuMemFree_v2, 2)                \
-    X(cuMemAllocAsync, 3)             \
-    X(cuMemFreeAsync, 4)              \
-    X(cuMemcpy, 5)                    \
-    X(cuMemcpyHtoD_v2, 6)             \
-    X(cuMemcpyDtoH_v2, 7)             \
-    X(cuMemcpyDtoD_v2, 8)             \
-    X(cuMemcpyAsync, 9)               \
-    X(cuMemcpyHtoDAsync_v2, 10)       \
-    X(cuMemcpyDtoHAsync_v2, 11)       \
-    X(cuMemcpyDtoDAsync_v2, 12)       \
-    X(cuMemsetD8_v2, 13)              \
-    X(cuMemsetD16_v2, 14)             \
-    X(cuMemsetD32_v2, 15)             \
-    X(cuMemsetD8Async, 16)            \
-    X(cuMemsetD16Async, 17)           \
-    X(cuMemsetD32Async, 18)           \
-    X(cuStreamCreate, 19)             \
-    X(cuStreamCreateWithPriority, 20) \
-    X(cuStreamDestroy_v2, 21)         \
-    X(cuStreamSynchronize, 22)        \
-    X(cuStreamQuery, 23)              \
-    X(cuStreamWaitEvent, 24)          \
-    X(cuEventCreate, 25)              \
-    X(cuEventDestroy_v2, 26)          \
-    X(cuEventRecord, 27)              \
-    X(cuEventRecordWithFlags, 28)     \
-    X(cuEventSynchronize, 29)         \
-    X(cuEventQuery, 30)               \
-    X(cuCtxSynchronize, 31)           \
-    X(cuCtxSynchronize_v2, 32)        \
-    X(cuLaunchKernel, 33)             \
-    X(cuLaunchKernelEx, 34)           \
-    X(cuLaunchCooperativeKernel, 35)  \
-    X(cuModuleLoad, 36)               \
-    X(cuModuleLoadData, 37)           \
-    X(cuModuleLoadDataEx, 38)         \
-    X(cuModuleLoadFatBinary, 39)      \
-    X(cuLibraryLoadData, 40)          \
-    X(cuLibraryLoadFromFile, 41)      \
-    X(cuModuleGetGlobal_v2, 42)       \
-    X(cuMemAllocFromPoolAsync, 43)    \
-    X(cuMemAllocPitch_v2, 44)         \
-    X(cuMemMap, 45)                   \
-    X(cuMemUnmap, 46)                 \
-    X(cuLibraryGetGlobal, 47)         \
-    X(cuStreamDestroy, 48)            \
-    X(cuEventDestroy, 49)             \
-    X(cuFuncSetAttribute, 50)         \
-    X(cuKernelSetAttribute, 51)       \
-    X(cuStreamBeginCapture_v2, 52)    \
-    X(cuStreamEndCapture, 53)         \
+#define SBT_CUDA_API_MAP(X)            \
+    X(cuMemAlloc_v2, 1)                \
+    X(cuMemFree_v2, 2)                 \
+    X(cuMemAllocAsync, 3)              \
+    X(cuMemFreeAsync, 4)               \
+    X(cuMemcpy, 5)                     \
+    X(cuMemcpyHtoD_v2, 6)              \
+    X(cuMemcpyDtoH_v2, 7)              \
+    X(cuMemcpyDtoD_v2, 8)              \
+    X(cuMemcpyAsync, 9)                \
+    X(cuMemcpyHtoDAsync_v2, 10)        \
+    X(cuMemcpyDtoHAsync_v2, 11)        \
+    X(cuMemcpyDtoDAsync_v2, 12)        \
+    X(cuMemsetD8_v2, 13)               \
+    X(cuMemsetD16_v2, 14)              \
+    X(cuMemsetD32_v2, 15)              \
+    X(cuMemsetD8Async, 16)             \
+    X(cuMemsetD16Async, 17)            \
+    X(cuMemsetD32Async, 18)            \
+    X(cuStreamCreate, 19)              \
+    X(cuStreamCreateWithPriority, 20)  \
+    X(cuStreamDestroy_v2, 21)          \
+    X(cuStreamSynchronize, 22)         \
+    X(cuStreamQuery, 23)               \
+    X(cuStreamWaitEvent, 24)           \
+    X(cuEventCreate, 25)               \
+    X(cuEventDestroy_v2, 26)           \
+    X(cuEventRecord, 27)               \
+    X(cuEventRecordWithFlags, 28)      \
+    X(cuEventSynchronize, 29)          \
+    X(cuEventQuery, 30)                \
+    X(cuCtxSynchronize, 31)            \
+    X(cuCtxSynchronize_v2, 32)         \
+    X(cuLaunchKernel, 33)              \
+    X(cuLaunchKernelEx, 34)            \
+    X(cuLaunchCooperativeKernel, 35)   \
+    X(cuModuleLoad, 36)                \
+    X(cuModuleLoadData, 37)            \
+    X(cuModuleLoadDataEx, 38)          \
+    X(cuModuleLoadFatBinary, 39)       \
+    X(cuLibraryLoadData, 40)           \
+    X(cuLibraryLoadFromFile, 41)       \
+    X(cuModuleGetGlobal_v2, 42)        \
+    X(cuMemAllocFromPoolAsync, 43)     \
+    X(cuMemAllocPitch_v2, 44)          \
+    X(cuMemMap, 45)                    \
+    X(cuMemUnmap, 46)                  \
+    X(cuLibraryGetGlobal, 47)          \
+    X(cuStreamDestroy, 48)             \
+    X(cuEventDestroy, 49)              \
+    X(cuFuncSetAttribute, 50)          \
+    X(cuKernelSetAttribute, 51)        \
+    X(cuStreamBeginCapture_v2, 52)     \
+    X(cuStreamEndCapture, 53)          \
     X(cuGraphInstantiateWithFlags, 54) \
-    X(cuGraphLaunch, 55)              \
-    X(cuGraphDestroy, 56)             \
+    X(cuGraphLaunch, 55)               \
+    X(cuGraphDestroy, 56)              \
     X(cuGraphExecDestroy, 57)
 
 enum sbt_cuda_api {

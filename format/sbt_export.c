@@ -24,6 +24,7 @@
 #include "format/sbt_export.h"
 #include "format/sbt_export_int.h"
 #include "format/sbt_int.h"
+#include "format/sbt_map.h"
 
 #define OUTBUF_BYTES     (256u << 10)
 #define DEFAULT_INTERNED 65536u
@@ -37,16 +38,8 @@
 /* Small helpers                                                                              */
 /* ========================================================================================== */
 
-static uint64_t mix64(uint64_t x)
-{
-    /* splitmix64's finalizer: a bijection, so distinct inputs never collide */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
+/* splitmix64's finalizer (the map's hash): a bijection, so distinct inputs never collide */
+#define mix64 sbt_map_hash
 
 uint64_t sbt_export_uuid(uint32_t run, uint32_t kind, uint64_t a, uint64_t b)
 {
@@ -266,17 +259,11 @@ static struct sbt__xtrack *track_find(sbt_export_emitter *em, uint64_t uuid)
     uint32_t v = em->cache[c];
     if (v && em->tracks[v - 1].uuid == uuid)
         return &em->tracks[v - 1];
-    if (!em->map_cap)
+    const uint64_t *ix = sbt_map_get(&em->map, uuid);
+    if (!ix)
         return NULL;
-    for (uint32_t i = (uint32_t)mix64(uuid) & (em->map_cap - 1);; i = (i + 1) & (em->map_cap - 1)) {
-        v = em->map[i];
-        if (!v)
-            return NULL;
-        if (em->tracks[v - 1].uuid == uuid) {
-            em->cache[c] = v;
-            return &em->tracks[v - 1];
-        }
-    }
+    em->cache[c] = (uint32_t)*ix;
+    return &em->tracks[*ix - 1];
 }
 
 static int track_add(sbt_export_emitter *em, uint64_t uuid, struct sbt__xtrack **out)
@@ -288,24 +275,10 @@ static int track_add(sbt_export_emitter *em, uint64_t uuid, struct sbt__xtrack *
             return sbt__fail(SBT_ENOMEM, "export: no memory for %u tracks", n);
         em->tracks = t, em->cap_tracks = n;
     }
-    if ((em->n_tracks + 1) * 2 > em->map_cap) {
-        uint32_t n = em->map_cap ? em->map_cap * 2 : 256;
-        uint32_t *m = sbt__calloc(n, sizeof *m);
-        if (!m)
-            return sbt__fail(SBT_ENOMEM, "export: no memory for %u tracks", n);
-        for (uint32_t k = 0; k < em->n_tracks; k++) {
-            uint32_t i = (uint32_t)mix64(em->tracks[k].uuid) & (n - 1);
-            while (m[i])
-                i = (i + 1) & (n - 1);
-            m[i] = k + 1;
-        }
-        sbt__free(em->map);
-        em->map = m, em->map_cap = n;
-    }
-    uint32_t i = (uint32_t)mix64(uuid) & (em->map_cap - 1);
-    while (em->map[i])
-        i = (i + 1) & (em->map_cap - 1);
-    em->map[i] = em->n_tracks + 1;
+    uint64_t *ix = sbt_map_put(&em->map, uuid, NULL);
+    if (!ix)
+        return SBT_ENOMEM;
+    *ix = em->n_tracks + 1;
     struct sbt__xtrack *t = &em->tracks[em->n_tracks++];
     memset(t, 0, sizeof *t);
     t->uuid = uuid;
@@ -392,7 +365,7 @@ int sbt_export_emitter_close(sbt_export_emitter *em)
         sbt__free(in->len_by_iid);
     }
     sbt__free(em->tracks);
-    sbt__free(em->map);
+    sbt_map_free(&em->map);
     sbt__free(em->heap);
     sbt__free(em->buf);
     sbt__free(em);
@@ -681,77 +654,14 @@ enum {
 /* flow kinds */
 enum { FK_LAUNCH = 0, FK_SYNC = 1 };
 
-/* A u64 -> u64 hash map with deletion (linear probing, backward-shift delete). */
-struct u64map {
-    uint64_t *keys, *vals;
-    uint8_t *used;
-    uint32_t cap, n;
-};
-
-static uint64_t *map_get(const struct u64map *m, uint64_t key)
+/* The u64 -> u64 maps below are the project's (format/sbt_map.h). */
+static int map_put(struct sbt_map *m, uint64_t key, uint64_t val)
 {
-    if (!m->cap)
-        return NULL;
-    for (uint32_t i = (uint32_t)mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->used[i])
-            return NULL;
-        if (m->keys[i] == key)
-            return &m->vals[i];
-    }
-}
-
-static int map_put(struct u64map *m, uint64_t key, uint64_t val)
-{
-    uint64_t *v = map_get(m, key);
-    if (v) {
-        *v = val;
-        return 0;
-    }
-    if ((m->n + 1) * 2 > m->cap) {
-        uint32_t n = m->cap ? m->cap * 2 : 64;
-        struct u64map nm = {sbt__malloc(n * sizeof(uint64_t)), sbt__malloc(n * sizeof(uint64_t)),
-                            sbt__calloc(n, 1), n, 0};
-        if (!nm.keys || !nm.vals || !nm.used) {
-            sbt__free(nm.keys), sbt__free(nm.vals), sbt__free(nm.used);
-            return sbt__fail(SBT_ENOMEM, "export: no memory for a table of %u entries", n);
-        }
-        for (uint32_t i = 0; i < m->cap; i++)
-            if (m->used[i])
-                map_put(&nm, m->keys[i], m->vals[i]);
-        sbt__free(m->keys), sbt__free(m->vals), sbt__free(m->used);
-        *m = nm;
-    }
-    uint32_t i = (uint32_t)mix64(key) & (m->cap - 1);
-    while (m->used[i])
-        i = (i + 1) & (m->cap - 1);
-    m->used[i] = 1, m->keys[i] = key, m->vals[i] = val;
-    m->n++;
-    return 0;
-}
-
-static void map_del(struct u64map *m, uint64_t key)
-{
-    uint64_t *v = map_get(m, key);
+    uint64_t *v = sbt_map_put(m, key, NULL);
     if (!v)
-        return;
-    uint32_t i = (uint32_t)(v - m->vals), mask = m->cap - 1;
-    m->used[i] = 0;
-    m->n--;
-    for (uint32_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-        uint32_t home = (uint32_t)mix64(m->keys[j]) & mask;
-        /* move j into the hole at i unless its home lies cyclically in (i, j] */
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            m->keys[i] = m->keys[j], m->vals[i] = m->vals[j], m->used[i] = 1;
-            m->used[j] = 0;
-            i = j;
-        }
-    }
-}
-
-static void map_free(struct u64map *m)
-{
-    sbt__free(m->keys), sbt__free(m->vals), sbt__free(m->used);
-    memset(m, 0, sizeof *m);
+        return SBT_ENOMEM;
+    *v = val;
+    return 0;
 }
 
 /* One stream or host thread: the lanes its work spreads over. Lane 0 is the base track. */
@@ -788,12 +698,12 @@ struct layout {
 
     struct lanes **lanes; /* by index; lane_idx maps key -> index */
     uint32_t n_lanes, cap_lanes;
-    struct u64map lane_idx;
-    struct u64map procs;     /* declared process-level uuids (value unused) */
-    struct u64map resources; /* resource id -> device << 48 | size (live allocations) */
-    struct u64map records;   /* event/semaphore object -> ring position of its latest record */
-    struct u64map names;     /* string id or static name -> event-name id */
-    struct u64map dims;      /* packed x,y,z -> interned "XxYxZ" id */
+    struct sbt_map lane_idx;
+    struct sbt_map procs;     /* declared process-level uuids (value unused) */
+    struct sbt_map resources; /* resource id -> device << 48 | size (live allocations) */
+    struct sbt_map records;   /* event/semaphore object -> ring position of its latest record */
+    struct sbt_map names;     /* string id or static name -> event-name id */
+    struct sbt_map dims;      /* packed x,y,z -> interned "XxYxZ" id */
     uint32_t arg_id[16], cat_id[8];
     uint32_t *sid_name; /* string id -> event-name id, for string ids < n_sid */
     uint32_t n_sid;
@@ -830,7 +740,7 @@ static int32_t pid_of(const struct layout *L, uint32_t what)
 static int proc_host(struct layout *L, uint64_t *uuid)
 {
     *uuid = sbt_export_uuid(L->o.run, UK_HOST, 0, 0);
-    if (map_get(&L->procs, *uuid))
+    if (sbt_map_get(&L->procs, *uuid))
         return 0;
     const char *host = sbt_reader_meta_get(L->r, "host");
     snprintf(L->scratch, sizeof L->scratch, "%s%shost%s%s", L->o.label ? L->o.label : "",
@@ -850,7 +760,7 @@ static int proc_host(struct layout *L, uint64_t *uuid)
 static int proc_device(struct layout *L, uint32_t dev, uint64_t *uuid)
 {
     *uuid = sbt_export_uuid(L->o.run, UK_DEVICE, dev, 0);
-    if (map_get(&L->procs, *uuid))
+    if (sbt_map_get(&L->procs, *uuid))
         return 0;
     const struct sbt_device *d = sbt_reader_device(L->r, dev);
     const char *name = d ? str(L, d->name) : "";
@@ -873,7 +783,7 @@ static int proc_device(struct layout *L, uint32_t dev, uint64_t *uuid)
 static int proc_thread(struct layout *L, uint64_t thread, uint64_t *uuid)
 {
     *uuid = sbt_export_uuid(L->o.run, UK_TGROUP, thread, 0);
-    if (map_get(&L->procs, *uuid))
+    if (sbt_map_get(&L->procs, *uuid))
         return 0;
     if (thread)
         snprintf(L->scratch, sizeof L->scratch, "%s%sthread %" PRIu64, L->o.label ? L->o.label : "",
@@ -896,7 +806,7 @@ static int proc_thread(struct layout *L, uint64_t thread, uint64_t *uuid)
 static int counter_track(struct layout *L, uint32_t kind, uint32_t dev, uint64_t *uuid)
 {
     *uuid = sbt_export_uuid(L->o.run, kind, dev, 0);
-    if (map_get(&L->procs, *uuid))
+    if (sbt_map_get(&L->procs, *uuid))
         return 0;
     uint64_t parent;
     int st = proc_device(L, dev, &parent);
@@ -925,7 +835,7 @@ static int counter_track(struct layout *L, uint32_t kind, uint32_t dev, uint64_t
 
 static int lanes_get(struct layout *L, uint64_t key, struct lanes **out)
 {
-    uint64_t *v = map_get(&L->lane_idx, key);
+    uint64_t *v = sbt_map_get(&L->lane_idx, key);
     if (v) {
         *out = L->lanes[*v];
         return 1;
@@ -1176,7 +1086,7 @@ static char *put_u64(char *p, uint64_t v)
 /* Event-name id for a key (sbt string id, or a static string's address). */
 static uint32_t name_id(struct layout *L, uint64_t key, const char *s)
 {
-    uint64_t *v = map_get(&L->names, key);
+    uint64_t *v = sbt_map_get(&L->names, key);
     if (v)
         return (uint32_t)*v;
     uint32_t id = sbt_export_intern(L->em, SBT_EXPORT_STR_NAME, s);
@@ -1206,7 +1116,7 @@ static uint32_t dims_id(struct layout *L, const uint32_t d[3], char *buf)
 {
     int small = d[0] < 1u << 21 && d[1] < 1u << 21 && d[2] < 1u << 21;
     uint64_t key = (uint64_t)d[0] | (uint64_t)d[1] << 21 | (uint64_t)d[2] << 42;
-    uint64_t *v = small ? map_get(&L->dims, key) : NULL;
+    uint64_t *v = small ? sbt_map_get(&L->dims, key) : NULL;
     if (v)
         return (uint32_t)*v;
     char *p = put_u64(buf, d[0]);
@@ -1454,13 +1364,13 @@ static int do_op(struct layout *L, struct slot *sl)
                 return st;
         }
     } else if (op->kind == SBT_OP_FREE && (op->flags & SBT_OPF_RESOURCE)) {
-        uint64_t *v = map_get(&L->resources, op->resource), u;
+        uint64_t *v = sbt_map_get(&L->resources, op->resource), u;
         if (!v) {
             L->stats->n_frees_unknown++;
         } else {
             uint32_t devid = (uint32_t)(*v >> 48);
             int64_t sz = (int64_t)(*v & ((1ull << 48) - 1));
-            map_del(&L->resources, op->resource);
+            sbt_map_del(&L->resources, op->resource);
             if ((st = counter_track(L, UK_MEM, devid, &u)) < 0 ||
                 (st = sbt_export_counter_add(em, u, has_dev ? db : hb, -sz)) < 0)
                 return st;
@@ -1505,7 +1415,7 @@ static int ring_push(struct layout *L, const struct sbt_op *op)
                 if (st < 0)
                     return st;
             } else {
-                uint64_t *rec = map_get(&L->records, key);
+                uint64_t *rec = sbt_map_get(&L->records, key);
                 struct slot *rs = rec && *rec >= L->front ? &L->ring[*rec % L->ring_cap] : NULL;
                 if (rs && rs->n_waiters < MAX_WAITERS && sync_time(op) >= sync_time(&rs->op)) {
                     sl->flow_in = sbt_export_flow_id(L->o.run, FK_SYNC, op->seq);
@@ -1532,9 +1442,9 @@ static int ring_pop(struct layout *L)
     if (st >= 0 && L->n_chunks)
         st = sbt_export_advance(L->em, out_ts(L, L->chunk_min[L->chunk_at]));
     if (st >= 0 && (op->flags & SBT_OPF_OBJ) && is_record(op->kind)) {
-        uint64_t key = sync_key(op), *rec = map_get(&L->records, key);
+        uint64_t key = sync_key(op), *rec = sbt_map_get(&L->records, key);
         if (rec && *rec == L->front)
-            map_del(&L->records, key); /* no later wait can link to it now */
+            sbt_map_del(&L->records, key); /* no later wait can link to it now */
     }
     L->front++;
     return st;
@@ -1629,13 +1539,13 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
     for (uint32_t i = 0; i < L.n_lanes; i++)
         sbt__free(L.lanes[i]);
     sbt__free(L.lanes);
-    map_free(&L.lane_idx);
-    map_free(&L.procs);
-    map_free(&L.resources);
-    map_free(&L.records);
-    map_free(&L.names);
+    sbt_map_free(&L.lane_idx);
+    sbt_map_free(&L.procs);
+    sbt_map_free(&L.resources);
+    sbt_map_free(&L.records);
+    sbt_map_free(&L.names);
     sbt__free(L.sid_name);
-    map_free(&L.dims);
+    sbt_map_free(&L.dims);
     sbt__free(L.ring);
     sbt__free(L.chunk_seq);
     sbt__free(L.chunk_min);

@@ -17,6 +17,7 @@
 
 #include "format/sbt.h"
 #include "format/sbt_export.h"
+#include "format/sbt_map.h"
 
 #define SBT__XCACHE 64
 
@@ -87,8 +88,7 @@ struct sbt_export_emitter {
 
     struct sbt__xtrack *tracks;
     uint32_t n_tracks, cap_tracks;
-    uint32_t *map; /* uuid -> index + 1, open addressing */
-    uint32_t map_cap;
+    struct sbt_map map; /* uuid -> index + 1 */
     uint32_t cache[64]; /* uuid -> index + 1 of recent lookups (SBT__XCACHE entries) */
 
     uint32_t n_seq;

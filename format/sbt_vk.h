@@ -22,7 +22,7 @@
  * resource id of its ALLOC op, and accesses name (memory, offset in memory, length) — a
  * buffer range [a, a+n) of a buffer bound at memory offset M is (memory, M + a, n).
  *
- * Where each payload goes (capture/cap_vk_*.c write them, replay reads them):
+ * Where each payload goes (capture/vk/cap_vk_*.c write them, replay reads them):
  *   device row ext        kind SBT_VK_EXT_DEVICE:   DEVICE, MEMORY_TYPE*, MEMORY_HEAP*,
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
  *                                                   FEATURES*, DEVICE_CHAIN*, ADDRESS_REPLAY
@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "format/sbt.h"
+#include "format/sbt_payload.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -283,66 +284,6 @@ enum sbt_vk_call {
 
 /* "DISPATCH" for SBT_VK_DISPATCH; NULL for an unknown call. */
 const char *sbt_vk_call_name(uint32_t call);
-
-/* One decoded record. arg and bytes point into the decoder / source buffer. */
-struct sbt_vk_rec {
-    uint32_t call;
-    uint32_t n_arg;
-    const uint64_t *arg;
-    uint32_t n_bytes;
-    const uint8_t *bytes;
-};
-/* The i-th argument, or 0 past the end (older captures wrote fewer). */
-static inline uint64_t sbt_vk_arg(const struct sbt_vk_rec *r, uint32_t i)
-{
-    return i < r->n_arg ? r->arg[i] : 0;
-}
-
-/* ---- encoder --------------------------------------------------------------------------------- */
-
-/* A growable buffer of records. Zero-initialise it ({0}); errors are sticky: after an
- * allocation failure every call does nothing and sbt_vk_enc_status() returns SBT_ENOMEM. */
-struct sbt_vk_enc {
-    uint8_t *buf;
-    size_t len, cap;
-    uint64_t *args; /* arguments of the record being built */
-    size_t n_args, cap_args;
-    uint32_t call; /* record being built, 0 = none */
-    int status;
-};
-/* Starts a record; add arguments with sbt_vk_enc_arg, finish with sbt_vk_enc_end. */
-void sbt_vk_enc_begin(struct sbt_vk_enc *e, uint32_t call);
-void sbt_vk_enc_arg(struct sbt_vk_enc *e, uint64_t v);
-void sbt_vk_enc_end(struct sbt_vk_enc *e, const void *bytes, size_t n_bytes);
-/* A whole record in one call. */
-void sbt_vk_enc_rec(struct sbt_vk_enc *e, uint32_t call, const uint64_t *arg, size_t n_arg,
-                    const void *bytes, size_t n_bytes);
-/* Appends raw bytes (the recording magic). */
-void sbt_vk_enc_raw(struct sbt_vk_enc *e, const void *bytes, size_t n);
-int sbt_vk_enc_status(const struct sbt_vk_enc *e);
-/* Forgets the contents, keeps the memory. */
-void sbt_vk_enc_reset(struct sbt_vk_enc *e);
-/* Frees the buffers; the struct may be reused after. */
-void sbt_vk_enc_free(struct sbt_vk_enc *e);
-
-/* ---- decoder --------------------------------------------------------------------------------- */
-
-struct sbt_vk_dec {
-    const uint8_t *buf;
-    size_t len, pos;
-    uint64_t *args;
-    size_t cap_args;
-};
-/* Borrows buf (must outlive the decoder's records). */
-void sbt_vk_dec_init(struct sbt_vk_dec *d, const void *buf, size_t len);
-/* 1 with *out set (valid until the next call), 0 at the end, SBT_ECORRUPT / SBT_ENOMEM with
- * a message naming the offset. */
-int sbt_vk_dec_next(struct sbt_vk_dec *d, struct sbt_vk_rec *out);
-void sbt_vk_dec_free(struct sbt_vk_dec *d);
-/* Finds the first record of a call in a payload: 1 found (*out valid while d lives), 0 not,
- * < 0 corrupt. Initialises d; call sbt_vk_dec_free(d) after. */
-int sbt_vk_find(struct sbt_vk_dec *d, const void *buf, size_t len, uint32_t call,
-                struct sbt_vk_rec *out);
 
 /* Writes the records of a payload as text, one per line ("DISPATCH 3 2 0 0 0 ..."), for
  * `reprise view` and tests. Returns 0 or a status. */

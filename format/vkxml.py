@@ -1,4 +1,4 @@
-"""What the generators of format/ (gen_vk_*.py) and capture/cap_vk_gen.py read from the Vulkan
+"""What the generators of format/ (gen_vk_*.py) and capture/vk/cap_vk_gen.py read from the Vulkan
 registry, vk.xml, the same way: which elements are Vulkan's (not Vulkan SC's), its header
 version, and the values of an enumeration's names, core and added by versions and extensions (an offset in an extension's number range, or
 a value), through aliases. Python's standard library only.

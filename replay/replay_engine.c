@@ -9,7 +9,8 @@
  * but the result trace is written in seq order by a second pass over the source (through an
  * index sorted by seq). Ops a range replay skips cost nothing, so a range replay's memory
  * follows the range, the state ops and the slice it runs (after a snapshot: the slice after
- * it), not the trace prefix. Snapshots and restores are replay_snap.c's.
+ * it), not the trace prefix. Snapshots and restores are replay_snap*.c's, range plans
+ * replay_plan.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -64,6 +65,12 @@ uint64_t replay__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+const char *replay__path_of(const sbt_reader *r)
+{
+    const char *p = sbt_reader_path(r);
+    return p ? p : "?";
+}
+
 static const char *const verify_names[] = {"none", "end", "submit", "op"};
 
 const char *replay_verify_name(uint32_t v)
@@ -112,7 +119,7 @@ int replay_devices(uint32_t api, struct replay_device_info *out, uint32_t max)
 
 enum { ST_SKIP = 0, ST_FF = 1, ST_RANGE = 2 };
 
-struct res {
+struct op_result {
     uint64_t seq;
     uint8_t state; /* ST_* */
     uint8_t has_dev, has_digest, has_captured, done;
@@ -129,8 +136,8 @@ struct eng {
     void *be;
     struct replay_result *out;
     uint32_t run;
-    uint64_t lo, hi; /* seq window */
-    struct res *res; /* executed ops, by slot - 1 */
+    uint64_t lo, hi;       /* seq window */
+    struct op_result *res; /* executed ops, by slot - 1 */
     uint64_t n_res, cap_res;
     uint64_t *by_seq; /* indices into res in seq order (after the run) */
     struct replay__snap *sp;
@@ -175,7 +182,7 @@ static void on_done(void *ctx, const struct replay_done *d)
     struct eng *e = ctx;
     if (d->slot < 1 || d->slot > e->n_res)
         return;
-    struct res *x = &e->res[d->slot - 1];
+    struct op_result *x = &e->res[d->slot - 1];
     x->done = 1;
     x->host_end = replay__now_ns();
     if (d->has_dev_time && x->state == ST_RANGE) {
@@ -201,7 +208,7 @@ static void on_done(void *ctx, const struct replay_done *d)
         dump_bytes(e, x->seq, d);
 }
 
-static int add_err(struct eng *e, struct res *x, int status, const char *msg)
+static int add_err(struct eng *e, struct op_result *x, int status, const char *msg)
 {
     if (e->n_errs == e->cap_errs) {
         uint32_t c = e->cap_errs ? e->cap_errs * 2 : 16;
@@ -246,17 +253,17 @@ static uint64_t upload_bytes(const struct sbt_op *op)
 }
 
 /* A result entry for an op about to be executed; its slot is the index + 1. */
-static struct res *res_new(struct eng *e, uint64_t seq)
+static struct op_result *res_new(struct eng *e, uint64_t seq)
 {
     if (e->n_res == e->cap_res) {
         uint64_t c = e->cap_res ? e->cap_res * 2 : 1024;
-        struct res *v = realloc(e->res, c * sizeof *v);
+        struct op_result *v = realloc(e->res, c * sizeof *v);
         if (!v)
             return NULL;
         e->res = v;
         e->cap_res = c;
     }
-    struct res *x = &e->res[e->n_res++];
+    struct op_result *x = &e->res[e->n_res++];
     memset(x, 0, sizeof *x);
     x->seq = seq;
     return x;
@@ -279,7 +286,7 @@ static int node_visit(void *ctx, struct sched_node *n)
         e->out->skipped_ops += e->run == 0;
         return 0;
     }
-    struct res *x = res_new(e, op->seq);
+    struct op_result *x = res_new(e, op->seq);
     if (!x) {
         e->fatal =
             replay__fail(SBT_ENOMEM, "out of memory for the results of %" PRIu64 " ops", e->n_res);
@@ -699,7 +706,7 @@ static int write_result(struct eng *e, const char *path)
         op.blob = (sbt_hash){0, 0};
         while (k < e->n_res && e->res[e->by_seq[k]].seq < sop->seq)
             k++;
-        const struct res *x =
+        const struct op_result *x =
             k < e->n_res && e->res[e->by_seq[k]].seq == sop->seq ? &e->res[e->by_seq[k]] : NULL;
         TRY(sbt_writer_set_next_seq(w, sop->seq)); /* a trimmed source keeps its numbers */
         if (!x || x->state == ST_SKIP) {
@@ -816,7 +823,7 @@ static void report_ops(struct eng *e, struct first_run *fr)
     struct replay_result *o = e->out;
     uint64_t j = 0; /* position in the first run */
     for (uint64_t i = 0; i < e->n_res; i++) {
-        struct res *x = &e->res[e->by_seq[i]];
+        struct op_result *x = &e->res[e->by_seq[i]];
         uint64_t seq = x->seq;
         int mismatch = 0;
         if (x->has_digest && x->has_captured) {

@@ -58,6 +58,8 @@
 int replay__fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CLOCK_MONOTONIC in ns: the replay's host clock (result traces say so in clock.domain). */
 uint64_t replay__now_ns(void);
+/* The path r was opened with (for messages), or "?" when it has none. */
+const char *replay__path_of(const sbt_reader *r);
 /* String ids of a source trace interned in a writer, each once: v has n = source strings + 1
  * entries (calloc'd by the caller, 0 = not yet). */
 struct replay__strmap {
@@ -145,7 +147,7 @@ struct replay_backend {
 };
 
 /* ========================================================================================== */
-/* Snapshots and restores (replay_snap.c)                                                     */
+/* Snapshots and restores (replay_snap*.c, replay_trim_state.c, replay_sidecar.c)             */
 /* ========================================================================================== */
 
 /* One run's snapshot machinery: the live allocations (with chunk hashes and what was written
@@ -183,20 +185,103 @@ int replay__snap_executed(struct replay__snap *s, const struct sbt_op *op);
 int replay__snap_finish(struct replay__snap *s, int ok);
 void replay__snap_destroy(struct replay__snap *s); /* NULL accepted */
 
+/* ---- inside the snapshot machinery (replay_snap*.c, replay_trim_state.c) ----------------- */
+
+struct replay__live { /* an allocation live in the run */
+    uint64_t resource, size;
+    uint64_t n_chunks;
+    sbt_hash *hash; /* per chunk: its blob, where not dirty */
+    uint8_t *dirty; /* bit per chunk: written since its hash was taken */
+};
+
+struct replay__point { /* a state to restore when the run reaches seq */
+    uint64_t seq;
+    sbt_reader *src;
+    uint64_t state_i;
+    int whole;                      /* every chunk the state holds (initial contents) */
+    const struct sbt_access *needs; /* else these bytes only */
+    uint64_t n_needs;
+};
+
+struct replay__snap {
+    struct replay__snap_cfg c;
+    uint32_t chunk; /* bytes per chunk: snapshots, dirty bits and the trim state */
+    int taking;     /* snapshots are written in this run */
+    uint32_t run;
+    /* live allocations, sorted by resource */
+    struct replay__live *lv;
+    size_t n_lv, cap_lv;
+    /* the sidecar */
+    sbt_writer *w;
+    uint64_t next_op, next_ns, t0;
+    uint32_t i_at;
+    uint64_t n_seen; /* ops seen (candidates for every_ops) */
+    /* restore points, by seq */
+    struct replay__point *pt;
+    size_t n_pt, cap_pt, i_pt;
+    int trim_done;
+    uint8_t *buf;
+    size_t cap_buf;
+};
+
+/* replay_snap.c. SBT_ENOMEM with the snapshots' message. */
+int replay__snap_nomem(void);
+/* Makes room for need elements of elem bytes in *p (capacity *cap, doubled): 0 or SBT_ENOMEM. */
+int replay__snap_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* The run's scratch buffer, at least n bytes (valid until the next call); NULL when out of
+ * memory. */
+uint8_t *replay__snap_scratch(struct replay__snap *s, size_t n);
+/* The live allocation res, or NULL. */
+struct replay__live *replay__snap_live(struct replay__snap *s, uint64_t res);
+
+/* replay_snap_take.c. 1 if a snapshot is due before op x. */
+int replay__snap_due(const struct replay__snap *s, const struct sbt_op *x);
+/* Drains the device, writes a snapshot before op x into the sidecar (reading back only the
+ * chunks written since the last one) and moves the schedule past x. */
+int replay__snap_take(struct replay__snap *s, const struct sbt_op *x);
+
+/* replay_snap_restore.c. Drains the device and writes p's bytes into the live allocations. */
+int replay__snap_restore(struct replay__snap *s, const struct replay__point *p);
+/* The bytes and allocations restoring snapshot i of snaps for the slice's needs would write,
+ * added to plan->restore_*; SBT_ECORRUPT naming the sidecar, the snapshot and the resource
+ * when it cannot provide one. */
+int replay__snap_cover(sbt_reader *snaps, int64_t i, const struct sched_slice *sl,
+                       struct replay_plan *plan);
+
+/* replay_trim_state.c. Drains the device and writes to opts.state_out, as a STATE before op
+ * x, the chunks holding the bytes the range reads (cfg.trim_needs). */
+int replay__trim_state(struct replay__snap *s, const struct sbt_op *x);
+
+/* replay_sidecar.c. Creates the sidecar of snapshots at path for the trace r, its metadata
+ * tying it to r (fingerprint, source_path, chunk bytes). On failure *out = NULL and nothing
+ * is left at path. */
+int replay__sidecar_create(const char *path, sbt_reader *r, const char *source_path, uint32_t chunk,
+                           sbt_writer **out);
+/* Closes w (ok) or abandons it (!ok); removes path unless it was closed whole. */
+int replay__sidecar_close(sbt_writer *w, const char *path, int ok);
+
+/* ========================================================================================== */
+/* Range plans (replay_plan.c)                                                                */
+/* ========================================================================================== */
+
 /* The range's first op, the snapshot to restore and the slice to run (replay_plan's work):
  * slice is computed with the snapshot as floor (collect = 1, range_outputs = 1); *snap_i is
  * the snapshot's index in snaps or -1. full: also the slice from the trace start (plan). */
 int replay__plan(sbt_reader *r, const struct sbt_range *range, sbt_reader *snaps, int full,
                  struct replay_plan *plan, struct sched_slice *slice, int64_t *snap_i);
 
+/* 1 if a range replay with backend bk runs op before the range whatever the slice says:
+ * replay_op_is_state's kinds that bk->state_op keeps. */
+int replay__is_state(const struct replay_backend *bk, const struct sbt_op *op);
+
+/* ========================================================================================== */
+/* Backends                                                                                   */
+/* ========================================================================================== */
+
 /* Built-in backends. replay__cuda_backend is defined by replay_cuda.c when that is built; the
  * engine tolerates its absence (weak reference). */
 extern const struct replay_backend replay__vk_backend;
 extern const struct replay_backend replay__cuda_backend __attribute__((weak));
-
-/* 1 if a range replay with backend bk runs op before the range whatever the slice says:
- * replay_op_is_state's kinds that bk->state_op keeps. */
-int replay__is_state(const struct replay_backend *bk, const struct sbt_op *op);
 
 /* The backend for an API, or NULL. */
 const struct replay_backend *replay__backend_for_api(uint32_t api);

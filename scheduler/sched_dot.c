@@ -23,7 +23,7 @@ struct dedge {
 
 struct dot {
     const struct sbt_range *range;
-    struct sched__map in; /* seqs of the range's nodes */
+    struct sbt_map in; /* seqs of the range's nodes */
     struct dnode *n;
     struct dedge *e;
     uint64_t n_n, cap_n, n_e, cap_e, n_outside;
@@ -39,11 +39,11 @@ static int dot_node(void *ctx, struct sched_node *node)
     if ((st = sched__grow64((void **)&d->n, sizeof *d->n, &d->cap_n, d->n_n + 1)))
         return st;
     d->n[d->n_n++] = (struct dnode){op->seq, op->stream, op->kind, op->name};
-    if (!sched__map_put(&d->in, op->seq, NULL))
+    if (!sbt_map_put(&d->in, op->seq, NULL))
         return sched__fail(SBT_ENOMEM, "out of memory writing DOT");
     for (uint32_t i = 0; i < node->n_in; i++) {
         const struct sched_edge *e = &node->in[i];
-        if (!sched__map_get(&d->in, e->from)) {
+        if (!sbt_map_get(&d->in, e->from)) {
             d->n_outside++;
             continue;
         }
@@ -144,7 +144,7 @@ int sched_dot_write(sbt_reader *r, const struct sbt_range *range, uint64_t max_n
     if (ferror(out))
         st = sched__fail(SBT_EIO, "writing DOT failed");
 out:
-    sched__map_free(&d.in);
+    sbt_map_free(&d.in);
     sched__free(d.n);
     sched__free(d.e);
     return st;

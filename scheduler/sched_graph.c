@@ -52,7 +52,7 @@ struct seg {
     struct sref *more;      /* readers SEG_RD.. */
 };
 
-struct res {
+struct res_hist {
     uint64_t id;
     uint64_t size;     /* bytes; UINT64_MAX when no ALLOC said */
     struct sref alloc; /* seq NONE: no ALLOC seen */
@@ -121,33 +121,33 @@ struct sched_graph {
     struct sref *threads;
     uint32_t n_threads, cap_threads;
 
-    struct sched__map res_map; /* resource id -> index in res (live resources) */
-    struct res *res;
+    struct sbt_map res_map; /* resource id -> index in res (live resources) */
+    struct res_hist *res;
     uint32_t n_res, cap_res;
     uint32_t *res_free; /* slots of freed resources, for reuse */
     uint32_t n_res_free, cap_res_free;
-    struct sched__map freed; /* resource id -> seq of the FREE; cleared past FREED_MAX */
-    struct res tomb;         /* what res_get returns for a freed resource */
+    struct sbt_map freed; /* resource id -> seq of the FREE; cleared past FREED_MAX */
+    struct res_hist tomb; /* what res_get returns for a freed resource */
     uint64_t live_segs;
 
-    struct sched__map ev_map; /* event id -> index in ev */
-    uint64_t ev_max;          /* events kept before the old ones are dropped */
-    uint64_t ev_cutoff;       /* records before this seq may have been dropped */
+    struct sbt_map ev_map; /* event id -> index in ev */
+    uint64_t ev_max;       /* events kept before the old ones are dropped */
+    uint64_t ev_cutoff;    /* records before this seq may have been dropped */
     struct sref *ev;
     uint32_t n_ev, cap_ev;
 
-    struct sched__map sync_map; /* fence/semaphore id -> index in sync */
+    struct sbt_map sync_map; /* fence/semaphore id -> index in sync */
     struct syncobj *sync;
     uint32_t n_sync, cap_sync;
 
-    struct sched__map held_map; /* seq -> index in held */
+    struct sbt_map held_map; /* seq -> index in held */
     struct held *held;
     uint32_t n_heldslots, cap_held;
     uint32_t *free_slots;
     uint32_t n_free, cap_free;
     uint64_t n_held;
-    struct sched__map late; /* seq -> val of ops delivered after being held */
-    uint64_t *work;         /* release worklist */
+    struct sbt_map late; /* seq -> val of ops delivered after being held */
+    uint64_t *work;      /* release worklist */
     uint64_t n_work, cap_work;
 
     /* the op being added */
@@ -280,12 +280,12 @@ static int add_edge(sched_graph *g, const struct sref *p, uint32_t reason, uint6
 
 /* The live resource id; for a freed one g->tomb (freed_by set, no intervals), valid until the
  * next call; else a new one if create, or NULL. */
-static struct res *res_get(sched_graph *g, uint64_t id, int create)
+static struct res_hist *res_get(sched_graph *g, uint64_t id, int create)
 {
-    uint64_t *ix = sched__map_get(&g->res_map, id);
+    uint64_t *ix = sbt_map_get(&g->res_map, id);
     if (ix)
         return &g->res[*ix];
-    uint64_t *fs = sched__map_get(&g->freed, id);
+    uint64_t *fs = sbt_map_get(&g->freed, id);
     if (fs) {
         memset(&g->tomb, 0, sizeof g->tomb);
         g->tomb.id = id;
@@ -305,15 +305,17 @@ static struct res *res_get(sched_graph *g, uint64_t id, int create)
         slot = g->n_res;
     }
     int is_new;
-    ix = sched__map_put(&g->res_map, id, &is_new);
-    if (!ix)
+    ix = sbt_map_put(&g->res_map, id, &is_new);
+    if (!ix) {
+        sched__fail_sbt(SBT_ENOMEM);
         return NULL;
+    }
     *ix = slot;
     if (g->n_res_free)
         g->n_res_free--;
     else
         g->n_res++;
-    struct res *r = &g->res[slot];
+    struct res_hist *r = &g->res[slot];
     memset(r, 0, sizeof *r);
     r->id = id;
     r->size = UINT64_MAX;
@@ -363,7 +365,7 @@ static int seg_same(struct seg *a, struct seg *b)
 }
 
 /* First segment with e > x. */
-static uint32_t seg_lower(const struct res *r, uint64_t x)
+static uint32_t seg_lower(const struct res_hist *r, uint64_t x)
 {
     uint32_t lo = 0, hi = r->n;
     while (lo < hi) {
@@ -376,7 +378,7 @@ static uint32_t seg_lower(const struct res *r, uint64_t x)
     return lo;
 }
 
-static int seg_insert(sched_graph *g, struct res *r, uint32_t i, const struct seg *s)
+static int seg_insert(sched_graph *g, struct res_hist *r, uint32_t i, const struct seg *s)
 {
     int st = sched__grow((void **)&r->s, sizeof *r->s, &r->cap, (uint64_t)r->n + 1);
     if (st)
@@ -390,7 +392,7 @@ static int seg_insert(sched_graph *g, struct res *r, uint32_t i, const struct se
 }
 
 /* Splits segment i at `at` (b < at < e): [b, at) stays at i, [at, e) goes to i + 1. */
-static int seg_split(sched_graph *g, struct res *r, uint32_t i, uint64_t at)
+static int seg_split(sched_graph *g, struct res_hist *r, uint32_t i, uint64_t at)
 {
     struct seg c = r->s[i];
     c.b = at;
@@ -413,7 +415,7 @@ static int seg_split(sched_graph *g, struct res *r, uint32_t i, uint64_t at)
 }
 
 /* Merges equal neighbours in [i0, i1] (indices clamped). */
-static void seg_coalesce(sched_graph *g, struct res *r, uint32_t i0, uint32_t i1)
+static void seg_coalesce(sched_graph *g, struct res_hist *r, uint32_t i0, uint32_t i1)
 {
     if (i1 >= r->n)
         i1 = r->n ? r->n - 1 : 0;
@@ -433,7 +435,7 @@ static void seg_coalesce(sched_graph *g, struct res *r, uint32_t i0, uint32_t i1
     }
 }
 
-static void res_drop_segs(sched_graph *g, struct res *r)
+static void res_drop_segs(sched_graph *g, struct res_hist *r)
 {
     for (uint32_t i = 0; i < r->n; i++)
         sched__free(r->s[i].more);
@@ -453,7 +455,7 @@ static inline int edge_worth(const sched_graph *g, const struct sref *p)
 }
 
 /* Phase A for one access: hazard edges, ALLOC edge, uninitialised bytes (reads). */
-static int access_edges(sched_graph *g, struct res *r, uint64_t o, uint64_t end, int is_write,
+static int access_edges(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t end, int is_write,
                         uint64_t *uninit, uint64_t *uninit_lo, uint64_t *uninit_hi)
 {
     int st, found = 0;
@@ -499,7 +501,8 @@ static int access_edges(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
 }
 
 /* Phase B: x reads [o, end). */
-static int apply_read(sched_graph *g, struct res *r, uint64_t o, uint64_t end, const struct sref *x)
+static int apply_read(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t end,
+                      const struct sref *x)
 {
     int st;
     uint32_t i = seg_lower(r, o), i0 = i ? i - 1 : 0;
@@ -532,7 +535,7 @@ static int apply_read(sched_graph *g, struct res *r, uint64_t o, uint64_t end, c
 }
 
 /* Phase B: x writes [o, end). */
-static int apply_write(sched_graph *g, struct res *r, uint64_t o, uint64_t end,
+static int apply_write(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t end,
                        const struct sref *x)
 {
     int st;
@@ -581,9 +584,9 @@ static int accesses_edges(sched_graph *g)
             if (!(ac->mode & (is_write ? SBT_ACCESS_WRITE : SBT_ACCESS_READ)) || !ac->len)
                 continue;
             const char *verb = is_write ? "writes" : "reads";
-            struct res *r = pass && (ac->mode & SBT_ACCESS_READ) && g->acc_res[a] != UINT32_MAX
-                                ? &g->res[g->acc_res[a]]
-                                : res_get(g, ac->resource, 1);
+            struct res_hist *r = pass && (ac->mode & SBT_ACCESS_READ) && g->acc_res[a] != UINT32_MAX
+                                     ? &g->res[g->acc_res[a]]
+                                     : res_get(g, ac->resource, 1);
             if (!r)
                 return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64,
                                    ac->resource);
@@ -647,7 +650,7 @@ static int accesses_apply(sched_graph *g, const struct sref *xr)
                 continue;
             if (g->acc_res[a] == UINT32_MAX)
                 continue; /* freed */
-            struct res *r = &g->res[g->acc_res[a]];
+            struct res_hist *r = &g->res[g->acc_res[a]];
             uint64_t end = sched__end(ac->offset, ac->len);
             st = is_write ? apply_write(g, r, ac->offset, end, xr)
                           : apply_read(g, r, ac->offset, end, xr);
@@ -666,7 +669,7 @@ static int ev_evict(sched_graph *g, uint64_t now)
 {
     uint64_t keep = 4 * g->o.max_events; /* "long ago": more ops back than this */
     uint64_t cutoff = now > keep ? now - keep : 0;
-    struct sched__map nm = {0};
+    struct sbt_map nm = {0};
     struct sref *nev = NULL;
     uint32_t nn = 0, ncap = 0;
     int st = 0;
@@ -679,7 +682,7 @@ static int ev_evict(sched_graph *g, uint64_t now)
         uint64_t *ix;
         if ((st = sched__grow((void **)&nev, sizeof *nev, &ncap, (uint64_t)nn + 1)))
             break;
-        if (!(ix = sched__map_put(&nm, g->ev_map.keys[i] - 1, NULL))) {
+        if (!(ix = sbt_map_put(&nm, g->ev_map.keys[i] - 1, NULL))) {
             st = sched__fail(SBT_ENOMEM, "out of memory dropping old events");
             break;
         }
@@ -687,13 +690,13 @@ static int ev_evict(sched_graph *g, uint64_t now)
         nev[nn++] = *e;
     }
     if (st) {
-        sched__map_free(&nm);
+        sbt_map_free(&nm);
         sched__free(nev);
         return st;
     }
     if (nn < g->n_ev)
         g->ev_cutoff = cutoff ? cutoff : 1;
-    sched__map_free(&g->ev_map);
+    sbt_map_free(&g->ev_map);
     sched__free(g->ev);
     g->ev_map = nm;
     g->ev = nev;
@@ -711,13 +714,15 @@ static int ev_evict(sched_graph *g, uint64_t now)
 static struct syncobj *sync_get(sched_graph *g, uint64_t id, uint32_t kind)
 {
     int is_new;
-    uint64_t *ix = sched__map_get(&g->sync_map, id);
+    uint64_t *ix = sbt_map_get(&g->sync_map, id);
     if (ix)
         return &g->sync[*ix];
     if (sched__grow((void **)&g->sync, sizeof *g->sync, &g->cap_sync, (uint64_t)g->n_sync + 1))
         return NULL;
-    if (!(ix = sched__map_put(&g->sync_map, id, &is_new)))
+    if (!(ix = sbt_map_put(&g->sync_map, id, &is_new))) {
+        sched__fail_sbt(SBT_ENOMEM);
         return NULL;
+    }
     *ix = g->n_sync;
     struct syncobj *s = &g->sync[g->n_sync++];
     memset(s, 0, sizeof *s);
@@ -779,7 +784,7 @@ static int wait_edges(sched_graph *g)
 
 static struct held *held_get(sched_graph *g, uint64_t seq)
 {
-    uint64_t *ix = g->n_held ? sched__map_get(&g->held_map, seq) : NULL;
+    uint64_t *ix = g->n_held ? sbt_map_get(&g->held_map, seq) : NULL;
     return ix ? &g->held[*ix] : NULL;
 }
 
@@ -815,7 +820,7 @@ static void resolve_vals(sched_graph *g, struct sched_edge *in, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         if (!(in[i].flags & EDGE_HELD))
             continue;
-        uint64_t *v = sched__map_get(&g->late, in[i].from);
+        uint64_t *v = sbt_map_get(&g->late, in[i].from);
         if (v) {
             in[i].from_val = *v;
         } else {
@@ -827,7 +832,7 @@ static void resolve_vals(sched_graph *g, struct sched_edge *in, uint32_t n)
 
 static void held_free(sched_graph *g, uint64_t seq)
 {
-    uint64_t *ix = sched__map_get(&g->held_map, seq);
+    uint64_t *ix = sbt_map_get(&g->held_map, seq);
     if (!ix)
         return;
     uint32_t slot = (uint32_t)*ix;
@@ -837,7 +842,7 @@ static void held_free(sched_graph *g, uint64_t seq)
     sched__free(h->in);
     sched__free(h->deps);
     memset(h, 0, sizeof *h);
-    sched__map_del(&g->held_map, seq);
+    sbt_map_del(&g->held_map, seq);
     g->free_slots[g->n_free++] = slot; /* cap_free >= slots, grown at hold time */
     g->n_held--;
 }
@@ -864,7 +869,7 @@ static int release(sched_graph *g, uint64_t seq)
         uint64_t val;
         if ((st = deliver(g, &h->op, h->in, h->n_in, &val)))
             return st;
-        uint64_t *lv = sched__map_put(&g->late, s, NULL);
+        uint64_t *lv = sbt_map_put(&g->late, s, NULL);
         if (!lv)
             return sched__fail(SBT_ENOMEM, "out of memory recording held op %" PRIu64, s);
         *lv = val;
@@ -902,14 +907,14 @@ static int hold(sched_graph *g, uint32_t n_pending)
     h->acc = x->n_access ? sched__malloc(x->n_access * sizeof *h->acc) : NULL;
     h->payload = x->payload.len ? sched__malloc(x->payload.len) : NULL;
     h->in = g->n_eb ? sched__malloc(g->n_eb * sizeof *h->in) : NULL;
-    uint64_t *ix = sched__map_put(&g->held_map, x->seq, NULL);
+    uint64_t *ix = sbt_map_put(&g->held_map, x->seq, NULL);
     if ((x->n_access && !h->acc) || (x->payload.len && !h->payload) || (g->n_eb && !h->in) || !ix) {
         sched__free(h->acc);
         sched__free(h->payload);
         sched__free(h->in);
         memset(h, 0, sizeof *h);
         if (ix)
-            sched__map_del(&g->held_map, x->seq);
+            sbt_map_del(&g->held_map, x->seq);
         g->free_slots[g->n_free++] = slot;
         return sched__fail(SBT_ENOMEM, "out of memory holding op %" PRIu64, x->seq);
     }
@@ -1356,7 +1361,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
 
     switch (x->kind) {
     case SBT_OP_EVENT_WAIT: {
-        uint64_t *ix = sched__map_get(&g->ev_map, x->obj);
+        uint64_t *ix = sbt_map_get(&g->ev_map, x->obj);
         if (ix)
             st = add_edge(g, &g->ev[*ix], SCHED_DEP_EVENT, x->obj, 0, 0, 0);
         else if (!g->ev_cutoff && want(g, SCHED_F_EVENT_UNRECORDED))
@@ -1379,7 +1384,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
                 st = add_edge(g, &g->streams[*p].last, SCHED_DEP_DEVICE_SYNC, x->obj, 0, 0, 0);
         break;
     case SBT_OP_FREE: {
-        struct res *r = res_get(g, x->resource, 0);
+        struct res_hist *r = res_get(g, x->resource, 0);
         if (!r) {
             if (want(g, SCHED_F_DOUBLE_FREE))
                 finding(g, SCHED_F_DOUBLE_FREE, x->seq, NONE,
@@ -1448,8 +1453,8 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         return st;
     switch (x->kind) {
     case SBT_OP_ALLOC: {
-        sched__map_del(&g->freed, x->resource);
-        struct res *r = res_get(g, x->resource, 1);
+        sbt_map_del(&g->freed, x->resource);
+        struct res_hist *r = res_get(g, x->resource, 1);
         if (!r)
             return sched__fail(SBT_ENOMEM, "out of memory tracking resource %" PRIu64, x->resource);
         res_drop_segs(g, r);
@@ -1460,18 +1465,18 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         break;
     }
     case SBT_OP_FREE: {
-        uint64_t *ix = sched__map_get(&g->res_map, x->resource);
+        uint64_t *ix = sbt_map_get(&g->res_map, x->resource);
         if (ix) { /* forget it, keeping only the id and the FREE for later uses */
             uint32_t slot = (uint32_t)*ix;
             res_drop_segs(g, &g->res[slot]);
-            sched__map_del(&g->res_map, x->resource);
+            sbt_map_del(&g->res_map, x->resource);
             if ((st = sched__grow((void **)&g->res_free, sizeof *g->res_free, &g->cap_res_free,
                                   (uint64_t)g->n_res_free + 1)))
                 return st;
             g->res_free[g->n_res_free++] = slot;
             if (g->freed.n >= FREED_MAX)
-                sched__map_clear(&g->freed);
-            uint64_t *fs = sched__map_put(&g->freed, x->resource, NULL);
+                sbt_map_clear(&g->freed);
+            uint64_t *fs = sbt_map_put(&g->freed, x->resource, NULL);
             if (!fs)
                 return sched__fail(SBT_ENOMEM, "out of memory recording a free");
             *fs = x->seq;
@@ -1480,7 +1485,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     }
     case SBT_OP_EVENT_RECORD: {
         int is_new;
-        uint64_t *ix = sched__map_get(&g->ev_map, x->obj);
+        uint64_t *ix = sbt_map_get(&g->ev_map, x->obj);
         if (!ix && g->ev_map.n >= g->ev_max) {
             if ((st = ev_evict(g, x->seq)))
                 return st;
@@ -1489,7 +1494,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
             if ((st = sched__grow((void **)&g->ev, sizeof *g->ev, &g->cap_ev,
                                   (uint64_t)g->n_ev + 1)))
                 return st;
-            if (!(ix = sched__map_put(&g->ev_map, x->obj, &is_new)))
+            if (!(ix = sbt_map_put(&g->ev_map, x->obj, &is_new)))
                 return sched__fail(SBT_ENOMEM, "out of memory tracking event %" PRIu64, x->obj);
             *ix = g->n_ev++;
         }
@@ -1562,13 +1567,13 @@ void sched_graph_destroy(sched_graph *g)
     sched__free(g->work);
     sched__free(g->eb);
     sched__free(g->acc_res);
-    sched__map_free(&g->res_map);
-    sched__map_free(&g->freed);
+    sbt_map_free(&g->res_map);
+    sbt_map_free(&g->freed);
     sched__free(g->res_free);
-    sched__map_free(&g->ev_map);
-    sched__map_free(&g->sync_map);
-    sched__map_free(&g->held_map);
-    sched__map_free(&g->late);
+    sbt_map_free(&g->ev_map);
+    sbt_map_free(&g->sync_map);
+    sbt_map_free(&g->held_map);
+    sbt_map_free(&g->late);
     sched__free(g);
 }
 
@@ -1657,7 +1662,7 @@ int sched_why(sbt_reader *r, uint64_t seq, struct sched_edge **edges, uint32_t *
 
 struct path_ctx {
     uint64_t from, to;
-    struct sched__map ix; /* seq -> first edge index + 1 */
+    struct sbt_map ix; /* seq -> first edge index + 1 */
     struct sched_edge *e;
     uint64_t *owner; /* per edge: the node it goes into */
     uint64_t n, cap, cap_owner;
@@ -1671,9 +1676,9 @@ static int path_node(void *ctx, struct sched_node *n)
     if (s < p->from || s > p->to)
         return 0;
     int st;
-    uint64_t *slot = sched__map_put(&p->ix, s, NULL);
+    uint64_t *slot = sbt_map_put(&p->ix, s, NULL);
     if (!slot)
-        return SBT_ENOMEM;
+        return sched__fail_sbt(SBT_ENOMEM);
     *slot = p->n + 1;
     for (uint32_t i = 0; i < n->n_in; i++) {
         if (n->in[i].from < p->from || (n->in[i].flags & SCHED_EDGE_BROKEN))
@@ -1702,7 +1707,7 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
     struct path_ctx p = {.from = from, .to = to};
     struct sched_visitor v = {.node = path_node, .ctx = &p};
     int st = sched_graph_run(r, NONE, NULL, &v, NULL);
-    struct sched__map prev = {0}; /* seq -> edge index + 1 by which BFS reached it */
+    struct sbt_map prev = {0}; /* seq -> edge index + 1 by which BFS reached it */
     uint64_t *queue = NULL;
     if (st < 0)
         goto out;
@@ -1719,22 +1724,22 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
     }
     uint64_t qh = 0, qt = 0;
     queue[qt++] = to;
-    if (!sched__map_put(&prev, to, NULL)) {
-        st = SBT_ENOMEM;
+    if (!sbt_map_put(&prev, to, NULL)) {
+        st = sched__fail_sbt(SBT_ENOMEM);
         goto out;
     }
     int reached = 0;
     while (qh < qt && !reached) {
         uint64_t s = queue[qh++];
-        uint64_t *first = sched__map_get(&p.ix, s);
+        uint64_t *first = sbt_map_get(&p.ix, s);
         if (!first)
             continue;
         for (uint64_t i = *first - 1; i < p.n && p.owner[i] == s; i++) {
             uint64_t f = p.e[i].from;
             int is_new;
-            uint64_t *pv = sched__map_put(&prev, f, &is_new);
+            uint64_t *pv = sbt_map_put(&prev, f, &is_new);
             if (!pv) {
-                st = SBT_ENOMEM;
+                st = sched__fail_sbt(SBT_ENOMEM);
                 goto out;
             }
             if (!is_new)
@@ -1751,7 +1756,7 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
     if (reached) {
         uint32_t len = 0;
         for (uint64_t s = from; s != to; len++)
-            s = p.owner[*sched__map_get(&prev, s) - 1];
+            s = p.owner[*sbt_map_get(&prev, s) - 1];
         *edges = sched__malloc(len * sizeof **edges);
         *nodes = sched__malloc((len + 1) * sizeof **nodes);
         if (!*edges || !*nodes) {
@@ -1763,7 +1768,7 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
         }
         uint64_t s = from;
         for (uint32_t i = 0; i < len; i++) {
-            uint64_t ei = *sched__map_get(&prev, s) - 1;
+            uint64_t ei = *sbt_map_get(&prev, s) - 1;
             (*nodes)[i] = s;
             (*edges)[i] = p.e[ei];
             s = p.owner[ei];
@@ -1773,8 +1778,8 @@ int sched_why_path(sbt_reader *r, uint64_t to, uint64_t from, struct sched_edge 
     }
 out:
     sched__free(queue);
-    sched__map_free(&prev);
-    sched__map_free(&p.ix);
+    sbt_map_free(&prev);
+    sbt_map_free(&p.ix);
     sched__free(p.e);
     sched__free(p.owner);
     return st;

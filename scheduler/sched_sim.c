@@ -70,14 +70,14 @@ struct sched_sim {
     struct dstate *ds;
     uint64_t cap_begin, cap_end;
 
-    struct sched__map kmap; /* key -> krow index */
+    struct sbt_map kmap; /* key -> krow index */
     struct krow *k;
     uint32_t n_k, cap_k;
 
     /* critical path */
     uint64_t lo, hi; /* seq span of the range */
     uint16_t *crit;  /* per seq - lo: seq - critical predecessor, 0 none, FAR: see far */
-    struct sched__map far;
+    struct sbt_map far;
     uint64_t end_seq, end_val;
 
     /* sweep */
@@ -125,9 +125,9 @@ static int kernel_add(sched_sim *s, const struct sbt_op *op, uint64_t dur)
     else
         key = (3ull << 62) | ((uint64_t)op->kind << 32) | op->subkind;
     int is_new;
-    uint64_t *ix = sched__map_put(&s->kmap, key, &is_new);
+    uint64_t *ix = sbt_map_put(&s->kmap, key, &is_new);
     if (!ix)
-        return SBT_ENOMEM;
+        return sched__fail_sbt(SBT_ENOMEM);
     if (is_new) {
         int st = sched__grow((void **)&s->k, sizeof *s->k, &s->cap_k, (uint64_t)s->n_k + 1);
         if (st)
@@ -402,7 +402,7 @@ int sched_sim_node(void *ctx, struct sched_node *n)
         if (d && d < FAR) {
             s->crit[op->seq - s->lo] = (uint16_t)d;
         } else {
-            uint64_t *f = sched__map_put(&s->far, op->seq, NULL);
+            uint64_t *f = sbt_map_put(&s->far, op->seq, NULL);
             if (!f)
                 return sched__fail(SBT_ENOMEM, "out of memory recording the critical path");
             *f = cp;
@@ -510,7 +510,7 @@ static int crit_finish(sched_sim *s)
         if (!d)
             cur = NONE;
         else if (d == FAR)
-            cur = *sched__map_get(&s->far, cur);
+            cur = *sbt_map_get(&s->far, cur);
         else
             cur -= d;
     }
@@ -544,7 +544,7 @@ static int crit_finish(sched_sim *s)
         if (!dur)
             continue;
         res->crit_n_ops++;
-        uint64_t *kx = sched__map_get(&s->kmap, row_key(op));
+        uint64_t *kx = sbt_map_get(&s->kmap, row_key(op));
         if (kx)
             s->k[*kx].row.crit_ns += dur;
     }
@@ -621,8 +621,8 @@ void sched_sim_destroy(sched_sim *s)
     for (uint32_t i = 0; i < s->n_k; i++)
         sched__free(s->k[i].own_name);
     sched__free(s->k);
-    sched__map_free(&s->kmap);
-    sched__map_free(&s->far);
+    sbt_map_free(&s->kmap);
+    sbt_map_free(&s->far);
     sched__free(s->crit);
     sched__free(s->slot_heap);
     if (s->ss)

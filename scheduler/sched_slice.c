@@ -31,7 +31,7 @@
 #define NONE SCHED_NONE
 
 struct nres {
-    struct sched__iset need;
+    struct sbt_iset need;
     int touched;
     uint64_t id;
 };
@@ -48,12 +48,12 @@ struct slicer {
     uint64_t floor;
     int at_floor; /* the needs at floor were taken */
     uint64_t seq_cap;
-    struct sched__map res_ix; /* resource -> index in res */
+    struct sbt_map res_ix; /* resource -> index in res */
     struct nres *res;
     uint32_t n_res, cap_res;
-    struct sched__map streams; /* stream id -> 1 */
-    struct sched__map events;  /* event id -> 1 */
-    struct sched__map sig_ix;  /* object -> index in sig */
+    struct sbt_map streams; /* stream id -> 1 */
+    struct sbt_map events;  /* event id -> 1 */
+    struct sbt_map sig_ix;  /* object -> index in sig */
     struct pend *sig;
     uint32_t n_sig, cap_sig;
     uint64_t cum_ops, cum_up, at_first_ops, at_first_up;
@@ -75,15 +75,17 @@ static uint64_t upload_bytes(const struct sbt_op *op)
 
 static struct nres *nres_get(struct slicer *s, uint64_t id, int create)
 {
-    uint64_t *ix = sched__map_get(&s->res_ix, id);
+    uint64_t *ix = sbt_map_get(&s->res_ix, id);
     if (ix)
         return &s->res[*ix];
     if (!create)
         return NULL;
     if (sched__grow((void **)&s->res, sizeof *s->res, &s->cap_res, (uint64_t)s->n_res + 1))
         return NULL;
-    if (!(ix = sched__map_put(&s->res_ix, id, NULL)))
+    if (!(ix = sbt_map_put(&s->res_ix, id, NULL))) {
+        sched__fail_sbt(SBT_ENOMEM);
         return NULL;
+    }
     *ix = s->n_res;
     struct nres *r = &s->res[s->n_res++];
     memset(r, 0, sizeof *r);
@@ -100,7 +102,7 @@ static int writes_needed(struct slicer *s, const struct sbt_op *op)
         if (!(a->mode & SBT_ACCESS_WRITE))
             continue;
         struct nres *r = nres_get(s, a->resource, 0);
-        if (r && sched__iset_overlaps(&r->need, a->offset, sched__end(a->offset, a->len)))
+        if (r && sbt_iset_overlaps(&r->need, a->offset, sched__end(a->offset, a->len)))
             return 1;
     }
     return 0;
@@ -114,7 +116,7 @@ static int is_timeline_wait(const struct sbt_op *op)
 /* 1 if signal op satisfies a pending need (and removes those it satisfies). */
 static int take_signal(struct slicer *s, const struct sbt_op *op)
 {
-    uint64_t *ix = sched__map_get(&s->sig_ix, op->obj);
+    uint64_t *ix = sbt_map_get(&s->sig_ix, op->obj);
     if (!ix)
         return 0;
     struct pend *p = &s->sig[*ix];
@@ -154,7 +156,7 @@ static int take_needs(struct slicer *s)
     for (uint32_t i = 0; i < s->n_res; i++) {
         const struct nres *r = &s->res[i];
         for (uint32_t k = 0; k < r->need.n; k++) {
-            const struct sched__ival *v = &r->need.v[k];
+            const struct sbt_ival *v = &r->need.v[k];
             o->needs[o->n_needs++] = (struct sbt_access){r->id, v->b, v->e - v->b, SBT_ACCESS_READ};
             o->need_bytes += v->e - v->b;
         }
@@ -170,8 +172,8 @@ static int process_below(struct slicer *s, const struct sbt_op *x)
     s->cum_ops++;
     s->cum_up += up;
     int inc = 0;
-    if (x->kind == SBT_OP_EVENT_RECORD && sched__map_get(&s->events, x->obj)) {
-        sched__map_del(&s->events, x->obj);
+    if (x->kind == SBT_OP_EVENT_RECORD && sbt_map_get(&s->events, x->obj)) {
+        sbt_map_del(&s->events, x->obj);
         inc = 1;
     } else if (x->kind == SBT_OP_SIGNAL) {
         inc = take_signal(s, x);
@@ -204,10 +206,10 @@ static int process(struct slicer *s, const struct sbt_op *x)
     if (!in) {
         switch (x->kind) {
         case SBT_OP_EVENT_RECORD:
-            inc = sched__map_get(&s->events, x->obj) != NULL;
+            inc = sbt_map_get(&s->events, x->obj) != NULL;
             break;
         case SBT_OP_SIGNAL: {
-            uint64_t *ix = sched__map_get(&s->sig_ix, x->obj);
+            uint64_t *ix = sbt_map_get(&s->sig_ix, x->obj);
             if (ix) {
                 struct pend *p = &s->sig[*ix];
                 for (uint32_t i = 0; i < p->n && !inc; i++)
@@ -221,7 +223,7 @@ static int process(struct slicer *s, const struct sbt_op *x)
             break;
         }
         case SBT_OP_STREAM_CREATE:
-            inc = sched__map_get(&s->streams, x->obj) != NULL;
+            inc = sbt_map_get(&s->streams, x->obj) != NULL;
             break;
         default:
             break;
@@ -266,19 +268,19 @@ static int process(struct slicer *s, const struct sbt_op *x)
                 if (!pass && x->kind == SBT_OP_KERNEL)
                     continue;
                 uint64_t e = sched__end(a->offset, a->len);
-                st = pass ? sched__iset_add(&r->need, a->offset, e)
-                          : sched__iset_sub(&r->need, a->offset, e);
+                st = pass ? sbt_iset_add(&r->need, a->offset, e)
+                          : sbt_iset_sub(&r->need, a->offset, e);
                 if (st)
-                    return st;
+                    return sched__fail_sbt(st);
             }
         }
-        if (!sched__map_put(&s->streams, x->stream, NULL))
+        if (!sbt_map_put(&s->streams, x->stream, NULL))
             return sched__fail(SBT_ENOMEM, "out of memory in the slice");
-        if (in && x->kind == SBT_OP_EVENT_WAIT && !sched__map_put(&s->events, x->obj, NULL))
+        if (in && x->kind == SBT_OP_EVENT_WAIT && !sbt_map_put(&s->events, x->obj, NULL))
             return sched__fail(SBT_ENOMEM, "out of memory in the slice");
         if (in && x->kind == SBT_OP_WAIT && !(is_timeline_wait(x) && x->value == 0)) {
             int is_new;
-            uint64_t *ix = sched__map_put(&s->sig_ix, x->obj, &is_new);
+            uint64_t *ix = sbt_map_put(&s->sig_ix, x->obj, &is_new);
             if (!ix)
                 return sched__fail(SBT_ENOMEM, "out of memory in the slice");
             if (is_new) {
@@ -296,13 +298,13 @@ static int process(struct slicer *s, const struct sbt_op *x)
         /* what this op provides, for needs of later ops */
         switch (x->kind) {
         case SBT_OP_EVENT_RECORD:
-            sched__map_del(&s->events, x->obj);
+            sbt_map_del(&s->events, x->obj);
             break;
         case SBT_OP_SIGNAL:
             take_signal(s, x);
             break;
         case SBT_OP_STREAM_CREATE:
-            sched__map_del(&s->streams, x->obj);
+            sbt_map_del(&s->streams, x->obj);
             break;
         default:
             break;
@@ -311,7 +313,7 @@ static int process(struct slicer *s, const struct sbt_op *x)
     if (x->kind == SBT_OP_ALLOC) {
         struct nres *r = nres_get(s, x->resource, 0);
         if (r) {
-            o->uninit_bytes += sched__iset_bytes(&r->need);
+            o->uninit_bytes += sbt_iset_bytes(&r->need);
             r->need.n = 0;
             r->touched = 0;
         }
@@ -388,15 +390,15 @@ int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
         }
     }
     for (uint32_t i = 0; i < s.n_res; i++)
-        sched__iset_free(&s.res[i].need);
+        sbt_iset_free(&s.res[i].need);
     for (uint32_t i = 0; i < s.n_sig; i++)
         sched__free(s.sig[i].v);
     sched__free(s.res);
     sched__free(s.sig);
-    sched__map_free(&s.res_ix);
-    sched__map_free(&s.streams);
-    sched__map_free(&s.events);
-    sched__map_free(&s.sig_ix);
+    sbt_map_free(&s.res_ix);
+    sbt_map_free(&s.streams);
+    sbt_map_free(&s.events);
+    sbt_map_free(&s.sig_ix);
     sched__free(ops);
     sched__free(acc);
     if (st)

@@ -30,7 +30,7 @@ cp "$B/reprise" "$D/bin/"
 cp "$B/libVkLayer_reprise_capture.so" "$B/libreprise_cuda.so" "$D/lib/reprise/"
 ln -s ../libreprise_cuda.so "$D/lib/reprise/cuda/libcuda.so.1"
 sed 's|@LIBRARY_PATH@|../../../lib/reprise/libVkLayer_reprise_capture.so|' \
-    "$src/capture/VK_LAYER_REPRISE_capture.json.in" \
+    "$src/capture/vk/VK_LAYER_REPRISE_capture.json.in" \
     > "$D/share/vulkan/explicit_layer.d/VK_LAYER_REPRISE_capture.json"
 # test programs: every Vulkan one with its shaders, VkFFT where it was built, the CUDA ones
 for f in "$B"/tests/vk/*; do

@@ -237,23 +237,23 @@ static void images_trace(const char *opts)
     cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
     static uint64_t image_ids[256];
     while (sbt_cursor_next(c, &op) == 1) {
-        struct sbt_vk_dec d;
-        struct sbt_vk_rec rec;
+        struct sbt_payload_dec d;
+        struct sbt_payload_rec rec;
         int any_image = 0;
-        sbt_vk_dec_init(&d, op->payload.kind == SBT_VK_PAYLOAD ? op->payload.data : NULL,
-                        op->payload.kind == SBT_VK_PAYLOAD ? op->payload.len : 0);
-        while (sbt_vk_dec_next(&d, &rec) == 1) {
+        sbt_payload_dec_init(&d, op->payload.kind == SBT_VK_PAYLOAD ? op->payload.data : NULL,
+                             op->payload.kind == SBT_VK_PAYLOAD ? op->payload.len : 0);
+        while (sbt_payload_dec_next(&d, &rec) == 1) {
             if (rec.call < N_CALLS)
                 calls[rec.call]++;
             any_image |= rec.call >= SBT_VK_IMAGE_BINDING && rec.call <= SBT_VK_CLEAR_IMAGE;
             if (rec.call == SBT_VK_CREATE_IMAGE && op->kind == SBT_OP_ALLOC) {
-                cr_assert_eq(op->resource, sbt_vk_arg(&rec, 0));
-                cr_assert_eq(op->bytes, sbt_vk_arg(&rec, 14), "the packed size");
+                cr_assert_eq(op->resource, sbt_payload_arg(&rec, 0));
+                cr_assert_eq(op->bytes, sbt_payload_arg(&rec, 14), "the packed size");
                 cr_assert_lt(images, 256);
                 image_ids[images++] = op->resource;
             }
         }
-        sbt_vk_dec_free(&d);
+        sbt_payload_dec_free(&d);
         if (any_image && op->kind != SBT_OP_MARKER) {
             img_ops++;
             timed += (op->flags & SBT_OPF_DEV_TIME) != 0;
@@ -567,10 +567,10 @@ Test(capture, abort_keeps_the_ops_before_it)
 }
 
 /* ========================================================================================== */
-/* The fatal-signal machinery itself (capture/cap_common.c, linked into this test)            */
+/* The fatal-signal machinery itself (capture/common/cap_signals.c, linked into this test) */
 /* ========================================================================================== */
 
-/* What the capture libraries share (capture/cap_int.h); only these are used here. */
+/* What the capture libraries share (capture/common/cap_int.h); only these are used here. */
 typedef int (*cap_fault_claim_fn)(int sig, siginfo_t *si, void *uctx);
 int cap_fault_claim_add(cap_fault_claim_fn fn);
 void cap__signals_install(void);
@@ -881,8 +881,8 @@ ParameterizedTest(struct ringenv *e, capture, semaphore_chained_queues_complete_
 {
     if (!have_device())
         cr_skip_test("no Vulkan device with a compute queue here");
-    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", plain[4096], out[4096], err[8192],
-         cmd[8192], layers[2048];
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", plain[4096], out[4096], err[8192], cmd[8192],
+         layers[2048];
     int fd = mkstemps(trace, 4);
     cr_assert(fd >= 0);
     close(fd);
@@ -1192,7 +1192,7 @@ Test(capture, registry_fully_covered)
     const char *xml =
         getenv("REPRISE_VK_XML") ? getenv("REPRISE_VK_XML") : "/usr/share/vulkan/registry/vk.xml";
     char path[4200];
-    snprintf(path, sizeof path, "%s/gen/capture/cap_vk_classes.txt", build);
+    snprintf(path, sizeof path, "%s/gen/capture/vk/cap_vk_classes.txt", build);
     size_t xn = 0, ln = 0;
     char *x = slurp(xml, &xn), *l = slurp(path, &ln);
     if (!x)

@@ -296,9 +296,10 @@ Test(cli, gpu_check_rehearses_without_a_gpu, .timeout = 600)
     cr_expect(report_row(rep, "SKIP", "cuda-streams") != NULL, "%s", rep);
     cr_expect(report_row(rep, "INFO", "timing vulkan") != NULL, "%s", rep);
     cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
-    cr_expect(eq(int, sh("test -s %s/out/vk_compute.info && grep -q 'complete   yes' "
-                         "%s/out/vk_compute.info",
-                         tmpdir, tmpdir),
+    cr_expect(eq(int,
+                 sh("test -s %s/out/vk_compute.info && grep -q 'complete   yes' "
+                    "%s/out/vk_compute.info",
+                    tmpdir, tmpdir),
                  0),
               "vk_compute.info: %s", out);
     cr_expect(eq(int, sh("ls %s/out/*-vk_compute-capture.log", tmpdir), 0), "%s", out);
@@ -313,16 +314,17 @@ Test(cli, dist_tree_resolves_its_libraries_inside_itself)
     if (!dist || !*dist)
         cr_skip_test("REPRISE_DIST is not set (run through make check, which makes the tree)");
     cr_assert(eq(int, sh("cp -a '%s' %s/tree", dist, tmpdir), 0), "%s", out);
-    int rc = sh("cd %s/tree && find . -type f \\( -perm -u+x -o -name '*.so*' \\) | while read f; do "
-                "head -c 4 \"$f\" | grep -q ELF || continue; "
-                "case $f in */vk-fallback/*) continue;; esac; "
-                "env -u LD_LIBRARY_PATH ldd \"$f\" 2>/dev/null | awk -v f=\"$f\" '$2 == \"=>\" "
-                "{ print f, $1, $3 }'; done | grep -Ev ' (libc|libm|libdl|libpthread|librt|"
-                "libgcc_s|libstdc\\+\\+|libcuda)\\.so' | grep -v \" $PWD/\"",
-                tmpdir);
+    int rc =
+        sh("cd %s/tree && find . -type f \\( -perm -u+x -o -name '*.so*' \\) | while read f; do "
+           "head -c 4 \"$f\" | grep -q ELF || continue; "
+           "case $f in */vk-fallback/*) continue;; esac; "
+           "env -u LD_LIBRARY_PATH ldd \"$f\" 2>/dev/null | awk -v f=\"$f\" '$2 == \"=>\" "
+           "{ print f, $1, $3 }'; done | grep -Ev ' (libc|libm|libdl|libpthread|librt|"
+           "libgcc_s|libstdc\\+\\+|libcuda)\\.so' | grep -v \" $PWD/\"",
+           tmpdir);
     cr_expect(ne(int, rc, 0), "libraries resolved outside the tree:\n%s", out);
-    cr_assert(eq(int, sh("env -u LD_LIBRARY_PATH %s/tree/bin/reprise --version", tmpdir), 0),
-              "%s", out);
+    cr_assert(eq(int, sh("env -u LD_LIBRARY_PATH %s/tree/bin/reprise --version", tmpdir), 0), "%s",
+              out);
 }
 
 /* `make dist`'s tree on a bare Debian 12 root (scripts/bare-root.sh: debootstrap minbase, none
@@ -336,25 +338,28 @@ Test(cli, dist_runs_on_a_bare_debian_root, .timeout = 600)
     if (!dist || !*dist)
         cr_skip_test("REPRISE_DIST is not set (run through make check, which makes the tree)");
     char root[1024];
-    snprintf(root, sizeof root, "%s/build/bare-root", getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".");
+    snprintf(root, sizeof root, "%s/build/bare-root",
+             getenv("REPRISE_SRC") ? getenv("REPRISE_SRC") : ".");
     char mark[1100];
     snprintf(mark, sizeof mark, "%s/.reprise-bare-root", root);
     if (access(mark, F_OK))
         cr_skip_test("no bare Debian 12 root at %s (scripts/bare-root.sh makes it, as root)", root);
     if (geteuid() != 0)
         cr_skip_test("chroot into %s needs root", root);
-    cr_assert(eq(int, sh("rm -rf %s/opt/reprise %s/tmp/gc && cp -a '%s' %s/opt/reprise", root,
-                         root, dist, root),
+    cr_assert(eq(int,
+                 sh("rm -rf %s/opt/reprise %s/tmp/gc && cp -a '%s' %s/opt/reprise", root, root,
+                    dist, root),
                  0),
               "%s", out);
     /* a mount namespace of its own: /proc is mounted for the chroot and gone when it ends */
-    int rc = sh("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin GPU_CHECK_FAKE_CUDA=1 GPU_CHECK_ROUNDS=1 "
-                "unshare -m sh -c 'mount -t proc proc %s/proc && chroot %s sh -c \""
-                "cd /tmp && /opt/reprise/bin/reprise gen -o g.sbt --ops 1000 && "
-                "/opt/reprise/bin/reprise info g.sbt && "
-                "/opt/reprise/bin/reprise replay g.sbt --mode dry-run && "
-                "/opt/reprise/scripts/gpu-check.sh /tmp/gc\"'",
-                root, root);
+    int rc =
+        sh("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin GPU_CHECK_FAKE_CUDA=1 GPU_CHECK_ROUNDS=1 "
+           "unshare -m sh -c 'mount -t proc proc %s/proc && chroot %s sh -c \""
+           "cd /tmp && /opt/reprise/bin/reprise gen -o g.sbt --ops 1000 && "
+           "/opt/reprise/bin/reprise info g.sbt && "
+           "/opt/reprise/bin/reprise replay g.sbt --mode dry-run && "
+           "/opt/reprise/scripts/gpu-check.sh /tmp/gc\"'",
+           root, root);
     cr_assert(eq(int, rc, 0), "in the bare root:\n%s", out);
     char path[1200];
     snprintf(path, sizeof path, "%s/tmp/gc/report.md", root);

@@ -31,7 +31,7 @@
 #include "tests/tproc.h"
 
 /* The replay engine is linked only when the Makefile asks for the CUDA backend (once
- * replay/replay_engine.c and replay/replay_vk.c exist); without it the replay tests skip. */
+ * replay/replay_engine.c and replay/vk/replay_vk.c exist); without it the replay tests skip. */
 #pragma weak replay_run
 #pragma weak replay_result_free
 #pragma weak replay_errmsg
@@ -40,7 +40,7 @@ static void need_replay(void)
 {
     if (!replay_run || !&replay__cuda_backend)
         cr_skip_test("the replay engine is not linked into this test (replay/replay_engine.c "
-                     "or replay/replay_vk.c missing): CUDA replay not tested");
+                     "or replay/vk/replay_vk.c missing): CUDA replay not tested");
 }
 
 static char build[1024], shim[1200], shim_dir[1200], fake[1200];
@@ -81,7 +81,7 @@ static char *claimed(void)
 {
     static const char *const names[] = {
 #define X(n) #n,
-#include "capture/cap_cuda_exports.h"
+#include "capture/cuda/cap_cuda_exports.h"
 #undef X
     };
     size_t n = sizeof names / sizeof names[0], len = 0;
@@ -133,7 +133,8 @@ Test(shim, exports_the_claimed_list)
 {
     paths();
     char *got = symbols(shim), *want = claimed();
-    cr_assert(eq(str, got, want), "the shim's cu* exports differ from capture/cap_cuda_exports.h");
+    cr_assert(eq(str, got, want),
+              "the shim's cu* exports differ from capture/cuda/cap_cuda_exports.h");
     free(got);
     free(want);
 }
@@ -367,14 +368,14 @@ static void count_ops(sbt_reader *r, uint64_t *by_kind, uint64_t *n_ptr, uint64_
         by_kind[op->kind]++;
         if (op->kind != SBT_OP_KERNEL || op->payload.kind != SBT_CUDA_PAYLOAD)
             continue;
-        struct sbt_vk_dec d;
-        struct sbt_vk_rec rec;
-        sbt_vk_dec_init(&d, op->payload.data, op->payload.len);
-        while (sbt_vk_dec_next(&d, &rec) == 1) {
+        struct sbt_payload_dec d;
+        struct sbt_payload_rec rec;
+        sbt_payload_dec_init(&d, op->payload.data, op->payload.len);
+        while (sbt_payload_dec_next(&d, &rec) == 1) {
             *n_ptr += rec.call == SBT_CUDA_PTR;
-            *n_pt_launch += rec.call == SBT_CUDA_CALL && sbt_vk_arg(&rec, 1) == 1;
+            *n_pt_launch += rec.call == SBT_CUDA_CALL && sbt_payload_arg(&rec, 1) == 1;
         }
-        sbt_vk_dec_free(&d);
+        sbt_payload_dec_free(&d);
     }
     sbt_cursor_close(c);
 }
@@ -601,13 +602,13 @@ struct class_row {
 
 static const struct class_row class_rows[] = {
 #define C(n, c, w) {#n, #c, w},
-#include "capture/cap_cuda_class.h"
+#include "capture/cuda/cap_cuda_class.h"
 #undef C
 };
 
 static const char *const export_names[] = {
 #define X(n) #n,
-#include "capture/cap_cuda_exports.h"
+#include "capture/cuda/cap_cuda_exports.h"
 #undef X
 };
 
@@ -618,7 +619,7 @@ Test(shim, every_export_has_exactly_one_class_with_a_reason)
     for (size_t i = 0; i < n; i++) {
         const struct class_row *c = &class_rows[i];
         cr_assert(eq(str, (char *)c->name, (char *)export_names[i]),
-                  "capture/cap_cuda_class.h row %zu: %s, export %s (same order)", i, c->name,
+                  "capture/cuda/cap_cuda_class.h row %zu: %s, export %s (same order)", i, c->name,
                   export_names[i]);
         int known = !strcmp(c->cls, "RECORDED") || !strcmp(c->cls, "QUERY") ||
                     !strcmp(c->cls, "HARMLESS") || !strcmp(c->cls, "AFFECTS");
@@ -1204,11 +1205,11 @@ ParameterizedTestParameters(decode, op)
 
 ParameterizedTest(struct dec_case *c, decode, op)
 {
-    struct sbt_vk_enc e = {0};
+    struct sbt_payload_enc e = {0};
     for (int i = 0; i < 3 && c->rec[i].call; i++) {
         uint8_t *bytes = calloc(1, c->rec[i].n_bytes + 1);
-        sbt_vk_enc_rec(&e, c->rec[i].call, c->rec[i].arg, c->rec[i].n_arg, bytes,
-                       c->rec[i].n_bytes);
+        sbt_payload_put(&e, c->rec[i].call, c->rec[i].arg, c->rec[i].n_arg, bytes,
+                        c->rec[i].n_bytes);
         free(bytes);
     }
     struct sbt_op op;
@@ -1237,25 +1238,25 @@ ParameterizedTest(struct dec_case *c, decode, op)
     else if (c->kind == SBT_OP_FILL)
         cr_assert(eq(u64, o.count * o.elem, c->acc[0].len));
     sbt_cuda_op_free(&o);
-    sbt_vk_enc_free(&e);
+    sbt_payload_enc_free(&e);
 }
 
 Test(decode, layout_past_the_parameter_limit)
 {
-    struct sbt_vk_enc e = {0};
+    struct sbt_payload_enc e = {0};
     uint64_t a[5] = {0, 1, 1, 32760, 8};
-    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, a, 5, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_KERNEL, a, 5, NULL, 0);
     struct sbt_kernel k = {7, 1, 1, {SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf}};
     struct sbt_cuda_layout l;
     cr_assert(eq(int, sbt_cuda_layout_decode(&k, &l), SBT_ECORRUPT));
     cr_assert(strstr(sbt_errmsg(), "kernel 7: parameter 0 at 32760+8") != NULL, "%s", sbt_errmsg());
     uint64_t b[3] = {0, 1, 5000};
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, b, 3, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_CUDA_KERNEL, b, 3, NULL, 0);
     k.ext = (struct sbt_ext){SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf};
     cr_assert(eq(int, sbt_cuda_layout_decode(&k, &l), SBT_ECORRUPT));
     cr_assert(strstr(sbt_errmsg(), "5000 parameters") != NULL, "%s", sbt_errmsg());
-    sbt_vk_enc_free(&e);
+    sbt_payload_enc_free(&e);
 }
 
 /* A crafted trace through the whole replay against the fake: an op error naming the op. */
@@ -1274,9 +1275,9 @@ Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
     s.device = dev;
     s.kind = SBT_STREAM_HOST_THREAD;
     cr_assert(eq(int, sbt_writer_add_stream(w, &s, &host), 0));
-    struct sbt_vk_enc e = {0};
+    struct sbt_payload_enc e = {0};
     uint64_t sa[5] = {SBT_CUDA_STREAM_LEGACY, 0, 0, 0, 1};
-    sbt_vk_enc_rec(&e, SBT_CUDA_STREAM, sa, 5, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_STREAM, sa, 5, NULL, 0);
     s.kind = SBT_STREAM_CUDA;
     s.ext = (struct sbt_ext){SBT_CUDA_EXT_STREAM, (uint32_t)e.len, e.buf};
     cr_assert(eq(int, sbt_writer_add_stream(w, &s, &strm), 0));
@@ -1284,9 +1285,9 @@ Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
     p.kind = SBT_PROGRAM_HOST;
     cr_assert(eq(int, sbt_writer_blob(w, FAKE_IMAGE, sizeof FAKE_IMAGE, &p.blob), 0));
     cr_assert(eq(int, sbt_writer_add_program(w, &p, &prog), 0));
-    sbt_vk_enc_reset(&e);
+    sbt_payload_enc_reset(&e);
     uint64_t ka[11] = {0, 1, 4, 0, 4, 8, 8, 16, 8, 24, 4};
-    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, ka, 11, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_KERNEL, ka, 11, NULL, 0);
     struct sbt_kernel k = {0};
     k.program = prog;
     cr_assert(eq(int, sbt_writer_intern(w, "saxpy", &name), 0));
@@ -1300,9 +1301,9 @@ Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
     op.flags = SBT_OPF_RESOURCE | SBT_OPF_BYTES | SBT_OPF_PAYLOAD;
     op.resource = 1;
     op.bytes = 4096;
-    sbt_vk_enc_reset(&e);
+    sbt_payload_enc_reset(&e);
     uint64_t aa[4] = {SBT_CUDA_ALLOC_MEM, 0, 4096, 0};
-    sbt_vk_enc_rec(&e, SBT_CUDA_ALLOC, aa, 4, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_ALLOC, aa, 4, NULL, 0);
     op.payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)e.len, e.buf};
     cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0));
     memset(&op, 0, sizeof op); /* a launch whose pointer lies past its 32 parameter bytes */
@@ -1315,15 +1316,15 @@ Test(replay, crafted_pointer_past_the_parameters_is_an_op_error)
     struct sbt_access acc = {1, 0, 4096, SBT_ACCESS_RW};
     op.n_access = 1;
     op.access = &acc;
-    sbt_vk_enc_reset(&e);
+    sbt_payload_enc_reset(&e);
     uint8_t params[32] = {0};
     uint64_t la[2] = {0, 32}, pa[4] = {30, 1, 0, 0};
-    sbt_vk_enc_rec(&e, SBT_CUDA_LAUNCH, la, 2, params, 32);
-    sbt_vk_enc_rec(&e, SBT_CUDA_PTR, pa, 4, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_LAUNCH, la, 2, params, 32);
+    sbt_payload_put(&e, SBT_CUDA_PTR, pa, 4, NULL, 0);
     op.payload = (struct sbt_ext){SBT_CUDA_PAYLOAD, (uint32_t)e.len, e.buf};
     cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0));
     cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
-    sbt_vk_enc_free(&e);
+    sbt_payload_enc_free(&e);
     struct replay_result res;
     cr_assert(eq(int, replay_trace(path, 1, &res), 0), "%s", replay_errmsg());
     cr_assert(eq(u64, res.n_errors, 1));

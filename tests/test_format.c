@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "format/sbt_iset.h"
+#include "format/sbt_map.h"
 #include "format/sbt_vk.h"
 
 uint32_t sbt__crc32c_sw(uint32_t crc, const void *buf, size_t len);
@@ -1508,4 +1510,114 @@ Test(vk_image, cover_is_whole_rows)
         cr_assert(eq(u64, c.next, size), "the whole image is covered");
         cr_assert(eq(int, sbt_vk_image_cover(&ims[i], size, 1, check_box, &c), SBT_ECORRUPT));
     }
+}
+
+/* ========================================================================================== */
+/* The project's hash map and byte-interval set (format/sbt_map.h, format/sbt_iset.h)          */
+/* ========================================================================================== */
+
+/* n keys whose home slot in a 16-slot table is the same (so they probe into each other). */
+static void colliding_keys(uint64_t *out, int n)
+{
+    uint64_t home = UINT64_MAX;
+    int k = 0;
+    for (uint64_t key = 0x7f0000001000ull; k < n; key += 0x40) { /* handle-like keys */
+        uint64_t h = sbt_map_hash(key + 1) & 15;
+        if (home == UINT64_MAX)
+            home = h;
+        if (h == home)
+            out[k++] = key;
+    }
+}
+
+/* How many times key occurs when iterating m (a map must hold each key once). */
+static int occurrences(const struct sbt_map *m, uint64_t key)
+{
+    uint64_t pos = 0, k, v;
+    int n = 0;
+    while (sbt_map_next(m, &pos, &k, &v))
+        n += k == key;
+    return n;
+}
+
+/* Put, delete and put again keys that collide, then grow the table: every key once, with its
+ * last value, deleted keys gone. The CUDA shim's own map failed this (it stopped at the first
+ * deleted slot, so putting a key again after a colliding key was deleted stored it twice, and
+ * the stale copy came back after a delete or a growth). */
+Test(map, colliding_keys_put_deleted_put_again_then_grown)
+{
+    struct sbt_map m = {0};
+    uint64_t key[6];
+    colliding_keys(key, 6);
+    for (int i = 0; i < 6; i++)
+        *sbt_map_put(&m, key[i], NULL) = 100 + (uint64_t)i;
+    cr_assert(sbt_map_del(&m, key[0]));
+    cr_assert(sbt_map_del(&m, key[2]));
+    int is_new = -1;
+    *sbt_map_put(&m, key[3], &is_new) = 203; /* an update, past the deleted slots */
+    cr_assert(eq(int, is_new, 0));
+    *sbt_map_put(&m, key[0], &is_new) = 300; /* back */
+    cr_assert(eq(int, is_new, 1));
+    cr_assert(sbt_map_del(&m, key[3]));
+    cr_assert(eq(u64, sbt_map_count(&m), 4));
+    for (uint64_t i = 0; i < 200; i++) /* grow the table several times */
+        *sbt_map_put(&m, 0x1000000 + i * 8, NULL) = i;
+    static const uint64_t want[6] = {300, 101, 0, 0, 104, 105};
+    for (int i = 0; i < 6; i++) {
+        uint64_t *v = sbt_map_get(&m, key[i]);
+        if (i == 2 || i == 3) {
+            cr_assert(v == NULL, "key %d was deleted", i);
+            cr_assert(eq(int, occurrences(&m, key[i]), 0));
+        } else {
+            cr_assert(v != NULL, "key %d lost", i);
+            cr_assert(eq(u64, *v, want[i]), "key %d", i);
+            cr_assert(eq(int, occurrences(&m, key[i]), 1), "key %d stored twice", i);
+        }
+    }
+    for (uint64_t i = 0; i < 200; i++)
+        cr_assert(eq(u64, *sbt_map_get(&m, 0x1000000 + i * 8), i));
+    cr_assert(eq(u64, sbt_map_count(&m), 204));
+    /* every key the iteration gives is one of them, once */
+    uint64_t pos = 0, k, v, n = 0;
+    while (sbt_map_next(&m, &pos, &k, &v))
+        n++;
+    cr_assert(eq(u64, n, 204));
+    sbt_map_free(&m);
+}
+
+/* Keys 0 and UINT64_MAX are keys like any other. */
+Test(map, extreme_keys)
+{
+    struct sbt_map m = {0};
+    *sbt_map_put(&m, 0, NULL) = 1;
+    *sbt_map_put(&m, UINT64_MAX, NULL) = 2;
+    *sbt_map_put(&m, UINT64_MAX - 1, NULL) = 3;
+    cr_assert(eq(u64, *sbt_map_get(&m, 0), 1));
+    cr_assert(eq(u64, *sbt_map_get(&m, UINT64_MAX), 2));
+    cr_assert(eq(u64, *sbt_map_get(&m, UINT64_MAX - 1), 3));
+    cr_assert(eq(u64, sbt_map_count(&m), 3));
+    cr_assert(sbt_map_del(&m, UINT64_MAX));
+    cr_assert(sbt_map_get(&m, UINT64_MAX) == NULL);
+    cr_assert(eq(u64, *sbt_map_get(&m, UINT64_MAX - 1), 3));
+    sbt_map_free(&m);
+}
+
+/* The interval set merges what touches, subtracts with splits, answers overlaps. */
+Test(iset, merge_split_overlap)
+{
+    struct sbt_iset s = {0};
+    cr_assert(eq(int, sbt_iset_add(&s, 10, 20), 0));
+    cr_assert(eq(int, sbt_iset_add(&s, 30, 40), 0));
+    cr_assert(eq(int, sbt_iset_add(&s, 20, 30), 0)); /* touches both: one interval */
+    cr_assert(eq(u32, s.n, 1));
+    cr_assert(eq(u64, s.v[0].b, 10));
+    cr_assert(eq(u64, s.v[0].e, 40));
+    cr_assert(eq(int, sbt_iset_sub(&s, 15, 25), 0)); /* a split */
+    cr_assert(eq(u32, s.n, 2));
+    cr_assert(eq(u64, sbt_iset_bytes(&s), 20));
+    cr_assert(sbt_iset_overlaps(&s, 24, 26));
+    cr_assert(eq(int, sbt_iset_overlaps(&s, 15, 25), 0));
+    cr_assert(eq(int, sbt_iset_overlaps(&s, 40, 50), 0));
+    cr_assert(sbt_iset_overlaps(&s, 0, 11));
+    sbt_iset_free(&s);
 }

@@ -27,7 +27,7 @@
 #include "format/sbt_vk.h"
 #include "replay/replay.h"
 #include "replay/replay_int.h"
-#include "replay/replay_vk_int.h"
+#include "replay/vk/replay_vk_int.h"
 #include "tests/testenv.h"
 
 /* ========================================================================================== */
@@ -1162,7 +1162,7 @@ struct editor {
     int (*op)(struct editor *e, sbt_writer *w, struct sbt_op *op);
     void (*device)(struct editor *e, struct sbt_device *d);
     uint8_t buf[4096];
-    struct sbt_vk_enc enc;
+    struct sbt_payload_enc enc;
     int done;
 };
 
@@ -1256,25 +1256,25 @@ static const uint32_t discrete_flags[4] = {
         VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
 };
 
-static void recode(const void *data, uint32_t len, struct sbt_vk_enc *out,
-                   void (*fix)(struct sbt_vk_rec *r, uint64_t *args))
+static void recode(const void *data, uint32_t len, struct sbt_payload_enc *out,
+                   void (*fix)(struct sbt_payload_rec *r, uint64_t *args))
 {
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec rec;
-    sbt_vk_dec_init(&d, data, len);
-    sbt_vk_enc_reset(out);
-    while (sbt_vk_dec_next(&d, &rec) == 1) {
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec rec;
+    sbt_payload_dec_init(&d, data, len);
+    sbt_payload_enc_reset(out);
+    while (sbt_payload_dec_next(&d, &rec) == 1) {
         uint64_t args[512];
         memcpy(args, rec.arg, rec.n_arg * sizeof *args);
         fix(&rec, args);
         if (rec.call)
-            sbt_vk_enc_rec(out, rec.call, args, rec.n_arg, rec.bytes, rec.n_bytes);
+            sbt_payload_put(out, rec.call, args, rec.n_arg, rec.bytes, rec.n_bytes);
     }
-    sbt_vk_dec_free(&d);
-    cr_assert_eq(sbt_vk_enc_status(out), 0);
+    sbt_payload_dec_free(&d);
+    cr_assert_eq(sbt_payload_enc_status(out), 0);
 }
 
-static void fix_device(struct sbt_vk_rec *r, uint64_t *a)
+static void fix_device(struct sbt_payload_rec *r, uint64_t *a)
 {
     if (r->call == SBT_VK_MEMORY_TYPE) {
         if (a[0] >= 4)
@@ -1284,7 +1284,7 @@ static void fix_device(struct sbt_vk_rec *r, uint64_t *a)
     }
 }
 
-static void fix_alloc(struct sbt_vk_rec *r, uint64_t *a)
+static void fix_alloc(struct sbt_payload_rec *r, uint64_t *a)
 {
     if (r->call == SBT_VK_MEMORY) {
         a[2] = map_type((uint32_t)a[3]);
@@ -1327,7 +1327,7 @@ Test(vulkan, another_memory_type_layout_still_replays)
     cr_expect_eq(res.n_mismatch, 0);
     replay_result_free(&res);
     sbt_reader_close(r);
-    sbt_vk_enc_free(&e.enc);
+    sbt_payload_enc_free(&e.enc);
 }
 
 /* A program that chains its core features in a VkPhysicalDeviceFeatures2 to
@@ -1343,14 +1343,15 @@ Test(vulkan, features2_in_the_device_chain_replays)
     uint32_t n;
     const struct sbt_device *d = sbt_reader_devices(r, &n);
     cr_assert_eq(n, 1);
-    struct sbt_vk_dec dec;
-    struct sbt_vk_rec rec;
+    struct sbt_payload_dec dec;
+    struct sbt_payload_rec rec;
     int found = 0;
-    sbt_vk_dec_init(&dec, d->ext.data, d->ext.len);
-    while (sbt_vk_dec_next(&dec, &rec) == 1)
-        found |= rec.call == SBT_VK_FEATURES && sbt_vk_arg(&rec, 0) == SBT_VK_STYPE_FEATURES2 &&
-                 sbt_vk_arg(&rec, 1) == 55;
-    sbt_vk_dec_free(&dec);
+    sbt_payload_dec_init(&dec, d->ext.data, d->ext.len);
+    while (sbt_payload_dec_next(&dec, &rec) == 1)
+        found |= rec.call == SBT_VK_FEATURES &&
+                 sbt_payload_arg(&rec, 0) == SBT_VK_STYPE_FEATURES2 &&
+                 sbt_payload_arg(&rec, 1) == 55;
+    sbt_payload_dec_free(&dec);
     cr_assert(found, "the capture records VkPhysicalDeviceFeatures2 with its 55 members");
     struct replay_result res;
     cr_assert_eq(replay_run(r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP), &res), 0, "%s",
@@ -1366,7 +1367,7 @@ Test(vulkan, features2_in_the_device_chain_replays)
  * member count other than the structure's (which once sized the structure the driver then
  * filled at its own size) is a corrupt trace, an unknown structure type an unsupported one. */
 static uint64_t features_count, features_stype;
-static void fix_features(struct sbt_vk_rec *r, uint64_t *a)
+static void fix_features(struct sbt_payload_rec *r, uint64_t *a)
 {
     if (r->call == SBT_VK_FEATURES &&
         a[0] == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
@@ -1411,7 +1412,7 @@ Test(vulkan, a_features_record_is_checked_against_the_registry)
         cr_expect(strstr(replay_errmsg(), cases[i].msg), "case %zu: %s", i, replay_errmsg());
         replay_result_free(&res);
         sbt_reader_close(r);
-        sbt_vk_enc_free(&e.enc);
+        sbt_payload_enc_free(&e.enc);
     }
 }
 
@@ -1673,7 +1674,7 @@ Test(vulkan, payload_values_are_checked_before_the_driver)
     };
     uint8_t bytes[256] = {0};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        struct sbt_vk_rec r = {c[i].call, c[i].n, c[i].a, c[i].n_bytes, bytes};
+        struct sbt_payload_rec r = {c[i].call, c[i].n, c[i].a, c[i].n_bytes, bytes};
         uint32_t n;
         int st = 0;
         switch (c[i].call) {
@@ -2005,7 +2006,7 @@ Test(vulkan, image_payload_values_are_checked_before_the_driver)
          "color clear"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        struct sbt_vk_rec r = {c[i].call, c[i].n, c[i].a, 0, NULL};
+        struct sbt_payload_rec r = {c[i].call, c[i].n, c[i].a, 0, NULL};
         struct sbt_vk_image d;
         uint64_t size;
         uint32_t n;
@@ -2050,19 +2051,19 @@ static int edit_copy(struct editor *e, sbt_writer *w, struct sbt_op *op)
     (void)w;
     if (op->kind != SBT_OP_COPY || e->done || op->payload.kind != SBT_VK_PAYLOAD)
         return 0;
-    struct sbt_vk_dec d;
-    struct sbt_vk_rec r;
-    if (sbt_vk_find(&d, op->payload.data, op->payload.len, SBT_VK_COPY_BUFFER, &r) == 1) {
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec r;
+    if (sbt_payload_find(&d, op->payload.data, op->payload.len, SBT_VK_COPY_BUFFER, &r) == 1) {
         uint64_t a[64];
         memcpy(a, r.arg, r.n_arg * sizeof *a);
         a[5] = 1ull << 40; /* the first region's size */
-        sbt_vk_enc_reset(&e->enc);
-        sbt_vk_enc_rec(&e->enc, r.call, a, r.n_arg, r.bytes, r.n_bytes);
+        sbt_payload_enc_reset(&e->enc);
+        sbt_payload_put(&e->enc, r.call, a, r.n_arg, r.bytes, r.n_bytes);
         op->payload.data = e->enc.buf;
         op->payload.len = (uint32_t)e->enc.len;
         e->done = (int)op->seq + 1;
     }
-    sbt_vk_dec_free(&d);
+    sbt_payload_dec_free(&d);
     return 0;
 }
 
@@ -2082,7 +2083,7 @@ Test(vulkan, a_copy_past_its_buffer_is_an_op_error_not_a_crash)
     cr_expect(strstr(res.first_error_msg, "outside its buffers"), "%s", res.first_error_msg);
     replay_result_free(&res);
     sbt_reader_close(r);
-    sbt_vk_enc_free(&e.enc);
+    sbt_payload_enc_free(&e.enc);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' replay '%s/c.sbt' --mode full >/dev/null 2>&1", bin, tmpdir);
     cr_expect_eq(WEXITSTATUS(system(cmd)), 3);
@@ -2456,14 +2457,14 @@ static void formats_in_packed_layout(const char *env)
             free(data);
             continue;
         }
-        struct sbt_vk_dec dec;
-        struct sbt_vk_rec rec;
+        struct sbt_payload_dec dec;
+        struct sbt_payload_rec rec;
         int f = op->kind == SBT_OP_COPY && op->payload.kind == SBT_VK_PAYLOAD
-                    ? sbt_vk_find(&dec, op->payload.data, op->payload.len,
-                                  SBT_VK_COPY_BUFFER_TO_IMAGE, &rec)
+                    ? sbt_payload_find(&dec, op->payload.data, op->payload.len,
+                                       SBT_VK_COPY_BUFFER_TO_IMAGE, &rec)
                     : 0;
         if (op->kind == SBT_OP_COPY && op->payload.kind == SBT_VK_PAYLOAD)
-            sbt_vk_dec_free(&dec);
+            sbt_payload_dec_free(&dec);
         if (f != 1)
             continue;
         /* its reads are the regions' buffer bytes (tightly packed: one range each), in order */
@@ -2526,8 +2527,8 @@ static int add_draw(struct editor *e, sbt_writer *w, struct sbt_op *op)
     m.kind = SBT_OP_MARKER;
     m.flags = SBT_OPF_UNSUPPORTED | SBT_OPF_PAYLOAD;
     m.n_access = 0;
-    sbt_vk_enc_reset(&e->enc);
-    sbt_vk_enc_rec(&e->enc, SBT_VK_CMD_UNSUPPORTED, NULL, 0, "vkCmdDraw", 9);
+    sbt_payload_enc_reset(&e->enc);
+    sbt_payload_put(&e->enc, SBT_VK_CMD_UNSUPPORTED, NULL, 0, "vkCmdDraw", 9);
     m.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)e->enc.len, e->enc.buf};
     cr_assert_eq(sbt_writer_intern(w, "unsupported command", &m.name), 0);
     uint64_t seq;
@@ -2562,7 +2563,7 @@ Test(vulkan, an_unsupported_op_is_named)
     cr_expect_str_eq(res.first_error_msg, want);
     replay_result_free(&res);
     sbt_reader_close(r);
-    sbt_vk_enc_free(&e.enc);
+    sbt_payload_enc_free(&e.enc);
     /* and the CLI exits 3 naming it, either way */
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' replay '%s/u.sbt' --mode full 2>'%s/err' >/dev/null", bin,

@@ -421,7 +421,9 @@ typedef enum CUstreamCaptureMode_enum {
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     CU_STREAM_CAPTURE_MODE_RELAXED = 2
 } CUstreamCaptureMode;
-typedef enum CUgraphInstantiateResult_enum { CUDA_GRAPH_INSTANTIATE_SUCCESS = 0 } CUgraphInstantiateResult;
+typedef enum CUgraphInstantiateResult_enum {
+    CUDA_GRAPH_INSTANTIATE_SUCCESS = 0
+} CUgraphInstantiateResult;
 typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
     uint64_t flags;
     CUstream hUploadStream;
@@ -461,52 +463,52 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 #define REPRISE__PTDS(api) api
 #define REPRISE__PTSZ(api) api
 #endif
-#define cuGetProcAddress          cuGetProcAddress_v2
-#define cuDeviceTotalMem          cuDeviceTotalMem_v2
-#define cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease_v2
-#define cuCtxCreate               cuCtxCreate_v4
-#define cuCtxDestroy              cuCtxDestroy_v2
-#define cuModuleGetGlobal         cuModuleGetGlobal_v2
-#define cuMemAlloc                cuMemAlloc_v2
-#define cuMemFree                 cuMemFree_v2
-#define cuMemAllocPitch           cuMemAllocPitch_v2
-#define cuMemAllocHost            cuMemAllocHost_v2
-#define cuMemHostRegister         cuMemHostRegister_v2
-#define cuMemHostGetDevicePointer cuMemHostGetDevicePointer_v2
-#define cuIpcOpenMemHandle        cuIpcOpenMemHandle_v2
-#define cuMemAllocFromPoolAsync   REPRISE__PTSZ(cuMemAllocFromPoolAsync)
-#define cuStreamDestroy           cuStreamDestroy_v2
-#define cuEventDestroy            cuEventDestroy_v2
-#define cuEventElapsedTime        cuEventElapsedTime_v2
-#define cuMemcpy                  REPRISE__PTDS(cuMemcpy)
-#define cuMemcpyHtoD              REPRISE__PTDS(cuMemcpyHtoD_v2)
-#define cuMemcpyDtoH              REPRISE__PTDS(cuMemcpyDtoH_v2)
-#define cuMemcpyDtoD              REPRISE__PTDS(cuMemcpyDtoD_v2)
-#define cuMemsetD8                REPRISE__PTDS(cuMemsetD8_v2)
-#define cuMemsetD16               REPRISE__PTDS(cuMemsetD16_v2)
-#define cuMemsetD32               REPRISE__PTDS(cuMemsetD32_v2)
-#define cuMemcpyAsync             REPRISE__PTSZ(cuMemcpyAsync)
-#define cuMemcpyHtoDAsync         REPRISE__PTSZ(cuMemcpyHtoDAsync_v2)
-#define cuMemcpyDtoHAsync         REPRISE__PTSZ(cuMemcpyDtoHAsync_v2)
-#define cuMemcpyDtoDAsync         REPRISE__PTSZ(cuMemcpyDtoDAsync_v2)
-#define cuMemsetD8Async           REPRISE__PTSZ(cuMemsetD8Async)
-#define cuMemsetD16Async          REPRISE__PTSZ(cuMemsetD16Async)
-#define cuMemsetD32Async          REPRISE__PTSZ(cuMemsetD32Async)
-#define cuMemAllocAsync           REPRISE__PTSZ(cuMemAllocAsync)
-#define cuMemFreeAsync            REPRISE__PTSZ(cuMemFreeAsync)
-#define cuStreamSynchronize       REPRISE__PTSZ(cuStreamSynchronize)
-#define cuStreamQuery             REPRISE__PTSZ(cuStreamQuery)
-#define cuStreamWaitEvent         REPRISE__PTSZ(cuStreamWaitEvent)
-#define cuEventRecord             REPRISE__PTSZ(cuEventRecord)
-#define cuEventRecordWithFlags    REPRISE__PTSZ(cuEventRecordWithFlags)
-#define cuLaunchKernel            REPRISE__PTSZ(cuLaunchKernel)
-#define cuLaunchKernelEx          REPRISE__PTSZ(cuLaunchKernelEx)
-#define cuLaunchCooperativeKernel REPRISE__PTSZ(cuLaunchCooperativeKernel)
-#define cuStreamBeginCapture      REPRISE__PTSZ(cuStreamBeginCapture_v2)
-#define cuStreamEndCapture        REPRISE__PTSZ(cuStreamEndCapture)
-#define cuGraphInstantiate        cuGraphInstantiateWithFlags
+#define cuGetProcAddress             cuGetProcAddress_v2
+#define cuDeviceTotalMem             cuDeviceTotalMem_v2
+#define cuDevicePrimaryCtxRelease    cuDevicePrimaryCtxRelease_v2
+#define cuCtxCreate                  cuCtxCreate_v4
+#define cuCtxDestroy                 cuCtxDestroy_v2
+#define cuModuleGetGlobal            cuModuleGetGlobal_v2
+#define cuMemAlloc                   cuMemAlloc_v2
+#define cuMemFree                    cuMemFree_v2
+#define cuMemAllocPitch              cuMemAllocPitch_v2
+#define cuMemAllocHost               cuMemAllocHost_v2
+#define cuMemHostRegister            cuMemHostRegister_v2
+#define cuMemHostGetDevicePointer    cuMemHostGetDevicePointer_v2
+#define cuIpcOpenMemHandle           cuIpcOpenMemHandle_v2
+#define cuMemAllocFromPoolAsync      REPRISE__PTSZ(cuMemAllocFromPoolAsync)
+#define cuStreamDestroy              cuStreamDestroy_v2
+#define cuEventDestroy               cuEventDestroy_v2
+#define cuEventElapsedTime           cuEventElapsedTime_v2
+#define cuMemcpy                     REPRISE__PTDS(cuMemcpy)
+#define cuMemcpyHtoD                 REPRISE__PTDS(cuMemcpyHtoD_v2)
+#define cuMemcpyDtoH                 REPRISE__PTDS(cuMemcpyDtoH_v2)
+#define cuMemcpyDtoD                 REPRISE__PTDS(cuMemcpyDtoD_v2)
+#define cuMemsetD8                   REPRISE__PTDS(cuMemsetD8_v2)
+#define cuMemsetD16                  REPRISE__PTDS(cuMemsetD16_v2)
+#define cuMemsetD32                  REPRISE__PTDS(cuMemsetD32_v2)
+#define cuMemcpyAsync                REPRISE__PTSZ(cuMemcpyAsync)
+#define cuMemcpyHtoDAsync            REPRISE__PTSZ(cuMemcpyHtoDAsync_v2)
+#define cuMemcpyDtoHAsync            REPRISE__PTSZ(cuMemcpyDtoHAsync_v2)
+#define cuMemcpyDtoDAsync            REPRISE__PTSZ(cuMemcpyDtoDAsync_v2)
+#define cuMemsetD8Async              REPRISE__PTSZ(cuMemsetD8Async)
+#define cuMemsetD16Async             REPRISE__PTSZ(cuMemsetD16Async)
+#define cuMemsetD32Async             REPRISE__PTSZ(cuMemsetD32Async)
+#define cuMemAllocAsync              REPRISE__PTSZ(cuMemAllocAsync)
+#define cuMemFreeAsync               REPRISE__PTSZ(cuMemFreeAsync)
+#define cuStreamSynchronize          REPRISE__PTSZ(cuStreamSynchronize)
+#define cuStreamQuery                REPRISE__PTSZ(cuStreamQuery)
+#define cuStreamWaitEvent            REPRISE__PTSZ(cuStreamWaitEvent)
+#define cuEventRecord                REPRISE__PTSZ(cuEventRecord)
+#define cuEventRecordWithFlags       REPRISE__PTSZ(cuEventRecordWithFlags)
+#define cuLaunchKernel               REPRISE__PTSZ(cuLaunchKernel)
+#define cuLaunchKernelEx             REPRISE__PTSZ(cuLaunchKernelEx)
+#define cuLaunchCooperativeKernel    REPRISE__PTSZ(cuLaunchCooperativeKernel)
+#define cuStreamBeginCapture         REPRISE__PTSZ(cuStreamBeginCapture_v2)
+#define cuStreamEndCapture           REPRISE__PTSZ(cuStreamEndCapture)
+#define cuGraphInstantiate           cuGraphInstantiateWithFlags
 #define cuGraphInstantiateWithParams REPRISE__PTSZ(cuGraphInstantiateWithParams)
-#define cuGraphLaunch             REPRISE__PTSZ(cuGraphLaunch)
+#define cuGraphLaunch                REPRISE__PTSZ(cuGraphLaunch)
 #endif
 
 #ifdef __cplusplus

@@ -907,27 +907,27 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
     return f->k->fn(&l);
 }
 
-#define LAUNCHES(SFX)                                                                             \
-    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
-                                 unsigned int bx, unsigned int by, unsigned int bz,               \
-                                 unsigned int shmem, CUstream s, void **params, void **extra)     \
-    {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
-        return launch(f, gx, bx, shmem, params, extra, s);                                        \
-    }                                                                                             \
-    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,          \
-                                   void **extra)                                                  \
-    {                                                                                             \
-        if (!c)                                                                                   \
-            return CUDA_ERROR_INVALID_VALUE;                                                      \
+#define LAUNCHES(SFX)                                                                              \
+    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,  \
+                                 unsigned int bx, unsigned int by, unsigned int bz,                \
+                                 unsigned int shmem, CUstream s, void **params, void **extra)      \
+    {                                                                                              \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                    \
+        return launch(f, gx, bx, shmem, params, extra, s);                                         \
+    }                                                                                              \
+    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,           \
+                                   void **extra)                                                   \
+    {                                                                                              \
+        if (!c)                                                                                    \
+            return CUDA_ERROR_INVALID_VALUE;                                                       \
         return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra, c->hStream); \
-    }                                                                                             \
-    CUresult cuLaunchCooperativeKernel##SFX(                                                      \
-        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
-        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
-    {                                                                                             \
-        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
-        return launch(f, gx, bx, shmem, params, NULL, s);                                         \
+    }                                                                                              \
+    CUresult cuLaunchCooperativeKernel##SFX(                                                       \
+        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)           \
+    {                                                                                              \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                    \
+        return launch(f, gx, bx, shmem, params, NULL, s);                                          \
     }
 LAUNCHES()
 LAUNCHES(_ptsz)
@@ -1505,15 +1505,15 @@ static CUresult async_op(CUstream st, int kind, uint64_t d, uint64_t s, size_t n
     }                                                                                        \
     CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)    \
     {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 1);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 1);                                          \
     }                                                                                        \
     CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)  \
     {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 2);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 2);                                          \
     }                                                                                        \
     CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)    \
     {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 4);                                                             \
+        return async_op(st, T_FILL, d, 0, n, v, 4);                                          \
     }
 COPIES(, )
 COPIES(_ptds, _ptsz)
@@ -1521,7 +1521,6 @@ COPIES(_ptds, _ptsz)
 /* ========================================================================================== */
 /* Streams and events                                                                         */
 /* ========================================================================================== */
-
 
 static uint64_t now_ns(void)
 {

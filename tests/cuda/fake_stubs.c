@@ -15,7 +15,7 @@
 #error "fake_stubs.c: x86-64 and aarch64 only"
 #endif
 #define X(n) STUB(n)
-#include "capture/cap_cuda_exports.h"
+#include "capture/cuda/cap_cuda_exports.h"
 #undef X
 
 /* ISO C forbids an empty translation unit. */
@@ -24,7 +24,7 @@ int fake_cuda_n_stubs(void)
 {
     return 0
 #define X(n) +1
-#include "capture/cap_cuda_exports.h"
+#include "capture/cuda/cap_cuda_exports.h"
 #undef X
         ;
 }

@@ -2,7 +2,7 @@
  * tests/fuzz/fuzz_vk_payload.c — what the Vulkan replay backend does with a trace's payloads
  * before anything reaches a driver, on arbitrary bytes and without a device: the records are
  * decoded (format/sbt_vk.c) and each one the backend would act on goes through its check
- * (replay/replay_vk_check.c) against fixed device limits and object sizes taken from the
+ * (replay/vk/replay_vk_check.c) against fixed device limits and object sizes taken from the
  * input. Any status, never a crash, a leak or undefined behaviour; a failing check must say why.
  *
  * Input: 16 bytes of sizes (two buffer sizes, little-endian u64), then one payload. Image
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay/replay_vk_int.h"
+#include "replay/vk/replay_vk_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -54,16 +54,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  .maxBoundDescriptorSets = 8};
     struct vkr_limits lim;
     vkr_limits_from(&lim, &dl, 4, 64, 32);
-    struct sbt_vk_dec dec;
-    struct sbt_vk_rec r;
+    struct sbt_payload_dec dec;
+    struct sbt_payload_rec r;
     const struct sbt_vk_feature_struct *t;
-    sbt_vk_dec_init(&dec, data + 16, size - 16);
+    sbt_payload_dec_init(&dec, data + 16, size - 16);
     int k;
     uint32_t n;
     uint64_t layout_flags = 0; /* of the last SET_LAYOUT record */
     struct sbt_vk_image im[2] = {{37, 1, {32, 24, 1}, 3, 2}, {131, 1, {20, 12, 1}, 2, 1}};
     uint64_t im_size, boxes = 0;
-    while ((k = sbt_vk_dec_next(&dec, &r)) == 1) {
+    while ((k = sbt_payload_dec_next(&dec, &r)) == 1) {
         switch (r.call) {
         case SBT_VK_CREATE_IMAGE: {
             struct sbt_vk_image d;
@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case SBT_VK_DISPATCH:
             expect_message(vkr_check_dispatch(&lim, &r));
-            expect_message(vkr_check_indirect(sbt_vk_arg(&r, 9), sz[0]));
+            expect_message(vkr_check_indirect(sbt_payload_arg(&r, 9), sz[0]));
             break;
         case SBT_VK_BINDING:
             expect_message(vkr_check_binding(&lim, &r, sz[0]));
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case SBT_VK_SET_LAYOUT:
             expect_message(vkr_check_set_layout(&r));
-            layout_flags = sbt_vk_arg(&r, 1);
+            layout_flags = sbt_payload_arg(&r, 1);
             break;
         case SBT_VK_SET_BINDING:
             expect_message(vkr_check_set_binding(&r, layout_flags));
@@ -148,6 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (k < 0 && !*sbt_errmsg())
         abort();
-    sbt_vk_dec_free(&dec);
+    sbt_payload_dec_free(&dec);
     return 0;
 }

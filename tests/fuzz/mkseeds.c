@@ -74,13 +74,13 @@ struct ids {
  * thread, a program with a stored image and one without, two kernels, metadata. */
 static void tables(sbt_writer *w, struct ids *id)
 {
-    struct sbt_vk_enc e = {0};
+    struct sbt_payload_enc e = {0};
     uint64_t dev_args[] = {0x403000, 1, 0x10005, 0, 4, 64, 32768, 128, 16, 64, 1};
-    sbt_vk_enc_rec(&e, SBT_VK_DEVICE, dev_args, 11, "llvmpipe", 8);
-    sbt_vk_enc_rec(&e, SBT_VK_MEMORY_TYPE, (uint64_t[]){0, 7, 0}, 3, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_MEMORY_HEAP, (uint64_t[]){0, 1u << 30, 1}, 3, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_QUEUE_FAMILY, (uint64_t[]){0, 7, 1, 64}, 4, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_FEATURES, (uint64_t[]){1, 0, 1}, 3, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_DEVICE, dev_args, 11, "llvmpipe", 8);
+    sbt_payload_put(&e, SBT_VK_MEMORY_TYPE, (uint64_t[]){0, 7, 0}, 3, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_MEMORY_HEAP, (uint64_t[]){0, 1u << 30, 1}, 3, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_QUEUE_FAMILY, (uint64_t[]){0, 7, 1, 64}, 4, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_FEATURES, (uint64_t[]){1, 0, 1}, 3, NULL, 0);
     struct sbt_device d = {.api = SBT_API_VULKAN,
                            .vendor_id = 0x10005,
                            .device_id = 0x1234,
@@ -92,23 +92,23 @@ static void tables(sbt_writer *w, struct ids *id)
     CK(sbt_writer_intern(w, "llvmpipe (LLVM 15.0.6, 256 bits)", &d.name));
     CK(sbt_writer_intern(w, "seedhost", &d.host));
     CK(sbt_writer_add_device(w, &d, &id->dev_vk));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_CUDA_DEVICE, (uint64_t[]){0, 8, 6, 4, 1u << 26, 13000}, 6, "fake", 4);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_CUDA_DEVICE, (uint64_t[]){0, 8, 6, 4, 1u << 26, 13000}, 6, "fake", 4);
     struct sbt_device c = {
         .api = SBT_API_CUDA, .host = d.host, .ext = {SBT_CUDA_EXT_DEVICE, (uint32_t)e.len, e.buf}};
     CK(sbt_writer_intern(w, "fake CUDA device", &c.name));
     CK(sbt_writer_add_device(w, &c, &id->dev_cuda));
 
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_VK_QUEUE, (uint64_t[]){0, 0, 7}, 3, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_VK_QUEUE, (uint64_t[]){0, 0, 7}, 3, NULL, 0);
     struct sbt_stream s = {.device = id->dev_vk,
                            .kind = SBT_STREAM_QUEUE,
                            .handle = 0x55aa55aa00,
                            .ext = {SBT_VK_EXT_QUEUE, (uint32_t)e.len, e.buf}};
     CK(sbt_writer_intern(w, "queue 0.0", &s.name));
     CK(sbt_writer_add_stream(w, &s, &id->q));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_CUDA_STREAM, (uint64_t[]){1, 1, 3, 0x7f00, 2}, 5, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_CUDA_STREAM, (uint64_t[]){1, 1, 3, 0x7f00, 2}, 5, NULL, 0);
     struct sbt_stream cs = {.device = id->dev_cuda,
                             .kind = SBT_STREAM_CUDA,
                             .handle = 0x7f00,
@@ -122,9 +122,9 @@ static void tables(sbt_writer *w, struct ids *id)
 
     static const uint32_t spirv[] = {0x07230203, 0x00010500, 0, 12, 0, 0x00020011, 1, 0x0003000e};
     CK(sbt_writer_blob(w, spirv, sizeof spirv, &id->blob));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_VK_MODULE, (uint64_t[]){1, sizeof spirv}, 2, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_ENTRY_POINT, (uint64_t[]){64, 1, 1}, 3, "main", 4);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_VK_MODULE, (uint64_t[]){1, sizeof spirv}, 2, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_ENTRY_POINT, (uint64_t[]){64, 1, 1}, 3, "main", 4);
     struct sbt_program p = {.device = id->dev_vk,
                             .kind = SBT_PROGRAM_SPIRV,
                             .blob = id->blob,
@@ -133,22 +133,22 @@ static void tables(sbt_writer *w, struct ids *id)
     CK(sbt_writer_add_program(w, &p, &id->prog));
     struct sbt_program p2 = {.kind = SBT_PROGRAM_HOST}; /* no image, every device */
     CK(sbt_writer_add_program(w, &p2, &id->prog2));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_VK_PIPELINE, (uint64_t[]){7, 1, 64, 1, 1}, 5, "main", 4);
-    sbt_vk_enc_rec(&e, SBT_VK_SPEC_ENTRY, (uint64_t[]){0, 0, 4}, 3, "\x40\0\0\0", 4);
-    sbt_vk_enc_rec(&e, SBT_VK_SET_LAYOUT, (uint64_t[]){0, 2}, 2, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_SET_BINDING, (uint64_t[]){0, 7, 1, 3}, 4, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_VK_PIPELINE, (uint64_t[]){7, 1, 64, 1, 1}, 5, "main", 4);
+    sbt_payload_put(&e, SBT_VK_SPEC_ENTRY, (uint64_t[]){0, 0, 4}, 3, "\x40\0\0\0", 4);
+    sbt_payload_put(&e, SBT_VK_SET_LAYOUT, (uint64_t[]){0, 2}, 2, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_SET_BINDING, (uint64_t[]){0, 7, 1, 3}, 4, NULL, 0);
     struct sbt_kernel k = {.program = id->prog,
                            .ext = {SBT_VK_EXT_PIPELINE, (uint32_t)e.len, e.buf}};
     CK(sbt_writer_intern(w, "main", &k.name));
     CK(sbt_writer_add_kernel(w, &k, &id->kern));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_CUDA_KERNEL, (uint64_t[]){0, 1, 2, 0, 8, 8, 4}, 7, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_CUDA_KERNEL, (uint64_t[]){0, 1, 2, 0, 8, 8, 4}, 7, NULL, 0);
     struct sbt_kernel k2 = {.program = id->prog2,
                             .ext = {SBT_CUDA_EXT_KERNEL, (uint32_t)e.len, e.buf}};
     CK(sbt_writer_intern(w, "saxpy", &k2.name));
     CK(sbt_writer_add_kernel(w, &k2, &id->kern2));
-    sbt_vk_enc_free(&e);
+    sbt_payload_enc_free(&e);
 
     CK(sbt_writer_meta(w, "generator", "tests/fuzz/mkseeds.c"));
     CK(sbt_writer_meta(w, "clock.domain", "CLOCK_MONOTONIC"));
@@ -179,14 +179,14 @@ static void op(sbt_writer *w, uint64_t *t, struct sbt_op o, const struct sbt_acc
 /* Every op kind (1..17), every subkind, every field and mark, accesses of every mode. */
 static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
 {
-    struct sbt_vk_enc e = {0};
+    struct sbt_payload_enc e = {0};
     const uint64_t mem = 17, mem2 = 18;
     const struct sbt_access wr = {mem, 0, 256, SBT_ACCESS_WRITE},
                             rd = {mem, 256, 256, SBT_ACCESS_READ},
                             rw[3] = {{mem, 0, 256, SBT_ACCESS_RW},
                                      {mem2, 64, 64, SBT_ACCESS_READ},
                                      {mem2, 0, 64, SBT_ACCESS_WRITE}};
-    sbt_vk_enc_rec(&e, SBT_VK_MEMORY, (uint64_t[]){mem, 4096, 0}, 3, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_MEMORY, (uint64_t[]){mem, 4096, 0}, 3, NULL, 0);
     op(w, t,
        (struct sbt_op){.kind = SBT_OP_ALLOC,
                        .subkind = SBT_RES_DEVICE,
@@ -221,8 +221,8 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
            .kind = SBT_OP_HOST_WRITE, .flags = SBT_OPF_BLOB, .stream = id->host, .blob = id->blob2},
        &wr, 1);
     for (uint32_t dir = SBT_COPY_H2D; dir <= SBT_COPY_H2H; dir++) {
-        sbt_vk_enc_reset(&e);
-        sbt_vk_enc_rec(&e, SBT_VK_COPY_BUFFER, (uint64_t[]){5, 6, 1, 0, 256, 256}, 6, NULL, 0);
+        sbt_payload_enc_reset(&e);
+        sbt_payload_put(&e, SBT_VK_COPY_BUFFER, (uint64_t[]){5, 6, 1, 0, 256, 256}, 6, NULL, 0);
         op(w, t,
            (struct sbt_op){.kind = SBT_OP_COPY,
                            .subkind = dir,
@@ -250,9 +250,9 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
        &wr, 1);
     /* kernels: full geometry, then the same kernel again (geometry tag 0), device times that
      * run on from the previous one, a digest, an error with the UNTIMED mark */
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_VK_DISPATCH, (uint64_t[]){7, 4, 1, 1, 0, 0, 0, 1}, 8, "\1\0\0\0", 4);
-    sbt_vk_enc_rec(&e, SBT_VK_BINDING, (uint64_t[]){0, 0, 7, 5, 0, 256, 3}, 7, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_VK_DISPATCH, (uint64_t[]){7, 4, 1, 1, 0, 0, 0, 1}, 8, "\1\0\0\0", 4);
+    sbt_payload_put(&e, SBT_VK_BINDING, (uint64_t[]){0, 0, 7, 5, 0, 256, 3}, 7, NULL, 0);
     for (int i = 0; i < 3; i++)
         op(w, t,
            (struct sbt_op){.kind = SBT_OP_KERNEL,
@@ -270,12 +270,12 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
            rw, 3);
     uint32_t err;
     CK(sbt_writer_intern(w, "replay: VK_ERROR_DEVICE_LOST", &err));
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_CUDA_CALL, (uint64_t[]){19, 1, 0x7f00, 0}, 4, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_CUDA_CALL, (uint64_t[]){19, 1, 0x7f00, 0}, 4, NULL, 0);
     static const uint8_t params[28] = {0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7e,
                                        0, 0, 0, 0,    0, 0, 0, 0, 0, 0, 0, 4, 0, 0};
-    sbt_vk_enc_rec(&e, SBT_CUDA_LAUNCH, (uint64_t[]){0, sizeof params}, 2, params, sizeof params);
-    sbt_vk_enc_rec(&e, SBT_CUDA_PTR, (uint64_t[]){8, mem, 0, 0x7e0000000000}, 4, NULL, 0);
+    sbt_payload_put(&e, SBT_CUDA_LAUNCH, (uint64_t[]){0, sizeof params}, 2, params, sizeof params);
+    sbt_payload_put(&e, SBT_CUDA_PTR, (uint64_t[]){8, mem, 0, 0x7e0000000000}, 4, NULL, 0);
     op(w, t,
        (struct sbt_op){.kind = SBT_OP_KERNEL,
                        .flags = SBT_OPF_KERNEL | SBT_OPF_GEOM | SBT_OPF_ERROR | SBT_OPF_PAYLOAD |
@@ -299,8 +299,8 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
        (struct sbt_op){.kind = SBT_OP_EVENT_WAIT, .flags = SBT_OPF_OBJ, .stream = id->q, .obj = 3},
        NULL, 0);
     for (uint32_t k = SBT_SYNC_FENCE; k <= SBT_SYNC_EVENT; k++) {
-        sbt_vk_enc_reset(&e);
-        sbt_vk_enc_rec(&e, SBT_VK_SYNC_INFO, (uint64_t[]){0x800}, 1, NULL, 0);
+        sbt_payload_enc_reset(&e);
+        sbt_payload_put(&e, SBT_VK_SYNC_INFO, (uint64_t[]){0x800}, 1, NULL, 0);
         op(w, t,
            (struct sbt_op){.kind = SBT_OP_SIGNAL,
                            .subkind = k,
@@ -320,10 +320,10 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
                            .value = k == SBT_SYNC_TIMELINE_SEMAPHORE ? 12 : 0},
            NULL, 0);
     }
-    sbt_vk_enc_reset(&e);
-    sbt_vk_enc_rec(&e, SBT_VK_SUBMIT, (uint64_t[]){1, 9}, 2, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_BATCH, (uint64_t[]){0, 1, 1}, 3, NULL, 0);
-    sbt_vk_enc_rec(&e, SBT_VK_CMDBUF, (uint64_t[]){21, 0}, 2, NULL, 0);
+    sbt_payload_enc_reset(&e);
+    sbt_payload_put(&e, SBT_VK_SUBMIT, (uint64_t[]){1, 9}, 2, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_BATCH, (uint64_t[]){0, 1, 1}, 3, NULL, 0);
+    sbt_payload_put(&e, SBT_VK_CMDBUF, (uint64_t[]){21, 0}, 2, NULL, 0);
     op(w, t,
        (struct sbt_op){.kind = SBT_OP_SUBMIT,
                        .flags = SBT_OPF_OBJ | SBT_OPF_PAYLOAD | SBT_OPF_BLOB,
@@ -368,7 +368,7 @@ static void ops(sbt_writer *w, const struct ids *id, uint64_t *t)
        NULL, 0);
     /* an op with no stream, no name and equal begin and end */
     op(w, t, (struct sbt_op){.kind = SBT_OP_MARKER, .host_begin = *t, .host_end = *t}, NULL, 0);
-    sbt_vk_enc_free(&e);
+    sbt_payload_enc_free(&e);
 }
 
 /* A trace of every op, written with the given options; unfinished: cut after a flush (as a

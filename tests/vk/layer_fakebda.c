@@ -1,8 +1,8 @@
 /*
  * tests/vk/layer_fakebda.c — VK_LAYER_REPRISE_fakebda, a test-only Vulkan layer that gives
  * lavapipe bufferDeviceAddressCaptureReplay, which it lacks, so that the capture and replay of
- * buffer device addresses (capture/cap_vk_address.c, replay/replay_vk_memory.c) run end to end
- * in CI.
+ * buffer device addresses (capture/vk/cap_vk_address.c, replay/vk/replay_vk_memory.c) run end to
+ * end in CI.
  *
  * How: lavapipe's device address of a buffer is the host address of its memory plus the
  * buffer's offset. So every allocation with VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT is made

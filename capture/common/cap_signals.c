@@ -1,0 +1,288 @@
+/*
+ * capture/common/cap_signals.c — the fatal-signal handlers: on SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ * SIGABRT, SIGTERM, SIGINT and SIGHUP they have the pump write what the capture holds before
+ * the program's own handler or the default action runs; faults the capture causes itself
+ * (write-protected mappings) are claimed first (cap_fault_claim_add). Shared by the Vulkan
+ * layer and the CUDA shim (capture/common/cap_int.h); its state (the levels, the claims) is
+ * owned here, one copy per capture library.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/cap.h"
+#include "capture/common/cap_int.h"
+
+/* ========================================================================================== */
+/* Fatal signals                                                                              */
+/* ========================================================================================== */
+
+/* What is async-signal-safe here, and why the rest is acceptable.
+ *
+ * The handler itself only reads data written before its handler function was installed (a
+ * level's chain target, below), uses lock-free atomics, and calls write(2) (the kick), poll(2)
+ * (to wait), getpid(2), gettid(2), sigaction(2) and raise(3): all async-signal-safe. It never
+ * takes a lock, allocates, or touches the trace. The work happens on the pump thread, which is
+ * not interrupted: it drains, encodes, compresses and writes as usual, and uses a bounded
+ * trylock (cap__lock_bounded) for each lock that the crashed thread might hold (its own event
+ * buffer, the recorder's mutex). What can still go wrong is that the crash left memory the pump
+ * needs in a bad state (a corrupted heap: malloc may block or crash on the pump). The handler
+ * waits at most CAP_FLUSH_WAIT_MS and then goes on as if we were not there, so a crash never
+ * becomes a hang; the trace then keeps what the timer flushed.
+ *
+ * Chaining. Each time we put our handler on top of another one we use a new "level": handler
+ * function i calls what was installed just before it (next[i]). Handlers installed after ours
+ * keep our function of the level below as their "old action" and call it when a fault is not
+ * theirs; that function calls the next level down, so no cycle can form (a single handler
+ * function chaining to "whatever was there when we last looked" would call itself). Levels are
+ * never reused; after N_LEVELS re-assertions of one signal we stop re-asserting it.
+ *
+ * Our sigaction mirrors the target's sa_mask, SA_NODEFER, SA_RESTART and SA_ONSTACK, so the
+ * program's handler runs with the mask, restart behaviour and stack it asked for; SA_RESETHAND
+ * is emulated (the second call takes the default action), SA_SIGINFO decides how it is called.
+ */
+#define N_LEVELS 8
+#define N_CLAIMS 4
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP};
+#define N_FATAL ((int)(sizeof fatal_sigs / sizeof fatal_sigs[0]))
+
+static struct {
+    atomic_int n;                    /* levels installed */
+    struct sigaction next[N_LEVELS]; /* what level i's handler chains to */
+    atomic_int once[N_LEVELS];       /* next[i] has SA_RESETHAND and was called */
+} sigs[N_FATAL];
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER; /* install and re-assert */
+static atomic_int sig_pid; /* the process that installed them (a forked child does not) */
+static _Atomic(cap_fault_claim_fn) claims[N_CLAIMS];
+static void *reprise_handlers[8]; /* handlers of the other reprise capture library (sig_mu) */
+
+int cap_fault_claim_add(cap_fault_claim_fn fn)
+{
+    for (int i = 0; i < N_CLAIMS; i++) {
+        cap_fault_claim_fn none = NULL;
+        if (atomic_compare_exchange_strong(&claims[i], &none, fn))
+            return 0;
+    }
+    return -1;
+}
+
+static int fatal_index(int sig)
+{
+    for (int k = 0; k < N_FATAL; k++)
+        if (fatal_sigs[k] == sig)
+            return k;
+    return -1;
+}
+
+/* A fault the kernel raised for the instruction being executed: it happens again if we return. */
+static int kernel_fault(int sig, const siginfo_t *si)
+{
+    return (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) && si &&
+           si->si_code > 0;
+}
+
+/* The default action, as if no handler had been installed: restore it, then let the fault
+ * repeat, or re-raise (the signal is blocked while we run, so it ends the process when we
+ * return; with SA_NODEFER, at once). */
+static void default_action(int sig, const siginfo_t *si)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    if (!kernel_fault(sig, si))
+        raise(sig);
+}
+
+static void chain(int k, int level, int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *a = &sigs[k].next[level];
+    if (a->sa_handler == SIG_IGN && !kernel_fault(sig, si))
+        return; /* as the kernel: an ignored signal does nothing, an ignored fault kills */
+    if (a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ||
+        ((a->sa_flags & SA_RESETHAND) && atomic_exchange(&sigs[k].once[level], 1))) {
+        default_action(sig, si);
+        return;
+    }
+    if (a->sa_flags & SA_SIGINFO)
+        a->sa_sigaction(sig, si, uc);
+    else
+        a->sa_handler(sig);
+}
+
+static void on_fatal(int level, int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    int k = fatal_index(sig);
+    if (k < 0)
+        return;
+    if (sig == SIGSEGV || sig == SIGBUS)
+        for (int i = 0; i < N_CLAIMS; i++) {
+            cap_fault_claim_fn fn = atomic_load(&claims[i]);
+            if (fn && fn(sig, si, uc)) {
+                errno = saved;
+                return;
+            }
+        }
+    cap__pump_note_signal(sig);
+    cap__flush_wait(CAP_FLUSH_WAIT_MS);
+    chain(k, level, sig, si, uc);
+    errno = saved;
+}
+
+#define LEVEL(i)                                               \
+    static void on_fatal_##i(int sig, siginfo_t *si, void *uc) \
+    {                                                          \
+        on_fatal(i, sig, si, uc);                              \
+    }
+LEVEL(0)
+LEVEL(1)
+LEVEL(2)
+LEVEL(3)
+LEVEL(4)
+LEVEL(5)
+LEVEL(6)
+LEVEL(7)
+#undef LEVEL
+static void (*const level_fn[N_LEVELS])(int, siginfo_t *, void *) = {
+    on_fatal_0, on_fatal_1, on_fatal_2, on_fatal_3, on_fatal_4, on_fatal_5, on_fatal_6, on_fatal_7};
+
+static int is_ours(const struct sigaction *a)
+{
+    if (!(a->sa_flags & SA_SIGINFO))
+        return 0;
+    for (int i = 0; i < N_LEVELS; i++)
+        if (a->sa_sigaction == level_fn[i])
+            return 1;
+    return 0;
+}
+
+/* The other capture library of this process (the Vulkan layer and the CUDA shim each link a
+ * copy of this file): it chains to us and we to it, and neither re-asserts over the other. */
+static int is_other_reprise(const struct sigaction *a)
+{
+    void *h = (void *)a->sa_sigaction;
+    if (!(a->sa_flags & SA_SIGINFO) || a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN)
+        return 0;
+    for (size_t i = 0; i < sizeof reprise_handlers / sizeof reprise_handlers[0]; i++)
+        if (reprise_handlers[i] == h)
+            return 1;
+    Dl_info di;
+    char real[PATH_MAX];
+    if (!dladdr(h, &di) || !di.dli_fname || !realpath(di.dli_fname, real))
+        return 0;
+    const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+    if (strcmp(base, CAP_VK_LAYER_LIB) && strcmp(base, CAP_CUDA_SHIM_LIB))
+        return 0;
+    for (size_t i = 0; i < sizeof reprise_handlers / sizeof reprise_handlers[0]; i++)
+        if (!reprise_handlers[i]) {
+            reprise_handlers[i] = h;
+            break;
+        }
+    return 1;
+}
+
+static int same_action(const struct sigaction *a, const struct sigaction *b)
+{
+    return a->sa_handler == b->sa_handler && a->sa_flags == b->sa_flags &&
+           !memcmp(&a->sa_mask, &b->sa_mask, sizeof a->sa_mask);
+}
+
+/* Puts a new level of ours on top of *below (sig_mu held). */
+static void push_level(int k, const struct sigaction *below)
+{
+    int n = atomic_load(&sigs[k].n);
+    if (n >= N_LEVELS)
+        return;
+    sigs[k].next[n] = *below;
+    atomic_store(&sigs[k].once[n], 0);
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = level_fn[n];
+    if (below->sa_handler == SIG_DFL || below->sa_handler == SIG_IGN) {
+        sigemptyset(&ours.sa_mask);
+        ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    } else {
+        ours.sa_mask = below->sa_mask;
+        ours.sa_flags = SA_SIGINFO | (below->sa_flags & (SA_ONSTACK | SA_RESTART | SA_NODEFER));
+    }
+    atomic_store(&sigs[k].n, n + 1); /* next[n] is ready before anything can call level n */
+    struct sigaction prev;
+    if (sigaction(fatal_sigs[k], &ours, &prev) != 0) {
+        atomic_store(&sigs[k].n, n);
+        return;
+    }
+    if (!same_action(&prev, below)) /* the program changed it between our look and ours */
+        sigs[k].next[n] = prev;
+}
+
+/* Puts ours on top of every fatal signal whose handler is not ours (sig_mu held). */
+static void assert_all(void)
+{
+    for (int k = 0; k < N_FATAL; k++) {
+        struct sigaction cur;
+        if (sigaction(fatal_sigs[k], NULL, &cur) != 0)
+            continue;
+        if (cur.sa_handler == SIG_IGN || is_ours(&cur) || is_other_reprise(&cur))
+            continue;
+        push_level(k, &cur);
+    }
+}
+
+void cap__signals_install(void)
+{
+    pthread_mutex_lock(&sig_mu);
+    if (!atomic_load(&sig_pid)) {
+        /* Never unloaded from here on: a handler installed after ours may keep our address as
+         * the one to chain to, so the code must stay mapped after the loader's dlclose (the
+         * trace is then closed at exit instead). */
+        Dl_info di, exe;
+        int in_exe = dladdr((void *)getauxval(AT_ENTRY), &exe) &&
+                     dladdr((void *)&cap__signals_install, &di) &&
+                     exe.dli_fbase == di.dli_fbase; /* linked into a program (the tests) */
+        if (!in_exe && dladdr((void *)&cap__signals_install, &di) && di.dli_fname &&
+            !dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+            fprintf(stderr, "reprise capture: cannot pin %s in memory: %s\n", di.dli_fname,
+                    dlerror());
+        assert_all();
+        atomic_store(&sig_pid, (int)getpid());
+    }
+    pthread_mutex_unlock(&sig_mu);
+}
+
+int cap__signals_installed(void)
+{
+    return atomic_load(&sig_pid) == (int)getpid();
+}
+
+void cap__signals_reassert_now(void)
+{
+    if (atomic_load(&sig_pid) != (int)getpid() || pthread_mutex_trylock(&sig_mu) != 0)
+        return; /* not installed, a forked child, or another thread is at it */
+    assert_all();
+    pthread_mutex_unlock(&sig_mu);
+}
+
+void cap__signals_reassert(void)
+{
+    static atomic_uint_fast64_t last_ms;
+    uint64_t now = cap__mono_ms(), last = atomic_load(&last_ms);
+    if (now - last < 10 || !atomic_compare_exchange_strong(&last_ms, &last, now))
+        return; /* one look per 10 ms is enough (8 system calls, about 4 us) */
+    cap__signals_reassert_now();
+}
