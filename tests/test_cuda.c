@@ -442,6 +442,9 @@ static int replay_trace(const char *trace, uint32_t runs, struct replay_result *
     need_replay();
     setenv("REPRISE_CUDA_DRIVER", fake, 1);
     setenv("FAKE_CUDA_BASE", "7d0000000000", 1); /* the capture used 7e0000000000 */
+    /* the legacy stream's fills and device copies complete late, as CUDA allows: a replay
+     * that moves work off the stream it was captured on reads stale bytes */
+    setenv("FAKE_CUDA_LATE", "1", 1);
     sbt_reader *r;
     cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
     int st = replay_run(r,
@@ -690,6 +693,7 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"gpa_unused", 1, ""},
         {"funcattr", 1, ""},
         {"graph", 1, ""},
+        {"stream_fill", 1, ""},
         {"graph_node", 0, "cuGraphAddEmptyNode"},
         {"graph_node", 0, "cuGraphLaunch of a graph not made by stream capture"},
     };

@@ -37,28 +37,54 @@
 /* ========================================================================================== */
 
 /* clang-format off */
-#define DRV_FNS(X)                                                                                \
-    X(cuInit)                                                                                     \
-    X(cuDriverGetVersion)                                                                         \
-    X(cuDeviceGetCount)                                                                           \
-    X(cuDeviceGet) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) \
-        X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload)              \
-            X(cuModuleGetFunction) X(cuModuleGetGlobal_v2) X(cuMemAlloc_v2) X(cuMemFree_v2)       \
-                X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoD_v2_ptds)  \
-                    X(cuMemcpyDtoD_v2_ptds) X(cuMemsetD8_v2) X(cuMemsetD16_v2) X(cuMemsetD32_v2)  \
-                        X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2_ptds)       \
-                            X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)        \
-                                X(cuStreamSynchronize_ptsz) X(cuStreamWaitEvent)                  \
-                                    X(cuStreamWaitEvent_ptsz) X(cuEventCreate)                    \
-                                        X(cuEventDestroy_v2) X(cuEventRecord)                     \
-                                            X(cuEventRecord_ptsz) X(cuEventSynchronize)           \
-                                                X(cuEventElapsedTime) X(cuLaunchKernel)           \
-                                                    X(cuLaunchKernel_ptsz) X(cuGetErrorName)      \
-                                                        X(cuDeviceGetAttribute)                   \
-                                                            X(cuDeviceTotalMem_v2)                \
-                                                                X(cuFuncSetAttribute)             \
-                                                                    X(cuLaunchKernelEx)           \
-                                                                        X(cuLaunchKernelEx_ptsz)
+#define DRV_FNS(X) \
+    X(cuInit) \
+    X(cuDriverGetVersion) \
+    X(cuDeviceGetCount) \
+    X(cuDeviceGet) \
+    X(cuDeviceGetName) \
+    X(cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease_v2) \
+    X(cuCtxSetCurrent) \
+    X(cuCtxSynchronize) \
+    X(cuModuleLoadData) \
+    X(cuModuleUnload) \
+    X(cuModuleGetFunction) \
+    X(cuModuleGetGlobal_v2) \
+    X(cuMemAlloc_v2) \
+    X(cuMemFree_v2) \
+    X(cuMemcpyHtoD_v2) \
+    X(cuMemcpyDtoH_v2) \
+    X(cuStreamCreate) \
+    X(cuStreamDestroy_v2) \
+    X(cuStreamSynchronize) \
+    X(cuStreamSynchronize_ptsz) \
+    X(cuStreamWaitEvent) \
+    X(cuStreamWaitEvent_ptsz) \
+    X(cuEventCreate) \
+    X(cuEventDestroy_v2) \
+    X(cuEventRecord) \
+    X(cuEventRecord_ptsz) \
+    X(cuEventSynchronize) \
+    X(cuEventElapsedTime) \
+    X(cuLaunchKernel) \
+    X(cuLaunchKernel_ptsz) \
+    X(cuGetErrorName) \
+    X(cuDeviceGetAttribute) \
+    X(cuDeviceTotalMem_v2) \
+    X(cuFuncSetAttribute) \
+    X(cuLaunchKernelEx) \
+    X(cuLaunchKernelEx_ptsz) \
+    X(cuMemcpyHtoDAsync_v2) \
+    X(cuMemcpyHtoDAsync_v2_ptsz) \
+    X(cuMemcpyDtoDAsync_v2) \
+    X(cuMemcpyDtoDAsync_v2_ptsz) \
+    X(cuMemsetD8Async) \
+    X(cuMemsetD8Async_ptsz) \
+    X(cuMemsetD16Async) \
+    X(cuMemsetD16Async_ptsz) \
+    X(cuMemsetD32Async) \
+    X(cuMemsetD32Async_ptsz)
 /* clang-format on */
 
 struct drv {
@@ -629,27 +655,37 @@ static int exec_op(struct be *b, const struct replay_x *x, const struct sbt_cuda
                 return replay__fail(SBT_ECORRUPT, "copy data of %zu bytes for a %llu-byte copy",
                                     len, (unsigned long long)o->dst->len);
             }
-            CUresult r = (o->pt ? b->d.cuMemcpyHtoD_v2_ptds : b->d.cuMemcpyHtoD_v2)(dst, data, len);
+            CUresult r = (o->pt ? b->d.cuMemcpyHtoDAsync_v2_ptsz
+                                : b->d.cuMemcpyHtoDAsync_v2)(dst, data, len, s);
+            if (r == CUDA_SUCCESS) /* data is freed below */
+                r = (o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s);
             free(data);
-            CU(r, "cuMemcpyHtoD");
+            CU(r, "cuMemcpyHtoDAsync");
         } else if (op->subkind == SBT_COPY_D2D) {
-            CU((o->pt ? b->d.cuMemcpyDtoD_v2_ptds : b->d.cuMemcpyDtoD_v2)(dst, src, o->src->len),
-               "cuMemcpyDtoD");
+            CU((o->pt ? b->d.cuMemcpyDtoDAsync_v2_ptsz : b->d.cuMemcpyDtoDAsync_v2)(dst, src,
+                                                                                    o->src->len, s),
+               "cuMemcpyDtoDAsync");
+            CU((o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s),
+               "cuStreamSynchronize");
         } /* D2H: checked at the HOST_READ that follows; H2H: nothing for the device */
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_FILL: {
+        /* on the stream it was captured on, as the program ordered it (a fill through the
+         * "synchronous" cuMemsetD* runs on the legacy stream, which is s then) */
         if ((st = addr(b, o->dst->resource, o->dst->offset, o->dst->len, &dst)) < 0)
             return st;
         size_t n = (size_t)o->count; /* count * elem == dst->len, inside the resource */
-        CUresult r = o->elem == 4 ? (o->pt ? b->d.cuMemsetD32_v2_ptds
-                                           : b->d.cuMemsetD32_v2)(dst, (unsigned)op->value, n)
+        CUresult r = o->elem == 4 ? (o->pt ? b->d.cuMemsetD32Async_ptsz
+                                           : b->d.cuMemsetD32Async)(dst, (unsigned)op->value, n, s)
                      : o->elem == 2
-                         ? (o->pt ? b->d.cuMemsetD16_v2_ptds
-                                  : b->d.cuMemsetD16_v2)(dst, (unsigned short)op->value, n)
-                         : (o->pt ? b->d.cuMemsetD8_v2_ptds
-                                  : b->d.cuMemsetD8_v2)(dst, (unsigned char)op->value, n);
-        CU(r, "cuMemset");
+                         ? (o->pt ? b->d.cuMemsetD16Async_ptsz
+                                  : b->d.cuMemsetD16Async)(dst, (unsigned short)op->value, n, s)
+                         : (o->pt ? b->d.cuMemsetD8Async_ptsz
+                                  : b->d.cuMemsetD8Async)(dst, (unsigned char)op->value, n, s);
+        CU(r, "cuMemsetAsync");
+        CU((o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s),
+           "cuStreamSynchronize");
         return report(b, x, 0, 0, 0);
     }
     case SBT_OP_KERNEL:

@@ -16,6 +16,9 @@
  *   zerocopy     a kernel writing pinned host memory through its device alias (not replayable)
  *   devhost      cuMemcpyHtoD whose "host" source is a device allocation (a device copy)
  *   unmodelled   cuCtxSetLimit between two launches (not replayable)
+ *   stream_fill  a fill and a device copy on a non-blocking stream, then a kernel on it that
+ *                reads what they wrote: replay must keep them on that stream (with the fake's
+ *                FAKE_CUDA_LATE the legacy stream's fills and copies complete late)
  *   graph        a graph made by stream capture (two streams joined by events, a launch, a
  *                memset, a device-to-device and a device-to-host copy) launched twice, the host
  *                changing its input in between: replayable, each launch's read-back compared
@@ -353,6 +356,29 @@ static int funcattr(void)
     return 0;
 }
 
+static int stream_fill(void)
+{
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a, b, c;
+    CK(cuMemAlloc(&a, N * 4));
+    CK(cuMemAlloc(&b, N * 4));
+    CK(cuMemAlloc(&c, N * 4));
+    iota(c, N, 5, s);
+    CK(cuMemsetD32Async(a, 0x3f800000u, N, s)); /* 1.0f */
+    CK(cuMemcpyDtoDAsync(b, c, N * 4, s));
+    saxpy(2.0f, a, b, N, s); /* b = 2a + b: reads both */
+    static unsigned out[N];
+    CK(cuMemcpyDtoHAsync(out, b, sizeof out, s));
+    CK(cuStreamSynchronize(s));
+    print_words("stream_fill", out, sizeof out);
+    CK(cuMemFree(a));
+    CK(cuMemFree(b));
+    CK(cuMemFree(c));
+    CK(cuStreamDestroy(s));
+    return 0;
+}
+
 static int graph(void)
 {
     CUstream s, s2;
@@ -488,6 +514,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "libglobal")  ? libglobal()
             : !strcmp(m, "funcattr")   ? funcattr()
             : !strcmp(m, "graph")      ? graph()
+            : !strcmp(m, "stream_fill") ? stream_fill()
             : !strcmp(m, "graph_node") ? graph_node()
             : !strcmp(m, "enumerate")  ? enumerate()
                                        : 2;
