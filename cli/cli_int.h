@@ -64,6 +64,11 @@ int cli_exit_for(int sbt_status);
  * a limit -> 4; unsupported, incomplete, graph errors, a range or value the trace cannot take
  * -> 3; memory -> 5. */
 int cli_replay_exit_for(int replay_status);
+/* The exit code of a replay's verdict (enum replay_verdict), the one mapping every command
+ * uses: verified 0; not verified 1 (0 where verification was turned off and the output says
+ * so); differs 1; the device or driver failed during the replay 1 (the driver under test
+ * failing is a failed gate); a device that lacks what an op needs 4; not replayable 3. */
+int cli_verdict_exit(int verdict, int verify_none);
 /* Opens a trace, printing what went wrong (and what to do: `reprise import` for TraceSmith
  * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
  * prints a one-line note on stderr saying what the scan recovered. */

@@ -114,12 +114,32 @@ int cli_replay_exit_for(int st)
         return CLI_ENV;
     case REPLAY_EUNSUPPORTED:
     case REPLAY_EINCOMPLETE:
+    case REPLAY_EDIFFERS: /* what would be stored comes from a replay that went wrong */
+        return CLI_FAIL;
     case REPLAY_EGRAPH:
     case SBT_EINVAL: /* the options were checked: what is left is the trace's (a range past it) */
         return CLI_BADINPUT;
     default:
         return cli_exit_for(st);
     }
+}
+
+int cli_verdict_exit(int verdict, int verify_none)
+{
+    switch ((enum replay_verdict)verdict) {
+    case REPLAY_VERDICT_VERIFIED:
+        return CLI_OK;
+    case REPLAY_VERDICT_NOT_VERIFIED: /* no evidence: a failure, unless none was asked for */
+        return verify_none ? CLI_OK : CLI_FAIL;
+    case REPLAY_VERDICT_DIFFERS:
+    case REPLAY_VERDICT_DEVICE_FAILED: /* the driver under test failing fails the gate */
+        return CLI_FAIL;
+    case REPLAY_VERDICT_ENVIRONMENT:
+        return CLI_ENV;
+    case REPLAY_VERDICT_BAD_TRACE:
+        return CLI_BADINPUT;
+    }
+    return CLI_INTERNAL;
 }
 
 int cli_open_trace(const char *cmd, const char *path, sbt_reader **out)

@@ -36,10 +36,13 @@ static const char replay_help[] =
     "Snapshots: a full replay of the whole trace with --snapshot-every or --snapshot-at writes\n"
     "the contents of the live allocations at those points (after draining the device) into a\n"
     "sidecar, TRACE-stem.snap.sbt unless --snapshots names another; chunks that did not change\n"
-    "are stored once. A range replay (and its dry run) finds that sidecar by itself: it\n"
+    "are stored once. The sidecar is kept only when that replay verified (see Verdict): it\n"
+    "records the device, driver and verdict that produced its bytes, and a sidecar without\n"
+    "them is refused. A range replay (and its dry run) finds that sidecar by itself: it\n"
     "restores the latest snapshot at or before the range, only the bytes the rest of the run\n"
-    "reads, and fast-forwards only the part of the slice after it. The dry run says which it\n"
-    "will do and what it costs.\n\n"
+    "reads, and fast-forwards only the part of the slice after it; the result trace records\n"
+    "which snapshot it restored and where it came from. The dry run says which it will do and\n"
+    "what it costs.\n\n"
     "  --mode M           dry-run (default), or full (execute on a device)\n"
     "  --time-range A:B   ops whose span overlaps [A, B), relative to the trace start\n"
     "                     (times like 5ms, 1.5s; either side may be empty)\n"
@@ -68,10 +71,18 @@ static const char replay_help[] =
     "  --snapshots FILE   the sidecar to write (full replay with snapshots) or to restore from\n"
     "                     (range replay); default TRACE-stem.snap.sbt\n"
     "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n\n"
-    "Exit codes: 0 replayable / replayed and verified, 1 an output differs from the capture's\n"
-    "(or between runs), 2 usage, 3 not replayable (incomplete trace, graph errors, unsupported\n"
-    "op, corrupt trace, a sidecar that is damaged or belongs to another trace), 4 no device or\n"
-    "driver, 5 internal error.\n";
+    "Verdict (full): verified only with positive evidence, outputs compared (with the\n"
+    "capture's digests or between runs) and all equal; a replay that compared nothing (a\n"
+    "range without a read-back of a trace captured without --digests, --verify none) is\n"
+    "\"not verified\", never a pass.\n\n"
+    "Exit codes: 0 replayable (dry run) / replayed and verified, or replayed with --verify none\n"
+    "(the verdict line says \"not verified\"); 1 an output differs from the capture's (or\n"
+    "between runs), nothing could be compared, or the device or driver failed during the\n"
+    "replay (device lost, a failing call, a pipeline it does not compile: the result trace is\n"
+    "written up to there); 2 usage; 3 not replayable (incomplete trace, graph errors,\n"
+    "unsupported op, corrupt trace, a sidecar that is damaged or belongs to another trace);\n"
+    "4 no device or driver to start with, or a device that lacks what an op needs; 5 internal\n"
+    "error.\n";
 
 #define SHOW_PER_KIND 5
 
@@ -523,13 +534,18 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
                res.slice_ops, cli_fmt_bytes((double)res.slice_upload_bytes, b[1], 32),
                res.skipped_ops);
         if (res.restore_seq != UINT64_MAX)
-            printf("restore     snapshot at op %" PRIu64 " (%s): %s into %u allocations\n",
+            printf("restore     snapshot at op %" PRIu64 " (%s): %s into %u allocations\n"
+                   "            provenance: %s\n",
                    res.restore_seq, sidecar, cli_fmt_bytes((double)res.restore_bytes, b[0], 32),
-                   res.restore_allocs);
+                   res.restore_allocs, res.restore_from);
         else
             printf("restore     none (%s)\n", plan.why[0] ? plan.why : "no snapshot used");
     }
-    if (taking)
+    if (taking && res.snapshots_dropped[0])
+        printf("snapshots   NONE KEPT (%" PRIu64 " taken, %s removed): the replay did not verify "
+               "(%s); a range replay or trim must not rest on its bytes\n",
+               res.n_snapshots, sidecar, res.snapshots_dropped);
+    else if (taking)
         printf("snapshots   %" PRIu64 " in %s: %s read back, %s stored as new blobs, %s\n",
                res.n_snapshots, sidecar, cli_fmt_bytes((double)res.snapshot_read_bytes, b[0], 32),
                cli_fmt_bytes((double)res.snapshot_new_bytes, b[1], 32),
@@ -549,28 +565,27 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
     if (res.n_mismatch)
         printf(" (first at op %" PRIu64 ")", res.first_mismatch);
     printf("\n");
-    if (res.runs > 1)
-        printf("runs        %" PRIu64 " ops differ between runs%s", res.n_run_mismatch,
-               res.n_run_mismatch ? "" : "\n");
-    if (res.runs > 1 && res.n_run_mismatch)
-        printf(" (first at op %" PRIu64 ")\n", res.first_run_mismatch);
+    if (res.runs > 1) {
+        printf("runs        %" PRIu64 " ops compared between runs, %" PRIu64 " differ",
+               res.n_run_compared, res.n_run_mismatch);
+        if (res.n_run_mismatch)
+            printf(" (first at op %" PRIu64 ")", res.first_run_mismatch);
+        printf("\n");
+    }
+    if (res.device_failed[0])
+        printf("device      FAILED in %s; the ops after it were not run\n", res.device_failed);
     if (res.n_errors)
         printf("errors      %" PRIu64 " (first: %s)\n", res.n_errors, res.first_error_msg);
     if (fo->dump)
         printf("dump        %" PRIu64 " files in %s\n", res.n_dumped, fo->dump);
     if (fo->out)
         printf("result      %s\n", fo->out);
-    if (res.n_errors) {
-        cli_err("replay", "%s", res.first_error_msg);
-        /* the device failed or lacks what an op needs (a limit): environment; else the trace */
-        rc = res.first_error_status == REPLAY_EDEVICE || res.first_error_status == REPLAY_ENODEV
-                 ? CLI_ENV
-                 : CLI_BADINPUT;
-    } else if (res.n_mismatch || res.n_run_mismatch) {
-        rc = CLI_FAIL;
-    } else {
-        rc = CLI_OK;
-    }
+    char why[1200];
+    enum replay_verdict v = replay_verdict(&res, (uint32_t)fo->verify, why, sizeof why);
+    printf("verdict     %s: %s\n", replay_verdict_name(v), why);
+    if (v != REPLAY_VERDICT_VERIFIED && v != REPLAY_VERDICT_NOT_VERIFIED)
+        cli_err("replay", "%s", why);
+    rc = cli_verdict_exit(v, fo->verify == REPLAY_VERIFY_NONE);
 out:
     replay_result_free(&res);
     sbt_reader_close(snaps);

@@ -35,9 +35,14 @@ static const char trim_help[] =
     "  --no-device        do not replay: use the snapshot, or keep the slice's ops\n"
     "  --device N         device index as `reprise devices` lists them (default 0)\n"
     "  --chunk BYTES      granularity of the stored contents (default 4096)\n\n"
-    "Exit codes: 0 written, 2 usage, 3 bad input (corrupt trace or sidecar, a sidecar of\n"
-    "another trace, an empty range, an op that failed while replaying what comes before the\n"
-    "range), 4 no device and no way around it, 5 internal error.\n";
+    "Provenance: the trimmed trace records the device, driver and verdict of the replay its\n"
+    "contents come from (trim.device, trim.driver, trim.verified; with a snapshot, those the\n"
+    "sidecar recorded), and a replay of it records them in its result.\n\n"
+    "Exit codes: 0 written, 1 the replay that reads the contents went wrong (an output differs\n"
+    "from the capture's, or the device failed): nothing written, 2 usage, 3 bad input\n"
+    "(corrupt trace or sidecar, a sidecar of another trace or of unknown provenance, an empty\n"
+    "range, an op that failed while replaying what comes before the range), 4 no device and\n"
+    "no way around it, 5 internal error.\n";
 
 int cli_trim(int argc, char **argv)
 {
@@ -137,6 +142,11 @@ int cli_trim(int argc, char **argv)
     printf("kept        %" PRIu64 " ops of the range, %" PRIu64
            " that create what it uses, %" PRIu64 " of its slice; seq numbers as in %s\n",
            res.range_ops, res.state_ops, res.slice_ops, path);
+    if (res.verified[0])
+        printf("provenance  %s\n", res.verified);
+    if (res.verified[0] && strncmp(res.verified, "verified", 8))
+        printf("WARNING     the initial contents were not verified: no output of the replay "
+               "that read them could be compared with the capture\n");
     switch (res.mode) {
     case REPLAY_TRIM_DEVICE:
         printf("contents    read on %s at op %" PRIu64 ": %s in %" PRIu64

@@ -75,7 +75,8 @@ extern "C" {
     X(EUNSUPPORTED, -33, "the trace holds an op or object replay does not support")  \
     X(EDEVICE, -34, "the device failed (lost, out of memory, API error)")            \
     X(EINCOMPLETE, -35, "the trace is incomplete: a replay of it cannot be trusted") \
-    X(EGRAPH, -36, "the trace's dependency graph has errors")
+    X(EGRAPH, -36, "the trace's dependency graph has errors")                        \
+    X(EDIFFERS, -37, "the replay that would produce stored contents did not reproduce the capture")
 
 enum replay_status {
 #define REPLAY__ENUM(name, val, msg) REPLAY_##name = val,
@@ -211,6 +212,7 @@ struct replay_result {
     uint64_t n_compared; /* ... with a captured digest to compare with */
     uint64_t n_mismatch;
     uint64_t first_mismatch; /* seq, or UINT64_MAX */
+    uint64_t n_run_compared; /* digests compared between runs (runs > 1) */
     uint64_t n_run_mismatch; /* ops whose digests differ between runs (runs > 1) */
     uint64_t first_run_mismatch;
     /* errors, over all runs */
@@ -218,7 +220,11 @@ struct replay_result {
     uint64_t first_error; /* seq, or UINT64_MAX */
     char first_error_msg[512];
     int first_error_status; /* what kind of error: SBT_ECORRUPT, REPLAY_EUNSUPPORTED, ... */
-    uint64_t n_dumped;      /* files written to dump_dir */
+    /* "run K: why" when the device or driver failed during run K (REPLAY_EDEVICE: lost, an API
+     * error, a pipeline that does not compile): that run's result is written up to there, with
+     * the error, and no later run is made; "" otherwise */
+    char device_failed[512];
+    uint64_t n_dumped; /* files written to dump_dir */
     /* replayed with allow_incomplete although: */
     int incomplete; /* the trace is incomplete (why: incomplete_why) */
     char incomplete_why[512];
@@ -226,15 +232,38 @@ struct replay_result {
     char first_graph_error[512];
     struct replay_run_stats *run; /* [runs], malloc'd */
     /* snapshots (per run) */
-    uint64_t restore_seq;               /* the snapshot restored; UINT64_MAX = none (the slice) */
-    uint64_t restore_bytes;             /* bytes written into allocations from it */
-    uint32_t restore_allocs;            /* allocations they went into */
-    uint64_t n_snapshots;               /* written to snapshot_out */
+    uint64_t restore_seq;    /* the snapshot restored; UINT64_MAX = none (the slice) */
+    uint64_t restore_bytes;  /* bytes written into allocations from it */
+    uint32_t restore_allocs; /* allocations they went into */
+    uint64_t n_snapshots;    /* taken for snapshot_out */
+    /* "" when the sidecar was kept; else why it was not: a replay that did not verify cleanly
+     * (replay_verdict) writes none, so no later range replay or trim rests on its bytes */
+    char snapshots_dropped[700];
+    /* the snapshot restored (restore_seq): the device, driver and verification of the replay
+     * that took it, "device D, driver V; that replay: verified: ..." */
+    char restore_from[700];
     uint64_t snapshot_read_bytes;       /* read back from the device for them */
     uint64_t snapshot_new_bytes;        /* stored as new blobs (the rest was deduplicated) */
     uint64_t snapshot_ns;               /* time spent on them (in wall_ns) */
     uint64_t state_bytes, state_chunks; /* state_out */
 };
+
+/* What a replay proved. Every verdict of reprise follows one rule: no positive evidence, no
+ * pass. "Verified" needs outputs compared (with the capture's digests or between runs) and all
+ * equal, with no error; a replay that compared nothing is "not verified". */
+enum replay_verdict {
+    REPLAY_VERDICT_VERIFIED = 0,
+    REPLAY_VERDICT_NOT_VERIFIED,  /* ran without error, compared nothing */
+    REPLAY_VERDICT_DIFFERS,       /* an output differs from the capture or between runs */
+    REPLAY_VERDICT_DEVICE_FAILED, /* the device or driver failed during the replay */
+    REPLAY_VERDICT_ENVIRONMENT,   /* this device lacks what an op needs */
+    REPLAY_VERDICT_BAD_TRACE,     /* the trace holds what replay cannot run */
+};
+/* The verdict of r (replayed at verify level verify), with why[n] saying it in a sentence. */
+enum replay_verdict replay_verdict(const struct replay_result *r, uint32_t verify, char *why,
+                                   size_t n);
+/* "verified", "not verified", "differs", "device failed", "environment", "not replayable". */
+const char *replay_verdict_name(enum replay_verdict v);
 
 /* The driver settings from this process's environment that a result records as replay.env
  * ("LP_NUM_THREADS=0", or "none"). Returns buf. */
@@ -313,7 +342,9 @@ struct replay_trim_result {
     uint64_t ops;                     /* ops written in all */
     uint64_t state_seq;               /* the initial contents' point (UINT64_MAX: none) */
     uint64_t state_bytes, state_chunks;
-    uint64_t bytes; /* size of the written file */
+    uint64_t bytes;     /* size of the written file */
+    char verified[700]; /* the verdict of the replay the contents come from ("verified: ...",
+                           "not verified: nothing compared ..."), or of the snapshot's */
 };
 
 /* Writes to out_path a trace of the ops of range (not NULL) of r that replays on its own to the
@@ -321,15 +352,18 @@ struct replay_trim_result {
  * reads at its first op, as an initial STATE (SBT_FEATURE_INITIAL_STATE), read on a device (or
  * taken from the sidecar snapshots when there is no device); the range's ops. Every op keeps
  * its seq. Without a device and a snapshot the slice's ops are kept instead of contents.
- * 0, or < 0 with a message (REPLAY_ENODEV only when the fallback failed too); no partial file
- * is left behind. */
+ * 0, or < 0 with a message (REPLAY_ENODEV only when the fallback failed too; REPLAY_EDIFFERS
+ * when the replay that reads the contents went wrong: an output differs from the capture's,
+ * or the device failed); no partial file is left behind. The trimmed trace records where its
+ * contents came from (trim.device, trim.driver, trim.verified: that replay's verdict). */
 int replay_trim(sbt_reader *r, const struct sbt_range *range, sbt_reader *snapshots,
                 const char *out_path, const struct replay_trim_opts *opts,
                 struct replay_trim_result *res);
 
-/* Replays r (borrowed) per opts. Returns 0 when the replay ran to its end (op errors and
- * mismatches are in *out, not in the status), or < 0 when it could not start or the device
- * failed (REPLAY_EINCOMPLETE, REPLAY_EGRAPH, REPLAY_ENODEV, REPLAY_EDEVICE, SBT_E*). *out is filled
+/* Replays r (borrowed) per opts. Returns 0 when the replay ran (op errors, mismatches and a
+ * device that failed during a run are in *out, not in the status: replay_verdict says what it
+ * proved), or < 0 when it could not start (REPLAY_EINCOMPLETE, REPLAY_EGRAPH, REPLAY_ENODEV,
+ * REPLAY_EDEVICE when the device could not be opened, SBT_E*). *out is filled
  * either way (zeroed first); free it with replay_result_free. */
 int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_result *out);
 void replay_result_free(struct replay_result *res); /* NULL accepted */

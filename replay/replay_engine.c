@@ -227,6 +227,26 @@ static int add_err(struct eng *e, struct op_result *x, int status, const char *m
     return 0;
 }
 
+/* Op x failed with st (replay_errmsg() says why): its error in the result, counted. 0, or
+ * SBT_ENOMEM. */
+static int op_error(struct eng *e, struct op_result *x, const struct sbt_op *op, int st)
+{
+    char msg[1200];
+    const char *name = sbt_reader_string(e->r, op->name);
+    snprintf(msg, sizeof msg, "op %" PRIu64 " (%s): %s", op->seq,
+             name && *name ? name : sbt_op_kind_name(op->kind), replay_errmsg());
+    if (add_err(e, x, st, msg) < 0)
+        return SBT_ENOMEM;
+    struct replay_result *o = e->out;
+    o->n_errors++;
+    if (o->first_error == UINT64_MAX || op->seq < o->first_error) {
+        o->first_error = op->seq;
+        o->first_error_status = st;
+        snprintf(o->first_error_msg, sizeof o->first_error_msg, "%.500s", msg);
+    }
+    return 0;
+}
+
 static int in_slice(struct eng *e, uint64_t seq)
 {
     const uint64_t *v = e->slice.seqs;
@@ -324,8 +344,13 @@ static int node_visit(void *ctx, struct sched_node *n)
     struct replay_x rx = {.node = n, .slot = slot, .flags = flags};
     x->host_begin = replay__now_ns();
     int st = e->bk->exec(e->be, &rx);
-    x = &e->res[slot - 1]; /* (exec reports through on_done, which does not move res) */
-    if (st == REPLAY_EDEVICE || st == SBT_ENOMEM) {
+    x = &e->res[slot - 1];      /* (exec reports through on_done, which does not move res) */
+    if (st == REPLAY_EDEVICE) { /* the device or driver failed: this op's error, the run ends */
+        op_error(e, x, op, st);
+        e->fatal = st;
+        return st;
+    }
+    if (st == SBT_ENOMEM) {
         e->fatal = st;
         return st;
     }
@@ -336,24 +361,8 @@ static int node_visit(void *ctx, struct sched_node *n)
             return ss;
         }
     }
-    if (st < 0) {
-        char msg[1200];
-        const char *name = sbt_reader_string(e->r, op->name);
-        snprintf(msg, sizeof msg, "op %" PRIu64 " (%s): %s", op->seq,
-                 name && *name ? name : sbt_op_kind_name(op->kind), replay_errmsg());
-        if (add_err(e, x, st, msg) < 0) {
-            e->fatal = SBT_ENOMEM;
-            return SBT_ENOMEM;
-        }
-        struct replay_result *o = e->out;
-        o->n_errors++;
-        if (o->first_error == UINT64_MAX || op->seq < o->first_error) {
-            o->first_error = op->seq;
-            o->first_error_status = st;
-            snprintf(o->first_error_msg, sizeof o->first_error_msg, "%.500s", msg);
-        }
-        return 0;
-    }
+    if (st < 0)
+        return op_error(e, x, op, st) < 0 ? (e->fatal = SBT_ENOMEM) : 0;
     n->val = slot;
     return 0;
 }
@@ -646,6 +655,13 @@ static int write_result(struct eng *e, const char *path)
     TRY(sbt_writer_meta(w, "replay.device", e->out->device));
     TRY(sbt_writer_meta(w, "replay.driver", e->out->driver));
     TRY(sbt_writer_meta(w, "replay.verify", replay_verify_name(e->o->verify)));
+    if (e->out->device_failed[0]) /* the ops after it were not run */
+        TRY(sbt_writer_meta(w, "replay.device_failed", e->out->device_failed));
+    if (e->out->restore_seq != UINT64_MAX) { /* what the bytes before the range rest on */
+        snprintf(buf, sizeof buf, "%" PRIu64, e->out->restore_seq);
+        TRY(sbt_writer_meta(w, "replay.restored_seq", buf));
+        TRY(sbt_writer_meta(w, "replay.restored_from", e->out->restore_from));
+    }
     TRY(sbt_writer_meta(w, "replay.timing", e->o->timing == REPLAY_TIMING_NONE ? "none" : "op"));
     {
         char env[256];
@@ -842,6 +858,8 @@ static void report_ops(struct eng *e, struct first_run *fr)
         } else if (fr) {
             while (j < fr->n && fr->seq[j] < seq)
                 j++;
+            if (x->has_digest && j < fr->n && fr->seq[j] == seq && fr->has[j])
+                o->n_run_compared++;
             if (x->has_digest && j < fr->n && fr->seq[j] == seq && fr->has[j] &&
                 !sbt_hash_eq(x->digest, fr->dig[j])) {
                 o->n_run_mismatch++;
@@ -1029,14 +1047,19 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
             replay__snap_rewind(e.sp, e.run);
         struct replay_run_stats *rs = &out->run[e.run];
         uint64_t t0 = replay__now_ns();
-        if ((st = bk->prepare(e.be)) < 0) {
-            bk->reset(e.be);
-            goto out;
+        char why[400] = "";
+        if ((st = bk->prepare(e.be)) < 0) { /* a pipeline the driver does not compile, ... */
+            snprintf(why, sizeof why, "preparing: %.380s", replay_errmsg());
+            if (st != REPLAY_EDEVICE) {
+                bk->reset(e.be);
+                goto out;
+            }
         }
         e.t_run0 = replay__now_ns();
         rs->prepare_ns = e.t_run0 - t0;
         uint64_t w0 = cpu_wait_now();
-        st = run_graph(&e);
+        if (!why[0] && (st = run_graph(&e)) == REPLAY_EDEVICE)
+            snprintf(why, sizeof why, "%s", replay_errmsg());
         uint64_t t1 = replay__now_ns(), w1 = cpu_wait_now();
         /* threads that ended during the run took their counts with them: never below 0 */
         rs->cpu_wait_ns = w0 == UINT64_MAX || w1 == UINT64_MAX ? UINT64_MAX : w1 > w0 ? w1 - w0 : 0;
@@ -1047,6 +1070,18 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
             if (e.res[i].state == ST_RANGE && e.res[i].has_dev)
                 rs->device_ns += e.res[i].dev_end - e.res[i].dev_begin;
         bk->reset(e.be);
+        int failed = st == REPLAY_EDEVICE; /* the device or driver failed during the run */
+        if (failed) { /* a result like any other, with the error, and the last run */
+            if (!out->n_errors || out->first_error_status != REPLAY_EDEVICE) {
+                out->n_errors++; /* failed outside an op (preparing, a queue wait) */
+                if (out->first_error == UINT64_MAX) {
+                    out->first_error_status = REPLAY_EDEVICE;
+                    snprintf(out->first_error_msg, sizeof out->first_error_msg, "%s", why);
+                }
+            }
+            snprintf(out->device_failed, sizeof out->device_failed, "run %u: %s", e.run + 1, why);
+            st = 0;
+        }
         if (st < 0 || (st = sort_by_seq(&e)) < 0)
             goto out;
         if (runs > 1 && e.run == 0) { /* the first run's digests, for the others */
@@ -1071,11 +1106,31 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
             if (st < 0)
                 goto out;
         }
+        if (failed) {
+            out->runs = e.run + 1; /* the runs after it would not be of the same device */
+            break;
+        }
     }
     st = 0;
 out:
     if (e.sp) {
-        int fs = replay__snap_finish(e.sp, st == 0);
+        /* the sidecar is kept only when this replay verified: no later range replay or trim
+         * rests on bytes a run that went wrong computed */
+        char why[1200] = "";
+        int ok = st == 0;
+        if (ok && o.snapshot_out) {
+            enum replay_verdict v = replay_verdict(out, o.verify, why, sizeof why);
+            if (v != REPLAY_VERDICT_VERIFIED) {
+                ok = 0;
+                snprintf(out->snapshots_dropped, sizeof out->snapshots_dropped, "%s: %.600s",
+                         replay_verdict_name(v), why);
+            } else {
+                char tmp[1200];
+                snprintf(tmp, sizeof tmp, "%s: %.1100s", replay_verdict_name(v), why);
+                snprintf(why, sizeof why, "%s", tmp);
+            }
+        }
+        int fs = replay__snap_finish(e.sp, ok, out->device, out->driver, why);
         if (st == 0)
             st = fs;
         replay__snap_destroy(e.sp);

@@ -181,8 +181,15 @@ void replay__snap_rewind(struct replay__snap *s, uint32_t run);
 int replay__snap_before(struct replay__snap *s, const struct sbt_op *x, int quiescent);
 /* After the backend executed op (not when it refused it): allocations, frees, written chunks. */
 int replay__snap_executed(struct replay__snap *s, const struct sbt_op *op);
-/* End of the runs: closes the sidecar (ok) or removes it (!ok). */
-int replay__snap_finish(struct replay__snap *s, int ok);
+/* End of the runs: closes the sidecar (ok) or removes it (!ok). A sidecar kept records the
+ * provenance of its bytes: the device and driver that computed them and the verification of
+ * the replay that took them (snapshot.device, snapshot.driver, snapshot.verified). */
+int replay__snap_finish(struct replay__snap *s, int ok, const char *device, const char *driver,
+                        const char *verified);
+/* Where the stored bytes of src came from, in a sentence (into buf[n]): for a sidecar, "device
+ * D, driver V; that replay: verified: ..."; for a trimmed trace's initial contents the same of
+ * the replay that read them (its trim.* metadata). */
+const char *replay__provenance(sbt_reader *snaps, char *buf, size_t n);
 void replay__snap_destroy(struct replay__snap *s); /* NULL accepted */
 
 /* ---- inside the snapshot machinery (replay_snap*.c, replay_trim_state.c) ----------------- */

@@ -8,7 +8,12 @@
  *   snapshot.of           the trace's fingerprint (sbt_reader_fingerprint) in hex
  *   snapshot.trace        the trace's path as given (opts.source_path), "" when unknown
  *   snapshot.chunk_bytes  bytes per hashed chunk (opts.snapshot_chunk, 64 KiB by default)
- * A sidecar whose snapshot.of is not the trace's fingerprint is refused, naming both.
+ *   snapshot.device, snapshot.driver  what computed the bytes (written at close)
+ *   snapshot.verified     the verdict of the replay that took them ("verified: 5 output(s)
+ *                         compared with the capture, ..."); written at close, and only when
+ *                         that replay verified: one that did not leaves no sidecar
+ * A sidecar whose snapshot.of is not the trace's fingerprint is refused, naming both; one
+ * without snapshot.verified (of unknown provenance: an older reprise) is refused too.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,6 +99,15 @@ int replay_snapshots_open(sbt_reader *r, const char *path, sbt_reader **out)
         sbt_reader_close(s);
         return st;
     }
+    if (!sbt_reader_meta_get(s, "snapshot.verified")) {
+        sbt_reader_close(s);
+        return replay__fail(SBT_ECORRUPT,
+                            "%s: snapshots of unknown provenance (no record of the device, driver "
+                            "and verification of the replay that took them: an older reprise "
+                            "wrote them): make them again with replay --snapshot-every, or pass "
+                            "--no-snapshots",
+                            path);
+    }
     if (sbt_reader_info(s)->lost_bytes) {
         uint64_t at = sbt_reader_info(s)->lost_offset;
         sbt_reader_close(s);
@@ -103,4 +117,20 @@ int replay_snapshots_open(sbt_reader *r, const char *path, sbt_reader **out)
     }
     *out = s;
     return 0;
+}
+
+const char *replay__provenance(sbt_reader *src, char *buf, size_t n)
+{
+    const char *pre = sbt_reader_meta_get(src, "snapshot.of") ? "snapshot." : "trim.";
+    char k[3][32];
+    snprintf(k[0], sizeof k[0], "%sdevice", pre);
+    snprintf(k[1], sizeof k[1], "%sdriver", pre);
+    snprintf(k[2], sizeof k[2], "%sverified", pre);
+    const char *dev = sbt_reader_meta_get(src, k[0]), *drv = sbt_reader_meta_get(src, k[1]);
+    const char *ver = sbt_reader_meta_get(src, k[2]);
+    snprintf(buf, n, "%s: device %s, driver %s; that replay: %s",
+             *pre == 's' ? "snapshot" : "initial contents of a trimmed trace",
+             dev && *dev ? dev : "unknown", drv && *drv ? drv : "unknown",
+             ver && *ver ? ver : "unknown");
+    return buf;
 }

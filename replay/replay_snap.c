@@ -248,10 +248,15 @@ int replay__snap_before(struct replay__snap *s, const struct sbt_op *x, int quie
     return 0;
 }
 
-int replay__snap_finish(struct replay__snap *s, int ok)
+int replay__snap_finish(struct replay__snap *s, int ok, const char *device, const char *driver,
+                        const char *verified)
 {
     if (!s || !s->w)
         return 0;
+    if (ok && (sbt_writer_meta(s->w, "snapshot.device", device ? device : "") < 0 ||
+               sbt_writer_meta(s->w, "snapshot.driver", driver ? driver : "") < 0 ||
+               sbt_writer_meta(s->w, "snapshot.verified", verified ? verified : "") < 0))
+        ok = 0;
     int st = replay__sidecar_close(s->w, s->c.o->snapshot_out, ok);
     s->w = NULL;
     return st;
@@ -261,7 +266,7 @@ void replay__snap_destroy(struct replay__snap *s)
 {
     if (!s)
         return;
-    replay__snap_finish(s, 0);
+    replay__snap_finish(s, 0, NULL, NULL, NULL);
     for (size_t i = 0; i < s->n_lv; i++)
         live_drop(&s->lv[i]);
     free(s->lv);

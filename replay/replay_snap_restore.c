@@ -156,8 +156,10 @@ int replay__snap_restore(struct replay__snap *s, const struct replay__point *p)
             s->c.out->restore_allocs++;
         }
     }
-    if (r == 0)
+    if (r == 0) {
         s->c.out->restore_seq = st->seq;
+        replay__provenance(p->src, s->c.out->restore_from, sizeof s->c.out->restore_from);
+    }
     sbt_state_free(st);
     if (r == 0 && s->taking) /* what was restored must be read again by the next snapshot */
         for (size_t i = 0; i < s->n_lv; i++)

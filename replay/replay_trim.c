@@ -321,19 +321,36 @@ static int attempt(sbt_reader *r, const struct sbt_range *range, sbt_reader *sna
             r,
             &REPLAY_OPTS(.backend = o->backend, .device = o->device,
                          .backend_impl = o->backend_impl, .range = range,
-                         .timing = REPLAY_TIMING_NONE, .snapshots = snaps,
+                         .verify = REPLAY_VERIFY_END, .timing = REPLAY_TIMING_NONE,
+                         .snapshots = snaps,
                          .snapshot_chunk = o->chunk_bytes ? o->chunk_bytes : DEFAULT_CHUNK,
                          .state_out = t.w),
             &rr);
-        if (st == 0 && rr.n_errors)
+        char why[1200];
+        enum replay_verdict v = st == 0 ? replay_verdict(&rr, REPLAY_VERIFY_END, why, sizeof why)
+                                        : REPLAY_VERDICT_VERIFIED;
+        if (st == 0 && (v == REPLAY_VERDICT_DIFFERS || v == REPLAY_VERDICT_DEVICE_FAILED))
+            st = replay__fail(REPLAY_EDIFFERS,
+                              "the contents the range reads would come from a replay that went "
+                              "wrong (%s on %s): nothing written",
+                              why, rr.device);
+        else if (st == 0 && rr.n_errors)
             st = replay__fail(rr.first_error_status ? rr.first_error_status : SBT_ECORRUPT,
                               "replaying what comes before the range failed: %s",
                               rr.first_error_msg);
-        if (st == 0) {
+        if (st == 0) { /* where the contents come from, for whoever replays the trimmed trace */
             snprintf(res->device, sizeof res->device, "%s", rr.device);
+            snprintf(res->verified, sizeof res->verified, "%s: %.600s", replay_verdict_name(v),
+                     why);
             res->state_seq = split;
             res->state_bytes = rr.state_bytes;
             res->state_chunks = rr.state_chunks;
+            if (sbt_writer_meta(t.w, "trim.device", rr.device) < 0 ||
+                sbt_writer_meta(t.w, "trim.driver", rr.driver) < 0 ||
+                sbt_writer_meta(t.w, "trim.verified", res->verified) < 0 ||
+                (rr.restore_seq != UINT64_MAX &&
+                 sbt_writer_meta(t.w, "trim.restored_from", rr.restore_from) < 0))
+                st = replay__fail(SBT_EIO, "%s: %s", out_path, sbt_errmsg());
         }
         replay_result_free(&rr);
         if (st == REPLAY_ENODEV) {
@@ -345,6 +362,19 @@ static int attempt(sbt_reader *r, const struct sbt_range *range, sbt_reader *sna
     } else if (mode == REPLAY_TRIM_SNAPSHOT) {
         if ((st = state_from_snapshot(&t, snaps, snap_i, &sl)) < 0)
             goto out;
+        static const char *const keys[][2] = {{"snapshot.device", "trim.device"},
+                                              {"snapshot.driver", "trim.driver"},
+                                              {"snapshot.verified", "trim.verified"}};
+        for (int i = 0; i < 3; i++) {
+            const char *val = sbt_reader_meta_get(snaps, keys[i][0]);
+            if (sbt_writer_meta(t.w, keys[i][1], val ? val : "") < 0) {
+                st = replay__fail(SBT_EIO, "%s: %s", out_path, sbt_errmsg());
+                goto out;
+            }
+        }
+        const char *val = sbt_reader_meta_get(snaps, "snapshot.verified");
+        snprintf(res->verified, sizeof res->verified, "%s (the replay that took the snapshot)",
+                 val ? val : "unknown");
     }
     if ((st = pass(&t, split < t.hi ? split : t.hi, t.hi, 1)) < 0)
         goto out;

@@ -179,8 +179,10 @@ struct sched_graph_stats {
 typedef struct sched_graph sched_graph;
 
 /* Creates a graph builder for the streams and devices of r (borrowed: it must outlive *out).
- * v is copied; v->node may be NULL (validation only). opts may be NULL. */
-int sched_graph_create(const sbt_reader *r, const struct sched_graph_opts *opts,
+ * v is copied; v->node may be NULL (validation only). opts may be NULL. The initial contents
+ * of a trimmed trace (its STATE records) count as written from their op on: a read of them is
+ * no uninitialised read. */
+int sched_graph_create(sbt_reader *r, const struct sched_graph_opts *opts,
                        const struct sched_visitor *v, sched_graph **out);
 /* Adds the next op (ops must come in increasing seq order). Returns 0, or the visitor's
  * positive "stop" value, or < 0 on failure. The op is copied if it has to be held. */

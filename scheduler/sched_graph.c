@@ -105,8 +105,18 @@ struct held {
     int on_stack, in_cycle;
 };
 
+/* Bytes a trimmed trace's initial contents give (its STATE records), from the state's op on. */
+struct init_ival {
+    uint64_t seq, resource, b, e;
+};
+
 struct sched_graph {
     const sbt_reader *r;
+    struct init_ival *init;            /* in seq order */
+    uint64_t n_init, cap_init, i_init; /* i_init: those given so far */
+    struct sbt_map init_map;           /* resource id -> index in init_set */
+    struct sbt_iset *init_set;
+    uint32_t n_init_set, cap_init_set;
     struct sched_graph_opts o;
     struct sched_visitor v;
     struct sched_graph_stats st;
@@ -454,6 +464,84 @@ static inline int edge_worth(const sched_graph *g, const struct sref *p)
     return !g->n_eb || g->eb[g->n_eb - 1].from != p->seq;
 }
 
+/* Adds the bytes of [lo, hi) of r that initial contents given so far do not cover to the
+ * uninitialised bytes of a read, remembering the first such range. */
+static void uninit_add(const sched_graph *g, const struct res_hist *r, uint64_t lo, uint64_t hi,
+                       uint64_t *uninit, uint64_t *ulo, uint64_t *uhi)
+{
+    const uint64_t *ix = g->n_init_set ? sbt_map_get(&g->init_map, r->id) : NULL;
+    const struct sbt_iset *s = ix ? &g->init_set[*ix] : NULL;
+    uint64_t pos = lo;
+    for (uint32_t i = 0; pos < hi; i++) { /* the gaps of s in [pos, hi) */
+        uint64_t b = s && i < s->n ? s->v[i].b : hi, e = s && i < s->n ? s->v[i].e : hi;
+        if (e <= pos)
+            continue;
+        uint64_t gap_end = b < hi ? (b > pos ? b : pos) : hi;
+        if (gap_end > pos) {
+            if (!*uninit)
+                *ulo = pos, *uhi = gap_end;
+            *uninit += gap_end - pos;
+        }
+        pos = e;
+    }
+}
+
+/* The initial contents of states at or before seq become written bytes. */
+static int init_give(sched_graph *g, uint64_t seq)
+{
+    for (; g->i_init < g->n_init && g->init[g->i_init].seq <= seq; g->i_init++) {
+        const struct init_ival *v = &g->init[g->i_init];
+        int is_new;
+        uint64_t *ix = sbt_map_put(&g->init_map, v->resource, &is_new);
+        if (!ix)
+            return sched__fail(SBT_ENOMEM, "out of memory for initial contents");
+        if (is_new) {
+            if (sched__grow((void **)&g->init_set, sizeof *g->init_set, &g->cap_init_set,
+                            (uint64_t)g->n_init_set + 1))
+                return sched__fail(SBT_ENOMEM, "out of memory for initial contents");
+            memset(&g->init_set[g->n_init_set], 0, sizeof *g->init_set);
+            *ix = g->n_init_set++;
+        }
+        if (sbt_iset_add(&g->init_set[*ix], v->b, v->e) < 0)
+            return sched__fail(SBT_ENOMEM, "out of memory for initial contents");
+    }
+    return 0;
+}
+
+/* The byte ranges of r's STATE records (a trimmed trace's initial contents), adjacent chunks
+ * merged. */
+static int init_load(sched_graph *g, sbt_reader *r)
+{
+    uint64_t ns = sbt_reader_info(r)->n_states;
+    for (uint64_t i = 0; i < ns; i++) {
+        struct sbt_state *s;
+        int st = sbt_reader_state(r, i, &s);
+        if (st < 0)
+            return sched__fail(st, "%s", sbt_errmsg());
+        for (uint32_t a = 0; a < s->n_alloc && st == 0; a++) {
+            const struct sbt_state_alloc *al = &s->alloc[a];
+            for (uint64_t k = 0; k < al->n_present && st == 0; k++) {
+                uint64_t b = al->index[k] * al->chunk_bytes;
+                uint64_t e = b + al->chunk_bytes < al->size ? b + al->chunk_bytes : al->size;
+                struct init_ival *last = g->n_init ? &g->init[g->n_init - 1] : NULL;
+                if (last && last->seq == s->seq && last->resource == al->resource && last->e == b) {
+                    last->e = e;
+                    continue;
+                }
+                if ((st = sched__grow64((void **)&g->init, sizeof *g->init, &g->cap_init,
+                                        g->n_init + 1)))
+                    break;
+                g->init[g->n_init++] =
+                    (struct init_ival){.seq = s->seq, .resource = al->resource, .b = b, .e = e};
+            }
+        }
+        sbt_state_free(s);
+        if (st < 0)
+            return st;
+    }
+    return 0;
+}
+
 /* Phase A for one access: hazard edges, ALLOC edge, uninitialised bytes (reads). */
 static int access_edges(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t end, int is_write,
                         uint64_t *uninit, uint64_t *uninit_lo, uint64_t *uninit_hi)
@@ -463,11 +551,8 @@ static int access_edges(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t
     for (uint32_t i = seg_lower(r, o); i < r->n && r->s[i].b < end; i++) {
         struct seg *s = &r->s[i];
         uint64_t lo = s->b > o ? s->b : o, hi = s->e < end ? s->e : end;
-        if (!is_write && lo > pos && uninit) { /* gap: never touched */
-            if (!*uninit)
-                *uninit_lo = pos, *uninit_hi = lo;
-            *uninit += lo - pos;
-        }
+        if (!is_write && lo > pos && uninit) /* gap: never touched */
+            uninit_add(g, r, pos, lo, uninit, uninit_lo, uninit_hi);
         pos = hi;
         if (s->w.seq != NONE) {
             found = 1;
@@ -476,9 +561,7 @@ static int access_edges(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t
                                0)))
                 return st;
         } else if (!is_write && uninit) {
-            if (!*uninit)
-                *uninit_lo = lo, *uninit_hi = hi;
-            *uninit += hi - lo;
+            uninit_add(g, r, lo, hi, uninit, uninit_lo, uninit_hi);
         }
         if (is_write) {
             for (uint32_t k = 0; k < s->n_rd; k++) {
@@ -489,11 +572,8 @@ static int access_edges(sched_graph *g, struct res_hist *r, uint64_t o, uint64_t
             }
         }
     }
-    if (!is_write && pos < end && uninit) {
-        if (!*uninit)
-            *uninit_lo = pos, *uninit_hi = end;
-        *uninit += end - pos;
-    }
+    if (!is_write && pos < end && uninit)
+        uninit_add(g, r, pos, end, uninit, uninit_lo, uninit_hi);
     /* any earlier accessor depends on the ALLOC already, so only the first needs the edge */
     if (!found && r->alloc.seq != NONE)
         return add_edge(g, &r->alloc, SCHED_DEP_ALLOC, r->id, o, end, 0);
@@ -1261,7 +1341,7 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
 /* The pass                                                                                   */
 /* ========================================================================================== */
 
-int sched_graph_create(const sbt_reader *r, const struct sched_graph_opts *opts,
+int sched_graph_create(sbt_reader *r, const struct sched_graph_opts *opts,
                        const struct sched_visitor *v, sched_graph **out)
 {
     *out = NULL;
@@ -1313,6 +1393,11 @@ int sched_graph_create(const sbt_reader *r, const struct sched_graph_opts *opts,
     if ((uint64_t)ns + 1 <= KNOWN_MAX &&
         !(g->known = sched__calloc((size_t)(ns + 1) * (ns + 1), sizeof *g->known)))
         goto oom;
+    int ist = init_load(g, r);
+    if (ist < 0) {
+        sched_graph_destroy(g);
+        return ist;
+    }
     *out = g;
     return 0;
 oom:
@@ -1330,6 +1415,8 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
     char nb[160];
     g->st.n_ops++;
     g->x = x;
+    if (g->i_init < g->n_init && (st = init_give(g, x->seq)))
+        return st;
     g->n_eb = 0;
     g->x_waiting = 0;
     uint32_t xs = x->stream >= 1 && x->stream <= g->n_streams ? x->stream : 0;
@@ -1557,6 +1644,11 @@ void sched_graph_destroy(sched_graph *g)
             sched__free(g->dev_streams[d]);
     sched__free(g->dev_streams);
     sched__free(g->streams);
+    for (uint32_t i = 0; i < g->n_init_set; i++)
+        sbt_iset_free(&g->init_set[i]);
+    sched__free(g->init_set);
+    sched__free(g->init);
+    sbt_map_free(&g->init_map);
     sched__free(g->known);
     sched__free(g->threads);
     sched__free(g->res);

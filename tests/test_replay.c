@@ -38,10 +38,12 @@
 struct fake {
     struct replay_bk_cb cb;
     uint8_t *mem[FAKE_RES];
-    uint64_t size[FAKE_RES];
+    uint64_t cap[FAKE_RES]; /* bytes allocated, zeroed where never written */
     sbt_reader *r;
     uint64_t n_exec;
-    const char *fail_name; /* ops with this name fail as unsupported */
+    const char *fail_name; /* ops with this name fail with fail_status (0: unsupported) */
+    int fail_status;
+    int fail_prepare; /* prepare fails: the device does not compile a pipeline */
 };
 static struct fake *fake_last;
 
@@ -60,7 +62,11 @@ static int fake_open(sbt_reader *r, const struct replay_bk_opts *o, const struct
     cr_assert(f);
     f->cb = *cb;
     f->r = r;
-    f->fail_name = fake_last ? fake_last->fail_name : NULL;
+    if (fake_last) {
+        f->fail_name = fake_last->fail_name;
+        f->fail_status = fake_last->fail_status;
+        f->fail_prepare = fake_last->fail_prepare;
+    }
     snprintf(info->name, sizeof info->name, "fake device");
     *be = f;
     fake_last = f;
@@ -69,17 +75,21 @@ static int fake_open(sbt_reader *r, const struct replay_bk_opts *o, const struct
 
 static int fake_prepare(void *be)
 {
-    (void)be;
-    return 0;
+    struct fake *f = be;
+    return f->fail_prepare ? replay__fail(REPLAY_EDEVICE, "the driver does not compile kernel 1")
+                           : 0;
 }
 
 static uint8_t *fake_bytes(struct fake *f, uint64_t res, uint64_t end)
 {
     uint64_t i = res % FAKE_RES;
-    if (f->size[i] < end) {
-        f->mem[i] = realloc(f->mem[i], end);
-        memset(f->mem[i] + f->size[i], 0, end - f->size[i]);
-        f->size[i] = end;
+    if (f->cap[i] < end) { /* doubling: a restore page by page must not copy quadratically */
+        uint64_t c = f->cap[i] * 2 > end ? f->cap[i] * 2 : end;
+        uint8_t *m = realloc(f->mem[i], c);
+        cr_assert(m, "out of memory for %" PRIu64 " bytes", c);
+        memset(m + f->cap[i], 0, c - f->cap[i]);
+        f->mem[i] = m;
+        f->cap[i] = c;
     }
     return f->mem[i];
 }
@@ -91,7 +101,8 @@ static int fake_exec(void *be, const struct replay_x *x)
     f->n_exec++;
     const char *name = sbt_reader_string(f->r, op->name);
     if (f->fail_name && name && !strcmp(name, f->fail_name))
-        return replay__fail(REPLAY_EUNSUPPORTED, "%s is not supported", name);
+        return f->fail_status ? replay__fail(f->fail_status, "device lost at %s", name)
+                              : replay__fail(REPLAY_EUNSUPPORTED, "%s is not supported", name);
     /* outputs: a hash of every byte read, of the kernel and of the write's position */
     sbt_hasher *h;
     sbt_hasher_create(&h);
@@ -155,7 +166,7 @@ static void fake_reset(void *be)
     for (int i = 0; i < FAKE_RES; i++) {
         free(f->mem[i]);
         f->mem[i] = NULL;
-        f->size[i] = 0;
+        f->cap[i] = 0;
     }
 }
 
@@ -387,7 +398,8 @@ Test(engine, snapshots_store_only_what_changed)
     struct replay_result res;
     cr_assert_eq(replay_run(r,
                             &REPLAY_OPTS(.backend_impl = &fake_backend, .snapshot_at = at,
-                                         .n_snapshot_at = 2, .snapshot_out = tmp_path("c.snap")),
+                                         .verify = REPLAY_VERIFY_OP, .runs = 2, .n_snapshot_at = 2,
+                                         .snapshot_out = tmp_path("c.snap")),
                             &res),
                  0, "%s", replay_errmsg());
     const uint64_t K = 64 << 10;
@@ -441,6 +453,9 @@ static sbt_reader *full_with_snapshots(const char *name, uint64_t n, uint64_t ev
     cr_assert_eq(
         replay_run(r,
                    &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                .runs = 2, /* a synthetic trace has no captured digest: the
+                                              second run's outputs are the evidence that keeps
+                                              the sidecar */
                                 .snapshot_every_ops = every, .snapshot_out = tmp_path("g.snap.sbt"),
                                 .on_op = coll_on_op, .ctx = full),
                    &res),
@@ -621,6 +636,99 @@ static void trimmed_equals(const char *name, const struct coll *full, uint64_t a
     sbt_reader_close(t);
 }
 
+/* The first kernel op of r: its seq and name. */
+static const char *first_kernel(sbt_reader *r, uint64_t *seq)
+{
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    const char *name = NULL;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &cu), 0);
+    while (!name && sbt_cursor_next(cu, &op) == 1)
+        if (op->kind == SBT_OP_KERNEL) {
+            name = sbt_reader_string(r, op->name);
+            *seq = op->seq;
+        }
+    sbt_cursor_close(cu);
+    cr_assert(name);
+    return name;
+}
+
+/* Snapshots rest only on a replay that verified: one that compared nothing, or whose ops
+ * failed, leaves no sidecar; a sidecar that does not say where its bytes came from is refused;
+ * a range replay's result says which snapshot it restored and where that came from. */
+Test(engine, snapshots_come_only_from_a_replay_that_verified)
+{
+    sbt_reader *r = gen_trace("g.sbt", 3000);
+    const char *sp = tmp_path("g.snap.sbt");
+    struct replay_result res;
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .snapshot_every_ops = 500, .snapshot_out = sp),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_gt(res.n_snapshots, 0);
+    cr_expect(strstr(res.snapshots_dropped, "not verified: nothing compared") ==
+                  res.snapshots_dropped,
+              "%s", res.snapshots_dropped);
+    cr_expect_neq(access(sp, F_OK), 0, "a sidecar of a replay that compared nothing was kept");
+    replay_result_free(&res);
+    /* op errors: the same, with runs that agree */
+    uint64_t first;
+    static struct fake cfg;
+    cfg.fail_name = first_kernel(r, &first);
+    fake_last = &cfg;
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .runs = 2, .snapshot_every_ops = 500, .snapshot_out = sp),
+                            &res),
+                 0, "%s", replay_errmsg());
+    fake_last = NULL;
+    cr_expect(strstr(res.snapshots_dropped, "not replayable: ") == res.snapshots_dropped, "%s",
+              res.snapshots_dropped);
+    cr_expect_neq(access(sp, F_OK), 0, "a sidecar of a replay with op errors was kept");
+    replay_result_free(&res);
+    /* verified: kept, with its provenance; a range replay says what it restored */
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .runs = 2, .snapshot_every_ops = 500, .snapshot_out = sp),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_str_empty(res.snapshots_dropped);
+    replay_result_free(&res);
+    sbt_reader *sc;
+    cr_assert_eq(replay_snapshots_open(r, sp, &sc), 0, "%s", replay_errmsg());
+    cr_expect_str_eq(sbt_reader_meta_get(sc, "snapshot.device"), "fake device");
+    const char *v = sbt_reader_meta_get(sc, "snapshot.verified");
+    cr_expect(v && strstr(v, "verified: 0 output(s) compared with the capture, ") == v, "%s",
+              v ? v : "(none)");
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 2000, .seq_end = 2050};
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .range = &rg,
+                                         .snapshots = sc, .out_path = tmp_path("res.sbt")),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_neq(res.restore_seq, UINT64_MAX);
+    sbt_reader *rr;
+    cr_assert_eq(sbt_reader_open(tmp_path("res.sbt"), NULL, &rr), 0, "%s", sbt_errmsg());
+    const char *from = sbt_reader_meta_get(rr, "replay.restored_from");
+    cr_expect(from && strstr(from, "snapshot: device fake device") && strstr(from, v), "%s",
+              from ? from : "(no replay.restored_from)");
+    sbt_reader_close(rr);
+    replay_result_free(&res);
+    sbt_reader_close(sc);
+    /* a sidecar of this trace that does not say where its bytes came from */
+    sbt_writer *w;
+    char hex[33];
+    cr_assert_eq(sbt_writer_open(sp, NULL, &w), 0);
+    cr_assert_eq(sbt_writer_meta(w, "snapshot.of", sbt_hash_hex(sbt_reader_fingerprint(r), hex)),
+                 0);
+    cr_assert_eq(sbt_writer_close(w), 0);
+    cr_expect_eq(replay_snapshots_open(r, sp, &sc), SBT_ECORRUPT);
+    cr_expect(strstr(replay_errmsg(), "g.snap.sbt: snapshots of unknown provenance"), "%s",
+              replay_errmsg());
+    sbt_reader_close(r);
+}
+
 Test(engine, trim_replays_on_its_own_to_the_same_outputs)
 {
     struct coll full;
@@ -637,7 +745,20 @@ Test(engine, trim_replays_on_its_own_to_the_same_outputs)
     cr_expect_eq(tr.state_seq, 2500);
     cr_expect_gt(tr.state_bytes, 0);
     cr_expect_eq(tr.range_ops, 50);
+    cr_expect(strstr(tr.verified, "not verified: nothing compared") == tr.verified, "%s",
+              tr.verified);
     trimmed_equals("t1.sbt", &full, 2500, 2550, REPLAY_TRIM_DEVICE);
+    {
+        sbt_reader *t;
+        cr_assert_eq(sbt_reader_open(tmp_path("t1.sbt"), NULL, &t), 0);
+        cr_expect_str_eq(sbt_reader_meta_get(t, "trim.device"), "fake device");
+        cr_expect_str_eq(sbt_reader_meta_get(t, "trim.verified"), tr.verified);
+        const char *from = sbt_reader_meta_get(t, "trim.restored_from");
+        cr_expect(from && strstr(from, "snapshot: device fake device") &&
+                      strstr(from, "that replay: verified: "),
+                  "the snapshot the contents rest on: %s", from ? from : "(none)");
+        sbt_reader_close(t);
+    }
     /* no device: the snapshot's chunks, and the slice after it as ops */
     cr_assert_eq(replay_trim(r, &rg, sc, tmp_path("t2.sbt"),
                              &REPLAY_TRIM_OPTS(.backend_impl = &fake_backend, .no_device = 1), &tr),
@@ -646,6 +767,14 @@ Test(engine, trim_replays_on_its_own_to_the_same_outputs)
     cr_expect_lt(tr.state_seq, 2500);
     cr_expect_str_eq(tr.why, "--no-device");
     trimmed_equals("t2.sbt", &full, 2500, 2550, REPLAY_TRIM_SNAPSHOT);
+    {
+        sbt_reader *t;
+        cr_assert_eq(sbt_reader_open(tmp_path("t2.sbt"), NULL, &t), 0);
+        cr_expect_str_eq(sbt_reader_meta_get(t, "trim.verified"),
+                         sbt_reader_meta_get(sc, "snapshot.verified"),
+                         "the snapshot's provenance is the trimmed trace's");
+        sbt_reader_close(t);
+    }
     /* no device and no snapshot: the slice's ops */
     cr_assert_eq(replay_trim(r, &rg, NULL, tmp_path("t3.sbt"),
                              &REPLAY_TRIM_OPTS(.backend_impl = &fake_backend, .no_device = 1), &tr),
@@ -700,6 +829,99 @@ Test(engine, op_errors_are_recorded_at_the_op_and_the_run_goes_on)
     cr_expect_str_eq(sbt_reader_string(rr, op->error), want);
     sbt_cursor_close(cu);
     sbt_reader_close(rr);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+}
+
+/* The device failing during a replay (lost, a failing call) is the run's error: the result is
+ * written up to there and says so, no later run is made, and the verdict is a failure of the
+ * device, not of the trace and not "environment". */
+Test(engine, a_device_failure_ends_the_replay_with_a_result_and_a_failed_verdict)
+{
+    sbt_reader *r = gen_trace("g.sbt", 2000);
+    uint64_t first = 0;
+    static struct fake cfg;
+    cfg.fail_name = first_kernel(r, &first);
+    cfg.fail_status = REPLAY_EDEVICE;
+    fake_last = &cfg;
+    struct replay_result res;
+    char out[512];
+    snprintf(out, sizeof out, "%s/res.sbt", tmpdir);
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .out_path = out,
+                                         .verify = REPLAY_VERIFY_OP, .runs = 3),
+                            &res),
+                 0, "%s", replay_errmsg());
+    fake_last = NULL;
+    cr_expect_eq(res.runs, 1, "no run after the device failed");
+    cr_expect_eq(res.first_error, first);
+    cr_expect_eq(res.first_error_status, REPLAY_EDEVICE);
+    cr_expect(strstr(res.device_failed, "run 1: ") == res.device_failed, "%s", res.device_failed);
+    cr_expect(strstr(res.device_failed, "device lost at") != NULL, "%s", res.device_failed);
+    char why[1200];
+    cr_expect_eq(replay_verdict(&res, REPLAY_VERIFY_OP, why, sizeof why),
+                 REPLAY_VERDICT_DEVICE_FAILED);
+    cr_expect(strstr(why, "device lost") != NULL, "%s", why);
+    sbt_reader *rr;
+    cr_assert_eq(sbt_reader_open(out, NULL, &rr), 0, "%s", sbt_errmsg());
+    const char *m = sbt_reader_meta_get(rr, "replay.device_failed");
+    cr_expect(m && strstr(m, "device lost"), "%s", m ? m : "(no replay.device_failed)");
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    struct sbt_range one = {.has_seq = 1, .seq_begin = first, .seq_end = first + 1};
+    cr_assert_eq(sbt_cursor_open(rr, &one, &cu), 0);
+    cr_assert_eq(sbt_cursor_next(cu, &op), 1);
+    cr_expect(op->flags & SBT_OPF_ERROR, "the failing op carries the error");
+    sbt_cursor_close(cu);
+    sbt_reader_close(rr);
+    replay_result_free(&res);
+
+    /* a pipeline the driver does not compile: the same, before the first op */
+    memset(&cfg, 0, sizeof cfg);
+    cfg.fail_prepare = 1;
+    fake_last = &cfg;
+    cr_assert_eq(replay_run(r, &REPLAY_OPTS(.backend_impl = &fake_backend, .out_path = out), &res),
+                 0, "%s", replay_errmsg());
+    fake_last = NULL;
+    cr_expect(strstr(res.device_failed, "run 1: preparing: ") == res.device_failed, "%s",
+              res.device_failed);
+    cr_expect_eq(replay_verdict(&res, REPLAY_VERIFY_END, why, sizeof why),
+                 REPLAY_VERDICT_DEVICE_FAILED);
+    cr_assert_eq(sbt_reader_open(out, NULL, &rr), 0, "%s", sbt_errmsg());
+    cr_expect(sbt_reader_meta_get(rr, "replay.device_failed") != NULL);
+    sbt_reader_close(rr);
+    replay_result_free(&res);
+    sbt_reader_close(r);
+}
+
+/* No positive evidence, no pass: a replay that compared nothing is "not verified". */
+Test(engine, a_replay_that_compared_nothing_is_not_verified)
+{
+    sbt_reader *r = gen_trace("g.sbt", 500); /* synthetic: no captured digest to compare */
+    struct replay_result res;
+    char why[1200];
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_assert_gt(res.n_digests, 0);
+    cr_assert_eq(res.n_compared, 0);
+    cr_expect_eq(replay_verdict(&res, REPLAY_VERIFY_OP, why, sizeof why),
+                 REPLAY_VERDICT_NOT_VERIFIED);
+    cr_expect(strstr(why, "nothing compared") != NULL, "%s", why);
+    replay_result_free(&res);
+    /* two runs compare with each other: that is evidence */
+    cr_assert_eq(replay_run(r,
+                            &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                         .runs = 2),
+                            &res),
+                 0, "%s", replay_errmsg());
+    cr_expect_gt(res.n_run_compared, 0);
+    cr_expect_eq(replay_verdict(&res, REPLAY_VERIFY_OP, why, sizeof why), REPLAY_VERDICT_VERIFIED,
+                 "%s", why);
+    cr_expect_eq(replay_verdict(&res, REPLAY_VERIFY_NONE, why, sizeof why),
+                 REPLAY_VERDICT_NOT_VERIFIED,
+                 "verify none says not verified, whatever was computed");
     replay_result_free(&res);
     sbt_reader_close(r);
 }

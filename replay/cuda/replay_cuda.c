@@ -559,9 +559,10 @@ static int exec_launch(struct be *b, const struct replay_x *x, const struct sbt_
                 b->d.cuEventDestroy_v2(e0);
             if (e1)
                 b->d.cuEventDestroy_v2(e1);
-            return replay__fail(REPLAY_EUNSUPPORTED,
-                                "cuFuncSetAttribute(attribute %u, %d) failed: CUresult %d",
-                                o->fattr[i].id, o->fattr[i].value, (int)r);
+            char what[80];
+            snprintf(what, sizeof what, "cuFuncSetAttribute(attribute %u, %d)", o->fattr[i].id,
+                     o->fattr[i].value);
+            return cu_fail(&b->d, r, what);
         }
     /* launch attributes (cluster shape, cooperative, priority, ...): through cuLaunchKernelEx */
     _Static_assert(sizeof(CUlaunchAttributeValue) == 64, "a 64-byte attribute value");
@@ -598,11 +599,8 @@ static int exec_launch(struct be *b, const struct replay_x *x, const struct sbt_
     if (e1)
         b->d.cuEventDestroy_v2(e1);
     free(params);
-    if (r != CUDA_SUCCESS)
-        return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED
-                   ? cu_fail(&b->d, r, "cuLaunchKernel")
-                   : replay__fail(REPLAY_EUNSUPPORTED, "cuLaunchKernel failed: CUresult %d",
-                                  (int)r);
+    if (r != CUDA_SUCCESS) /* the driver under test refused or failed what it once ran */
+        return cu_fail(&b->d, r, o->n_lattr ? "cuLaunchKernelEx" : "cuLaunchKernel");
     return report(b, x, has_time, t0, t0 + (uint64_t)((double)ms * 1e6));
 }
 

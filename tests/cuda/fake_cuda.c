@@ -223,6 +223,97 @@ CUresult cuInit(unsigned int Flags)
             return CUDA_ERROR_NOT_INITIALIZED; \
     } while (0)
 
+/* ========================================================================================== */
+/* Lies the tests tell on purpose (FAKE_CUDA_LIE, fake_cuda.h)                                */
+/* ========================================================================================== */
+
+enum { LIE_PARTIAL = 1, LIE_WRONG, LIE_LOST };
+static struct {
+    pthread_once_t once;
+    struct {
+        int kind;
+        char kernel[32];
+        unsigned run; /* 0: every run */
+    } l[8];
+    int n, late;
+    char name[128];
+    char *first_image; /* the first image loaded: each load of it starts a run */
+    unsigned run;      /* runs so far: 1 from the first load on */
+    int lost;          /* the context failed: every later launch, sync, read and load fails */
+} lie = {.once = PTHREAD_ONCE_INIT};
+
+static void lie_parse(void)
+{
+    const char *e = getenv("FAKE_CUDA_LIE");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", e ? e : "");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "late")) {
+            lie.late = 1;
+            continue;
+        }
+        if (!strncmp(t, "name:", 5)) {
+            snprintf(lie.name, sizeof lie.name, "%s", t + 5);
+            continue;
+        }
+        char kind[16] = "", kern[32] = "";
+        unsigned run = 0;
+        if (sscanf(t, "%15[a-z]:%31[a-z_]/%u", kind, kern, &run) < 2 ||
+            lie.n == (int)(sizeof lie.l / sizeof lie.l[0])) {
+            fprintf(stderr, "fake CUDA driver: FAKE_CUDA_LIE: cannot parse '%s'\n", t);
+            abort(); /* a test that asks for a lie it does not get must not pass */
+        }
+        int k = !strcmp(kind, "partial") ? LIE_PARTIAL
+                : !strcmp(kind, "wrong") ? LIE_WRONG
+                : !strcmp(kind, "lost")  ? LIE_LOST
+                                         : 0;
+        if (!k) {
+            fprintf(stderr, "fake CUDA driver: FAKE_CUDA_LIE: no lie '%s'\n", kind);
+            abort();
+        }
+        lie.l[lie.n].kind = k;
+        lie.l[lie.n].run = run;
+        snprintf(lie.l[lie.n].kernel, sizeof lie.l[lie.n].kernel, "%s", kern);
+        lie.n++;
+    }
+}
+
+/* Whether kernel name is told lie kind in this run. */
+static int lie_for(int kind, const char *name)
+{
+    pthread_once(&lie.once, lie_parse);
+    unsigned run = __atomic_load_n(&lie.run, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < lie.n; i++)
+        if (lie.l[i].kind == kind && !strcmp(lie.l[i].kernel, name) &&
+            (!lie.l[i].run || lie.l[i].run == run))
+            return 1;
+    return 0;
+}
+
+static int is_lost(void)
+{
+    return __atomic_load_n(&lie.lost, __ATOMIC_SEQ_CST);
+}
+
+/* Module images are loaded once per run by the replay: a load of the first image starts one. */
+static void lie_count_run(const char *image)
+{
+    pthread_once(&lie.once, lie_parse);
+    pthread_mutex_lock(&mu);
+    if (!lie.first_image)
+        lie.first_image = strdup(image);
+    if (lie.first_image && !strcmp(lie.first_image, image))
+        lie.run++;
+    pthread_mutex_unlock(&mu);
+}
+
+#define NEED_LIVE()                          \
+    do {                                     \
+        NEED_INIT();                         \
+        if (is_lost())                       \
+            return CUDA_ERROR_LAUNCH_FAILED; \
+    } while (0)
+
 CUresult cuDriverGetVersion(int *v)
 {
     if (!v)
@@ -252,7 +343,8 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d)
     NEED_INIT();
     if (d != 0 || !name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    snprintf(name, (size_t)len, "reprise fake CUDA device");
+    pthread_once(&lie.once, lie_parse);
+    snprintf(name, (size_t)len, "%s", lie.name[0] ? lie.name : "reprise fake CUDA device");
     return CUDA_SUCCESS;
 }
 
@@ -382,7 +474,7 @@ static CUresult late_flush(void);
 
 CUresult cuCtxSynchronize(void)
 {
-    NEED_INIT();
+    NEED_LIVE();
     return late_on() ? late_flush() : CUDA_SUCCESS;
 }
 
@@ -558,13 +650,16 @@ __attribute__((destructor)) static void objs_free(void)
         free(o->image);
         free(o);
     }
+    free(lie.first_image);
+    lie.first_image = NULL;
 }
 
 static CUresult load(const void *image, struct fake_obj **out)
 {
-    NEED_INIT();
+    NEED_LIVE();
     if (!image || strncmp(image, "FAKECUDA 1\n", 11))
         return CUDA_ERROR_INVALID_IMAGE;
+    lie_count_run(image);
     struct fake_obj *m = obj_new(MAGIC_MOD);
     if (!m || !(m->image = strdup(image)))
         return CUDA_ERROR_OUT_OF_MEMORY; /* m, if any, is freed with the others */
@@ -874,6 +969,24 @@ static CUresult defer(CUgraph g, const struct task *t)
     return CUDA_SUCCESS;
 }
 
+/* The wrong-bytes lie: bit 30 of the first word of the kernel's last device-pointer parameter
+ * (its output, for the kernels above that have one) flipped: far off, as a float (1.0 becomes
+ * infinity) or as an integer. */
+static void lie_wrong(const struct kdef *k, const uint8_t *buf)
+{
+    for (uint32_t i = k->n_params; i-- > 0;) {
+        uint64_t v = 0;
+        if (k->size[i] != 8)
+            continue;
+        memcpy(&v, buf + k->off[i], 8);
+        uint8_t *p = dev_at(v, 4);
+        if (p) {
+            p[3] ^= 0x40;
+            return;
+        }
+    }
+}
+
 static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, void **params,
                        void **extra, CUstream st)
 {
@@ -910,8 +1023,19 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
     }
     if (late_on() && blocking(st))
         late_flush();
+    if (is_lost())
+        return CUDA_ERROR_LAUNCH_FAILED;
+    if (lie_for(LIE_LOST, f->k->name)) {
+        __atomic_store_n(&lie.lost, 1, __ATOMIC_SEQ_CST);
+        return CUDA_ERROR_LAUNCH_FAILED;
+    }
     struct launch l = {buf, (uint64_t)gx * bx};
-    return f->k->fn(&l);
+    if (lie_for(LIE_PARTIAL, f->k->name)) /* half the threads: half the elements written */
+        l.n /= 2;
+    CUresult r = f->k->fn(&l);
+    if (r == CUDA_SUCCESS && lie_for(LIE_WRONG, f->k->name))
+        lie_wrong(f->k, buf);
+    return r;
 }
 
 #define LAUNCHES(SFX)                                                                              \
@@ -1413,6 +1537,8 @@ static CUresult htod(CUdeviceptr d, const void *s, size_t n)
 
 static CUresult dtoh(void *d, CUdeviceptr s, size_t n)
 {
+    if (is_lost())
+        return CUDA_ERROR_LAUNCH_FAILED;
     return copy(any_at((uint64_t)(uintptr_t)d, n), dev_at(s, n), n);
 }
 
@@ -1476,7 +1602,8 @@ static int late_on(void)
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("FAKE_CUDA_LATE");
-        on = e && *e && strcmp(e, "0") != 0;
+        pthread_once(&lie.once, lie_parse);
+        on = (e && *e && strcmp(e, "0") != 0) || lie.late;
     }
     return on;
 }
@@ -1570,15 +1697,15 @@ static CUresult async_op(CUstream st, int kind, uint64_t d, uint64_t s, size_t n
     }                                                                                        \
     CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                    \
     {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 1);                                                             \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 1);                                 \
     }                                                                                        \
     CUresult cuMemsetD16_v2##SFX(CUdeviceptr d, unsigned short v, size_t n)                  \
     {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 2);                                                             \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 2);                                 \
     }                                                                                        \
     CUresult cuMemsetD32_v2##SFX(CUdeviceptr d, unsigned int v, size_t n)                    \
     {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 4);                                                             \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 4);                                 \
     }                                                                                        \
     CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)    \
     {                                                                                        \
@@ -1692,7 +1819,7 @@ static CUresult join(CUstream s, CUevent e)
 #define STREAM_OPS(SFX)                                                             \
     CUresult cuStreamSynchronize##SFX(CUstream s)                                   \
     {                                                                               \
-        NEED_INIT();                                                                \
+        NEED_LIVE();                                                                \
         return late_on() && blocking(s) ? late_flush() : CUDA_SUCCESS;              \
     }                                                                               \
     CUresult cuStreamQuery##SFX(CUstream s)                                         \

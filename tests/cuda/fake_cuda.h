@@ -12,6 +12,21 @@
  *   FAKE_CUDA_HEAP   bytes of device addresses and memory (default 64 MiB)
  *   FAKE_CUDA_GPA_INTERNAL=cuMemsetD32   cuGetProcAddress("cuMemsetD32") returns a function that
  *                    is not an exported symbol (what the shim cannot identify)
+ *   FAKE_CUDA_LATE=1 fills and device copies on the legacy stream complete late (fake_cuda.c)
+ *   FAKE_CUDA_LIE    lies told on purpose, comma-separated, so that tests can show that every
+ *                    verdict fails when the driver under test misbehaves:
+ *                      partial:KERNEL[/RUN]  launches of KERNEL handle half their elements (the
+ *                                            rest of what they may write keeps its old bytes)
+ *                      wrong:KERNEL[/RUN]    ... flip bit 30 of their output's first word (of
+ *                                            their last device-pointer parameter): far off
+ *                      lost:KERNEL[/RUN]     the first such launch fails CUDA_ERROR_LAUNCH_FAILED
+ *                                            and the context stays failed: every later launch,
+ *                                            synchronisation, read-back and module load fails
+ *                      late                  as FAKE_CUDA_LATE=1
+ *                      name:NAME             cuDeviceGetName says NAME (another device)
+ *                    RUN K limits a lie to run K: runs are counted by the loads of the first
+ *                    module image in the process (a replay loads its modules once per run; the
+ *                    capture is run 1 of its process). Direct launches only (not graph nodes).
  * Device addresses are reserved PROT_NONE in the process: like GPU memory, device memory cannot
  * be read or written by host code (the program's or the capture shim's); a host access crashes.
  * The fake itself reaches the bytes through a second mapping. Kernels and copies check that
