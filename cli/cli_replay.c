@@ -16,7 +16,7 @@
 static const char replay_help[] =
     "usage: reprise replay TRACE --mode dry-run|full [--time-range A:B] [--ops A:B]\n"
     "                            [--stream S] [--json F]\n"
-    "                            [--verify none|end|submit|op] [--runs N] [-o result.sbt]\n"
+    "                            [--verify none|end|op] [--runs N] [-o result.sbt]\n"
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
     "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
     "                            [--snapshots FILE | --no-snapshots]\n\n"
@@ -50,8 +50,8 @@ static const char replay_help[] =
     "  --stream S         ops on stream S only\n"
     "  --json F           dry run: write the result as JSON to F ('-' = stdout)\n"
     "  --verify L         full: none; end (default: digests of what the program read back,\n"
-    "                     compared with the capture's); submit (+ each submission's writes);\n"
-    "                     op (+ each device op's outputs, read right after it ran)\n"
+    "                     compared with the capture's); op (+ each device op's outputs, read\n"
+    "                     right after it ran)\n"
     "  --runs N           full: replay N times (outputs are also compared between runs)\n"
     "  -o FILE            full: write the result trace (per-op replay times, digests, errors;\n"
     "                     same seq numbers as TRACE); run k > 1 goes to FILE-stem.k.sbt\n"
@@ -628,8 +628,11 @@ int cli_replay(int argc, char **argv)
         switch (c) {
         case 'V':
             if ((fo.verify = replay_verify_parse(optarg)) < 0)
-                return cli_usage("replay", "--verify '%s': expected none, end, submit or op",
-                                 optarg);
+                return cli_usage("replay", "--verify '%s': expected none, end or op%s", optarg,
+                                 strcmp(optarg, "submit") ? ""
+                                                          : " (submit was removed: it read each "
+                                                            "op's outputs right after it ran, "
+                                                            "which is what op does)");
             full_only = 1;
             break;
         case 'R':

@@ -90,12 +90,13 @@ const char *replay_errmsg(void);
 const char *replay_strerror(int status);
 
 enum replay_verify {
-    REPLAY_VERIFY_NONE = 0,   /* no digests */
-    REPLAY_VERIFY_END = 1,    /* what the program read back (HOST_READ) */
-    REPLAY_VERIFY_SUBMIT = 2, /* + per submission: the bytes its ops wrote */
-    REPLAY_VERIFY_OP = 3,     /* + per device op: its written ranges, right after it ran */
+    REPLAY_VERIFY_NONE = 0, /* no digests */
+    REPLAY_VERIFY_END = 1,  /* what the program read back (HOST_READ) */
+    /* 2 was "submit", which promised per-submission digests and read each op's outputs right
+     * after it ran, as op does: removed rather than kept as a second name for op */
+    REPLAY_VERIFY_OP = 3, /* + per device op: its written ranges, right after it ran */
 };
-/* "none", "end", "submit", "op" <-> enum; parse returns -1 for an unknown name. */
+/* "none", "end", "op" <-> enum; parse returns -1 for an unknown name. */
 const char *replay_verify_name(uint32_t v);
 int replay_verify_parse(const char *s);
 

@@ -71,17 +71,17 @@ const char *replay__path_of(const sbt_reader *r)
     return p ? p : "?";
 }
 
-static const char *const verify_names[] = {"none", "end", "submit", "op"};
+static const char *const verify_names[] = {"none", "end", NULL, "op"};
 
 const char *replay_verify_name(uint32_t v)
 {
-    return v < 4 ? verify_names[v] : "?";
+    return v < 4 && verify_names[v] ? verify_names[v] : "?";
 }
 
 int replay_verify_parse(const char *s)
 {
     for (int i = 0; i < 4; i++)
-        if (s && !strcmp(s, verify_names[i]))
+        if (s && verify_names[i] && !strcmp(s, verify_names[i]))
             return i;
     return -1;
 }
@@ -337,8 +337,6 @@ static int node_visit(void *ctx, struct sched_node *n)
     } else if (op->kind == SBT_OP_KERNEL || op->kind == SBT_OP_COPY || op->kind == SBT_OP_FILL) {
         if (v == REPLAY_VERIFY_OP)
             flags |= REPLAY_X_OUTPUTS;
-        else if (v == REPLAY_VERIFY_SUBMIT)
-            flags |= REPLAY_X_OUTPUTS_END;
     }
     uint64_t slot = e->n_res;
     struct replay_x rx = {.node = n, .slot = slot, .flags = flags};
@@ -897,8 +895,8 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     struct replay_opts o = {0};
     memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
     o.sz = sizeof o;
-    if (o.verify > REPLAY_VERIFY_OP)
-        return replay__fail(SBT_EINVAL, "verify level %u > %u", o.verify, REPLAY_VERIFY_OP);
+    if (o.verify > REPLAY_VERIFY_OP || !verify_names[o.verify])
+        return replay__fail(SBT_EINVAL, "verify level %u: not none, end or op", o.verify);
     uint32_t runs = o.runs ? o.runs : 1;
 
     /* the backend: asked for, or that of the trace's first device */

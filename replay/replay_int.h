@@ -82,12 +82,10 @@ struct replay_bk_opts {
 
 /* What the engine asks for one op. */
 enum replay_x_flags {
-    REPLAY_X_UNTIMED = 1u << 0,     /* fast-forward: no device timestamps needed */
-    REPLAY_X_OUTPUTS = 1u << 1,     /* report the bytes of its WRITE accesses as they were right
-                                       after it ran (verify op) */
-    REPLAY_X_OUTPUTS_END = 1u << 2, /* the same, read when its submission completed (verify
-                                       submit): later ops of that submission may show */
-    REPLAY_X_READ = 1u << 3,        /* HOST_READ: report the bytes of its READ accesses */
+    REPLAY_X_UNTIMED = 1u << 0, /* fast-forward: no device timestamps needed */
+    REPLAY_X_OUTPUTS = 1u << 1, /* report the bytes of its WRITE accesses as they were right
+                                   after it ran (verify op) */
+    REPLAY_X_READ = 1u << 3,    /* HOST_READ: report the bytes of its READ accesses */
 };
 
 struct replay_x {

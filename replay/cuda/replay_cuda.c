@@ -467,7 +467,7 @@ static int report(struct be *b, const struct replay_x *x, int has_time, uint64_t
 {
     const struct sbt_op *op = x->node->op;
     struct replay_done d = {x->slot, has_time, t0, t1, 0, NULL, NULL};
-    int want_w = x->flags & (REPLAY_X_OUTPUTS | REPLAY_X_OUTPUTS_END);
+    int want_w = x->flags & REPLAY_X_OUTPUTS;
     int want_r = x->flags & REPLAY_X_READ;
     void **bytes = NULL;
     uint64_t *len = NULL;

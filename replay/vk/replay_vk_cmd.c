@@ -717,7 +717,7 @@ int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
     if (!o)
         return SBT_ENOMEM;
     o->q0 = q0;
-    if (rx->flags & (REPLAY_X_OUTPUTS | REPLAY_X_OUTPUTS_END)) {
+    if (rx->flags & REPLAY_X_OUTPUTS) {
         if ((st = readback(b, x, o, op, SBT_ACCESS_WRITE)) < 0)
             return st;
         /* the barrier before the read-back copies separates what came before; the copies still
