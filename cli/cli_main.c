@@ -112,10 +112,10 @@ int cli_replay_exit_for(int st)
     case REPLAY_ENODEV:
     case REPLAY_EDEVICE:
         return CLI_ENV;
-    case REPLAY_EUNSUPPORTED:
-    case REPLAY_EINCOMPLETE:
     case REPLAY_EDIFFERS: /* what would be stored comes from a replay that went wrong */
         return CLI_FAIL;
+    case REPLAY_EUNSUPPORTED:
+    case REPLAY_EINCOMPLETE:
     case REPLAY_EGRAPH:
     case SBT_EINVAL: /* the options were checked: what is left is the trace's (a range past it) */
         return CLI_BADINPUT;
