@@ -245,11 +245,13 @@ INSTALL_EXTRA += $(INSTALL_CAP_CUDA)
 # tests/cuda (test only, never installed): the fake driver $(BUILD)/tests/cuda/fake/libcuda.so.1
 # (fake_cuda.c, plus weak stubs for every other stub symbol) and Driver-API programs
 # tests/cuda/prog_*.c linked against it (any libcuda.so.1 first on LD_LIBRARY_PATH serves them).
+# -z nodelete: it stays loaded after dlclose, so that the runs it counts (FAKE_CUDA_LIE) and a
+# device it lost span every replay of one process (check runs several, each opening the driver).
 FAKE_CUDA := $(BUILD)/tests/cuda/fake/libcuda.so.1
 CUDA_PROGS := $(patsubst tests/cuda/%.c,$(BUILD)/tests/cuda/%,$(wildcard tests/cuda/prog_*.c))
 $(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cuda.h capture/cuda/cap_cuda_exports.h
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -shared -Wl,-Bsymbolic -Wl,-soname,libcuda.so.1 \
+	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -shared -Wl,-Bsymbolic -Wl,-z,nodelete -Wl,-soname,libcuda.so.1 \
 	  tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c -o $@ -lpthread -ldl
 $(BUILD)/tests/cuda/prog_%: tests/cuda/prog_%.c tests/cuda/fake_cuda.h $(FAKE_CUDA)
 	@mkdir -p $(@D)

@@ -6,7 +6,8 @@
 #   bench/gate_timing.sh [BUILD [GATES [RUNS [BASE]]]]   (on a shared machine: under flock LOCKFILE)
 #       BUILD  build directory (default build/default; `make bench` first, for spv_label)
 #       GATES  gate runs of each kind (default 20)
-#       RUNS   replays per gate, `check --runs` (default 5)
+#       RUNS   replays per gate, `check --runs` (default 5); auto: no --runs, as many as
+#              check picks against the baseline
 #       BASE   replays in the baseline (default 10)
 #   Environment: SLOW (default 30) = --slow PCT of the slowed capture; SUBMITS (default 20);
 #   THRESHOLD (default 10%) = --timing-threshold; QUANTILE (default 0.5) = --timing-quantile;
@@ -32,6 +33,8 @@ SLOW=${SLOW:-30}
 SUBMITS=${SUBMITS:-20}
 THRESHOLD=${THRESHOLD:-10%}
 QUANTILE=${QUANTILE:-0.5}
+RUNS_ARG="--runs $RUNS"
+[ "$RUNS" = auto ] && RUNS_ARG=
 R=$(realpath "$BUILD/reprise")
 B=$(realpath "$BUILD/tests/vk/vk_bench")
 LABEL=$(realpath "$BUILD/bench/spv_label")
@@ -56,7 +59,7 @@ k=1
 while [ $k -le "$GATES" ]; do
     for kind in same slow; do
         set +e
-        "$R" check $kind.sbt --runs "$RUNS" --keep "g-$kind-$k" --baseline base \
+        "$R" check $kind.sbt $RUNS_ARG --keep "g-$kind-$k" --baseline base \
             --timing-threshold "$THRESHOLD" --timing-quantile "$QUANTILE" --json "$kind-$k.json" \
             -q 2>/dev/null
         echo $? >"$kind-$k.rc"
@@ -73,24 +76,35 @@ def row(kind, k):
     j = json.load(open(f"{kind}-{k}.json"))
     rc = int(open(f"{kind}-{k}.rc").read())
     regs = [g["name"] for g in j["kernels"] if g["verdict"] == "regression"]
+    down = [g["name"] for g in j["kernels"] if g["verdict"] == "downstream"]
     sx = [g for g in j["kernels"] if saxpy in g["name"]][0]
-    return rc, regs, sx, j
-fails = caught = wrong = 0
+    return rc, regs, sx, j, down
+fails = caught = wrong = ng0 = ng1 = ndown = 0
+nruns = set()
 print("gate  same: exit saxpy effect [CI] p_adj | slow: exit saxpy effect [CI] p_adj  named")
 for k in range(1, gates + 1):
-    rc0, regs0, sx0, j0 = row("same", k)
-    rc1, regs1, sx1, j1 = row("slow", k)
+    rc0, regs0, sx0, j0, d0 = row("same", k)
+    rc1, regs1, sx1, j1, d1 = row("slow", k)
+    ndown += len(d0) + len(d1)
     fails += rc0 != 0
+    ng0 += j0["timing"].get("gate") == "not-gated"
+    nruns |= {len(j0["runs"]), len(j1["runs"])}
+    ng1 += j1["timing"].get("gate") == "not-gated"
     hit = any(saxpy in n for n in regs1)
     caught += hit and rc1 == 1
     wrong += sum(saxpy not in n for n in regs1) + len(regs0)
     f = lambda g: "%+6.1f%% [%+.1f%%..%+.1f%%] %.3g" % (
         100 * g["effect"], 100 * g["effect_ci"][0], 100 * g["effect_ci"][1], g["p_slower_adj"])
-    print("%4d  %d %s | %d %s  %s" % (k, rc0, f(sx0), rc1, f(sx1),
-                                     ",".join(n.split(" [")[0] + ("(saxpy)" if saxpy in n else "") for n in regs1) or "-"))
+    nm = lambda n: n.split(" [")[0] + ("(saxpy)" if saxpy in n else "")
+    print("%4d  %d %s | %d %s  %s%s" % (k, rc0, f(sx0), rc1, f(sx1), ",".join(map(nm, regs1)) or "-",
+                                       " downstream: " + ",".join(map(nm, d1)) if d1 else ""))
 t = j0["timing"]
-print("summary: false failures %d of %d; slowdown caught naming saxpy %d of %d; other groups named %d" %
-      (fails, gates, caught, gates, wrong))
+print("runs per gate: %s" % ",".join(map(str, sorted(nruns))))
+if "gate" in t:
+    print("timing not gated: %d of %d unchanged gates, %d of %d slowed ones%s" %
+          (ng0, gates, ng1, gates, " (%s)" % t["gate_reason"] if ng0 or ng1 else ""))
+print("summary: false failures %d of %d; slowdown caught naming saxpy %d of %d; other groups named %d"
+      "; downstream (named, not counted) %d" % (fails, gates, caught, gates, wrong, ndown))
 print("test: %s; %d groups, Holm at %.2f, min effect %s, smallest attainable p %.3g" %
       (t["test"], t["tests"], t["alpha"], t["min_effect"], t["min_attainable_p"]))
 EOF

@@ -15,7 +15,8 @@
  *   An op's key is (stream, what, geometry): what = program name and entry point for a kernel
  *   (the program is named by content, spirv:<hash>), the op kind (and copy direction) otherwise;
  *   geometry = grid, block and shared memory for a kernel, the byte count otherwise. Its
- *   identity adds the occurrence: how many ops of the same key came before it on its stream.
+ *   identity adds the occurrence: how many ops of the same key came before it on its stream,
+ *   counted from the trace's first op whatever range is checked.
  *   Written as text, "s<stream>/<key>#<occurrence>" (chk_op_key gives the key):
  *       s1/spirv:9f3a...:main/g64x1x1.b64x1x1#17      s2/copy-d2h/n4096#0
  *   Inserting or removing ops of another key leaves every identity as it was; an inserted op of
@@ -44,7 +45,7 @@
  *   NONDETERMINISTIC  runs disagree among themselves (digests of two runs differ)
  *   DIVERGENT         runs agree, the reference differs (capture digest or expected digest)
  *   MISSING, EXTRA    see alignment
- *   REPLAY_ERROR      a run recorded an error at the op (SBT_OPF_ERROR)
+ *   REPLAY_ERROR      a run (diff: either side) recorded an error at the op (SBT_OPF_ERROR)
  *   TIMING            a kernel group slower than the reference (see Timing)
  *
  * Coverage: what a pass means
@@ -52,8 +53,15 @@
  *   reads (plus any op that carries a digest). An op is compared when its digest was compared
  *   with the reference's (capture or expectation) or across at least two runs; every other
  *   device op is *unverified* and listed with its reason (no digest anywhere, digest on one
- *   side only, labelled skip, known-flaky and varied), never counted as passing. A check that
- *   compared no device op fails (rep->fail_reason says why). A pass over N runs is evidence,
+ *   side only, labelled skip, known-flaky and varied), never counted as passing.
+ *
+ * The verdict: a pass needs positive evidence (one rule, chk_verdict.c, for check and diff).
+ *   Findings fail the gate (CHK_GATE_FAIL). Without findings, a gate is NOT VERIFIED
+ *   (CHK_GATE_NOT_VERIFIED: rep->not_verified, the reason in rep->fail_reason, rep->failed set
+ *   too, so it fails) when it compared no device op, when it compared less than it was asked
+ *   to (a result none of whose outputs was compared), or when the reference it was given does
+ *   not apply (expectations with no section for the replay device, or none of whose entries
+ *   matched an op checked). Only the rest passes. A pass over N runs is evidence,
  *   not proof: the report gives the bound it supports, 1 - (1 - C)^(1/N) (about 3/N at 95%):
  *   with no difference in N runs, the probability that a given op differs in one run is below
  *   it at confidence C.
@@ -79,7 +87,10 @@
  * on the bytes when both sides' bytes can be had: an op's blob when it is a HOST_READ (the bytes
  * read back), else the file "<seq>.bin" (seq in decimal) in the dump directory of that trace:
  * the name `reprise replay --dump DIR` gives each op's outputs (first run only) and `reprise
- * check --runs N --tolerance ...` asks each of its replays for. Elements are compared by type:
+ * check --runs N --tolerance ...` asks each of its replays for. check compares every two
+ * distinct outputs of the runs (a tolerance is not transitive, so no run may be left out or the
+ * verdict would depend on their order), then each with the reference, whose bytes are the
+ * capture's or those of a run whose digest is the reference's. Elements are compared by type:
  * the trace's metadata "elem_type.<kernel name>" or "elem_type" (one of f32, f16, bf16, f64,
  * i32, u32), else opts.elem_type (default f32). ULP distances are exact integers
  * (chk_ulp_distance): floats are mapped to their position on the ordered line of the format,
@@ -90,12 +101,12 @@
  *
  * Timing (check). Durations are device times (SBT_OPF_DEV_TIME) of ops that are not
  * SBT_OPF_UNTIMED, grouped by (program, entry point, geometry) for kernels and by (kind,
- * direction, bytes) for copies and fills (chk_group_name). The unit of evidence is the run:
- * each run contributes one value per group, the median of that group's launches in it
- * (launches within a run share its conditions and are not independent). opts.timing_quantile
- * takes another quantile: a low one (0.1) follows the launches other load left alone, as
- * interference only ever adds time, at the price of missing a slowdown of a minority of
- * launches. The reference is:
+ * direction, power-of-two size class) for copies and fills (chk_group_name). The unit of
+ * evidence is the run: each run contributes one value per group, the median of that group's
+ * launches in it (launches within a run share its conditions and are not independent).
+ * opts.timing_quantile takes another quantile: a low one (0.1) follows the launches other load
+ * left alone, as interference only ever adds time, at the price of missing a slowdown of a
+ * minority of launches. The reference is:
  *   - a baseline: N replay results of the same workload (a stored set, e.g. the last good CI
  *     run's), their regime (verify level, timing mode, device, driver, driver settings from the
  *     environment such as LP_NUM_THREADS) equal to the runs' —
@@ -119,10 +130,30 @@
  * guarantee: significance alone flags differences too small to matter once enough runs are
  * kept, and a point estimate just above m is a coin flip. Improvements are tested the same way
  * (at least m faster) and never fail the gate. `check` confirms a regression with a second batch
- * of replays before failing (chk_confirm_timing). With n runs against r reference runs no
- * p-value can fall below 1 / C(n + r, n); the report says when that is too large for the gate
- * to detect anything (rep->min_p, rep->n_tests).
- *   diff has one run per side: per-group medians and effects are shown, never tested.
+ * of replays before failing (chk_confirm_timing).
+ *   The gate's verdict (rep->timing_gate) is PASSED or FAILED only when it could have failed:
+ *   with n runs against r reference runs no p-value falls below 1 / C(n + r, n) (3 against 3:
+ *   0.05), and Holm multiplies the smallest by the number of groups tested, so when that
+ *   product is not below 1 - confidence no group can regress whatever the runs show. Such a
+ *   gate is NOT_GATED, as is one with no reference, with the gate off, or with no group timed
+ *   on both sides; rep->timing_why says which, with the runs this reference needs
+ *   (rep->runs_needed, chk_timing_runs_needed), and the reports never call it a pass (JUnit:
+ *   a skipped timing testcase). opts.require_timing makes NOT_GATED a failure (the reason
+ *   goes into rep->fail_reason). Copies and fills are grouped by direction and power-of-two
+ *   size class, so that the family of tests does not grow with every distinct size.
+ *   Blame. A slow op makes the op after it on its queue look slow too: the begin timestamp of
+ *   the next op (TOP_OF_PIPE) is written while the slow one still drains, so the next op's
+ *   interval holds that tail. Each launch's time after the op before it on its stream (in the
+ *   same run) ended, end - max(begin, that op's end), is kept beside its duration and tested
+ *   the same way (unadjusted: doubt keeps a regression). A REGRESSION becomes DOWNSTREAM of a
+ *   group P (named in downstream_of, not counted in count[CHK_TIMING]) when that time did not
+ *   regress significantly, some of its launches followed a launch of P and began before it
+ *   ended, P's slowdown in ns is at least its own, and P is a regression in its own right (or
+ *   downstream of one). What nothing accounts for stays a regression, groups that would only
+ *   account for each other included, so blame changes which groups a failed gate names, never
+ *   whether it fails. Where the timestamps show no overlap, nothing is explained away.
+ *   diff has one run per side: per-group medians and effects are shown, never tested (and its
+ *   timing verdict is NOT_GATED).
  *
  * Expectations file (text, one record a line; '#' starts a comment):
  *     reprise-expect 2
@@ -134,8 +165,12 @@
  *   op's digest varied across the N runs), not checked; skip: ignored (hand-written, kept by
  *   updates). The identity "@<seq>" keys an op by seq. Version 1 files ("reprise-expect 1",
  *   lines "op <seq> <digest|-> <label> [<name>]") are still read, keyed by seq; an update
- *   writes version 2. A check uses the section of the first run's device 1 (the capture's when
- *   there are no runs), else "device *".
+ *   writes version 2. In device and op names, %XX is the byte XX: what a line cannot hold as
+ *   it is (control characters, '%', '#', a blank at either end) is written so, and a saved file
+ *   loads back to what was saved; an identity that is no single word is refused
+ *   (chk_expect_set: SBT_EINVAL). A check uses the section of the device the runs ran on
+ *   (their replay.device; a result without it: its device 1; no runs: the capture's device 1),
+ *   else "device *"; where the file has neither, the check is not verified.
  *
  * Completeness. A report says whether any trace it read was incomplete (sbt_info.complete = 0:
  * unmodelled calls that affect replay, a capture that stopped recording, a writer that did not
@@ -264,7 +299,9 @@ double chk_no_difference_bound(uint64_t n, double confidence);
  * (truncated to cap). */
 const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
 /* The timing group of an op as people read it: "main [spirv:9f3a...] 64x1x1/64x1x1",
- * "[copy h2d] 4096 B", "[fill] 256 B"; NULL for kinds that are not timed (buf untouched). */
+ * "[copy h2d] 4 KiB..<8 KiB", "[fill] 256 B..<512 B" (copies and fills by direction and
+ * power-of-two size class [2^k, 2^(k+1)); "0 B" for none); NULL for kinds that are not timed
+ * (buf untouched). */
 const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
 
 /* ========================================================================================== */
@@ -295,6 +332,13 @@ uint64_t chk_expect_count(const chk_expect *e, const char *device); /* ops in th
 uint64_t chk_expect_unused(const chk_expect *e, const char *device);
 /* Moves src's section of device into dst, replacing dst's (other sections of dst stay). */
 int chk_expect_replace(chk_expect *dst, chk_expect *src, const char *device);
+/* As chk_expect_replace, but dst's entries of that section that no chk_expect_get found (ops
+ * outside the range a check read) are kept, where src has none of the same key: an update of
+ * a range changes the range's entries only. */
+int chk_expect_merge(chk_expect *dst, chk_expect *src, const char *device);
+/* 1 if a section applies to device (its own, else "*"), with its entries in *n; 0 if none
+ * does, naming the sections the set has in why (may be NULL). */
+int chk_expect_section(const chk_expect *e, const char *device, uint64_t *n, char *why, size_t cap);
 
 /* ========================================================================================== */
 /* Check and diff                                                                             */
@@ -332,6 +376,7 @@ struct chk_opts {
     const char *const *base_names; /* per baseline result, for reports; NULL = "baseline N" */
     double timing_quantile;        /* each run's value per group: this quantile of its launches;
                                     * 0 = 0.5 (the median) */
+    int require_timing; /* a timing verdict that is not gated fails the check (see Timing) */
 };
 #define CHK_OPTS(...) ((struct chk_opts){.sz = sizeof(struct chk_opts), __VA_ARGS__})
 
@@ -374,8 +419,22 @@ enum chk_time_verdict {
     CHK_TIME_REGRESSION = 3,  /* above the threshold and significant: fails the gate */
     CHK_TIME_IMPROVEMENT = 4, /* below -threshold and significant */
     CHK_TIME_NO_DATA = 5,     /* one side has no timed samples */
+    CHK_TIME_DOWNSTREAM = 6,  /* a regression in its own right, except that the ops before it
+                               * on its stream regressed and its time after they ended did not
+                               * (see Timing, "Blame"): named, not counted, fails nothing */
 };
-const char *chk_time_verdict_name(uint32_t v);
+const char *chk_time_verdict_name(uint32_t v); /* "same", ..., "downstream" */
+
+/* The timing gate's verdict as a whole. Zero is NOT_GATED: a report says it tested timings
+ * only when it could have failed them. */
+enum chk_timing_gate {
+    CHK_TGATE_NOT_GATED = 0, /* no verdict: rep->timing_why says why (no reference, gate off,
+                              * nothing timed on both sides, or too few runs to reach
+                              * significance); a failure under opts.require_timing */
+    CHK_TGATE_PASSED = 1,    /* tested with the power to fail, and no group regressed */
+    CHK_TGATE_FAILED = 2,    /* a group regressed */
+};
+const char *chk_timing_gate_name(uint32_t g); /* "not-gated", "passed", "failed" */
 
 struct chk_timing_row {
     char name[160];         /* the group (chk_group_name) */
@@ -393,6 +452,13 @@ struct chk_timing_row {
     int confirmed;    /* a regression tested again on a fresh batch of runs
                        * (chk_confirm_timing): 1 it regressed there too, 0 it did not and was
                        * downgraded to SLOWER, -1 not tested again */
+    /* Blame. Each launch's time after the previous timed op on its stream (in the same run)
+     * ended: end - max(begin, that op's end), the part of the measured interval that no
+     * earlier op of the queue can account for */
+    double excl_effect;      /* that time's Hodges-Lehmann ratio - 1; NAN untested */
+    double p_excl;           /* its test "at most threshold slower", raw; 1 untested */
+    uint64_t n_overlap;      /* launches in the runs that began before their predecessor ended */
+    char downstream_of[160]; /* DOWNSTREAM: the group before it that regressed */
 };
 
 enum chk_mode { CHK_MODE_CHECK = 1, CHK_MODE_DIFF = 2 };
@@ -415,7 +481,7 @@ struct chk_report {
     uint64_t n_matched;           /* ... and agreed */
     uint64_t n_unverified;        /* device ops not compared: listed in unverified[] */
     uint64_t n_unverified_why[5]; /* by enum chk_unverified_why */
-    uint64_t n_tolerated;         /* digest mismatches within the tolerance */
+    uint64_t n_tolerated;         /* ops whose digests differed, within the tolerance */
     uint64_t n_bytes_unavailable;
     uint64_t n_flaky;         /* known-flaky ops that varied */
     uint64_t n_skipped;       /* ops labelled skip */
@@ -433,6 +499,10 @@ struct chk_report {
     uint64_t n_roots;         /* root causes (all of them) */
     int has_first;            /* first divergence found */
     struct chk_finding first; /* the first root in dependency order */
+    /* UINT64_MAX: the first divergence is located (every byte it read was compared and
+     * matched); else what it read came from ops whose outputs were not compared, the earliest
+     * of them this op: the root lies between it and first.seq */
+    uint64_t first_after;
     /* timing */
     uint32_t timing_ref;   /* what the reference was: enum chk_timing_ref (never AUTO) */
     uint32_t n_ref_runs;   /* reference runs (baseline results; 1 for the capture) */
@@ -448,8 +518,16 @@ struct chk_report {
     uint32_t n_confirm_runs; /* runs of the timing confirmation batch (0: none) */
     double timing_quantile;  /* the per-run statistic (0.5: each run's median launch) */
     double min_p;            /* smallest attainable p-value with these run counts (1 if none) */
+    uint32_t timing_gate;    /* enum chk_timing_gate */
+    char timing_why[320];    /* NOT_GATED: why, for people; else what was gated */
+    uint32_t runs_needed;    /* runs against this reference that give the gate power
+                              * (chk_timing_runs_needed); 0 when no number of runs would */
+    int timing_required;     /* opts.require_timing: NOT_GATED fails the check */
+    uint32_t n_downstream;   /* groups reported DOWNSTREAM (not in count[CHK_TIMING]) */
     int failed;              /* the gate's verdict */
-    char fail_reason[200];   /* a failure that is no finding ("no device op ... compared") */
+    char fail_reason[600];   /* a failure that is no finding ("no device op ... compared") */
+    int not_verified;        /* no positive evidence for a pass (fail_reason says what
+                              * lacks; failed is set too): see chk_report_gate */
     struct chk_priv *priv;   /* internal: collected events */
 };
 
@@ -469,10 +547,29 @@ int chk_check(sbt_reader *capture, sbt_reader *const *runs, uint32_t n_runs,
  * it is one in `again` too, else it becomes SLOWER with confirmed = 0; rep->failed is
  * recomputed. The error rate stays at most 1 - confidence (`again` must reject on its own). */
 int chk_confirm_timing(struct chk_report *rep, const struct chk_report *again);
+/* The runs a timing gate needs against n_ref reference runs and n_tests groups at this
+ * confidence: the fewest n for which the gate can still fail a group when one of its n runs
+ * is out of order with one reference run (one-sided exact U test: p = 2 / C(n + n_ref, n),
+ * times n_tests for Holm, below 1 - confidence). 0 when n_ref or n_tests is 0 or more than
+ * CHK_RUNS_NEEDED_MAX runs would be needed. */
+#define CHK_RUNS_NEEDED_MAX 1024
+uint32_t chk_timing_runs_needed(uint32_t n_ref, uint32_t n_tests, double confidence);
+/* The timing groups of a replay result (ops with a device time; with a range, those in the
+ * seq bounds the range has in capture, as chk_check reads a baseline): *n, for planning how
+ * many runs a gate against such results needs. */
+int chk_timing_groups(sbt_reader *capture, sbt_reader *result, const struct sbt_range *range,
+                      uint32_t *n);
 
 /* Aligns b with a (see the rule above) and compares them; a is the reference. */
 int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *opts, struct chk_report **out);
 void chk_report_free(struct chk_report *rep); /* NULL accepted */
+
+/* The gate's verdict as the reports name it: FAIL when it found differences (or failed for
+ * another reason in rep->fail_reason), NOT_VERIFIED when it found none but lacks the evidence
+ * for a pass (rep->not_verified), else PASS. Both of the first fail (exit 1). */
+enum chk_gate { CHK_GATE_PASS = 0, CHK_GATE_FAIL = 1, CHK_GATE_NOT_VERIFIED = 2 };
+uint32_t chk_report_gate(const struct chk_report *rep);
+const char *chk_gate_name(uint32_t g); /* "pass", "fail", "not-verified" */
 
 /* The regime of a replay result as text ("verify=op timing=op device=... driver=... env=...";
  * keys the trace does not have read "?"). 1 if a and b have the same regime, else 0 with the keys

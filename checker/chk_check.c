@@ -155,18 +155,60 @@ static int check_regimes(struct chk_check_ctx *c)
     return 0;
 }
 
+/* The device a trace ran on: a replay result's replay.device, else (a capture, or a result
+ * written by something else) its device 1; NULL if it names none. The device table of a
+ * replay result is the capture's, copied: it says where the capture ran, not the replay. */
+static const char *ran_on(const sbt_reader *r, int is_result)
+{
+    const char *v = is_result ? sbt_reader_meta_get(r, "replay.device") : NULL;
+    if (v && *v)
+        return v;
+    const struct sbt_device *d = sbt_reader_device(r, 1);
+    const char *dn = d ? sbt_reader_string(r, d->name) : NULL;
+    return dn && *dn ? dn : NULL;
+}
+
+/* The device whose expectations apply: the one the runs ran on (the capture's when there are
+ * no runs). Expectations that have no section for it (nor "*"), or runs on several devices,
+ * leave the check without its reference: c->no_ref says why (an update of expectations from
+ * runs on several devices is refused: it would file one device's outputs under another). */
+static int expect_device(struct chk_check_ctx *c)
+{
+    struct chk_report *rep = c->rep;
+    const char *dn = ran_on(c->n_runs ? c->runs[0] : c->cap, c->n_runs != 0);
+    if (!(rep->device = chk__strdup(dn ? dn : "*")))
+        return chk__fail(SBT_ENOMEM, "out of memory");
+    if (!c->expect && !c->upd)
+        return 0;
+    for (uint32_t i = 1; i < c->n_runs; i++) {
+        const char *di = ran_on(c->runs[i], 1);
+        if (!strcmp(di ? di : "*", rep->device))
+            continue;
+        if (c->upd)
+            return chk__fail(SBT_EINVAL,
+                             "expectations are kept per device, and %s ran on '%s', %s on '%s': "
+                             "update them from runs on one device",
+                             rep->run_names[0], rep->device, rep->run_names[i], di ? di : "*");
+        snprintf(c->no_ref, sizeof c->no_ref,
+                 "the runs ran on several devices (%s on '%s', %s on '%s'), and expectations "
+                 "are kept per device",
+                 rep->run_names[0], rep->device, rep->run_names[i], di ? di : "*");
+        return 0;
+    }
+    if (c->expect && !c->upd)
+        chk_expect_section(c->expect, rep->device, NULL, c->no_ref, sizeof c->no_ref);
+    return 0;
+}
+
 /* What the report says about its inputs: the device whose expectations apply, the completeness
  * of every trace read, the runs' timing regime (one for the runs and the baseline, when the
  * baseline is the reference of a timing gate) and how busy the machine was. */
 static int report_inputs(struct chk_check_ctx *c)
 {
     struct chk_report *rep = c->rep;
-    /* device of the expectations: the first run's device 1, else the capture's */
-    sbt_reader *dr = c->n_runs ? c->runs[0] : c->cap;
-    const struct sbt_device *d = sbt_reader_device(dr, 1);
-    const char *dn = d ? sbt_reader_string(dr, d->name) : NULL;
-    if (!(rep->device = chk__strdup(dn && *dn ? dn : "*")))
-        return chk__fail(SBT_ENOMEM, "out of memory");
+    int st = expect_device(c);
+    if (st)
+        return st;
     chk__note_complete(rep, c->cap, rep->ref_name);
     for (uint32_t i = 0; i < c->n_runs; i++)
         chk__note_complete(rep, c->runs[i], rep->run_names[i]);
@@ -203,7 +245,7 @@ static int read_reference(struct chk_timing *tm, sbt_reader *r, const struct sbt
         if (!chk__op_dur(op, &ns) || !(g = chk_group_name(r, op, gb, sizeof gb)))
             continue;
         if ((st = chk__timing_group(tm, g, &tg)) ||
-            (st = chk__samples_add(&tg->ref, (double)ns, &tm->rng)))
+            (st = chk__timing_add(tm, tg, tm->n_runs, op, ns)))
             break;
     }
     sbt_cursor_close(c);
@@ -225,10 +267,20 @@ static int walk_open(struct chk_check_ctx *c)
     c->rc = chk__calloc(c->n_runs + 1, sizeof *c->rc);
     c->dur = chk__calloc(c->n_runs + 1, sizeof *c->dur);
     c->run_used = chk__calloc(c->n_runs + 1, 1);
+    c->cls = chk__calloc(c->n_runs + 1, sizeof *c->cls);
+    c->bytes = chk__calloc(c->n_runs + 1, sizeof *c->bytes);
     if ((st = chk__status_init(&c->status, c->lo, c->hi)))
         return st;
-    if (!c->rc || !c->dur || !c->run_used)
+    if (!c->rc || !c->dur || !c->run_used || !c->cls || !c->bytes)
         return chk__fail(SBT_ENOMEM, "out of memory");
+    /* identities count from the trace's first op, also when a range is read */
+    if ((c->expect || c->upd) && c->range) {
+        if ((st = sbt_cursor_open(c->cap, NULL, &c->idc)) < 0 ||
+            (st = sbt_cursor_next(c->idc, &c->idop)) < 0)
+            return chk__fail_sbt(st);
+        if (st == 0)
+            c->idop = NULL;
+    }
     /* the baseline: each result is one reference run of every group it has (by seq in the
      * range when there is one) */
     struct sbt_range br = {.has_seq = 1, .seq_begin = c->lo, .seq_end = c->hi};
@@ -260,9 +312,15 @@ static void walk_close(struct chk_check_ctx *c)
         for (uint32_t i = 0; i < c->n_runs; i++)
             sbt_cursor_close(c->rc[i].c);
     sbt_cursor_close(c->cc);
+    sbt_cursor_close(c->idc);
     free(c->rc);
     free(c->dur);
     free(c->run_used);
+    free(c->cls);
+    if (c->bytes)
+        for (uint32_t i = 0; i <= c->n_runs; i++)
+            free(c->bytes[i].p);
+    free(c->bytes);
     chk__timing_free(&c->tm);
     chk__idgen_free(&c->idg);
     chk__status_free(&c->status);
@@ -391,11 +449,11 @@ static int op_timing(struct chk_check_ctx *c, const struct chk_check_op *o)
         struct chk_tgroup *tg;
         int st;
         if ((st = chk__timing_group(&c->tm, g, &tg)) ||
-            (has_ref_t && (st = chk__samples_add(&tg->ref, (double)ref_ns, &c->tm.rng))))
+            (has_ref_t && (st = chk__timing_add(&c->tm, tg, c->tm.n_runs, op, ref_ns))))
             return st;
         for (uint32_t i = 0; i < c->n_runs; i++)
             if (c->dur[i] != UINT64_MAX &&
-                (st = chk__samples_add(&tg->run[i], (double)c->dur[i], &c->tm.rng)))
+                (st = chk__timing_add(&c->tm, tg, i, c->rop[i], c->dur[i])))
                 return st;
     }
     c->rep->n_timed += n_t != 0;
@@ -537,26 +595,37 @@ static int verdict(struct chk_check_ctx *c)
         n_used += c->run_used[i];
     rep->n_compared_runs = c->ref_compared ? n_used : n_used ? n_used - 1 : 0;
     rep->pass_bound = chk_no_difference_bound(rep->n_compared_runs, rep->confidence);
-    if (c->expect)
+    /* with a range, the entries of ops outside it are unused: that says nothing */
+    if (c->expect && !c->range)
         rep->n_expect_unused = chk_expect_unused(c->expect, rep->device);
-    for (uint32_t k = 0; k < CHK__NCLASS; k++)
-        rep->failed |= rep->count[k] != 0;
-    if (rep->n_verified)
-        return 0;
-    rep->failed = 1;
-    if (!rep->n_device_ops)
-        snprintf(rep->fail_reason, sizeof rep->fail_reason,
-                 "nothing was verified: the %s holds no device op", c->range ? "range" : "trace");
-    else if (!c->n_runs)
-        snprintf(rep->fail_reason, sizeof rep->fail_reason,
-                 "nothing was verified: no replay results to compare (%" PRIu64 " device ops)",
-                 rep->n_device_ops);
-    else
-        snprintf(rep->fail_reason, sizeof rep->fail_reason,
-                 "nothing was verified: none of %" PRIu64
-                 " device ops has digests to compare (replay with --verify op, or capture "
-                 "with --digests)",
-                 rep->n_device_ops);
+    /* expectations that apply but of which no entry met an op checked are no reference */
+    uint64_t n_exp = 0;
+    if (c->expect && !c->upd && !c->no_ref[0] &&
+        chk_expect_section(c->expect, rep->device, &n_exp, NULL, 0) && !c->n_exp_hits &&
+        rep->n_device_ops)
+        snprintf(c->no_ref, sizeof c->no_ref,
+                 "none of the %" PRIu64 " expectations for device '%s' matched an op of the %s",
+                 n_exp, rep->device, c->range ? "range" : "trace");
+    const char *unused = NULL;
+    for (uint32_t i = 0; i < c->n_runs && !unused; i++)
+        if (!c->run_used[i])
+            unused = rep->run_names[i];
+    char failed[300] = "";
+    for (uint32_t i = 0; i < c->n_runs && !failed[0]; i++) {
+        const char *v = sbt_reader_meta_get(c->runs[i], "replay.device_failed");
+        if (v && *v)
+            snprintf(failed, sizeof failed, "%.100s: %.190s", rep->run_names[i], v);
+    }
+    struct chk_evidence ev = {.is_range = c->range != NULL,
+                              .n_device_ops = rep->n_device_ops,
+                              .n_compared = rep->n_verified,
+                              .n_runs = c->n_runs,
+                              .n_runs_used = n_used,
+                              .run_unused = unused,
+                              .no_reference = c->no_ref[0] ? c->no_ref : NULL,
+                              .how_to = "replay with --verify op, or capture with --digests",
+                              .device_failed = failed[0] ? failed : NULL};
+    chk__verdict(rep, &ev);
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * checker/chk_check_outputs.c — `check`, one op's outputs (the walk in chk_check.c calls these
- * for each reference op): its identity and expectation; the runs' digests compared among
- * themselves, then with the reference (the expected digest, else the capture's); a digest
+ * for each reference op): its identity (counted from the trace's first op, also on a range) and
+ * expectation; the runs' digests compared among themselves (under a tolerance, every two
+ * distinct ones), then each with the reference (the expected digest, else the capture's); a digest
  * mismatch compared again on the bytes under the tolerance, where both sides' bytes can be had
  * (a HOST_READ's blob, or the file a replay's --dump wrote); and what these runs say back into
  * the expectations (--update-expect). Classifies NONDETERMINISTIC and DIVERGENT and sets what
@@ -14,17 +15,36 @@
 
 #include "checker/chk_int.h"
 
+/* With a range, identities still count from the trace's first op: the ops of the whole capture
+ * before op (c->idc, opened by the walk) are counted first, the op's own place is passed. */
+static int identity_catch_up(struct chk_check_ctx *c, uint64_t seq)
+{
+    int st;
+    while (c->idop && c->idop->seq <= seq) {
+        if (c->idop->seq < seq &&
+            (st = chk__identity_next(&c->idg, c->cap, c->idop, c->idbuf, sizeof c->idbuf)) < 0)
+            return st;
+        if ((st = sbt_cursor_next(c->idc, &c->idop)) < 0)
+            return chk__fail_sbt(st);
+        if (st == 0)
+            c->idop = NULL;
+    }
+    return 0;
+}
+
 /* The op's identity, when expectations are read or written, and its expectation. */
 int chk__check_expectation(struct chk_check_ctx *c, struct chk_check_op *o)
 {
     if (c->expect || c->upd) {
-        int st = chk__identity_next(&c->idg, c->cap, o->op, c->idbuf, sizeof c->idbuf);
-        if (st < 0)
+        int st = c->idc ? identity_catch_up(c, o->op->seq) : 0;
+        if (st < 0 ||
+            (st = chk__identity_next(&c->idg, c->cap, o->op, c->idbuf, sizeof c->idbuf)) < 0)
             return st;
         o->id = c->idbuf;
     }
     o->has_exp = c->expect && chk_expect_get(c->expect, c->rep->device, o->id, o->op->seq,
                                              &o->label, &o->exp_d) == 1;
+    c->n_exp_hits += o->has_exp != 0;
     return 0;
 }
 
@@ -90,27 +110,61 @@ static uint32_t op_elem(struct chk_check_ctx *c, struct chk_check_op *o)
     return o->elem;
 }
 
-/* Compares the bytes of two ops under the tolerance: 1 within, 0 not, -1 bytes unavailable. */
-static int tolerate(sbt_reader *ra, const struct sbt_op *a, const char *da, sbt_reader *rb,
-                    const struct sbt_op *b, const char *db, uint32_t elem,
-                    const struct chk_tolerance *tol, double *max_diff)
-{
-    void *x = NULL, *y = NULL;
-    size_t nx, ny;
-    int res = -1;
-    if (get_bytes(ra, a, da, &x, &nx) && get_bytes(rb, b, db, &y, &ny)) {
-        int within;
-        chk_compare_bytes(x, y, nx, ny, elem, tol, &within, max_diff);
-        res = within;
-    }
-    free(x);
-    free(y);
-    return res;
-}
-
 static const char *run_dump(const struct chk_check_ctx *c, int run)
 {
     return c->run_dumps ? c->run_dumps[run] : NULL;
+}
+
+/* ========================================================================================== */
+/* Bytes for the tolerance: a slot per distinct digest of the runs, and one for the capture     */
+/* ========================================================================================== */
+
+/* Bytes kept at once for one op; beyond it the slots not in use are read again when needed. */
+#define CHK_BYTES_KEEP ((size_t)256 << 20)
+
+/* The bytes of slot k: the outputs of the run c->cls[k], or (k == n_runs) the capture's. Read
+ * once; other slots but keep are let go when the op's bytes outgrow CHK_BYTES_KEEP. */
+static const struct chk_bytes *slot_bytes(struct chk_check_ctx *c, struct chk_check_op *o,
+                                          uint32_t k, uint32_t keep)
+{
+    struct chk_bytes *b = &c->bytes[k];
+    if (b->state)
+        return b;
+    int run = k == c->n_runs ? -1 : c->cls[k];
+    int got = run < 0 ? get_bytes(c->cap, o->op, c->ref_dump, &b->p, &b->n)
+                      : get_bytes(c->runs[run], c->rop[run], run_dump(c, run), &b->p, &b->n);
+    b->state = got ? 1 : -1;
+    size_t total = 0;
+    for (uint32_t i = 0; i <= c->n_runs; i++)
+        total += c->bytes[i].state > 0 ? c->bytes[i].n : 0;
+    for (uint32_t i = 0; total > CHK_BYTES_KEEP && i <= c->n_runs; i++)
+        if (i != k && i != keep && c->bytes[i].state > 0) {
+            total -= c->bytes[i].n;
+            free(c->bytes[i].p);
+            c->bytes[i] = (struct chk_bytes){0};
+        }
+    return b;
+}
+
+static void slots_free(struct chk_check_ctx *c)
+{
+    for (uint32_t i = 0; i <= c->n_runs; i++) {
+        free(c->bytes[i].p);
+        c->bytes[i] = (struct chk_bytes){0};
+    }
+}
+
+/* Compares the bytes of two slots under the tolerance: 1 within, 0 not, -1 bytes unavailable. */
+static int tolerate(struct chk_check_ctx *c, struct chk_check_op *o, uint32_t a, uint32_t b,
+                    double *max_diff)
+{
+    const struct chk_bytes *x = slot_bytes(c, o, a, b), *y = slot_bytes(c, o, b, a);
+    *max_diff = 0;
+    if (x->state < 0 || y->state < 0)
+        return -1;
+    int within = 0;
+    chk_compare_bytes(x->p, y->p, x->n, y->n, op_elem(c, o), &c->rep->tol, &within, max_diff);
+    return within;
 }
 
 /* A NONDETERMINISTIC or DIVERGENT finding at the op, seen in run (1-based): the two digests,
@@ -138,77 +192,100 @@ static void output_finding(struct chk_check_ctx *c, const struct chk_check_op *o
         rep->n_bytes_unavailable++;
 }
 
-/* Two runs' digests differ (first and varied). Within the tolerance they agree after all
- * (varied is reset and the reference decides); a known-flaky op stays unverified; else the op
- * is NONDETERMINISTIC. */
+/* The runs' digests are not all one (o->n_cls > 1). Under a tolerance every two distinct
+ * outputs are compared, so that no run escapes the comparison whatever the order of the runs
+ * (a tolerance is not transitive: each within it of the first run says nothing of two of them);
+ * all within it, the runs agree after all (varied stays -1, the reference decides). Else a
+ * known-flaky op stays unverified, any other is NONDETERMINISTIC, named by the first pair
+ * that differs. */
 static void runs_disagree(struct chk_check_ctx *c, struct chk_check_op *o)
 {
     struct chk_report *rep = c->rep;
-    int a = o->first, b = o->varied;
+    uint32_t a = 0, b = 1;
     double md = 0;
     int tol = -1;
-    if (rep->tol.kind != CHK_TOL_BITWISE)
-        tol = tolerate(c->runs[a], c->rop[a], run_dump(c, a), c->runs[b], c->rop[b], run_dump(c, b),
-                       op_elem(c, o), &rep->tol, &md);
+    if (rep->tol.kind != CHK_TOL_BITWISE) {
+        tol = 1;
+        for (a = 0; tol == 1 && a + 1 < o->n_cls; a++)
+            for (b = a + 1; b < o->n_cls; b++) {
+                tol = tolerate(c, o, a, b, &md);
+                if (tol != 1)
+                    break;
+                rep->max_diff = md > rep->max_diff ? md : rep->max_diff;
+            }
+        a -= tol != 1; /* the loop stepped past the pair that differed */
+    }
     if (tol == 1) {
-        rep->n_tolerated++;
-        rep->max_diff = md > rep->max_diff ? md : rep->max_diff;
-        o->varied = -1; /* agree within the tolerance: compare with the reference */
-    } else if (o->has_exp && o->label == CHK_LABEL_FLAKY) {
+        o->tolerated = 1;
+        return; /* agree within the tolerance: compare with the reference */
+    }
+    int ra = c->cls[a], rb = c->cls[b];
+    o->varied = rb;
+    if (o->has_exp && o->label == CHK_LABEL_FLAKY) {
         rep->n_flaky++;
         o->unv = CHK_UNV_FLAKY;
         if (o->opst == CHK_ST_UNKNOWN)
             o->opst = CHK_ST_FLAKY;
-    } else {
-        char note[sizeof((struct chk_finding *)0)->note];
-        snprintf(note, sizeof note, "%s and %s differ", rep->run_names[a], rep->run_names[b]);
-        output_finding(c, o, CHK_NONDETERMINISTIC, (uint32_t)b + 1, c->rop[a]->digest,
-                       c->rop[b]->digest, tol, md, note);
-        o->opst = CHK_ST_MISMATCH;
-        o->compared = 1;
-    }
-}
-
-/* The runs agree: the first run's digest against the reference, the expected digest (expected)
- * or else the capture's. Only the capture has bytes for the tolerance. */
-static void against_reference(struct chk_check_ctx *c, struct chk_check_op *o, int expected)
-{
-    struct chk_report *rep = c->rep;
-    const struct sbt_op *op = o->op, *a = c->rop[o->first];
-    sbt_hash ref = expected ? o->exp_d : op->digest;
-    o->compared = 1;
-    c->ref_compared = 1;
-    if (sbt_hash_eq(a->digest, ref)) {
-        rep->n_matched++;
-        if (o->opst == CHK_ST_UNKNOWN)
-            o->opst = CHK_ST_MATCHED;
-        return;
-    }
-    double md = 0;
-    int tol = -1;
-    if (rep->tol.kind != CHK_TOL_BITWISE && !expected)
-        tol = tolerate(c->cap, op, c->ref_dump, c->runs[o->first], a, run_dump(c, o->first),
-                       op_elem(c, o), &rep->tol, &md);
-    if (tol == 1) {
-        rep->n_tolerated++;
-        rep->n_matched++;
-        rep->max_diff = md > rep->max_diff ? md : rep->max_diff;
-        if (o->opst == CHK_ST_UNKNOWN)
-            o->opst = CHK_ST_MATCHED;
         return;
     }
     char note[sizeof((struct chk_finding *)0)->note];
-    snprintf(note, sizeof note, "%s digest differs from the %s",
-             c->n_runs > 1 ? "the runs agree; their" : "the run's",
-             expected ? "expected" : "capture");
-    output_finding(c, o, CHK_DIVERGENT, (uint32_t)o->first + 1, ref, a->digest, tol, md, note);
+    snprintf(note, sizeof note, "%s and %s differ", rep->run_names[ra], rep->run_names[rb]);
+    output_finding(c, o, CHK_NONDETERMINISTIC, (uint32_t)rb + 1, c->rop[ra]->digest,
+                   c->rop[rb]->digest, tol, md, note);
     o->opst = CHK_ST_MISMATCH;
+    o->compared = 1;
+}
+
+/* The runs agree: every distinct output of theirs against the reference, the expected digest
+ * (expected) or else the capture's; the first that differs (beyond the tolerance) is
+ * DIVERGENT. The reference's bytes for the tolerance: those of a run whose digest is the
+ * reference's (the same bytes), else the capture's own (an expected digest has none). */
+static void against_reference(struct chk_check_ctx *c, struct chk_check_op *o, int expected)
+{
+    struct chk_report *rep = c->rep;
+    const struct sbt_op *op = o->op;
+    sbt_hash ref = expected ? o->exp_d : op->digest;
+    o->compared = 1;
+    c->ref_compared = 1;
+    uint32_t ref_slot = c->n_runs;
+    for (uint32_t k = 0; k < o->n_cls && ref_slot == c->n_runs; k++)
+        if (sbt_hash_eq(c->rop[c->cls[k]]->digest, ref))
+            ref_slot = k;
+    for (uint32_t k = 0; k < o->n_cls; k++) {
+        const struct sbt_op *a = c->rop[c->cls[k]];
+        if (sbt_hash_eq(a->digest, ref))
+            continue;
+        double md = 0;
+        int tol = -1;
+        if (rep->tol.kind != CHK_TOL_BITWISE && (!expected || ref_slot < c->n_runs))
+            tol = tolerate(c, o, ref_slot, k, &md);
+        if (tol == 1) {
+            o->tolerated = 1;
+            rep->max_diff = md > rep->max_diff ? md : rep->max_diff;
+            continue;
+        }
+        char note[sizeof((struct chk_finding *)0)->note];
+        if (o->n_cls > 1)
+            snprintf(note, sizeof note,
+                     "the runs agree within the tolerance; %s's digest differs from the %s",
+                     rep->run_names[c->cls[k]], expected ? "expected" : "capture");
+        else
+            snprintf(note, sizeof note, "%s digest differs from the %s",
+                     c->n_runs > 1 ? "the runs agree; their" : "the run's",
+                     expected ? "expected" : "capture");
+        output_finding(c, o, CHK_DIVERGENT, (uint32_t)c->cls[k] + 1, ref, a->digest, tol, md, note);
+        o->opst = CHK_ST_MISMATCH;
+        return;
+    }
+    rep->n_matched++;
+    if (o->opst == CHK_ST_UNKNOWN)
+        o->opst = CHK_ST_MATCHED;
 }
 
 /* The outputs: the runs' digests compared among themselves, then with the reference (the
  * expected digest where the expectations say ok, else the capture's), under the tolerance
- * where the bytes can be had. Sets o->compared, or o->unv for an op left unverified on
- * purpose (skip, flaky). */
+ * where the bytes can be had. Every run takes part, so the verdict does not depend on their
+ * order. Sets o->compared, or o->unv for an op left unverified on purpose (skip, flaky). */
 void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
 {
     for (uint32_t i = 0; i < c->n_runs; i++) {
@@ -218,8 +295,12 @@ void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
         o->n_d++;
         if (o->first < 0)
             o->first = (int)i;
-        else if (o->varied < 0 && !sbt_hash_eq(r->digest, c->rop[o->first]->digest))
-            o->varied = (int)i;
+        /* distinct digests: bitwise, two already make the op nondeterministic */
+        uint32_t k = 0;
+        while (k < o->n_cls && !sbt_hash_eq(r->digest, c->rop[c->cls[k]]->digest))
+            k++;
+        if (k == o->n_cls && (o->n_cls < 2 || c->rep->tol.kind != CHK_TOL_BITWISE))
+            c->cls[o->n_cls++] = (int)i;
     }
     o->cap_d = (o->op->flags & SBT_OPF_DIGEST) != 0;
     if (o->has_exp && o->label == CHK_LABEL_SKIP) {
@@ -228,7 +309,7 @@ void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
         return;
     }
     int expected = o->has_exp && o->label == CHK_LABEL_OK;
-    if (o->varied >= 0)
+    if (o->n_cls > 1)
         runs_disagree(c, o);
     if (o->varied < 0 && o->first >= 0 && (expected || o->cap_d)) {
         against_reference(c, o, expected);
@@ -240,6 +321,8 @@ void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
         o->compared = 1;
         c->rep->n_matched++;
     }
+    c->rep->n_tolerated += o->tolerated != 0;
+    slots_free(c);
 }
 
 /* Expectations out (--update-expect): what these runs say about the op. ok with their digest;
@@ -254,7 +337,8 @@ int chk__check_expect_update(struct chk_check_ctx *c, const struct chk_check_op 
         st = chk_expect_set(c->upd, c->rep->device, o->id, op->seq, CHK_LABEL_SKIP, NULL,
                             chk__check_op_name(c, op));
     } else if (o->first >= 0 || (c->n_runs == 0 && o->cap_d)) {
-        int flaky = o->varied >= 0 || o->opst == CHK_ST_FLAKY;
+        /* a digest that varied is no digest to expect, within a tolerance or not */
+        int flaky = o->n_cls > 1 || o->opst == CHK_ST_FLAKY;
         sbt_hash d = o->first >= 0 ? c->rop[o->first]->digest : op->digest;
         st = chk_expect_set(c->upd, c->rep->device, o->id, op->seq,
                             flaky ? CHK_LABEL_FLAKY : CHK_LABEL_OK, flaky ? NULL : &d,

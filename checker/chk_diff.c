@@ -174,21 +174,26 @@ static int emit_match(struct diff *D, const struct sbt_op *a, const struct sbt_o
     char nb[160], gb[160];
     chk__op_name(D->s[0].r, a, nb, sizeof nb);
     int mism = 0;
-    if (b->flags & SBT_OPF_ERROR) {
+    /* an error on either side: A is the reference, but a replay result as much as B */
+    for (int k = 0; k < 2; k++) {
+        const struct sbt_op *x = k ? b : a;
+        if (!(x->flags & SBT_OPF_ERROR))
+            continue;
         struct chk_finding *f = chk__finding_add(rep, D->max_f, CHK_REPLAY_ERROR);
         if (f) {
             f->seq = a->seq, f->seq_run = b->seq, f->op_kind = a->kind, f->stream = a->stream;
             f->run = 1;
             snprintf(f->name, sizeof f->name, "%.79s", nb);
-            const char *m = sbt_reader_string(D->s[1].r, b->error);
-            snprintf(f->note, sizeof f->note, "%s", m && *m ? m : "error");
+            const char *m = sbt_reader_string(D->s[k].r, x->error);
+            snprintf(f->note, sizeof f->note, "%s (in %s)", m && *m ? m : "error",
+                     k ? rep->run_names[0] : rep->ref_name);
         }
         mism = 1;
     }
     int da = (a->flags & SBT_OPF_DIGEST) != 0, db = (b->flags & SBT_OPF_DIGEST) != 0;
     if (chk__is_device_op(a) || db) {
         rep->n_device_ops++;
-        int err = (b->flags & SBT_OPF_ERROR) != 0;
+        int err = ((a->flags | b->flags) & SBT_OPF_ERROR) != 0;
         if (!(da && db)) {
             uint32_t why = err ? CHK_UNV_ERROR : da || db ? CHK_UNV_ONE_SIDE : CHK_UNV_NO_DIGEST;
             int st = chk__unverified_add(rep, D->max_f, D->s[0].r, a, why);
@@ -513,8 +518,23 @@ int chk_diff(sbt_reader *a, sbt_reader *b, const struct chk_opts *o, struct chk_
     rep->n_ref_runs = 1;
     rep->n_compared_runs = rep->n_verified ? 1 : 0;
     rep->pass_bound = chk_no_difference_bound(rep->n_compared_runs, rep->confidence);
-    for (uint32_t c = 0; c < CHK__NCLASS; c++)
-        rep->failed |= rep->count[c] != 0;
+    char failed[300] = "";
+    for (int side = 0; side < 2 && !failed[0]; side++) {
+        const char *v = sbt_reader_meta_get(side ? b : a, "replay.device_failed");
+        if (v && *v)
+            snprintf(failed, sizeof failed, "%.100s: %.190s",
+                     side ? rep->run_names[0] : rep->ref_name, v);
+    }
+    struct chk_evidence ev = {.is_range = range != NULL,
+                              .n_device_ops = rep->n_device_ops,
+                              .n_compared = rep->n_verified,
+                              .n_runs = 1,
+                              .n_runs_used = rep->n_verified != 0,
+                              .run_unused = rep->run_names[0],
+                              .how_to = "each side needs them: capture with --digests, replay "
+                                        "with --verify op",
+                              .device_failed = failed[0] ? failed : NULL};
+    chk__verdict(rep, &ev);
 done:
     for (int k = 0; k < 2; k++) {
         sbt_cursor_close(D.s[k].c);

@@ -5,6 +5,12 @@
  * attached to the right ops. Version 1 files keyed ops by seq; they are still read (entries
  * keyed by seq, written back as "@<seq>"). Line-based so that a diff of two versions in review
  * shows which ops changed.
+ *
+ * A file must read back as it was written (save, load, save gives the same bytes; the fuzz
+ * target tests/fuzz/fuzz_expect.c holds that): device names and op names are free text, so
+ * what a line cannot hold as it is (control characters such as a carriage return, '%', '#',
+ * which starts a comment after a blank, and blanks at either end) is written %XX and read back;
+ * identities are single words, and one that is not is refused rather than written.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -48,6 +54,78 @@ struct chk_expect {
 };
 
 static const char *const label_names[] = {"ok", "flaky", "skip"};
+
+#define EXP_MAX_ID     1023 /* bytes of an identity (the loader reads it with %1023s) */
+#define EXP_MAX_DEVICE 1000 /* bytes of a device name: escaped, 3000 of a 4095-byte line */
+#define EXP_MAX_NAME   255  /* bytes of an op name kept (for people: longer ones are cut) */
+
+/* ========================================================================================== */
+/* Free text in a line: %XX escapes                                                           */
+/* ========================================================================================== */
+
+/* 1 for a byte of free text (a device or op name) that a line does not hold as it is */
+static int needs_escape(const char *s, size_t i, size_t n)
+{
+    unsigned char c = (unsigned char)s[i];
+    return c < 0x20 || c == 0x7f || c == '%' || c == '#' || (c == ' ' && (i == 0 || i + 1 == n));
+}
+
+static void put_text(FILE *f, const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if (needs_escape(s, i, n))
+            fprintf(f, "%%%02X", (unsigned char)s[i]);
+        else
+            fputc(s[i], f);
+}
+
+static int hexval(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Decodes %XX in place; a '%' that starts no escape (or %00) stays as it is, so that the
+ * text it gives is written back the same (as %25). */
+static void unescape(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi = r[0] == '%' && r[1] ? hexval((unsigned char)r[1]) : -1;
+        int lo = hi >= 0 && r[2] ? hexval((unsigned char)r[2]) : -1;
+        if (lo >= 0 && (hi | lo)) {
+            *w++ = (char)(hi << 4 | lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+}
+
+/* An identity is one word of a line: no blank (what %s stops at), not a comment, not "@"
+ * without a seq, and short enough to be read back. 0, or SBT_EINVAL saying why. */
+static int id_check(const char *id)
+{
+    if (!*id)
+        return chk__fail(SBT_EINVAL, "expectation identity: empty");
+    if (strlen(id) > EXP_MAX_ID)
+        return chk__fail(SBT_EINVAL, "expectation identity '%.60s...': longer than %d bytes", id,
+                         EXP_MAX_ID);
+    for (const char *p = id; *p; p++)
+        if (isspace((unsigned char)*p))
+            return chk__fail(SBT_EINVAL,
+                             "expectation identity '%.60s': holds a blank (byte 0x%02x), which "
+                             "an expectations line cannot hold in one",
+                             id, (unsigned char)*p);
+    if (id[0] == '#')
+        return chk__fail(SBT_EINVAL, "expectation identity '%.60s': starts with '#' (a comment)",
+                         id);
+    return 0;
+}
 
 int chk_expect_create(chk_expect **out)
 {
@@ -95,6 +173,9 @@ static int dev_get(chk_expect *e, const char *device, struct exp_dev **out)
 {
     if ((*out = dev_find(e, device)))
         return 0;
+    if (strlen(device) > EXP_MAX_DEVICE)
+        return chk__fail(SBT_EINVAL, "expectations: device name '%.60s...' longer than %d bytes",
+                         device, EXP_MAX_DEVICE);
     int st = chk__grow((void **)&e->dev, &e->cap, e->n + 1, sizeof *e->dev);
     if (st)
         return st;
@@ -157,14 +238,16 @@ int chk_expect_set(chk_expect *e, const char *device, const char *id, uint64_t s
 {
     if (label > CHK_LABEL_SKIP)
         return chk__fail(SBT_EINVAL, "expectation label %u unknown", label);
-    if (id && (!*id || strpbrk(id, " \t\r\n")))
-        return chk__fail(SBT_EINVAL, "expectation identity '%.60s': empty or with blanks", id);
+    int st = id ? id_check(id) : 0;
+    if (st)
+        return st;
     uint64_t s2;
     if (id_is_seq(id, &s2))
         id = NULL, seq = s2;
+    else if (id && id[0] == '@')
+        return chk__fail(SBT_EINVAL, "expectation identity '%.60s': @ needs a seq number", id);
     struct exp_dev *d;
-    int st = dev_get(e, device && *device ? device : "*", &d);
-    if (st)
+    if ((st = dev_get(e, device && *device ? device : "*", &d)))
         return st;
     struct exp_op *o = id ? id_find(d, id) : seq_find(d, seq);
     if (!o) {
@@ -199,13 +282,14 @@ int chk_expect_set(chk_expect *e, const char *device, const char *id, uint64_t s
     o->label = label;
     o->digest = digest ? *digest : (sbt_hash){0, 0};
     if (name) {
-        char *n = chk__strdup(name);
+        /* for people: kept up to EXP_MAX_NAME bytes (what is kept is what is read back) */
+        size_t len = strlen(name);
+        len = len > EXP_MAX_NAME ? EXP_MAX_NAME : len;
+        char *n = chk__malloc(len + 1);
         if (!n)
             return chk__fail(SBT_ENOMEM, "out of memory for expectations");
-        /* names are the free-form rest of the line: no newlines */
-        for (char *p = n; *p; p++)
-            if (*p == '\n' || *p == '\r')
-                *p = ' ';
+        memcpy(n, name, len);
+        n[len] = 0;
         free(o->name);
         o->name = n;
     }
@@ -289,7 +373,7 @@ int chk_expect_load(const char *path, chk_expect **out)
         return st;
     }
     char line[4096];
-    char device[1024] = "*";
+    char device[4096] = "*";
     uint64_t ln = 0;
     int version = 0;
     while (fgets(line, sizeof line, f)) {
@@ -322,6 +406,12 @@ int chk_expect_load(const char *path, chk_expect **out)
         }
         if (!strncmp(s, "device ", 7)) {
             snprintf(device, sizeof device, "%s", trim(s + 7));
+            unescape(device);
+            if (strlen(device) > EXP_MAX_DEVICE) {
+                st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": device name longer than %d bytes",
+                               path, ln, EXP_MAX_DEVICE);
+                goto fail;
+            }
             struct exp_dev *d;
             if ((st = dev_get(e, device, &d)))
                 goto fail;
@@ -394,7 +484,14 @@ int chk_expect_load(const char *path, chk_expect **out)
                            key);
             goto fail;
         }
-        const char *name = used ? trim(s + 3 + used) : "";
+        char *name = used ? trim(s + 3 + used) : "";
+        unescape(name);
+        if (id && id_check(id)) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", chk_errmsg());
+            st = chk__fail(SBT_ECORRUPT, "%s:%" PRIu64 ": %s", path, ln, why);
+            goto fail;
+        }
         if ((st = chk_expect_set(e, device, id, seq, label, &h, *name ? name : NULL)))
             goto fail;
     }
@@ -445,7 +542,8 @@ int chk_expect_save(const chk_expect *ce, const char *path)
             "# op IDENTITY DIGEST|- ok|flaky|skip SEQ|- [NAME]: ok = must match; flaky = varied\n"
             "# across repeated runs, not checked; skip = ignored (kept by --update-expect).\n"
             "# IDENTITY = s<stream>/<program:entry or kind>/<geometry or bytes>#<occurrence on\n"
-            "# the stream>, or @<seq>; SEQ and NAME are informational.\n");
+            "# the stream>, or @<seq>; SEQ and NAME are informational. In device and op names,\n"
+            "# %%XX is the byte XX (control characters, '%%', '#', blanks at either end).\n");
     for (uint32_t i = 0; i < e->n; i++) {
         struct exp_dev *d = &e->dev[i];
         struct exp_op **ord = chk__calloc(d->n + 1, sizeof *ord);
@@ -457,7 +555,9 @@ int chk_expect_save(const chk_expect *ce, const char *path)
         for (uint32_t k = 0; k < d->n; k++)
             ord[k] = &d->ops[k];
         qsort(ord, d->n, sizeof *ord, cmp_op_ptr);
-        fprintf(f, "\ndevice %s\n", d->device);
+        fputs("\ndevice ", f);
+        put_text(f, d->device);
+        fputc('\n', f);
         for (uint32_t k = 0; k < d->n; k++) {
             char hex[33];
             const struct exp_op *o = ord[k];
@@ -471,7 +571,11 @@ int chk_expect_save(const chk_expect *ce, const char *path)
                 fprintf(f, " %" PRIu64, o->seq);
             else
                 fputs(" -", f);
-            fprintf(f, "%s%s\n", o->name ? " " : "", o->name ? o->name : "");
+            if (o->name && *o->name) {
+                fputc(' ', f);
+                put_text(f, o->name);
+            }
+            fputc('\n', f);
         }
         free(ord);
     }
@@ -505,5 +609,48 @@ int chk_expect_replace(chk_expect *dst, chk_expect *src, const char *device)
     memset(s, 0, sizeof *s); /* src keeps an empty section */
     s->by_seq_sorted = 1;
     s->device = sname;
+    return 0;
+}
+
+int chk_expect_merge(chk_expect *dst, chk_expect *src, const char *device)
+{
+    const char *dn = device && *device ? device : "*";
+    struct exp_dev *d = dev_find(dst, dn), *s = dev_find(src, dn);
+    int st;
+    if (!s && (st = dev_get(src, dn, &s)))
+        return st;
+    /* dst's entries that no lookup found (ops outside what was checked) join src's section,
+     * where src has no entry of their own key */
+    for (uint32_t k = 0; d && k < d->n; k++) {
+        const struct exp_op *o = &d->ops[k];
+        if (o->used || (o->id ? id_find(s, o->id) : seq_find(s, o->seq)))
+            continue;
+        if ((st = chk_expect_set(src, dn, o->id, o->seq, o->label, &o->digest, o->name)))
+            return st;
+    }
+    return chk_expect_replace(dst, src, dn);
+}
+
+int chk_expect_section(const chk_expect *e, const char *device, uint64_t *n, char *why, size_t cap)
+{
+    const struct exp_dev *d = dev_find(e, device && *device ? device : "*");
+    if (!d)
+        d = dev_find(e, "*");
+    if (d) {
+        if (n)
+            *n = d->n;
+        return 1;
+    }
+    if (n)
+        *n = 0;
+    size_t pos = 0;
+    if (why && cap) {
+        why[0] = 0;
+        chk__putf(why, cap, &pos, "the expectations have no section for device '%s' (theirs: ",
+                  device && *device ? device : "*");
+        for (uint32_t i = 0; i < e->n; i++)
+            chk__putf(why, cap, &pos, "%s'%s'", i ? ", " : "", e->dev[i].device);
+        chk__putf(why, cap, &pos, "%s)", e->n ? "" : "none");
+    }
     return 0;
 }

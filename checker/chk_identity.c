@@ -1,8 +1,9 @@
 /*
  * checker/chk_identity.c — what an op is called and which ops count: its name for people, its
  * key and identity (chk.h "Op identity": stream, program and entry point or kind, geometry or
- * bytes, occurrence), its timing group (chk_group_name), and whether it is a device op (its
- * outputs can be digested) with a usable device time.
+ * bytes, occurrence), its timing group (chk_group_name: copies and fills by power-of-two size
+ * class), and whether it is a device op (its outputs can be digested) with a usable device
+ * time.
  *
  * Keys name programs by content (spirv:<hash>) and %XX-encode what identities keep out, so an
  * identity is one word of an expectations line and survives a re-capture.
@@ -111,8 +112,27 @@ const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, 
     return buf;
 }
 
+/* The power-of-two size class [2^k, 2^(k+1)) of n bytes as "4 KiB..<8 KiB" ("0 B" for 0): copies
+ * and fills are timed by class, so that the gate's family of tests (Holm) does not grow with
+ * every distinct size a program copies. */
+static const char *size_class(uint64_t n, char *buf, size_t cap)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (!n) {
+        snprintf(buf, cap, "0 B");
+        return buf;
+    }
+    unsigned k = 0;
+    while (k < 63 && n >> (k + 1))
+        k++;
+    snprintf(buf, cap, "%u %s..<%u %s", 1u << (k % 10), unit[k / 10], 1u << ((k + 1) % 10),
+             unit[(k + 1) / 10]);
+    return buf;
+}
+
 const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap)
 {
+    char sz[40];
     switch (op->kind) {
     case SBT_OP_KERNEL: {
         const char *entry, *prog;
@@ -132,11 +152,12 @@ const char *chk_group_name(const sbt_reader *r, const struct sbt_op *op, char *b
         return buf;
     }
     case SBT_OP_COPY:
-        snprintf(buf, cap, "[copy%s%s] %" PRIu64 " B", op->subkind && op->subkind < 5 ? " " : "",
-                 op->subkind < 5 ? copy_dir[op->subkind] : "", op_bytes(op));
+        snprintf(buf, cap, "[copy%s%s] %s", op->subkind && op->subkind < 5 ? " " : "",
+                 op->subkind < 5 ? copy_dir[op->subkind] : "",
+                 size_class(op_bytes(op), sz, sizeof sz));
         return buf;
     case SBT_OP_FILL:
-        snprintf(buf, cap, "[fill] %" PRIu64 " B", op_bytes(op));
+        snprintf(buf, cap, "[fill] %s", size_class(op_bytes(op), sz, sizeof sz));
         return buf;
     default:
         return NULL;

@@ -67,23 +67,46 @@ int chk__samples_add(struct chk_samples *s, double v, uint64_t *rng);
 /* The q-quantile (type 7) of the samples: sorts them; NAN when empty. */
 double chk__samples_quantile(struct chk_samples *s, double q);
 
+/* Blame (chk.h "Timing"): a group that launches of this group followed on their stream. */
+struct chk_tpred {
+    uint32_t group;        /* its index */
+    uint64_t n, n_overlap; /* launches in the runs after it; of those, begun before it ended */
+};
 struct chk_tgroup {
-    struct chk_samples *run; /* [n_runs]: this check's runs */
-    struct chk_samples ref;  /* the reference run being read */
-    double *ref_med;         /* per reference run with launches: its median */
-    uint32_t n_ref_med, cap_ref_med;
+    struct chk_samples *run;  /* [n_runs]: this check's runs */
+    struct chk_samples *excl; /* [n_runs]: the same launches' time after their predecessor */
+    struct chk_samples ref;   /* the reference run being read */
+    struct chk_samples ref_excl;
+    double *ref_med; /* per reference run with launches: its median */
+    double *ref_excl_med;
+    uint32_t n_ref_med, cap_ref_med, cap_ref_excl;
     uint64_t n_ref; /* reference launches */
+    struct chk_tpred *pred;
+    uint32_t n_pred, cap_pred;
+};
+/* Per run and stream, the timed op that ends last so far: what the next launch may overlap. */
+struct chk_tlast {
+    uint64_t end;   /* ns, its device end */
+    uint32_t group; /* its group + 1; 0: none yet */
 };
 struct chk_timing {
     struct chk_strmap names;
     struct chk_tgroup *g;
     uint32_t cap;
     uint32_t n_runs;
-    uint64_t rng;
+    uint64_t rng, rng_excl;
     double q; /* the per-run statistic: this quantile of a run's launches (0.5 = median) */
+    struct chk_tlast **last; /* [n_runs + 1][stream id]: the runs', then the reference's */
+    uint32_t *n_last;        /* [n_runs + 1]: stream ids each holds */
 };
 /* The group of name (created with n_runs reservoirs). */
 int chk__timing_group(struct chk_timing *t, const char *name, struct chk_tgroup **out);
+/* One launch of op (device times dev_begin..dev_end, duration ns) of group g (from
+ * chk__timing_group, not grown since) in run (0-based), or, run == t->n_runs, in the
+ * reference run being read; launches of a run come in seq order. Keeps its duration, its time
+ * after the op before it on its stream ended, and which group that op was. */
+int chk__timing_add(struct chk_timing *t, struct chk_tgroup *g, uint32_t run,
+                    const struct sbt_op *op, uint64_t ns);
 /* Ends one reference run: each group's reference launches become one value (quantile q). */
 int chk__timing_ref_done(struct chk_timing *t);
 void chk__timing_free(struct chk_timing *t);
@@ -114,6 +137,28 @@ void chk__idgen_free(struct chk_idgen *g);
 int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_t mode,
                       uint32_t n_runs);
 
+/* ---- the verdict: no pass without positive evidence (chk_verdict.c) ---------------------- */
+/* What a gate compared, as check and diff count it, for the one rule that turns it into a
+ * verdict. */
+struct chk_evidence {
+    int is_range;           /* the ops in scope are a range (for the reasons) */
+    uint64_t n_device_ops;  /* device ops in scope */
+    uint64_t n_compared;    /* ... whose outputs were compared (with a reference or across runs) */
+    uint32_t n_runs;        /* results compared with the reference (check: the runs; diff: B) */
+    uint32_t n_runs_used;   /* ... of which had some output compared */
+    const char *run_unused; /* the first of those that had none, for the reason */
+    const char *no_reference; /* a reference asked for that does not apply: why; NULL if none */
+    const char *how_to;       /* what would give digests to compare, for the reason */
+    /* "RESULT: run K: why" of the first result whose device or driver failed during the
+     * replay (its replay.device_failed), NULL if none: the reason a gate gives first */
+    const char *device_failed;
+};
+/* Sets rep->failed, rep->not_verified and rep->fail_reason (where it has none yet) from the
+ * findings counted in rep and the evidence: findings fail; without them, nothing compared,
+ * less compared than asked, or a reference that does not apply is NOT VERIFIED, which fails
+ * too; the rest passes. */
+void chk__verdict(struct chk_report *rep, const struct chk_evidence *ev);
+
 /* ---- findings (chk_findings.c) ----------------------------------------------------------- */
 struct chk_finding *chk__finding_add(struct chk_report *rep, uint32_t max, uint32_t cls);
 /* Counts an unverified device op and lists it (up to max). */
@@ -126,6 +171,12 @@ void chk__finding_op(struct chk_finding *f, const sbt_reader *r, const struct sb
 void chk__note_complete(struct chk_report *rep, const sbt_reader *r, const char *label);
 
 /* ---- check: the walk (chk_check.c) and one op's outputs (chk_check_outputs.c) ------------- */
+/* The bytes an op wrote, read once an op for the tolerance (a HOST_READ's blob, a dump file). */
+struct chk_bytes {
+    void *p;
+    size_t n;
+    int state; /* 0 not read yet, 1 read, -1 unavailable */
+};
 #define CHK_MAX_RUNS 1024 /* result traces one check compares */
 struct chk_runcur;        /* a cursor on a result trace, with its current op (chk_check.c) */
 /* One check: its inputs (borrowed), its options (each read once, by check_opts; those the
@@ -160,7 +211,13 @@ struct chk_check_ctx {
     uint64_t *dur;                          /* [n_runs] per op: device time, ns; UINT64_MAX none */
     uint8_t *run_used;                      /* [n_runs]: the run's digests were compared */
     int ref_compared;                       /* some digest was compared with a reference */
-    char name[160], gbuf[160], idbuf[512];  /* the current op's name, group, identity */
+    int *cls;                  /* [n_runs] per op: a run of each distinct digest, in run order */
+    struct chk_bytes *bytes;   /* [n_runs + 1] per op: their outputs' bytes, the reference's last */
+    sbt_cursor *idc;           /* on the whole capture, for identities when a range is read */
+    const struct sbt_op *idop; /* its current op, NULL at the end */
+    uint64_t n_exp_hits;       /* ops checked that an expectation applied to */
+    char no_ref[400];          /* the expectations do not apply: why */
+    char name[160], gbuf[160], idbuf[512]; /* the current op's name, group, identity */
 };
 
 /* What the walk learns about the current reference op. */
@@ -175,7 +232,10 @@ struct chk_check_op {
     uint32_t n_err;  /* ... and reported an error at it */
     int n_d;         /* runs with a digest (and no error) */
     int first;       /* the first of them, -1 none */
-    int varied;      /* the first whose digest differs from first's, -1 none */
+    int varied;      /* a run whose outputs differ from an earlier run's beyond the tolerance
+                      * (NONDETERMINISTIC or known-flaky), -1 none */
+    uint32_t n_cls;  /* distinct digests among the runs (c->cls) */
+    int tolerated;   /* some digests differed, within the tolerance */
     int cap_d;       /* the capture has a digest */
     int compared;    /* its digests were compared (with the reference or across runs) */
     int unv;         /* enum chk_unverified_why when it was not compared; -1 not known yet */

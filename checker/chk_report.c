@@ -44,6 +44,7 @@ int chk__report_alloc(struct chk_report **out, const struct chk_opts *o, uint32_
     rep->timing_quantile = CHK_OPT(o, timing_quantile, 0.5);
     rep->threshold = CHK_OPT(o, timing_threshold, 0.10);
     rep->confidence = CHK_OPT(o, confidence, 0.95);
+    rep->timing_required = CHK_OPT(o, require_timing, 0);
     rep->priv->max_ev = CHK_OPT(o, max_events, (uint64_t)2000000);
     *out = rep;
     return 0;
@@ -112,6 +113,14 @@ static void finding_line(FILE *f, const struct chk_finding *x)
     fputc('\n', f);
 }
 
+/* The gate's verdict as the text and Perfetto forms name it */
+static const char *gate_word(const struct chk_report *rep)
+{
+    static const char *const w[] = {"PASS", "FAIL", "NOT VERIFIED"};
+    uint32_t g = chk_report_gate(rep);
+    return g < 3 ? w[g] : "?";
+}
+
 static const char *tref_name(uint32_t t)
 {
     return t == CHK_TREF_BASELINE ? "baseline" : t == CHK_TREF_CAPTURE ? "capture" : "none";
@@ -142,13 +151,15 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                     "--baseline tests them over runs)\n",
                     rep->n_kernels);
     } else if (rep->timing_ref == CHK_TREF_NONE) {
-        if (rep->n_kernels)
-            fprintf(f,
-                    "  timing: not gated (no reference: --baseline RESULTS, or "
-                    "--timing-reference capture); medians over the runs' per-run %s:\n",
-                    qname);
+        fprintf(f, "  timing: NOT GATED - %s%s\n", rep->timing_why,
+                rep->n_kernels ? "; medians over the runs' per-run values:" : "");
     } else {
-        fprintf(f, "  timing: reference = %s (%u run%s)",
+        if (rep->timing_gate == CHK_TGATE_NOT_GATED)
+            fprintf(f, "  timing: NOT GATED - %s\n", rep->timing_why);
+        else
+            fprintf(f, "  timing: %s - %s\n",
+                    rep->timing_gate == CHK_TGATE_FAILED ? "FAILED" : "passed", rep->timing_why);
+        fprintf(f, "    reference = %s (%u run%s)",
                 rep->timing_ref == CHK_TREF_CAPTURE ? "the capture's timings" : "baseline results",
                 rep->n_ref_runs, rep->n_ref_runs == 1 ? "" : "s");
         if (rep->regime[0])
@@ -170,15 +181,17 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                 fprintf(f, "    WARNING: the machine was busier than for the reference: a "
                            "slowdown here may be the machine's, not the workload's\n");
         }
-        if (rep->threshold < 0)
-            fprintf(f, "    timing gate off (--timing-threshold off)\n");
-        else
+        if (rep->threshold >= 0 && rep->n_tests)
             fprintf(
                 f,
                 "    %u group%s tested: slower by more than %.1f%%? (one-sided Mann-Whitney U on "
-                "per-run %s, Holm over the tests at %.2f): %u regression%s\n",
+                "per-run %s, Holm over the tests at %.2f): %u regression%s",
                 rep->n_tests, rep->n_tests == 1 ? "" : "s", rep->threshold * 100, qname,
                 1 - rep->confidence, n_reg, n_reg == 1 ? "" : "s");
+        if (rep->threshold >= 0 && rep->n_tests && rep->n_downstream)
+            fprintf(f, ", %u downstream of one (not counted)", rep->n_downstream);
+        if (rep->threshold >= 0 && rep->n_tests)
+            fputc('\n', f);
         if (rep->n_confirm_runs) {
             uint32_t n_conf = 0, n_not = 0;
             for (uint32_t i = 0; i < rep->n_kernels; i++)
@@ -189,13 +202,6 @@ static void timing_text(const struct chk_report *rep, FILE *f)
                     "not persist)\n",
                     n_conf + n_not == 1 ? "" : "s", rep->n_confirm_runs, n_conf, n_not);
         }
-        if (rep->n_tests && rep->threshold >= 0 &&
-            rep->min_p >= (1 - rep->confidence) / rep->n_tests)
-            fprintf(f,
-                    "    WARNING: this gate cannot detect a slowdown: the smallest p-value %u "
-                    "runs against %u reference runs can give is %.3g, not below %.3g; keep more "
-                    "baseline results or run more replays\n",
-                    rep->n_runs, rep->n_ref_runs, rep->min_p, (1 - rep->confidence) / rep->n_tests);
     }
     for (uint32_t i = 0, shown = 0; i < rep->n_kernels && shown < 6; i++) {
         const struct chk_timing_row *k = &rep->kernels[i];
@@ -218,6 +224,11 @@ static void timing_text(const struct chk_report *rep, FILE *f)
         if (rep->mode == CHK_MODE_CHECK && rep->n_tests)
             fprintf(f, ", p_adj=%.3g", k->p_adj);
         fputs(")\n", f);
+        if (k->verdict == CHK_TIME_DOWNSTREAM)
+            fprintf(f,
+                    "                downstream of %s: its time after the op before it on the "
+                    "queue ended changed %s\n",
+                    k->downstream_of, fmt_pct(k->excl_effect, b4, sizeof b4));
     }
 }
 
@@ -225,12 +236,11 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
 {
     char tb[32];
     if (rep->mode == CHK_MODE_DIFF)
-        fprintf(f, "reprise diff: %s  %s vs %s (%" PRIu64 " ops)\n", rep->failed ? "FAIL" : "PASS",
-                rep->ref_name, rep->n_runs ? rep->run_names[0] : "?", rep->n_ref_ops);
+        fprintf(f, "reprise diff: %s  %s vs %s (%" PRIu64 " ops)\n", gate_word(rep), rep->ref_name,
+                rep->n_runs ? rep->run_names[0] : "?", rep->n_ref_ops);
     else
-        fprintf(f, "reprise check: %s  %s vs %u run%s (%" PRIu64 " ops)\n",
-                rep->failed ? "FAIL" : "PASS", rep->ref_name, rep->n_runs,
-                rep->n_runs == 1 ? "" : "s", rep->n_ref_ops);
+        fprintf(f, "reprise check: %s  %s vs %u run%s (%" PRIu64 " ops)\n", gate_word(rep),
+                rep->ref_name, rep->n_runs, rep->n_runs == 1 ? "" : "s", rep->n_ref_ops);
     if (rep->incomplete)
         fprintf(f, "  INCOMPLETE TRACE, compared anyway: %s\n", rep->incomplete_why);
     if (rep->fail_reason[0])
@@ -266,7 +276,7 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
     uint64_t n_out = 0; /* output findings: with any, "no difference" is not what happened */
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         n_out += c != CHK_TIMING ? rep->count[c] : 0;
-    if (rep->n_verified && rep->mode == CHK_MODE_CHECK && !n_out)
+    if (rep->n_verified && rep->mode == CHK_MODE_CHECK && !n_out && !rep->not_verified)
         fprintf(f,
                 "  a pass means: no output differed in %u run%s; so at %.0f%% confidence an op "
                 "differs in a given run with probability below %.3g (about 3/N)\n",
@@ -294,8 +304,16 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
                     sbt_hash_hex(x->got_digest, h2));
         if (x->note[0])
             fprintf(f, " - %s", x->note);
-        fprintf(f, "; its inputs matched (%" PRIu64 " root cause%s in all)\n", rep->n_roots,
-                rep->n_roots == 1 ? "" : "s");
+        if (rep->first_after != UINT64_MAX)
+            fprintf(f,
+                    "; NOT LOCATED: what it read came from ops whose outputs were not compared, "
+                    "so the root lies between op %" PRIu64 " and op %" PRIu64
+                    " (capture with --digests, or diff against a replay on the reference driver "
+                    "made with --verify op) (%" PRIu64 " divergence%s with no divergent input)\n",
+                    rep->first_after, x->seq, rep->n_roots, rep->n_roots == 1 ? "" : "s");
+        else
+            fprintf(f, "; its inputs matched (%" PRIu64 " root cause%s in all)\n", rep->n_roots,
+                    rep->n_roots == 1 ? "" : "s");
     }
     uint32_t shown = 0;
     for (uint32_t i = 0; i < rep->n_findings && shown < max_lines; i++) {
@@ -388,8 +406,9 @@ static void jsummary(FILE *f, const struct chk_summary *s)
 int chk_report_json(const struct chk_report *rep, FILE *f)
 {
     char tb[32];
-    fprintf(f, "{\"mode\":\"%s\",\"result\":\"%s\",\"reference\":",
-            rep->mode == CHK_MODE_DIFF ? "diff" : "check", rep->failed ? "fail" : "pass");
+    fprintf(f, "{\"mode\":\"%s\",\"result\":\"%s\",\"verdict\":\"%s\",\"reference\":",
+            rep->mode == CHK_MODE_DIFF ? "diff" : "check", rep->failed ? "fail" : "pass",
+            chk_gate_name(chk_report_gate(rep)));
     jstr(f, rep->ref_name);
     fputs(",\"fail_reason\":", f);
     jstr(f, rep->fail_reason);
@@ -419,7 +438,8 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         n_out += c != CHK_TIMING ? rep->count[c] : 0;
     fprintf(f, ",\"pass_means\":{\"holds\":%s,\"runs_compared\":%u,\"bound\":",
-            rep->n_verified && !n_out ? "true" : "false", rep->n_compared_runs);
+            rep->n_verified && !n_out && !rep->not_verified ? "true" : "false",
+            rep->n_compared_runs);
     jnum(f, rep->pass_bound);
     fputs(",\"confidence\":", f);
     jnum(f, rep->confidence);
@@ -438,6 +458,12 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         jfinding(f, &rep->first);
     else
         fputs("null", f);
+    /* where the root lies when the first divergence is not located: [after, first] */
+    if (rep->has_first && rep->first_after != UINT64_MAX)
+        fprintf(f, ",\"first_divergence_located\":false,\"root_between\":[%" PRIu64 ",%" PRIu64 "]",
+                rep->first_after, rep->first.seq);
+    else if (rep->has_first)
+        fputs(",\"first_divergence_located\":true", f);
     fputs(",\"findings\":[", f);
     for (uint32_t i = 0; i < rep->n_findings; i++) {
         fputs(i ? "," : "", f);
@@ -476,10 +502,14 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     fputs(",\"reference_cpu_wait_share\":", f);
     jnum(f, rep->ref_cpu_wait);
     fprintf(f, ",\"confirmation_runs\":%u", rep->n_confirm_runs);
-    fprintf(f, ",\"can_detect\":%s}",
+    fprintf(f, ",\"can_detect\":%s",
             rep->n_tests && rep->threshold >= 0 && rep->min_p < (1 - rep->confidence) / rep->n_tests
                 ? "true"
                 : "false");
+    fprintf(f, ",\"gate\":\"%s\",\"gate_reason\":", chk_timing_gate_name(rep->timing_gate));
+    jstr(f, rep->timing_why);
+    fprintf(f, ",\"required\":%s,\"runs_needed\":%u,\"downstream\":%u}",
+            rep->timing_required ? "true" : "false", rep->runs_needed, rep->n_downstream);
     fputs(",\"kernels\":[", f);
     for (uint32_t i = 0; i < rep->n_kernels; i++) {
         const struct chk_timing_row *k = &rep->kernels[i];
@@ -508,6 +538,15 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         jnum(f, k->p_faster);
         fputs(",\"p_faster_adj\":", f);
         jnum(f, k->p_faster_adj);
+        fputs(",\"excl_effect\":", f);
+        jnum(f, k->excl_effect);
+        fputs(",\"p_excl\":", f);
+        jnum(f, k->p_excl);
+        fprintf(f, ",\"overlapped\":%" PRIu64 ",\"downstream_of\":", k->n_overlap);
+        if (k->verdict == CHK_TIME_DOWNSTREAM)
+            jstr(f, k->downstream_of);
+        else
+            fputs("null", f);
         fprintf(f, ",\"confirmed\":%s}",
                 k->confirmed < 0 ? "null"
                 : k->confirmed   ? "true"
@@ -554,12 +593,19 @@ static void xstr(FILE *f, const char *s)
 
 int chk_report_junit(const struct chk_report *rep, FILE *f)
 {
-    int cov_fail = rep->n_verified == 0, cov_skip = !cov_fail && rep->n_unverified;
+    /* coverage fails where the gate has no evidence for a pass (chk_verdict.c) */
+    int cov_fail = rep->n_verified == 0 || rep->not_verified,
+        cov_skip = !cov_fail && rep->n_unverified;
     uint32_t n_cases = 1 + rep->n_runs + CHK__NCLASS + 1 + (rep->incomplete ? 1 : 0), n_fail = 0;
     for (uint32_t c = 0; c < CHK__NCLASS; c++)
         n_fail += rep->count[c] != 0;
     n_fail += (rep->failed ? 1 : 0) + cov_fail;
     uint32_t n_skip = (uint32_t)cov_skip + (rep->incomplete ? 1 : 0);
+    /* the timing testcase: a verdict only when the gate could fail, else skipped (or failed,
+     * when timing is required) with the reason */
+    int time_ng = rep->timing_gate == CHK_TGATE_NOT_GATED && !rep->count[CHK_TIMING];
+    n_fail += time_ng && rep->timing_required;
+    n_skip += time_ng && !rep->timing_required;
     const char *suite = rep->mode == CHK_MODE_DIFF ? "reprise.diff" : "reprise.check";
     char line[700];
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
@@ -571,7 +617,7 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
     struct {
         const char *k;
         char v[640];
-    } props[8];
+    } props[10];
     uint32_t np = 0;
     snprintf(props[np].v, sizeof props[np].v, "%s", rep->incomplete ? "no" : "yes");
     props[np++].k = "trace.complete";
@@ -591,6 +637,9 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
     snprintf(props[np].v, sizeof props[np].v, "%s (%u runs), %u tests, holm, min effect %g",
              tref_name(rep->timing_ref), rep->n_ref_runs, rep->n_tests, rep->threshold);
     props[np++].k = "timing.reference";
+    snprintf(props[np].v, sizeof props[np].v, "%s: %s", chk_timing_gate_name(rep->timing_gate),
+             rep->timing_why);
+    props[np++].k = "timing.gate";
     for (uint32_t i = 0; i < np; i++) {
         fprintf(f, "      <property name=\"%s\" value=\"", props[i].k);
         xstr(f, props[i].v);
@@ -604,19 +653,27 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
     if (rep->failed) {
         fputs("\n      <failure message=\"", f);
         char msg[400];
-        int n = snprintf(msg, sizeof msg, "gate failed:");
+        /* not verified: the reason says so; else what failed */
+        int nv = chk_report_gate(rep) == CHK_GATE_NOT_VERIFIED;
+        msg[0] = 0;
+        int n = nv ? 0 : snprintf(msg, sizeof msg, "gate failed:");
         for (uint32_t c = 0; c < CHK__NCLASS && n < (int)sizeof msg; c++)
             if (rep->count[c])
                 n += snprintf(msg + n, sizeof msg - (size_t)n, " %s %" PRIu64, chk_class_name(c),
                               rep->count[c]);
         if (rep->fail_reason[0] && n < (int)sizeof msg)
-            snprintf(msg + n, sizeof msg - (size_t)n, " %s", rep->fail_reason);
+            snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", n ? " " : "", rep->fail_reason);
         xstr(f, msg);
         fputs("\">", f);
         if (rep->has_first) {
-            snprintf(line, sizeof line, "first divergence: op %" PRIu64 " %s \"%s\": %s %s",
-                     rep->first.seq, sbt_op_kind_name(rep->first.op_kind), rep->first.name,
-                     chk_class_name(rep->first.cls), rep->first.note);
+            int n2 =
+                snprintf(line, sizeof line, "first divergence: op %" PRIu64 " %s \"%s\": %s %s",
+                         rep->first.seq, sbt_op_kind_name(rep->first.op_kind), rep->first.name,
+                         chk_class_name(rep->first.cls), rep->first.note);
+            if (rep->first_after != UINT64_MAX && n2 > 0 && n2 < (int)sizeof line)
+                snprintf(line + n2, sizeof line - (size_t)n2,
+                         "; not located: the root lies between op %" PRIu64 " and op %" PRIu64,
+                         rep->first_after, rep->first.seq);
             xstr(f, line);
         }
         fputs("</failure>\n    ", f);
@@ -639,6 +696,15 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
     }
     for (uint32_t c = 0; c < CHK__NCLASS; c++) {
         fprintf(f, "    <testcase classname=\"%s.ops\" name=\"%s\"", suite, chk_class_name(c));
+        if (c == CHK_TIMING && time_ng) {
+            fputs(rep->timing_required
+                      ? ">\n      <failure message=\"timing not gated (--require-timing): "
+                      : ">\n      <skipped message=\"timing not gated: ",
+                  f);
+            xstr(f, rep->timing_why);
+            fputs("\"/>\n    </testcase>\n", f);
+            continue;
+        }
         if (!rep->count[c]) {
             fputs("/>\n", f);
             continue;
@@ -659,17 +725,23 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
             shown++;
         }
         if (c == CHK_TIMING)
-            for (uint32_t k = 0; k < rep->n_kernels; k++)
-                if (rep->kernels[k].verdict == CHK_TIME_REGRESSION) {
-                    snprintf(line, sizeof line,
-                             "\"%s\": %+.1f%% (CI %+.1f%%..%+.1f%%), p_adj=%.3g over %u runs vs "
-                             "%u\n",
-                             rep->kernels[k].name, rep->kernels[k].effect * 100,
-                             rep->kernels[k].effect_lo * 100, rep->kernels[k].effect_hi * 100,
-                             rep->kernels[k].p_adj, rep->kernels[k].n_runs,
-                             rep->kernels[k].n_ref_runs);
-                    xstr(f, line);
-                }
+            for (uint32_t k = 0; k < rep->n_kernels; k++) {
+                const struct chk_timing_row *x = &rep->kernels[k];
+                if (x->verdict != CHK_TIME_REGRESSION && x->verdict != CHK_TIME_DOWNSTREAM)
+                    continue;
+                int n = snprintf(line, sizeof line,
+                                 "\"%s\": %+.1f%% (CI %+.1f%%..%+.1f%%), p_adj=%.3g over %u runs "
+                                 "vs %u",
+                                 x->name, x->effect * 100, x->effect_lo * 100, x->effect_hi * 100,
+                                 x->p_adj, x->n_runs, x->n_ref_runs);
+                if (x->verdict == CHK_TIME_DOWNSTREAM && n >= 0 && n < (int)sizeof line)
+                    snprintf(line + n, sizeof line - (size_t)n,
+                             "; downstream of \"%s\" (its time after that op ended: %+.1f%%): "
+                             "not counted",
+                             x->downstream_of, x->excl_effect * 100);
+                xstr(f, line);
+                fputc('\n', f);
+            }
         fputs("</failure>\n    </testcase>\n", f);
     }
     /* coverage: failed when nothing was compared; skipped (listing them) when ops were left

@@ -4,6 +4,12 @@
  * rules (chk.h) treat a kernel's writes as may-writes: what it left in its ranges can be what
  * made its digest differ, and an unverified kernel never clears taint.
  *
+ * A second set of ranges holds the bytes whose value no comparison vouched for: written by ops
+ * whose outputs were not compared (a capture without --digests digests only what the program
+ * read back), with the earliest such writer. A mismatching op that read some of them is the
+ * first divergence observed but not a located root: the report says the root lies between that
+ * writer and the op, instead of claiming that its inputs matched.
+ *
  * Why ranges and not the scheduler's RAW edges: the graph leaves out hazards between ops of the
  * same stream (stream order implies them), but a root cause is about data: "did any byte this op
  * read come from a mismatched op?". The ranges answer that for every producer, same stream or
@@ -23,11 +29,18 @@ struct seq_idx {
     uint32_t idx;
 };
 
+/* Bytes of one resource that no comparison vouched for, and the earliest op that wrote them. */
+struct unk {
+    struct sbt_iset set;
+    uint64_t first;
+};
+
 struct roots {
     const struct chk_status *st;
     struct chk_report *rep;
     sbt_reader *r;
     struct sbt_map sets;    /* resource -> its tainted ranges (struct sbt_iset *) */
+    struct sbt_map unks;    /* resource -> struct unk * */
     struct seq_idx *by_seq; /* listed findings sorted by seq (EXTRA left out) */
     uint32_t n_by_seq;
     int err;
@@ -45,6 +58,21 @@ static struct sbt_iset *set_get(struct roots *R, uint64_t res, int create)
         return NULL;
     }
     return s;
+}
+
+/* The unvouched bytes of res (created when create), or NULL (R->err set when out of memory). */
+static struct unk *unk_get(struct roots *R, uint64_t res, int create)
+{
+    struct unk *u = sbt_map_getp(&R->unks, res);
+    if (u || !create)
+        return u;
+    if (!(u = chk__calloc(1, sizeof *u)) || sbt_map_putp(&R->unks, res, u)) {
+        free(u);
+        R->err = chk__fail(SBT_ENOMEM, "out of memory for unverified ranges");
+        return NULL;
+    }
+    u->first = UINT64_MAX;
+    return u;
 }
 
 /* index into by_seq of the first listed finding of seq, or n_by_seq */
@@ -70,12 +98,18 @@ static int node(void *ctx, struct sched_node *n)
      * held, and its digest covers them too */
     int may = op->kind == SBT_OP_KERNEL;
     int in = 0, in_w = 0;
-    for (uint32_t i = 0; i < op->n_access && !in; i++) {
+    uint64_t unk_first = UINT64_MAX; /* the earliest writer of unvouched bytes it read */
+    for (uint32_t i = 0; i < op->n_access; i++) {
         const struct sbt_access *a = &op->access[i];
         if (!a->len)
             continue;
         int rd = (a->mode & SBT_ACCESS_READ) != 0, wr = may && (a->mode & SBT_ACCESS_WRITE);
         if (!rd && !wr)
+            continue;
+        struct unk *u = unk_get(R, a->resource, 0);
+        if (u && u->first < unk_first && sbt_iset_overlaps(&u->set, a->offset, a->offset + a->len))
+            unk_first = u->first;
+        if (in)
             continue;
         struct sbt_iset *s = set_get(R, a->resource, 0);
         if (!s || !sbt_iset_overlaps(s, a->offset, a->offset + a->len))
@@ -122,7 +156,29 @@ static int node(void *ctx, struct sched_node *n)
                          "not in the listed findings (raise max_findings for details)");
             }
             rep->first.is_root = 1;
+            /* what it read was never compared: the root may lie before it */
+            rep->first_after = unk_first;
         }
+    }
+    /* what it does to the unvouched bytes: compared outputs vouch for theirs; outputs not
+     * compared are unvouched from this op on (or from the writer of what it read) */
+    int vouched = st == CHK_ST_MATCHED || st == CHK_ST_MISMATCH || st == CHK_ST_FLAKY;
+    uint64_t from = op->seq < unk_first ? op->seq : unk_first;
+    for (uint32_t i = 0; i < op->n_access; i++) {
+        const struct sbt_access *a = &op->access[i];
+        if (!(a->mode & SBT_ACCESS_WRITE) || !a->len)
+            continue;
+        struct unk *u = unk_get(R, a->resource, !vouched);
+        if (R->err)
+            return R->err;
+        if (!u)
+            continue;
+        int e = vouched ? sbt_iset_sub(&u->set, a->offset, a->offset + a->len)
+                        : sbt_iset_add(&u->set, a->offset, a->offset + a->len);
+        if (e)
+            return chk__fail_sbt(e);
+        if (!vouched && from < u->first)
+            u->first = from;
     }
     for (uint32_t i = 0; i < op->n_access; i++) {
         const struct sbt_access *a = &op->access[i];
@@ -156,6 +212,7 @@ int chk__roots(sbt_reader *ref, const struct chk_status *st, struct chk_report *
     if (!st->n_mismatch)
         return 0;
     struct roots R = {.st = st, .rep = rep, .r = ref};
+    rep->first_after = UINT64_MAX;
     R.by_seq = chk__calloc(rep->n_findings + 1, sizeof *R.by_seq);
     if (!R.by_seq)
         return chk__fail(SBT_ENOMEM, "out of memory for the first-divergence pass");
@@ -173,6 +230,12 @@ int chk__roots(sbt_reader *ref, const struct chk_status *st, struct chk_report *
         free(s);
     }
     sbt_map_free(&R.sets);
+    struct unk *u;
+    for (uint64_t pos = 0; (u = sbt_map_nextp(&R.unks, &pos));) {
+        sbt_iset_free(&u->set);
+        free(u);
+    }
+    sbt_map_free(&R.unks);
     free(R.by_seq);
     return rc < 0 ? rc : 0;
 }

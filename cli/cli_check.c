@@ -26,11 +26,17 @@ static const char check_help[] =
     "       reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
     "Checks that replays of TRACE agree with each other and with the capture (every device op's\n"
     "output digest) and, against a baseline of earlier replays, that no kernel got slower.\n"
-    "Exit 0 pass, 1 fail, 2 usage, 3 bad input (incomplete trace, graph errors, regimes that\n"
-    "differ), 4 no device, 5 internal error.\n\n"
-    "  --runs N              replays to run here (default 3), each with per-op verification\n"
+    "Exit 0 pass; 1 fail or not verified, and a device or driver that fails while the gate\n"
+    "replays (device lost, a failing call, a pipeline it does not compile: a replay-error\n"
+    "finding in every report, the failure named first); 2 usage; 3 bad input (incomplete\n"
+    "trace, graph errors, regimes that differ); 4 no device or driver to start with; 5\n"
+    "internal error.\n\n"
+    "  --runs N              replays to run here, each with per-op verification\n"
     "                        (replay --verify op) into DIR/runK.sbt; with a tolerance other\n"
-    "                        than bitwise, each also dumps its outputs into DIR/runK.dump\n"
+    "                        than bitwise, each also dumps its outputs into DIR/runK.dump.\n"
+    "                        Default 3; against a --baseline, the fewest runs with which its\n"
+    "                        timing gate can fail (see Timing), up to as many as the\n"
+    "                        baseline has results (at most 32)\n"
     "  --keep DIR            directory for those results (created if need be; kept). Default:\n"
     "                        a new reprise-check-XXXXXX in $TMPDIR or /tmp, also kept and named\n"
     "                        on stderr\n"
@@ -49,6 +55,9 @@ static const char check_help[] =
     "  --timing-threshold P% minimum effect: a kernel group regresses only when the runs show,\n"
     "                        significantly, that it is slower by more than this (default 10%);\n"
     "                        'off': no timing gate\n"
+    "  --require-timing      a timing verdict that is not gated (no baseline, too few runs or\n"
+    "                        reference runs to reach significance) fails the check (exit 1);\n"
+    "                        by default it is reported as not gated, and a JUnit skip\n"
     "  --no-confirm          fail on timing regressions at once; by default, regressions found\n"
     "                        in replays made here are tested again on these runs plus as many\n"
     "                        fresh ones (DIR/confirmK.sbt), and only those found again fail\n"
@@ -71,27 +80,41 @@ static const char check_help[] =
     "                        files <seq>.bin replay writes), for --tolerance\n"
     "  --time-range A:B      compare the ops overlapping [A, B) (relative to the trace start)\n"
     "  --ops A:B             compare ops with seq in [A, B)\n"
-    "  --expect FILE         expected digests per device and op identity, labels ok|flaky|skip\n"
-    "  --update-expect       write FILE from these runs (ops whose digest varied: flaky)\n"
+    "  --expect FILE         expected digests per device and op identity, labels ok|flaky|skip;\n"
+    "                        the section of the device the runs ran on (or 'device *') applies,\n"
+    "                        and a file without one leaves the check not verified\n"
+    "  --update-expect       write FILE from these runs (ops whose digest varied: flaky) into\n"
+    "                        the section of their device; with a range, only the range's\n"
+    "                        entries change\n"
     "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
     "  --perfetto F          a diff trace of the capture vs the first result\n"
     "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
     "  -q, --quiet           no summary\n\n"
     "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
-    "capture or the expectation differs), missing / extra op, replay-error. Device ops with no\n"
-    "digest to compare are listed as unverified, not passed; a check that compared none fails.\n"
+    "capture or the expectation differs), missing / extra op, replay-error. Under a tolerance\n"
+    "every result's outputs are compared with every other's and with the capture's, so the\n"
+    "verdict does not depend on their order. Device ops with no digest to compare are listed\n"
+    "as unverified, not passed. A pass needs evidence: a check that compared no device op,\n"
+    "that compared none of some result's outputs, or whose expectations do not apply (no\n"
+    "section for the device the runs ran on, or none of its entries met an op checked) is NOT\n"
+    "VERIFIED, with the reason in every report, and fails (exit 1).\n"
     "A pass over N runs bounds the chance that an op differs in a run below 1 - (1 - C)^(1/N)\n"
     "(about 3/N). The first divergence is the earliest op, in dependency order, whose outputs\n"
     "mismatch while no byte it read (or, for a kernel, left in place) came from a mismatch.\n\n"
-    "Timing. Kernels are grouped by (program, entry point, geometry), copies and fills by size.\n"
-    "Each run gives one value per group, the median of its launches: runs, not launches, are\n"
-    "the samples. Per group, a one-sided Mann-Whitney U test that the runs are slower than the\n"
-    "reference runs by more than the threshold, p-values adjusted by Holm's method over all\n"
-    "groups of the gate: a change that slows no group by more than the threshold fails the\n"
-    "gate with probability at most 1 - C. A regression is confirmed on these runs plus as many\n"
-    "fresh ones before it fails the gate (--no-confirm). Each group's effect (Hodges-Lehmann\n"
-    "ratio) comes with its confidence interval. The report says how long the runs waited for a\n"
-    "CPU, and when the run counts are too small for any p-value to get below the bar.\n";
+    "Timing. Kernels are grouped by (program, entry point, geometry), copies and fills by\n"
+    "direction and power-of-two size class (4 KiB..<8 KiB). Each run gives one value per\n"
+    "group, the median of its launches: runs, not launches, are the samples. Per group, a\n"
+    "one-sided Mann-Whitney U test that the runs are slower than the reference runs by more\n"
+    "than the threshold, p-values adjusted by Holm's method over all groups of the gate: a\n"
+    "change that slows no group by more than the threshold fails the gate with probability at\n"
+    "most 1 - C. A regression is confirmed on these runs plus as many fresh ones before it\n"
+    "fails the gate (--no-confirm). Each group's effect (Hodges-Lehmann ratio) comes with its\n"
+    "confidence interval. The timing verdict is passed or failed only when the runs and the\n"
+    "reference could reach significance; otherwise it is NOT GATED (text, JSON gate, a JUnit\n"
+    "skip), saying why and how many runs this reference needs. A group slower only because\n"
+    "the op before it on its queue regressed (its time after that op ended did not change, and\n"
+    "its begin timestamps fell inside that op) is named downstream of it, not counted. The\n"
+    "report says how long the runs waited for a CPU.\n";
 
 static FILE *open_out(const char *path)
 {
@@ -227,6 +250,55 @@ static int run_batch(sbt_reader *cap, const char *path, const struct cli_range *
     return CLI_OK;
 }
 
+/* The most replays `check` runs by itself to give a timing gate power (--runs sets more). */
+#define AUTO_RUNS_MAX 32
+
+/* --runs not given, against a baseline: the fewest runs with which its timing gate can fail
+ * (chk_timing_runs_needed over the groups the first baseline result times), at least 3, and
+ * no more than the baseline has results (nor AUTO_RUNS_MAX). A baseline is the weaker side of
+ * the comparison: made in one sitting, it holds the machine as it was then, and more runs
+ * against a few results find how the machine has drifted since (bench/RESULTS.md, "Timing
+ * gate": 6 runs against 3 results failed 3 of 20 unchanged gates). When that is not enough,
+ * 3, and the report says the gate is not gated and what it needs. */
+static int auto_runs(sbt_reader *cap, sbt_reader *const *base, uint32_t n_base,
+                     const struct cli_range *cr, double confidence, int quiet, uint64_t *runs)
+{
+    struct sbt_range range;
+    cli_range_resolve(cr, cap, &range);
+    uint32_t n_groups = 0;
+    if (chk_timing_groups(cap, base[0], cr->has_time || cr->has_ops || cr->stream ? &range : NULL,
+                          &n_groups) < 0) {
+        cli_err("check", "--baseline: %s", chk_errmsg());
+        return CLI_BADINPUT;
+    }
+    uint32_t need = chk_timing_runs_needed(n_base, n_groups, confidence > 0 ? confidence : 0.95);
+    uint32_t most = n_base < AUTO_RUNS_MAX ? n_base : AUTO_RUNS_MAX;
+    if (!n_groups || (need && need <= *runs))
+        return CLI_OK;
+    if (need && need <= most) {
+        *runs = need;
+        if (!quiet)
+            fprintf(stderr,
+                    "reprise: check: %u replays, the fewest with which a timing gate of %u "
+                    "group%s against %u baseline result%s can fail (--runs N sets another "
+                    "number)\n",
+                    need, n_groups, n_groups == 1 ? "" : "s", n_base, n_base == 1 ? "" : "s");
+        return CLI_OK;
+    }
+    if (!quiet) {
+        char nb[32];
+        snprintf(nb, sizeof nb, need ? "%u" : "more than %u", need ? need : CHK_RUNS_NEEDED_MAX);
+        fprintf(stderr,
+                "reprise: check: a timing gate of %u group%s against %u baseline result%s needs "
+                "%s replays, and check runs by itself no more than the baseline has results "
+                "(at most %d): running %" PRIu64 ", so timing will not be gated. Keep more "
+                "baseline results (10 or more), or --runs N\n",
+                n_groups, n_groups == 1 ? "" : "s", n_base, n_base == 1 ? "" : "s", nb,
+                AUTO_RUNS_MAX, *runs);
+    }
+    return CLI_OK;
+}
+
 int cli_check(int argc, char **argv)
 {
     static const struct option lo[] = {{"results", required_argument, 0, 'R'},
@@ -251,6 +323,7 @@ int cli_check(int argc, char **argv)
                                        {"allow-regime-change", no_argument, 0, 'G'},
                                        {"timing-quantile", required_argument, 0, 'Q'},
                                        {"no-confirm", no_argument, 0, 'N'},
+                                       {"require-timing", no_argument, 0, 'W'},
                                        {"quiet", no_argument, 0, 'q'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -303,6 +376,9 @@ int cli_check(int argc, char **argv)
             break;
         case 'N':
             confirm = 0;
+            break;
+        case 'W':
+            o.require_timing = 1;
             break;
         case 'G':
             o.allow_regime_change = 1;
@@ -379,6 +455,9 @@ int cli_check(int argc, char **argv)
         return cli_usage("check", "--results replaces --runs and --keep (replays run here)");
     if (keep && strlen(keep) > 4000)
         return cli_usage("check", "--keep: path longer than 4000 bytes");
+    if (o.require_timing && o.timing_threshold < 0)
+        return cli_usage("check", "--require-timing asks for a timing verdict, and "
+                                  "--timing-threshold off turns the timing gate off");
     if (tref_given && o.timing_ref == CHK_TREF_BASELINE && !n_base_args)
         return cli_usage("check", "--timing-reference baseline needs --baseline RESULTS");
     if (tref_given && o.timing_ref != CHK_TREF_BASELINE && n_base_args)
@@ -447,6 +526,9 @@ int cli_check(int argc, char **argv)
                 rc = CLI_BADINPUT;
             }
     }
+    if (rc == CLI_OK && !n_results && !runs_given && n_base && o.timing_threshold >= 0 &&
+        o.timing_ref != CHK_TREF_NONE && o.timing_ref != CHK_TREF_CAPTURE)
+        rc = auto_runs(cap, base, n_base, &cr, o.confidence, quiet, &runs);
     if (rc == CLI_OK && !n_results) {
         /* N replays with per-op verification, each into its own result file (kept: they are
          * what diff and export read next). A tolerance compares bytes, so then each run also
@@ -574,8 +656,15 @@ int cli_check(int argc, char **argv)
     if ((rc = cli_check_outputs("check", rep, json, junit, pf, cap, rs[0])) != CLI_OK)
         goto done;
     if (upd) {
-        /* this device's section is replaced; other devices' sections are kept */
-        st = exp ? chk_expect_replace(exp, upd, rep->device) : 0;
+        /* this device's section is replaced (on a range: its entries of the range only, the
+         * others kept); other devices' sections are kept */
+        int ranged = cr.has_time || cr.has_ops || cr.stream;
+        if (!exp)
+            st = 0;
+        else if (ranged)
+            st = chk_expect_merge(exp, upd, rep->device);
+        else
+            st = chk_expect_replace(exp, upd, rep->device);
         if (st == 0)
             st = chk_expect_save(exp ? exp : upd, expect_path);
         if (st < 0) {
@@ -584,8 +673,9 @@ int cli_check(int argc, char **argv)
             goto done;
         }
         if (!quiet)
-            printf("  expectations: %" PRIu64 " ops of device '%s' written to %s\n",
-                   chk_expect_count(exp ? exp : upd, rep->device), rep->device, expect_path);
+            printf("  expectations: %" PRIu64 " ops of device '%s' written to %s%s\n",
+                   chk_expect_count(exp ? exp : upd, rep->device), rep->device, expect_path,
+                   ranged ? " (the range's entries updated, the others kept)" : "");
     }
     rc = rep->failed && !update ? CLI_FAIL : CLI_OK;
 done:

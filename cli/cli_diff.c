@@ -1,7 +1,8 @@
 /*
  * cli/cli_diff.c — `reprise diff A B`: two captures or replays aligned op by op (robust to
  * inserted and removed ops; the rule is in checker/chk.h), with output and timing differences,
- * reports and a Perfetto diff trace. Exit 0 when they agree, 1 when they differ, 3 bad input.
+ * reports and a Perfetto diff trace. Exit 0 when they agree, 1 when they differ or nothing could be
+ * compared (not verified), 3 bad input.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@ static const char diff_help[] =
     "usage: reprise diff A B [--perfetto F] [--json F] [--junit F] [options]\n\n"
     "Aligns the ops of B with those of A (the reference) and reports output mismatches\n"
     "(digests), ops missing from B or extra in B, replay errors, and timing differences.\n"
-    "Exit 0 when they agree, 1 when they differ, 2 usage, 3 bad input, 5 internal error.\n\n"
+    "Exit 0 when they agree, 1 when they differ, nothing could be compared (not verified), or\n"
+    "either side's replay had an error or a device that failed (replay.device_failed), 2\n"
+    "usage, 3 bad input, 5 internal error.\n\n"
     "Alignment: per stream (by stream id), a shortest edit script (Myers' O(ND) diff) over op\n"
     "keys: (kind, direction, program and entry point, geometry, bytes), names compared by\n"
     "content. Matching ops at the heads are taken at once; where the streams differ, the edit\n"
@@ -33,9 +36,11 @@ static const char diff_help[] =
     "  --max-findings N      findings and unverified ops listed (default 1000)\n"
     "  -q, --quiet           no summary\n\n"
     "Outputs: the report says how many device ops had their digests compared on both sides out\n"
-    "of how many; the others are listed as unverified (diff does not fail on them: it compares\n"
-    "what it is given, timings included). An incomplete trace is compared and every report says\n"
-    "so.\n\n"
+    "of how many; the others are listed as unverified. Where no device op could be compared\n"
+    "(neither side, or only one, has digests: capture with --digests, replay with --verify op)\n"
+    "the diff is NOT VERIFIED and exits 1: agreement needs evidence. An error recorded at an op\n"
+    "on either side is a replay-error finding. An incomplete trace is compared and every report\n"
+    "says so.\n\n"
     "Timing: per kernel group (program, entry point, geometry) the median of A's launches\n"
     "against B's. With one run a side nothing can be tested (runs, not launches, are the\n"
     "samples): the effects are shown, never failed on; `reprise check --baseline` gates them.\n";

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ struct top {
     uint32_t rd, wr;  /* resource read / written, 0 = none */
     uint64_t digest;
     const char *error;
-    uint32_t geom; /* grid x */
+    uint32_t geom; /* grid x; bytes of a copy or fill (0: 256) */
 };
 
 static const char *const knames[] = {"", "produce", "consume", "finish", "other", "k<&>\"'\x01"};
@@ -89,10 +90,10 @@ static void write_trace(const char *path, const struct top *ops, size_t n)
             op.grid[0] = t->geom ? t->geom : 1, op.grid[1] = op.grid[2] = 1;
             op.block[0] = 64, op.block[1] = op.block[2] = 1;
         }
-        if (op.kind == SBT_OP_COPY) {
-            op.subkind = SBT_COPY_D2D;
+        if (op.kind == SBT_OP_COPY || op.kind == SBT_OP_FILL) {
+            op.subkind = op.kind == SBT_OP_COPY ? SBT_COPY_D2D : 0;
             op.flags |= SBT_OPF_BYTES;
-            op.bytes = 256;
+            op.bytes = t->geom ? t->geom : 256; /* geom: the byte count of a copy or fill */
         }
         if (t->dur) {
             op.flags |= SBT_OPF_DEV_TIME;
@@ -255,6 +256,41 @@ Test(classify, match_stops_the_taint)
     struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
     cr_expect(eq(u64, rep->n_roots, 2));
     cr_expect(eq(u64, rep->first.seq, 0));
+    chk_report_free(rep);
+}
+
+/* A divergence whose inputs came from ops no comparison vouched for is not a located root: the
+ * report says between which ops the root lies, never "its inputs matched" (a capture without
+ * --digests has digests only where the program read back). */
+Test(classify, a_divergence_after_unverified_writers_is_not_located)
+{
+    const struct top cap[] = CHAIN(0, 0, 30, 40); /* produce and consume: no digest */
+    const struct top run[] = CHAIN(11, 12, 31, 40);
+    const struct top *runs[] = {run};
+    const size_t n[] = {4};
+    struct chk_report *rep = check_n(cap, 4, runs, n, 1, NULL);
+    cr_assert(rep->has_first);
+    cr_expect(eq(u64, rep->first.seq, 3));
+    cr_expect(eq(u64, rep->first_after, 0), "the root lies between op 0 (the first writer of what "
+                                            "op 3 read that nothing compared) and op 3");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    chk_report_text(rep, f, 10);
+    fclose(f);
+    cr_expect(strstr(text, "NOT LOCATED") && strstr(text, "between op 0 and op 3") &&
+                  !strstr(text, "its inputs matched"),
+              "%s", text);
+    free(text);
+    chk_report_free(rep);
+    /* every input compared: located */
+    const struct top cap2[] = CHAIN(10, 20, 30, 40);
+    const struct top run2[] = CHAIN(10, 20, 31, 40);
+    const struct top *runs2[] = {run2};
+    rep = check_n(cap2, 4, runs2, n, 1, NULL);
+    cr_assert(rep->has_first);
+    cr_expect(eq(u64, rep->first.seq, 3));
+    cr_expect(eq(u64, rep->first_after, UINT64_MAX));
     chk_report_free(rep);
 }
 
@@ -1511,6 +1547,384 @@ Test(reports, incompleteness_and_coverage_in_every_form)
 }
 
 /* ========================================================================================== */
+/* Timing: the gate's verdict, size classes, blame (uses the report readers above)           */
+/* ========================================================================================== */
+
+/* Writes a report in its three forms and reads them back (text, JSON, JUnit). */
+static void timing_forms(const struct chk_report *rep, char **txt, char **json, char **xml)
+{
+    const char *nm[3] = {"t.txt", "t.json", "t.xml"};
+    for (int k = 0; k < 3; k++) {
+        FILE *f = fopen(pathf(nm[k]), "w");
+        cr_assert(f != NULL);
+        int st = k == 0   ? chk_report_text(rep, f, 10)
+                 : k == 1 ? chk_report_json(rep, f)
+                          : chk_report_junit(rep, f);
+        cr_assert(eq(int, st, 0));
+        fclose(f);
+    }
+    size_t len;
+    *txt = slurp(pathf("t.txt"), &len);
+    *json = slurp(pathf("t.json"), &len);
+    struct js j = {*json, *json + len};
+    cr_expect(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    *xml = slurp(pathf("t.xml"), &len);
+    int n_tc, n_fail;
+    cr_expect(eq(int, xml_ok(*xml, &n_tc, &n_fail), 0), "%s", *xml);
+}
+
+/* The JUnit testcase of the timing gate: its text up to </testcase> or its self-closing end. */
+static const char *timing_case(const char *xml, char *buf, size_t cap)
+{
+    const char *p = strstr(xml, "name=\"timing-regression\"");
+    cr_assert(p != NULL, "%s", xml);
+    const char *e = strstr(p, "/>");
+    const char *c = strstr(p, "</testcase>");
+    if (p[strlen("name=\"timing-regression\"")] != '/' && c)
+        e = c;
+    size_t n = (size_t)(e - p) < cap - 1 ? (size_t)(e - p) : cap - 1;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return buf;
+}
+
+Test(timing, too_few_runs_are_not_gated_never_passed)
+{
+    /* the README's defaults: 3 runs against a 3-run baseline. consume twice as slow; no
+     * p-value of 3 runs against 3 can get below 0.05 / 3 groups (1 / C(6, 3) = 0.05) */
+    sbt_reader *runs[3], *base[3];
+    for (int i = 0; i < 3; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "b%d.sbt", i);
+        synth_run(nm, 777000 + (uint64_t)i, 1.0);
+        base[i] = open_r(pathf(nm));
+        snprintf(nm, sizeof nm, "r%d.sbt", i);
+        synth_run(nm, 500 + (uint64_t)i, 2.0);
+        runs[i] = open_r(pathf(nm));
+    }
+    for (int req = 0; req < 2; req++) {
+        struct chk_report *rep;
+        cr_assert(eq(int,
+                     chk_check(base[0], runs, 3, base, 3, &CHK_OPTS(.require_timing = req), &rep),
+                     0),
+                  "%s", chk_errmsg());
+        cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_NOT_GATED));
+        cr_expect(eq(u32, rep->n_tests, 3));
+        cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
+        cr_expect(eq(u32, rep->runs_needed, 8), "2 x 3 / C(8 + 3, 3) < 0.05 <= 2 x 3 / C(10, 3)");
+        cr_expect(strstr(rep->timing_why, "3 runs against 3 reference runs") != NULL, "%s",
+                  rep->timing_why);
+        cr_expect(strstr(rep->timing_why, "needs --runs 8") != NULL, "%s", rep->timing_why);
+        cr_expect(eq(int, rep->failed, req), "outputs agree: fails only when timing is required");
+        int slower = 0;
+        for (uint32_t i = 0; i < rep->n_kernels; i++)
+            if (!strncmp(rep->kernels[i].name, "consume", 7))
+                slower = rep->kernels[i].verdict == CHK_TIME_SLOWER;
+        cr_expect(slower, "the doubling is shown, as slower");
+        char *txt, *json, *xml, tc[2048];
+        timing_forms(rep, &txt, &json, &xml);
+        cr_expect(strstr(txt, "timing: NOT GATED") != NULL, "%s", txt);
+        cr_expect(strstr(txt, "needs --runs 8") != NULL, "%s", txt);
+        cr_expect(strstr(json, "\"gate\":\"not-gated\"") != NULL, "%s", json);
+        cr_expect(strstr(json, "\"runs_needed\":8") != NULL, "%s", json);
+        cr_expect(strstr(json, req ? "\"required\":true" : "\"required\":false") != NULL, "%s",
+                  json);
+        timing_case(xml, tc, sizeof tc);
+        if (req) {
+            cr_expect(strstr(tc, "<failure message=\"timing not gated (--require-timing): 3 "
+                                 "runs against 3") != NULL,
+                      "%s", tc);
+            cr_expect(strstr(txt, "FAIL: timing not gated (--require-timing)") != NULL, "%s", txt);
+            cr_expect(strstr(json, "\"result\":\"fail\"") != NULL);
+        } else {
+            cr_expect(strstr(tc, "<skipped message=\"timing not gated: 3 runs against 3") != NULL,
+                      "%s", tc);
+            cr_expect(strstr(tc, "<failure") == NULL, "%s", tc);
+            cr_expect(strstr(json, "\"result\":\"pass\"") != NULL);
+        }
+        free(txt), free(json), free(xml);
+        chk_report_free(rep);
+    }
+    for (int i = 0; i < 3; i++)
+        sbt_reader_close(runs[i]), sbt_reader_close(base[i]);
+}
+
+Test(timing, a_gate_says_passed_or_failed_only_when_it_could_fail)
+{
+    synth_baseline();
+    /* 5 runs against 10: gated (1 / C(15, 5) x 3 groups is far below 0.05) */
+    struct chk_report *rep = synth_gate(7, 1.0, NULL);
+    cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_PASSED), "%s", rep->timing_why);
+    cr_expect(eq(u32, rep->runs_needed, chk_timing_runs_needed(10, 3, 0.95)));
+    char *txt, *json, *xml, tc[2048];
+    timing_forms(rep, &txt, &json, &xml);
+    cr_expect(strstr(json, "\"gate\":\"passed\"") != NULL, "%s", json);
+    timing_case(xml, tc, sizeof tc);
+    cr_expect(strstr(tc, "<skipped") == NULL && strstr(tc, "<failure") == NULL, "%s", tc);
+    free(txt), free(json), free(xml);
+    chk_report_free(rep);
+    rep = synth_gate(7, 1.4, NULL);
+    cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_FAILED));
+    chk_report_free(rep);
+    /* the gate off, no reference, diff: never a pass, each with its reason */
+    rep = synth_gate(7, 1.4, &CHK_OPTS(.timing_threshold = -1, .require_timing = 1));
+    cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_NOT_GATED));
+    cr_expect(strstr(rep->timing_why, "--timing-threshold off") != NULL, "%s", rep->timing_why);
+    cr_expect(eq(int, rep->failed, 1));
+    chk_report_free(rep);
+    sbt_reader *b0 = open_r(pathf("b0.sbt")), *b1 = open_r(pathf("b1.sbt"));
+    cr_assert(eq(int, chk_check(b0, &b1, 1, NULL, 0, NULL, &rep), 0));
+    cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_NOT_GATED));
+    cr_expect(strstr(rep->timing_why, "no timing reference") != NULL, "%s", rep->timing_why);
+    cr_expect(eq(int, rep->failed, 0));
+    timing_forms(rep, &txt, &json, &xml);
+    timing_case(xml, tc, sizeof tc);
+    cr_expect(strstr(tc, "<skipped message=\"timing not gated: no timing reference") != NULL, "%s",
+              tc);
+    free(txt), free(json), free(xml);
+    chk_report_free(rep);
+    cr_assert(eq(int, chk_diff(b0, b1, NULL, &rep), 0));
+    cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_NOT_GATED));
+    cr_expect(strstr(rep->timing_why, "one run a side") != NULL, "%s", rep->timing_why);
+    chk_report_free(rep);
+    sbt_reader_close(b0);
+    sbt_reader_close(b1);
+}
+
+Test(timing, runs_needed_by_hand)
+{
+    /* the fewest n with 2 x tests / C(n + ref, n) < 0.05 */
+    cr_expect(eq(u32, chk_timing_runs_needed(3, 3, 0.95), 8));   /* 6/165; 6/120 is not below */
+    cr_expect(eq(u32, chk_timing_runs_needed(10, 2, 0.95), 3));  /* 4/286; 4/66 */
+    cr_expect(eq(u32, chk_timing_runs_needed(20, 2, 0.95), 2));  /* 4/231; 4/21 */
+    cr_expect(eq(u32, chk_timing_runs_needed(1, 2, 0.95), 80));  /* 4/81; 4/80 */
+    cr_expect(eq(u32, chk_timing_runs_needed(3, 56, 0.95), 22)); /* 112/2300; 112/2024 */
+    cr_expect(eq(u32, chk_timing_runs_needed(10, 2, 0.99), 4));  /* 4/1001; 4/286 */
+    cr_expect(eq(u32, chk_timing_runs_needed(0, 2, 0.95), 0), "no reference");
+    cr_expect(eq(u32, chk_timing_runs_needed(3, 0, 0.95), 0), "nothing to test");
+    cr_expect(eq(u32, chk_timing_runs_needed(1, 1000, 0.95), 0), "beyond CHK_RUNS_NEEDED_MAX");
+}
+
+Test(timing, copies_and_fills_are_grouped_by_size_class)
+{
+    /* 120 copies of 120 distinct sizes from 1 KiB to 1 MiB, and fills of 100, 120 and 129
+     * bytes: one group per power-of-two class [2^k, 2^(k+1)), not one per size */
+    struct top t[123];
+    uint32_t n_in[32] = {0};
+    for (uint32_t i = 0; i < 120; i++) {
+        uint32_t sz = (uint32_t)llround(1024.0 * pow(1024.0, i / 119.0)); /* geometric */
+        t[i] = (struct top){SBT_OP_COPY, 0, 0, 0, 1000 + i, 0, 0, 100 + i, NULL, sz};
+        uint32_t k = 0;
+        while (sz >> (k + 1))
+            k++;
+        n_in[k]++;
+    }
+    const uint32_t fill_sz[3] = {100, 120, 129};
+    for (uint32_t i = 0; i < 3; i++)
+        t[120 + i] = (struct top){SBT_OP_FILL, 0, 0, 0, 500, 0, 0, 300 + i, NULL, fill_sz[i]};
+    uint32_t n_classes = 0;
+    for (int k = 0; k < 32; k++)
+        n_classes += n_in[k] != 0;
+    cr_assert(eq(u32, n_classes, 11), "2^10 .. 2^20");
+    struct chk_report *rep =
+        check_n(t, 123, (const struct top *[]){t}, (const size_t[]){123}, 1, NULL);
+    cr_expect(eq(u32, rep->n_kernels, n_classes + 2));
+    static const struct {
+        const char *name;
+        uint64_t n;
+    } want[] = {
+        {"[copy d2d] 1 KiB..<2 KiB", 0}, {"[copy d2d] 512 KiB..<1 MiB", 0},
+        {"[copy d2d] 1 MiB..<2 MiB", 1}, {"[fill] 64 B..<128 B", 2},
+        {"[fill] 128 B..<256 B", 1},
+    };
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        uint64_t n = w == 0 ? n_in[10] : w == 1 ? n_in[19] : want[w].n;
+        int seen = 0;
+        for (uint32_t i = 0; i < rep->n_kernels; i++)
+            if (!strcmp(rep->kernels[i].name, want[w].name)) {
+                seen = 1;
+                cr_expect(eq(u64, rep->kernels[i].n_run, n), "%s", want[w].name);
+            }
+        cr_expect(seen, "no group %s", want[w].name);
+    }
+    chk_report_free(rep);
+}
+
+/* Blame. A queue's timestamps as a GPU writes them: each op runs when the one before it has
+ * ended, but its begin timestamp (TOP_OF_PIPE) is written while the last `drain` of the one
+ * before is still running, so its measured time holds that tail. produce (200 us), consume
+ * (100 us), finish (50 us), 40 each, on one stream; noise as synth_run. slow_p: factor on
+ * produce's own work; own_c: on consume's own work. */
+static void blame_run(const char *name, uint64_t seed, double slow_p, double own_c, double drain)
+{
+    static struct top t[120];
+    uint64_t s = seed;
+    double load = exp(0.04 * rng_normal(&s)), kf[3];
+    for (int k = 0; k < 3; k++)
+        kf[k] = exp(0.02 * rng_normal(&s));
+    static const double base[3] = {200000, 100000, 50000};
+    uint64_t end = 1000000, prev = 0; /* ns: the previous op's end and its own duration */
+    for (int i = 0; i < 120; i++) {
+        int k = i % 3;
+        double d = base[k] * load * kf[k] * exp(0.10 * rng_normal(&s));
+        if (rng_next(&s) % 100 < 3)
+            d *= 3;
+        d *= k == 0 ? slow_p : k == 1 ? own_c : 1.0;
+        uint64_t own = (uint64_t)llround(d), begin = end - (uint64_t)llround(drain * (double)prev);
+        t[i] = (struct top){
+            SBT_OP_KERNEL, 0, 1 + (uint32_t)k, begin, end + own - begin, 0, 0, 1000 + (uint64_t)i,
+            NULL,          0};
+        end += own;
+        prev = own;
+        if (k == 2)
+            end += 5000; /* the host between iterations */
+    }
+    write_trace(pathf(name), t, 120);
+}
+
+/* 5 runs against a 10-run baseline (seeds 888000..), of blame_run. */
+static struct chk_report *blame_gate(uint64_t seed, double slow_p, double own_c, double drain)
+{
+    sbt_reader *runs[5], *base[10];
+    for (int i = 0; i < 10; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "bb%d.sbt", i);
+        if (seed == 1)
+            blame_run(nm, 888000 + (uint64_t)i, 1.0, 1.0, drain);
+        base[i] = open_r(pathf(nm));
+    }
+    for (int i = 0; i < 5; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "br%d.sbt", i);
+        blame_run(nm, seed * 100 + (uint64_t)i, slow_p, own_c, drain);
+        runs[i] = open_r(pathf(nm));
+    }
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_check(base[0], runs, 5, base, 10, NULL, &rep), 0), "%s", chk_errmsg());
+    for (int i = 0; i < 5; i++)
+        sbt_reader_close(runs[i]);
+    for (int i = 0; i < 10; i++)
+        sbt_reader_close(base[i]);
+    return rep;
+}
+
+static const struct chk_timing_row *row_of(const struct chk_report *rep, const char *prefix)
+{
+    for (uint32_t i = 0; i < rep->n_kernels; i++)
+        if (!strncmp(rep->kernels[i].name, prefix, strlen(prefix)))
+            return &rep->kernels[i];
+    cr_assert(0, "no group %s", prefix);
+    return NULL;
+}
+
+/* Every DOWNSTREAM row names a group of the report that regressed (or is downstream itself),
+ * and a report with one has a regression that fails the gate: blame never passes a gate. */
+static void blame_invariants(const struct chk_report *rep)
+{
+    uint32_t n_down = 0, n_reg = 0;
+    for (uint32_t i = 0; i < rep->n_kernels; i++) {
+        const struct chk_timing_row *k = &rep->kernels[i];
+        n_reg += k->verdict == CHK_TIME_REGRESSION;
+        if (k->verdict != CHK_TIME_DOWNSTREAM)
+            continue;
+        n_down++;
+        const struct chk_timing_row *p = row_of(rep, k->downstream_of);
+        cr_expect(p->verdict == CHK_TIME_REGRESSION || p->verdict == CHK_TIME_DOWNSTREAM, "%s",
+                  k->downstream_of);
+        cr_expect(k->n_overlap > 0);
+    }
+    cr_expect(eq(u32, rep->n_downstream, n_down));
+    cr_expect(eq(u64, rep->count[CHK_TIMING], n_reg));
+    if (n_down)
+        cr_expect(n_reg >= 1 && rep->failed);
+}
+
+Test(timing, a_neighbours_drain_is_downstream_not_a_regression)
+{
+    /* produce twice as slow; consume's measured time holds 15% of produce's: +25% measured
+     * (130 -> 160 us), none of it its own */
+    uint32_t named = 0, down = 0, consume_counted = 0;
+    for (uint64_t g = 1; g <= 10; g++) {
+        struct chk_report *rep = blame_gate(g, 2.0, 1.0, 0.15);
+        blame_invariants(rep);
+        const struct chk_timing_row *p = row_of(rep, "produce"), *c = row_of(rep, "consume");
+        named += p->verdict == CHK_TIME_REGRESSION;
+        cr_expect(c->effect > 0.15, "consume measured +%.1f%%", c->effect * 100);
+        cr_expect(fabs(c->excl_effect) < 0.1, "its own time: %+.1f%%", c->excl_effect * 100);
+        if (c->verdict == CHK_TIME_DOWNSTREAM) {
+            down++;
+            cr_expect(strncmp(c->downstream_of, "produce", 7) == 0, "%s", c->downstream_of);
+        }
+        consume_counted += c->verdict == CHK_TIME_REGRESSION;
+        cr_expect(eq(u64, rep->count[CHK_TIMING], 1), "gate %" PRIu64 ": only produce counts", g);
+        if (g == 1) {
+            char *txt, *json, *xml, tc[4096];
+            timing_forms(rep, &txt, &json, &xml);
+            cr_expect(strstr(txt, "downstream  consume") != NULL, "%s", txt);
+            cr_expect(strstr(txt, "downstream of produce") != NULL, "%s", txt);
+            cr_expect(strstr(json, "\"verdict\":\"downstream\"") != NULL, "%s", json);
+            cr_expect(strstr(json, "\"downstream_of\":\"produce") != NULL, "%s", json);
+            timing_case(xml, tc, sizeof tc);
+            cr_expect(strstr(tc, "<failure message=\"1 groups") != NULL, "%s", tc);
+            cr_expect(strstr(tc, "&quot;consume") != NULL && strstr(tc, "downstream of") != NULL,
+                      "%s", tc);
+            free(txt), free(json), free(xml);
+            /* confirmed on a second batch: the same blame */
+            struct chk_report *again = blame_gate(50, 2.0, 1.0, 0.15);
+            cr_assert(eq(int, chk_confirm_timing(rep, again), 0));
+            blame_invariants(rep);
+            cr_expect(eq(u32, row_of(rep, "produce")->verdict, CHK_TIME_REGRESSION));
+            cr_expect(eq(int, row_of(rep, "produce")->confirmed, 1));
+            cr_expect(eq(u32, row_of(rep, "consume")->verdict, CHK_TIME_DOWNSTREAM));
+            cr_expect(eq(u64, rep->count[CHK_TIMING], 1));
+            chk_report_free(again);
+        }
+        chk_report_free(rep);
+    }
+    cr_expect(eq(u32, named, 10), "produce named in %u of 10 gates", named);
+    cr_expect(eq(u32, consume_counted, 0), "consume counted as a regression in %u of 10 gates",
+              consume_counted);
+    cr_expect(down >= 8, "consume downstream in %u of 10 gates", down);
+}
+
+Test(timing, a_neighbour_that_slowed_on_its_own_stays_a_regression)
+{
+    /* consume 50% slower on its own, with the drain: its own time regressed, it is named */
+    uint32_t both = 0;
+    for (uint64_t g = 1; g <= 10; g++) {
+        struct chk_report *rep = blame_gate(g, 2.0, 1.5, 0.15);
+        blame_invariants(rep);
+        both += row_of(rep, "produce")->verdict == CHK_TIME_REGRESSION &&
+                row_of(rep, "consume")->verdict == CHK_TIME_REGRESSION;
+        /* finish holds 15% of consume's time: downstream of consume when it shows */
+        const struct chk_timing_row *f = row_of(rep, "finish");
+        if (f->verdict == CHK_TIME_DOWNSTREAM)
+            cr_expect(strncmp(f->downstream_of, "consume", 7) == 0, "%s", f->downstream_of);
+        cr_expect(ne(u32, row_of(rep, "consume")->verdict, CHK_TIME_DOWNSTREAM));
+        chk_report_free(rep);
+    }
+    cr_expect(both >= 9, "both named in %u of 10", both);
+    /* no drain in the timestamps (no overlap): nothing explains consume's slowdown away */
+    both = 0;
+    for (uint64_t g = 1; g <= 10; g++) {
+        struct chk_report *rep = blame_gate(g, 2.0, 1.3, 0.0);
+        blame_invariants(rep);
+        cr_expect(eq(u64, row_of(rep, "consume")->n_overlap, 0));
+        both += row_of(rep, "consume")->verdict == CHK_TIME_REGRESSION;
+        cr_expect(eq(u32, rep->n_downstream, 0));
+        chk_report_free(rep);
+    }
+    cr_expect(both >= 9, "consume named in %u of 10", both);
+    /* nothing changed, drain or not: no false failure */
+    for (uint64_t g = 1; g <= 10; g++) {
+        struct chk_report *rep = blame_gate(g, 1.0, 1.0, 0.15);
+        cr_expect(eq(u64, rep->count[CHK_TIMING], 0));
+        cr_expect(eq(u32, rep->n_downstream, 0));
+        chk_report_free(rep);
+    }
+}
+
+/* ========================================================================================== */
 /* The Perfetto diff                                                                          */
 /* ========================================================================================== */
 
@@ -1848,6 +2262,413 @@ Test(cli, nothing_verified_and_regimes_and_baselines)
 }
 
 /* ========================================================================================== */
+/* Verdicts fail closed: no pass without positive evidence                                    */
+/* ========================================================================================== */
+
+/* Each gate fails, or says it verified nothing, where it lacks the evidence for a pass: every
+ * run compared under a tolerance whatever their order, expectations that keep their identities
+ * on a range and are updated only there, a device section that does not apply, a diff that
+ * compared nothing or saw an error on either side, expectation files that survive their own
+ * round trip. */
+
+TestSuite(closed, .init = mkdir_tmp, .fini = rm_tmp);
+
+/* A dump directory (what replay --dump writes) holding one f32 as the outputs of op seq; its
+ * path into out. */
+static void dump_f32(const char *name, uint64_t seq, float v, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", pathf(name));
+    char p[256];
+    mkdir(out, 0777);
+    snprintf(p, sizeof p, "%s/%" PRIu64 ".bin", out, seq);
+    FILE *f = fopen(p, "wb");
+    cr_assert(f != NULL);
+    cr_assert(eq(sz, fwrite(&v, sizeof v, 1, f), 1));
+    fclose(f);
+}
+
+/* One kernel (seq 0) with the capture's digest cap_d and dumped value cap_v, and n runs: run k
+ * is input order[k], with digest d[] and dumped value v[]. Checked under tol. */
+static struct chk_report *tol_check(uint64_t cap_d, float cap_v, const uint64_t *d, const float *v,
+                                    const int *order, uint32_t n, const char *tol)
+{
+    static char dn[5][128];
+    static struct top rt[4][1];
+    const struct top cap[] = {{SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, cap_d, NULL, 0}};
+    const struct top *runs[4];
+    const char *dumps[4];
+    size_t nr[4];
+    dump_f32("ref.dump", 0, cap_v, dn[4], sizeof dn[4]);
+    for (uint32_t k = 0; k < n; k++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "run%u.dump", k);
+        dump_f32(nm, 0, v[order[k]], dn[k], sizeof dn[k]);
+        dumps[k] = dn[k];
+        rt[k][0] = cap[0];
+        rt[k][0].digest = d[order[k]];
+        runs[k] = rt[k];
+        nr[k] = 1;
+    }
+    struct chk_opts o = CHK_OPTS(.ref_dump = dn[4], .run_dumps = dumps);
+    cr_assert(eq(int, chk_tolerance_parse(tol, &o.tol), 0));
+    return check_n(cap, 1, runs, nr, n, &o);
+}
+
+static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+
+Test(closed, every_run_is_compared_under_a_tolerance_whatever_the_order)
+{
+    /* runs 1.0, 1.25 (within abs:0.5 of each other and of the capture's 1.0) and 1e9 */
+    const uint64_t d[] = {1, 2, 3};
+    const float v[] = {1.0f, 1.25f, 1e9f};
+    for (int p = 0; p < 6; p++) {
+        struct chk_report *rep = tol_check(1, 1.0f, d, v, perms[p], 3, "abs:0.5");
+        cr_expect(eq(int, rep->failed, 1), "order %d%d%d passed", perms[p][0], perms[p][1],
+                  perms[p][2]);
+        cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC], 1), "order %d%d%d", perms[p][0],
+                  perms[p][1], perms[p][2]);
+        cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+        chk_report_free(rep);
+    }
+    /* the runs agree within the tolerance (0.4, 0.4, 0.8); the third is beyond it from the
+     * capture's 0.0: divergent, whatever the order */
+    const uint64_t d2[] = {1, 1, 3};
+    const float v2[] = {0.4f, 0.4f, 0.8f};
+    for (int p = 0; p < 6; p++) {
+        struct chk_report *rep = tol_check(9, 0.0f, d2, v2, perms[p], 3, "abs:0.5");
+        cr_expect(eq(int, rep->failed, 1), "order %d%d%d passed", perms[p][0], perms[p][1],
+                  perms[p][2]);
+        cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 1), "order %d%d%d", perms[p][0], perms[p][1],
+                  perms[p][2]);
+        cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC], 0));
+        chk_report_free(rep);
+    }
+    /* every run within the tolerance of every other and of the capture: a pass in any order */
+    const float v3[] = {0.1f, 0.2f, 0.3f};
+    for (int p = 0; p < 6; p++) {
+        struct chk_report *rep = tol_check(9, 0.0f, d, v3, perms[p], 3, "abs:0.5");
+        cr_expect(eq(int, rep->failed, 0), "order %d%d%d: %s", perms[p][0], perms[p][1],
+                  perms[p][2], rep->fail_reason);
+        cr_expect(eq(u64, rep->n_verified, 1));
+        cr_expect(eq(u64, rep->n_matched, 1));
+        chk_report_free(rep);
+    }
+}
+
+Test(closed, a_range_keeps_the_identities_of_the_whole_trace)
+{
+    /* expectations of the whole trace (rounds of produce, consume, finish), checked on a range
+     * that starts in round 2: occurrences count from the trace's first op, so each expectation
+     * lands on its own op. The capture carries no digests: the expectations are the reference. */
+    static struct top a[40], a_nodig[40], a7[40];
+    size_t na = pipeline(a, 10, -1, 0);
+    memcpy(a_nodig, a, sizeof a);
+    for (size_t i = 0; i < na; i++)
+        a_nodig[i].digest = 0;
+    chk_expect *upd;
+    cr_assert(eq(int, chk_expect_create(&upd), 0));
+    struct chk_report *rep = check_n(a, na, (const struct top *[]){a, a}, (size_t[]){na, na}, 2,
+                                     &CHK_OPTS(.expect_update = upd));
+    chk_report_free(rep);
+    struct sbt_range r = {.has_seq = 1, .seq_begin = 6, .seq_end = 15};
+    rep = check_n(a_nodig, na, (const struct top *[]){a, a}, (size_t[]){na, na}, 2,
+                  &CHK_OPTS(.expect = upd, .range = &r));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u64, rep->n_matched, 9));
+    chk_report_free(rep);
+    /* a run whose op 7 differs is caught against that op's own expectation, and only there */
+    memcpy(a7, a, sizeof a);
+    a7[7].digest = 999;
+    rep = check_n(a_nodig, na, (const struct top *[]){a7, a7}, (size_t[]){na, na}, 2,
+                  &CHK_OPTS(.expect = upd, .range = &r));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 1));
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(rep->n_findings >= 1 && rep->findings[0].seq == 7);
+    chk_report_free(rep);
+    chk_expect_free(upd);
+}
+
+/* Lines of a and b that differ (both with the same number of lines), else -1. */
+static int lines_differ(const char *a, const char *b)
+{
+    int n = 0;
+    while (*a && *b) {
+        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+        n += la != lb || memcmp(a, b, la);
+        a += la + (ea != NULL), b += lb + (eb != NULL);
+    }
+    return *a || *b ? -1 : n;
+}
+
+static int count_str(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p++)
+        n++;
+    return n;
+}
+
+Test(closed, update_expect_on_a_range_keeps_the_rest_of_the_file)
+{
+    static struct top a[40];
+    size_t na = pipeline(a, 10, -1, 0);
+    write_trace(pathf("c.sbt"), a, na);
+    write_trace(pathf("r.sbt"), a, na);
+    a[7].digest = 999;
+    write_trace(pathf("r7.sbt"), a, na);
+    char cmd[1024], out[8192], e[128];
+    snprintf(e, sizeof e, "%s", pathf("e.txt"));
+    snprintf(cmd, sizeof cmd, "check %s --results %s %s --expect %s --update-expect",
+             pathf("c.sbt"), pathf("r.sbt"), pathf("r.sbt"), e);
+    cr_assert(eq(int, run_out(cmd, out, sizeof out), 0), "%s", out);
+    size_t len;
+    char *whole = slurp(e, &len);
+    cr_expect(eq(int, count_str(whole, "\nop "), (int)na), "%s", whole);
+    /* the same runs on a range: the file stays as it was */
+    snprintf(cmd, sizeof cmd, "check %s --results %s %s --expect %s --update-expect --ops 6:15",
+             pathf("c.sbt"), pathf("r.sbt"), pathf("r.sbt"), e);
+    cr_expect(eq(int, run_out(cmd, out, sizeof out), 0), "%s", out);
+    char *after = slurp(e, &len);
+    cr_expect(eq(str, after, whole));
+    /* runs whose op 7 computes something else, on that range: that line alone changes */
+    snprintf(cmd, sizeof cmd, "check %s --results %s %s --expect %s --update-expect --ops 6:15",
+             pathf("c.sbt"), pathf("r7.sbt"), pathf("r7.sbt"), e);
+    cr_expect(eq(int, run_out(cmd, out, sizeof out), 0), "%s", out);
+    char *after7 = slurp(e, &len);
+    cr_expect(eq(int, count_str(after7, "\nop "), (int)na), "%s", after7);
+    cr_expect(eq(int, lines_differ(whole, after7), 1), "%s", after7);
+    cr_expect(strstr(after7, "000000000000123400000000000003e7 ok 7 ") != NULL, "%s", after7);
+    /* the whole trace checked against the file: op 7 is divergent, nothing else */
+    snprintf(cmd, sizeof cmd, "check %s --results %s %s --expect %s --json %s", pathf("c.sbt"),
+             pathf("r.sbt"), pathf("r.sbt"), e, pathf("j.json"));
+    cr_expect(eq(int, run_out(cmd, out, sizeof out), 1), "%s", out);
+    char *js = slurp(pathf("j.json"), &len);
+    cr_expect(strstr(js, "\"nondeterministic\":0,\"divergent\":1,\"missing\":0") != NULL, "%s", js);
+    free(whole), free(after), free(after7), free(js);
+}
+
+/* Identities of CHAIN's ops (stream ids start at 1; the kernels have no program: "?"). */
+static const char *const chain_ids[] = {
+    "s1/%3F:produce/g1x1x1.b64x1x1#0",
+    "s1/%3F:consume/g1x1x1.b64x1x1#0",
+    "s2/%3F:other/g1x1x1.b64x1x1#0",
+    "s1/%3F:finish/g1x1x1.b64x1x1#0",
+};
+
+Test(closed, expectations_of_another_device_are_not_applied_and_say_so)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    const uint64_t dig[] = {10, 20, 40, 30};
+    const sbt_hash wrong = {7, 7};
+    chk_expect *e;
+    cr_assert(eq(int, chk_expect_create(&e), 0));
+    for (uint32_t k = 0; k < 4; k++)
+        cr_assert(eq(
+            int, chk_expect_set(e, "other gpu", chain_ids[k], k, CHK_LABEL_OK, &wrong, NULL), 0));
+    /* the runs ran on lavapipe: the file has no section for it; nothing it expects applies */
+    struct chk_report *rep = check_n(cap, 4, (const struct top *[]){cap, cap},
+                                     (const size_t[]){4, 4}, 2, &CHK_OPTS(.expect = e));
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(strstr(rep->fail_reason, "no section for device 'lavapipe'") != NULL, "%s",
+              rep->fail_reason);
+    char *txt, *json, *xml;
+    report_forms(rep, &txt, &json, &xml);
+    cr_expect(strstr(txt, "reprise check: NOT VERIFIED") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "no section for device 'lavapipe'") != NULL, "%s", txt);
+    cr_expect(strstr(json, "\"verdict\":\"not-verified\"") != NULL, "%s", json);
+    cr_expect(strstr(json, "no section for device 'lavapipe'") != NULL, "%s", json);
+    cr_expect(strstr(xml, "not verified") != NULL, "%s", xml);
+    cr_expect(strstr(xml, "no section for device &apos;lavapipe&apos;") != NULL, "%s", xml);
+    free(txt), free(json), free(xml);
+    chk_report_free(rep);
+    /* with a section for lavapipe it applies: every op differs from what it expects */
+    for (uint32_t k = 0; k < 4; k++)
+        cr_assert(
+            eq(int, chk_expect_set(e, "lavapipe", chain_ids[k], k, CHK_LABEL_OK, &wrong, NULL), 0));
+    rep = check_n(cap, 4, (const struct top *[]){cap, cap}, (const size_t[]){4, 4}, 2,
+                  &CHK_OPTS(.expect = e));
+    cr_expect(eq(u64, rep->count[CHK_DIVERGENT], 4));
+    cr_expect(eq(int, rep->failed, 1));
+    chk_report_free(rep);
+    chk_expect_free(e);
+    /* a section for any device ("*") applies on every device */
+    cr_assert(eq(int, chk_expect_create(&e), 0));
+    for (uint32_t k = 0; k < 4; k++) {
+        sbt_hash h = {dig[k], 0x1234};
+        cr_assert(eq(int, chk_expect_set(e, "*", chain_ids[k], k, CHK_LABEL_OK, &h, NULL), 0));
+    }
+    rep = check_n(cap, 4, (const struct top *[]){cap, cap}, (const size_t[]){4, 4}, 2,
+                  &CHK_OPTS(.expect = e));
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u64, rep->n_matched, 4));
+    chk_report_free(rep);
+    chk_expect_free(e);
+}
+
+Test(closed, expectations_are_kept_per_replay_device)
+{
+    /* the runs ran on "gpu B" (replay.device); the device table they carry is the capture's */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    tx_meta[0][0] = "replay.device", tx_meta[0][1] = "gpu B";
+    chk_expect *upd;
+    cr_assert(eq(int, chk_expect_create(&upd), 0));
+    struct chk_report *rep = check_n(cap, 4, (const struct top *[]){cap, cap},
+                                     (const size_t[]){4, 4}, 2, &CHK_OPTS(.expect_update = upd));
+    cr_expect(eq(str, rep->device, "gpu B"));
+    cr_expect(eq(u64, chk_expect_count(upd, "gpu B"), 4));
+    cr_expect(eq(u64, chk_expect_count(upd, "lavapipe"), 0));
+    chk_report_free(rep);
+    rep = check_n(cap, 4, (const struct top *[]){cap, cap}, (const size_t[]){4, 4}, 2,
+                  &CHK_OPTS(.expect = upd));
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    chk_report_free(rep);
+    /* runs on gpu C: that section does not apply to them */
+    tx_meta[0][1] = "gpu C";
+    rep = check_n(cap, 4, (const struct top *[]){cap, cap}, (const size_t[]){4, 4}, 2,
+                  &CHK_OPTS(.expect = upd));
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(strstr(rep->fail_reason, "no section for device 'gpu C'") != NULL, "%s",
+              rep->fail_reason);
+    chk_report_free(rep);
+    chk_expect_free(upd);
+}
+
+Test(closed, diff_that_compared_nothing_is_not_verified_and_errors_count_on_either_side)
+{
+    const struct top none[] = CHAIN(0, 0, 0, 0);
+    struct chk_report *rep = diff_of(none, 4, none, 4, 16);
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->n_verified, 0));
+    cr_expect(strstr(rep->fail_reason, "nothing was verified") != NULL, "%s", rep->fail_reason);
+    char *txt, *json, *xml;
+    report_forms(rep, &txt, &json, &xml);
+    cr_expect(strstr(txt, "reprise diff: NOT VERIFIED") != NULL, "%s", txt);
+    cr_expect(strstr(json, "\"verdict\":\"not-verified\"") != NULL, "%s", json);
+    cr_expect(strstr(xml, "nothing was verified") != NULL, "%s", xml);
+    free(txt), free(json), free(xml);
+    chk_report_free(rep);
+    /* an error on side A (the reference) is a finding, as one on side B is */
+    struct top ea[] = CHAIN(10, 20, 30, 40);
+    ea[1].error = "VK_ERROR_DEVICE_LOST";
+    const struct top ok[] = CHAIN(10, 20, 30, 40);
+    rep = diff_of(ea, 4, ok, 4, 16);
+    cr_expect(eq(u64, rep->count[CHK_REPLAY_ERROR], 1));
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(rep->n_findings == 1 && strstr(rep->findings[0].note, "DEVICE_LOST") != NULL);
+    chk_report_free(rep);
+    rep = diff_of(ok, 4, ea, 4, 16);
+    cr_expect(eq(u64, rep->count[CHK_REPLAY_ERROR], 1));
+    cr_expect(eq(int, rep->failed, 1));
+    chk_report_free(rep);
+    /* digests on both sides, no error: a pass */
+    rep = diff_of(ok, 4, ok, 4, 16);
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u64, rep->n_verified, 4));
+    chk_report_free(rep);
+}
+
+Test(closed, expectation_files_survive_their_own_round_trip)
+{
+    /* devices and names holding what a line cannot hold as it is: carriage returns, a newline,
+     * '#' after a blank (a comment), '%', blanks at the ends, control characters */
+    static const char dev[] = "gpu\r\n# x %41 ";
+    chk_expect *e;
+    cr_assert(eq(int, chk_expect_create(&e), 0));
+    sbt_hash d = {1, 2};
+    cr_assert(eq(int, chk_expect_set(e, dev, "s1/k#0", 0, CHK_LABEL_OK, &d, "a\r#b"), 0));
+    cr_assert(
+        eq(int, chk_expect_set(e, dev, "s1/k#1", 1, CHK_LABEL_OK, &d, " lead\ttab #1 \r"), 0));
+    cr_assert(eq(int, chk_expect_set(e, "*", NULL, 2, CHK_LABEL_SKIP, NULL, "%zz\x01%"), 0));
+    cr_assert(eq(int, chk_expect_save(e, pathf("a.txt")), 0), "%s", chk_errmsg());
+    chk_expect_free(e);
+    cr_assert(eq(int, chk_expect_load(pathf("a.txt"), &e), 0), "%s", chk_errmsg());
+    uint32_t label;
+    sbt_hash got;
+    cr_expect(eq(int, chk_expect_get(e, dev, "s1/k#0", 0, &label, &got), 1));
+    cr_expect(eq(u64, chk_expect_count(e, dev), 2));
+    cr_assert(eq(int, chk_expect_save(e, pathf("b.txt")), 0), "%s", chk_errmsg());
+    chk_expect_free(e);
+    size_t na, nb;
+    char *a = slurp(pathf("a.txt"), &na), *b = slurp(pathf("b.txt"), &nb);
+    cr_expect(eq(str, a, b));
+    free(a), free(b);
+    /* identities are words of a line: what is not one is refused, never written */
+    cr_assert(eq(int, chk_expect_create(&e), 0));
+    cr_expect(
+        eq(int, chk_expect_set(e, "gpu", "s1/a\vb#0", 0, CHK_LABEL_OK, &d, NULL), SBT_EINVAL));
+    cr_expect(eq(int, chk_expect_set(e, "gpu", "#0", 0, CHK_LABEL_OK, &d, NULL), SBT_EINVAL));
+    cr_expect(strstr(chk_errmsg(), "identity") != NULL, "%s", chk_errmsg());
+    chk_expect_free(e);
+}
+
+Test(closed, cli_exit_codes)
+{
+    /* a tolerance: every run compared, in either order */
+    const struct top one[] = {{SBT_OP_KERNEL, 0, 1, 0, 100, 0, 1, 1, NULL, 0}};
+    struct top r[3][1];
+    char dd[3][128], a[1400], out[8192];
+    const float v[] = {1.0f, 1.25f, 1e9f};
+    write_trace(pathf("c1.sbt"), one, 1);
+    for (int k = 0; k < 3; k++) {
+        char nm[32];
+        r[k][0] = one[0];
+        r[k][0].digest = 1 + (uint64_t)k;
+        snprintf(nm, sizeof nm, "r%d.sbt", k + 1);
+        write_trace(pathf(nm), r[k], 1);
+        snprintf(nm, sizeof nm, "d%d", k + 1);
+        dump_f32(nm, 0, v[k], dd[k], sizeof dd[k]);
+    }
+    snprintf(a, sizeof a, "check %s --tolerance abs:0.5 --results %s %s %s --dump-dirs %s %s %s",
+             pathf("c1.sbt"), pathf("r1.sbt"), pathf("r2.sbt"), pathf("r3.sbt"), dd[0], dd[1],
+             dd[2]);
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    snprintf(a, sizeof a, "check %s --tolerance abs:0.5 --results %s %s %s --dump-dirs %s %s %s",
+             pathf("c1.sbt"), pathf("r3.sbt"), pathf("r1.sbt"), pathf("r2.sbt"), dd[2], dd[0],
+             dd[1]);
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    snprintf(a, sizeof a, "check %s --tolerance abs:0.5 --results %s %s --dump-dirs %s %s",
+             pathf("c1.sbt"), pathf("r2.sbt"), pathf("r1.sbt"), dd[1], dd[0]);
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    /* expectations of another device: exit 1, saying why; --update-expect adds this device's
+     * section and keeps the other's */
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    write_trace(pathf("c.sbt"), cap, 4);
+    FILE *f = fopen(pathf("e.txt"), "w");
+    fprintf(f, "reprise-expect 2\ndevice other gpu\nop %s 00000000000000070000000000000007 ok 0\n",
+            chain_ids[0]);
+    fclose(f);
+    snprintf(a, sizeof a, "check %s --results %s %s --expect %s", pathf("c.sbt"), pathf("c.sbt"),
+             pathf("c.sbt"), pathf("e.txt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    cr_expect(strstr(out, "NOT VERIFIED") != NULL, "%s", out);
+    cr_expect(strstr(out, "no section for device 'lavapipe'") != NULL, "%s", out);
+    snprintf(a, sizeof a, "check %s --results %s %s --expect %s --update-expect", pathf("c.sbt"),
+             pathf("c.sbt"), pathf("c.sbt"), pathf("e.txt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    snprintf(a, sizeof a, "check %s --results %s %s --expect %s", pathf("c.sbt"), pathf("c.sbt"),
+             pathf("c.sbt"), pathf("e.txt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 0), "%s", out);
+    size_t len;
+    char *txt = slurp(pathf("e.txt"), &len);
+    cr_expect(strstr(txt, "\ndevice other gpu\n") && strstr(txt, "\ndevice lavapipe\n"), "%s", txt);
+    free(txt);
+    /* diff: nothing compared; an error on side A */
+    const struct top none[] = CHAIN(0, 0, 0, 0);
+    write_trace(pathf("n.sbt"), none, 4);
+    snprintf(a, sizeof a, "diff %s %s", pathf("n.sbt"), pathf("n.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    cr_expect(strstr(out, "nothing was verified") != NULL, "%s", out);
+    struct top ea[] = CHAIN(10, 20, 30, 40);
+    ea[2].error = "VK_ERROR_DEVICE_LOST";
+    write_trace(pathf("ea.sbt"), ea, 4);
+    snprintf(a, sizeof a, "diff %s %s", pathf("ea.sbt"), pathf("c.sbt"));
+    cr_expect(eq(int, run_out(a, out, sizeof out), 1), "%s", out);
+    cr_expect(strstr(out, "DEVICE_LOST") != NULL, "%s", out);
+}
+
+/* ========================================================================================== */
 /* Real replays, on lavapipe                                                                  */
 /* ========================================================================================== */
 
@@ -1977,6 +2798,63 @@ Test(replays, deterministic_workload_passes)
     /* the runs were kept where --keep said, and the CLI said so */
     cr_expect(eq(int, access(pathf("runs/run3.sbt"), R_OK), 0));
     cr_expect(eq(int, sh("grep -q 'kept in runs' c.err"), 0));
+}
+
+/* The timing gate against a 3-run baseline (the README's `check --runs 3 --keep base`): with
+ * --runs 3 it cannot fail, so it is not gated and says how many runs it needs; without --runs,
+ * check runs that many, and the gate is gated. */
+Test(replays, default_runs_give_the_timing_gate_power_against_its_baseline)
+{
+    need_vulkan("vk_compute");
+    capture_prog("vk_compute", "c.sbt");
+    cr_assert(eq(int, sh("'%s' check c.sbt --runs 3 --keep base -q 2>/dev/null", vk_bin), 0));
+    int rc = sh("'%s' check c.sbt --runs 3 --keep r3 --baseline base --junit r3.xml "
+                "--json r3.json >r3.txt 2>&1",
+                vk_bin);
+    cr_expect(eq(int, rc, 0), "see %s/r3.txt", dir);
+    size_t len;
+    char *j = slurp(pathf("r3.json"), &len);
+    cr_expect(strstr(j, "\"gate\":\"not-gated\"") != NULL, "%s", j);
+    int64_t tests = js_num(j, "timing", "tests"), need = js_num(j, "timing", "runs_needed");
+    cr_expect(tests > 0);
+    cr_expect(eq(i64, need, chk_timing_runs_needed(3, (uint32_t)tests, 0.95)));
+    cr_expect(need > 3, "3 runs against 3 can never fail: 1 / C(6, 3) = 0.05");
+    free(j);
+    j = slurp(pathf("r3.txt"), &len);
+    char want[64];
+    snprintf(want, sizeof want, "needs --runs %" PRId64, need);
+    cr_expect(strstr(j, want) != NULL, "%s", j);
+    free(j);
+    j = slurp(pathf("r3.xml"), &len);
+    cr_expect(strstr(j, "<skipped message=\"timing not gated: 3 runs against 3") != NULL, "%s", j);
+    free(j);
+    /* no --runs against those 3: no more runs than the baseline has results (more would
+     * measure the machine's drift since the baseline): 3, not gated, saying what it needs */
+    rc = sh("'%s' check c.sbt --keep r3a --baseline base --json r3a.json >r3a.txt 2>r3a.err",
+            vk_bin);
+    cr_expect(eq(int, rc, 0), "see %s/r3a.txt", dir);
+    cr_expect(eq(int, sh("test $(ls r3a/run*.sbt | wc -l) -eq 3"), 0));
+    cr_expect(eq(int, sh("grep -q 'no more than the baseline has results' r3a.err"), 0));
+    j = slurp(pathf("r3a.json"), &len);
+    cr_expect(strstr(j, "\"gate\":\"not-gated\"") != NULL, "%s", j);
+    free(j);
+    /* against 10 results at 99% confidence: as many as the gate needs, and it is gated
+     * (passed, or failed if this machine's load made it so; never not gated) */
+    cr_assert(eq(int, sh("'%s' check c.sbt --runs 10 --keep base10 -q 2>/dev/null", vk_bin), 0));
+    uint32_t need10 = chk_timing_runs_needed(10, (uint32_t)tests, 0.99);
+    cr_expect(need10 > 3 && need10 <= 10, "%u runs: 5 groups need 4", need10);
+    rc = sh("'%s' check c.sbt --keep rn --baseline base10 --confidence 0.99 --no-confirm "
+            "--json rn.json >rn.txt 2>rn.err",
+            vk_bin);
+    cr_expect(rc == 0 || rc == 1, "exit %d, see %s/rn.txt", rc, dir);
+    j = slurp(pathf("rn.json"), &len);
+    cr_expect(strstr(j, "\"gate\":\"not-gated\"") == NULL, "%s", j);
+    free(j);
+    cr_expect(eq(int, sh("test $(ls rn/run*.sbt | wc -l) -eq %u", need10), 0), "runs in %s/rn",
+              dir);
+    cr_expect(eq(
+        int, sh("grep -q 'the fewest with which a timing gate of %" PRId64 " group' rn.err", tests),
+        0));
 }
 
 /* The seq of the first dispatch of the pipeline built from <build>/tests/vk/<spv>: the program

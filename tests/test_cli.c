@@ -161,6 +161,25 @@ Test(cli, tracesmith_named_and_imported)
 }
 
 /* ========================================================================================== */
+/* diff without evidence                                                                      */
+/* ========================================================================================== */
+
+Test(cli, diff_that_compared_nothing_is_not_verified)
+{
+    /* gen writes no output digests unless asked: a diff of such traces compares nothing */
+    cr_assert(eq(int, run("gen -o a.sbt --ops 3000 --seed 1"), 0), "%s", out);
+    cr_expect(eq(int, run("diff a.sbt a.sbt"), 1), "%s", out);
+    cr_expect(strstr(out, "reprise diff: NOT VERIFIED") != NULL, "%s", out);
+    cr_expect(strstr(out, "nothing was verified") != NULL, "%s", out);
+    cr_expect(eq(int, run("diff a.sbt a.sbt -q --max-findings 3 --json -"), 1), "%s", out);
+    cr_expect(strstr(out, "\"verdict\":\"not-verified\"") != NULL, "%s", out);
+    /* with digests on both sides the same traces agree */
+    cr_assert(eq(int, run("gen -o d.sbt --ops 3000 --seed 1 --digests"), 0), "%s", out);
+    cr_expect(eq(int, run("diff d.sbt d.sbt"), 0), "%s", out);
+    cr_expect(strstr(out, "reprise diff: PASS") != NULL, "%s", out);
+}
+
+/* ========================================================================================== */
 /* trim, and sidecars of snapshots                                                            */
 /* ========================================================================================== */
 
@@ -219,6 +238,64 @@ Test(cli, a_bad_sidecar_exits_3_naming_it)
               out);
     cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-every often"), 2), "%s", out);
     cr_assert(eq(int, run("replay t.sbt --mode full --snapshot-at 5,x"), 2), "%s", out);
+}
+
+/* The timing gate's verdict as CI meets it (checker/chk.h "Timing"): a gate whose runs and
+ * reference cannot reach significance is "not gated" in every report, a JUnit skip, never a
+ * pass; --require-timing makes that exit 1. A synthetic trace (gen) is capture, results and
+ * baseline at once: outputs agree, timings are identical. */
+/* The file name in the temporary directory into out. */
+static const char *read_tmp(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "no %s", path);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    return out;
+}
+
+Test(cli, timing_not_gated_is_skipped_and_require_timing_fails_it)
+{
+    cr_assert(eq(int, run("gen -o g.sbt --ops 3000 --seed 1 --digests"), 0), "%s", out);
+    const char *r3 = "--results g.sbt g.sbt g.sbt --baseline g.sbt g.sbt g.sbt";
+    cr_assert(eq(int, run("check g.sbt %s --junit j.xml --json j.json", r3), 0), "%s", out);
+    cr_expect(strstr(out, "timing: NOT GATED") != NULL, "%s", out);
+    cr_expect(strstr(out, "needs --runs") != NULL, "%s", out);
+    read_tmp("j.xml");
+    cr_expect(strstr(out, "name=\"timing-regression\">\n      <skipped message=\"timing not "
+                          "gated: 3 runs against 3 reference runs") != NULL,
+              "%s", out);
+    read_tmp("j.json");
+    cr_expect(strstr(out, "\"gate\":\"not-gated\"") != NULL, "%s", out);
+    /* required: the same gate fails, saying why, in the text and the JUnit */
+    cr_assert(eq(int, run("check g.sbt %s --require-timing --junit j.xml", r3), 1), "%s", out);
+    cr_expect(strstr(out, "reprise check: FAIL") != NULL, "%s", out);
+    cr_expect(strstr(out, "FAIL: timing not gated (--require-timing): 3 runs against 3") != NULL,
+              "%s", out);
+    read_tmp("j.xml");
+    cr_expect(strstr(out, "name=\"timing-regression\">\n      <failure message=\"timing not "
+                          "gated (--require-timing): 3 runs") != NULL,
+              "%s", out);
+    /* no reference at all is not gated either */
+    cr_assert(eq(int, run("check g.sbt --results g.sbt g.sbt --require-timing"), 1), "%s", out);
+    cr_expect(strstr(out, "no timing reference") != NULL, "%s", out);
+    cr_assert(eq(int, run("check g.sbt --results g.sbt g.sbt"), 0), "%s", out);
+    /* a gate off cannot be required */
+    cr_assert(eq(int, run("check g.sbt %s --require-timing --timing-threshold off", r3), 2), "%s",
+              out);
+    cr_expect(strstr(out, "--require-timing") != NULL, "%s", out);
+    /* 10 runs against 10: gated, passed, also when required */
+    char ten[256] = "--results", b[128] = " --baseline";
+    for (int i = 0; i < 10; i++)
+        strcat(ten, " g.sbt"), strcat(b, " g.sbt");
+    strcat(ten, b);
+    cr_assert(eq(int, run("check g.sbt %s --require-timing --json -", ten), 0), "%s", out);
+    cr_expect(strstr(out, "\"gate\":\"passed\"") != NULL, "%s", out);
+    cr_assert(eq(int, run("check --help"), 0));
+    cr_expect(strstr(out, "--require-timing") != NULL, "%s", out);
 }
 
 /* ========================================================================================== */

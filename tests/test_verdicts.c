@@ -193,6 +193,107 @@ static const struct row replay_rows[] = {
 static int row_ix[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
                          16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
+/* check and diff: the gate's verdict, in the text and in every report. */
+#define CHECK   "$R check s.sbt --keep k --json j.json --junit u.xml"
+#define REPORTS "; rc=$?; cat j.json u.xml; exit $rc"
+static const struct row gate_rows[] = {
+    {"check, no lie",
+     "",
+     "",
+     CHECK " --runs 3" REPORTS,
+     0,
+     {"reprise check: PASS", "\"result\":\"pass\""},
+     "<failure",
+     "passed"},
+    {"check, wrong bytes in run 2 of 3",
+     "wrong:iota/2",
+     "",
+     CHECK " --runs 3" REPORTS,
+     1,
+     {"reprise check: FAIL", "\"class\":\"nondeterministic\"", "<failure"},
+     NULL,
+     "failed (exit 1)"},
+    {"check, half of a may-write range written",
+     "partial:saxpy",
+     "",
+     CHECK " --runs 2" REPORTS,
+     1,
+     {"reprise check: FAIL", "\"class\":\"divergent\"", "<failure"},
+     NULL,
+     "failed (exit 1)"},
+    {"check, device lost in run 2",
+     "lost:saxpy/2",
+     "",
+     CHECK " --runs 3" REPORTS,
+     1,
+     {"FAIL: the device or driver failed during a replay: ", "\"class\":\"replay-error\"",
+      "cuLaunchKernel failed", "<failure"},
+     NULL,
+     "exit 4 (environment), no report, no JUnit"},
+    {"check, run 2 one ulp off and run 3 far off under a tolerance",
+     "nudge:saxpy/2,wrong:saxpy/3",
+     "",
+     CHECK " --runs 3 --tolerance abs:0.5 --elem-type f32" REPORTS,
+     1,
+     {"reprise check: FAIL", "<failure"},
+     NULL,
+     "depends on the order of the runs: only the first run that disagreed with run 1 was "
+     "compared"},
+    {"check, expectations of another device",
+     "name:Another GPU",
+     "$R check s.sbt --runs 2 --update-expect --expect e.txt",
+     CHECK " --runs 2 --expect e.txt" REPORTS,
+     1,
+     {"reprise check: NOT VERIFIED", "no section for device 'Another GPU'",
+      "\"verdict\":\"not-verified\"", "<failure"},
+     NULL,
+     "PASS: the expectations silently stopped applying"},
+    {"check of a trace without --digests: a kernel's output changed",
+     "wrong:saxpy",
+     "",
+     CHECK " --runs 2" REPORTS,
+     1,
+     {"first divergence: op 16 host_read", "NOT LOCATED", "the root lies between op 3 and op 16",
+      "\"root_between\":[3,16]"},
+     "its inputs matched",
+     "named the read-back op 16 as root: \"its inputs matched\""},
+    {"the driver-upgrade recipe: diff against a replay on the reference driver",
+     "wrong:saxpy",
+     "FAKE_CUDA_LIE= $R replay s.sbt --mode full --verify op -o ref.sbt",
+     REPLAY " --verify op -o new.sbt >/dev/null; $R diff ref.sbt new.sbt",
+     1,
+     {"first divergence: op 5 kernel \"saxpy", "its inputs matched"},
+     NULL,
+     "named the kernel (diff of per-op digests)"},
+    {"diff, nothing compared",
+     "",
+     REPLAY " --verify none -o a.sbt >/dev/null; " REPLAY " --verify none -o b.sbt >/dev/null",
+     "$R diff a.sbt b.sbt",
+     1,
+     {"reprise diff: NOT VERIFIED", "nothing was verified"},
+     NULL,
+     "PASS, \"0 of 20 device ops compared\""},
+    {"diff, the device failed on side A",
+     "lost:saxpy",
+     REPLAY " --verify op -o a.sbt >/dev/null",
+     REPLAY " --verify op -o b.sbt >/dev/null; FAKE_CUDA_LIE= $R diff b.sbt a.sbt --json -",
+     1,
+     {"reprise diff: FAIL", "\"class\":\"replay-error\"", "(in b.sbt)"},
+     NULL,
+     "no result to diff (the replay exited 4); errors on side A were ignored"},
+};
+
+ParameterizedTestParameters(lies, gate)
+{
+    _Static_assert(N_OF(gate_rows) <= N_OF(row_ix), "more rows than indices");
+    return cr_make_param_array(int, row_ix, N_OF(gate_rows));
+}
+
+ParameterizedTest(int *i, lies, gate, .timeout = 300)
+{
+    run_row(&gate_rows[*i]);
+}
+
 /* Snapshots, trimmed traces and what rests on them. */
 static const struct row state_rows[] = {
     {"snapshots of a replay that went wrong",

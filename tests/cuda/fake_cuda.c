@@ -227,7 +227,7 @@ CUresult cuInit(unsigned int Flags)
 /* Lies the tests tell on purpose (FAKE_CUDA_LIE, fake_cuda.h)                                */
 /* ========================================================================================== */
 
-enum { LIE_PARTIAL = 1, LIE_WRONG, LIE_LOST };
+enum { LIE_PARTIAL = 1, LIE_WRONG, LIE_NUDGE, LIE_LOST };
 static struct {
     pthread_once_t once;
     struct {
@@ -265,6 +265,7 @@ static void lie_parse(void)
         }
         int k = !strcmp(kind, "partial") ? LIE_PARTIAL
                 : !strcmp(kind, "wrong") ? LIE_WRONG
+                : !strcmp(kind, "nudge") ? LIE_NUDGE
                 : !strcmp(kind, "lost")  ? LIE_LOST
                                          : 0;
         if (!k) {
@@ -969,10 +970,10 @@ static CUresult defer(CUgraph g, const struct task *t)
     return CUDA_SUCCESS;
 }
 
-/* The wrong-bytes lie: bit 30 of the first word of the kernel's last device-pointer parameter
- * (its output, for the kernels above that have one) flipped: far off, as a float (1.0 becomes
- * infinity) or as an integer. */
-static void lie_wrong(const struct kdef *k, const uint8_t *buf)
+/* The wrong-bytes lies: bit 30 (wrong: far off, as a float 1.0 becomes infinity, or as an
+ * integer) or bit 0 (nudge: one ulp of a float) of the first word of the kernel's last
+ * device-pointer parameter (its output, for the kernels above that have one) flipped. */
+static void lie_wrong(const struct kdef *k, const uint8_t *buf, int far)
 {
     for (uint32_t i = k->n_params; i-- > 0;) {
         uint64_t v = 0;
@@ -981,7 +982,10 @@ static void lie_wrong(const struct kdef *k, const uint8_t *buf)
         memcpy(&v, buf + k->off[i], 8);
         uint8_t *p = dev_at(v, 4);
         if (p) {
-            p[3] ^= 0x40;
+            if (far)
+                p[3] ^= 0x40;
+            else
+                p[0] ^= 1;
             return;
         }
     }
@@ -1034,7 +1038,9 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
         l.n /= 2;
     CUresult r = f->k->fn(&l);
     if (r == CUDA_SUCCESS && lie_for(LIE_WRONG, f->k->name))
-        lie_wrong(f->k, buf);
+        lie_wrong(f->k, buf, 1);
+    if (r == CUDA_SUCCESS && lie_for(LIE_NUDGE, f->k->name))
+        lie_wrong(f->k, buf, 0);
     return r;
 }
 

@@ -19,6 +19,7 @@
  *                                            rest of what they may write keeps its old bytes)
  *                      wrong:KERNEL[/RUN]    ... flip bit 30 of their output's first word (of
  *                                            their last device-pointer parameter): far off
+ *                      nudge:KERNEL[/RUN]    ... flip bit 0 of it: one ulp of a float
  *                      lost:KERNEL[/RUN]     the first such launch fails CUDA_ERROR_LAUNCH_FAILED
  *                                            and the context stays failed: every later launch,
  *                                            synchronisation, read-back and module load fails

@@ -3,7 +3,9 @@
  * arbitrary text: any outcome is fine but a crash, a leak, a failure without a message, or a
  * file it accepts whose saved form it then refuses or saves differently (load, save, load,
  * save must give the same bytes twice). Lookups run on what it accepted. Input: the file's
- * bytes. Seeds: tests/fuzz/seeds/expect (version 1 and 2 files, escapes, @seq keys, labels).
+ * bytes. Seeds: tests/fuzz/seeds/expect (version 1 and 2 files, escapes, @seq keys, labels,
+ * carriage returns and '#' in device and op names: cr.txt, which the format before %XX escapes
+ * saved as "a #b" and read back as "a").
  */
 #include <stdint.h>
 #include <stdio.h>
