@@ -1550,29 +1550,6 @@ Test(reports, incompleteness_and_coverage_in_every_form)
 /* Timing: the gate's verdict, size classes, blame (uses the report readers above)           */
 /* ========================================================================================== */
 
-/* Writes a report in its three forms and reads them back (text, JSON, JUnit). */
-static void timing_forms(const struct chk_report *rep, char **txt, char **json, char **xml)
-{
-    const char *nm[3] = {"t.txt", "t.json", "t.xml"};
-    for (int k = 0; k < 3; k++) {
-        FILE *f = fopen(pathf(nm[k]), "w");
-        cr_assert(f != NULL);
-        int st = k == 0   ? chk_report_text(rep, f, 10)
-                 : k == 1 ? chk_report_json(rep, f)
-                          : chk_report_junit(rep, f);
-        cr_assert(eq(int, st, 0));
-        fclose(f);
-    }
-    size_t len;
-    *txt = slurp(pathf("t.txt"), &len);
-    *json = slurp(pathf("t.json"), &len);
-    struct js j = {*json, *json + len};
-    cr_expect(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
-    *xml = slurp(pathf("t.xml"), &len);
-    int n_tc, n_fail;
-    cr_expect(eq(int, xml_ok(*xml, &n_tc, &n_fail), 0), "%s", *xml);
-}
-
 /* The JUnit testcase of the timing gate: its text up to </testcase> or its self-closing end. */
 static const char *timing_case(const char *xml, char *buf, size_t cap)
 {
@@ -1622,7 +1599,7 @@ Test(timing, too_few_runs_are_not_gated_never_passed)
                 slower = rep->kernels[i].verdict == CHK_TIME_SLOWER;
         cr_expect(slower, "the doubling is shown, as slower");
         char *txt, *json, *xml, tc[2048];
-        timing_forms(rep, &txt, &json, &xml);
+        report_forms(rep, &txt, &json, &xml);
         cr_expect(strstr(txt, "timing: NOT GATED") != NULL, "%s", txt);
         cr_expect(strstr(txt, "needs --runs 8") != NULL, "%s", txt);
         cr_expect(strstr(json, "\"gate\":\"not-gated\"") != NULL, "%s", json);
@@ -1657,7 +1634,7 @@ Test(timing, a_gate_says_passed_or_failed_only_when_it_could_fail)
     cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_PASSED), "%s", rep->timing_why);
     cr_expect(eq(u32, rep->runs_needed, chk_timing_runs_needed(10, 3, 0.95)));
     char *txt, *json, *xml, tc[2048];
-    timing_forms(rep, &txt, &json, &xml);
+    report_forms(rep, &txt, &json, &xml);
     cr_expect(strstr(json, "\"gate\":\"passed\"") != NULL, "%s", json);
     timing_case(xml, tc, sizeof tc);
     cr_expect(strstr(tc, "<skipped") == NULL && strstr(tc, "<failure") == NULL, "%s", tc);
@@ -1677,7 +1654,7 @@ Test(timing, a_gate_says_passed_or_failed_only_when_it_could_fail)
     cr_expect(eq(u32, rep->timing_gate, CHK_TGATE_NOT_GATED));
     cr_expect(strstr(rep->timing_why, "no timing reference") != NULL, "%s", rep->timing_why);
     cr_expect(eq(int, rep->failed, 0));
-    timing_forms(rep, &txt, &json, &xml);
+    report_forms(rep, &txt, &json, &xml);
     timing_case(xml, tc, sizeof tc);
     cr_expect(strstr(tc, "<skipped message=\"timing not gated: no timing reference") != NULL, "%s",
               tc);
@@ -1859,7 +1836,7 @@ Test(timing, a_neighbours_drain_is_downstream_not_a_regression)
         cr_expect(eq(u64, rep->count[CHK_TIMING], 1), "gate %" PRIu64 ": only produce counts", g);
         if (g == 1) {
             char *txt, *json, *xml, tc[4096];
-            timing_forms(rep, &txt, &json, &xml);
+            report_forms(rep, &txt, &json, &xml);
             cr_expect(strstr(txt, "downstream  consume") != NULL, "%s", txt);
             cr_expect(strstr(txt, "downstream of produce") != NULL, "%s", txt);
             cr_expect(strstr(json, "\"verdict\":\"downstream\"") != NULL, "%s", json);
