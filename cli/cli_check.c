@@ -85,7 +85,8 @@ static const char check_help[] =
     "                        and a file without one leaves the check not verified\n"
     "  --update-expect       write FILE from these runs (ops whose digest varied: flaky) into\n"
     "                        the section of their device; with a range, only the range's\n"
-    "                        entries change\n"
+    "                        entries change. Not when a run had a replay error (exit 1, FILE\n"
+    "                        unchanged)\n"
     "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
     "  --perfetto F          a diff trace of the capture vs the first result\n"
     "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
@@ -655,6 +656,17 @@ int cli_check(int argc, char **argv)
         chk_report_text(rep, stdout, 10);
     if ((rc = cli_check_outputs("check", rep, json, junit, pf, cap, rs[0])) != CLI_OK)
         goto done;
+    if (upd && rep->count[CHK_REPLAY_ERROR]) {
+        /* expectations from runs that did not run every op would be a reference of unknown
+         * worth: not written */
+        cli_err("check",
+                "%s not updated: %" PRIu64 " replay error(s) in these runs (%s); expectations are "
+                "written only from runs that replayed every op",
+                expect_path, rep->count[CHK_REPLAY_ERROR],
+                rep->fail_reason[0] ? rep->fail_reason : "see the findings");
+        rc = CLI_FAIL;
+        goto done;
+    }
     if (upd) {
         /* this device's section is replaced (on a range: its entries of the range only, the
          * others kept); other devices' sections are kept */
