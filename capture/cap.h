@@ -22,8 +22,21 @@
 #define CAP_CUDA_SHIM_LIB "libreprise_cuda.so"
 
 /* Output path of the trace. Unset: reprise-<pid>.sbt in the working directory. "%p" in the
- * value is replaced by the process id (for programs that start children). */
+ * value is replaced by the process id. One trace per process: the capture's root process
+ * (REPRISE_ROOT_PID) writes this path; every other process that uses the GPU writes
+ * <stem>.<pid>.sbt beside it (unless "%p" already makes the path its own), so that no process
+ * of a tree overwrites another's trace. */
 #define CAP_ENV_TRACE "REPRISE_TRACE"
+/* The pid of the capture's root process: set by `reprise capture` (the program it starts);
+ * when unset, the first process that opens a trace makes itself the root (its children inherit
+ * it). */
+#define CAP_ENV_ROOT_PID "REPRISE_ROOT_PID"
+/* The capture's manifest: <stem of REPRISE_TRACE>.procs beside the root trace. Each process
+ * appends one line when it opens its trace, in one write:
+ *   pid <TAB> parent pid <TAB> start (realtime ns) <TAB> trace path <TAB> command line
+ * (tabs and newlines of the command line written as spaces). `reprise capture` starts it
+ * empty and reports every trace it lists; `reprise info` shows it. */
+#define CAP_MANIFEST_SUFFIX ".procs"
 /* "1": timestamp queries around each dispatch (device times of KERNEL ops). Adds two
  * timestamp writes per dispatch; the queue must support timestamps. */
 #define CAP_ENV_TIMING "REPRISE_TIMING"
@@ -53,9 +66,10 @@
 #define CAP_ENV_TEST_DMA "REPRISE_TEST_DMA_DEVICE"
 /* "1": print a summary line on stderr when the trace is closed (reprise capture sets it). */
 #define CAP_ENV_SUMMARY "REPRISE_SUMMARY"
-/* Set by the layer for `reprise capture`: where it writes "ops=N calls=N unsupported=N" (and
- * one "unmodelled.NAME=COUNT[ affects]" line per unmodelled call) when it closes the trace, so
- * the CLI can report it. */
+/* Set by the layer for `reprise capture`: where the root process writes "ops=N calls=N
+ * unsupported=N" (and one "unmodelled.NAME=COUNT[ affects]" line per unmodelled call) when it
+ * closes its trace, so the CLI can report it (other processes' traces are reported from the
+ * traces themselves). */
 #define CAP_ENV_STATS "REPRISE_STATS_FILE"
 /* CUDA shim: a file to which every cuGetProcAddress answer is appended, one line each:
  * "SYMBOL VERSION FLAGS VARIANT" where VARIANT is the driver export the answer was identified

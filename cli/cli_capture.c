@@ -9,10 +9,16 @@
  * REPRISE_TRACE, REPRISE_TIMING / REPRISE_DIGESTS for the options, and REPRISE_STATS_FILE, a
  * temporary file where the layer writes its counts when it closes the trace.
  *
+ * One trace per process: the child is the capture's root (REPRISE_ROOT_PID) and writes TRACE;
+ * every process it starts that uses the GPU writes TRACE-stem.PID.sbt, and each appends a line
+ * to the manifest TRACE-stem.procs (capture/cap.h), which this command starts empty and reads
+ * at the end to report every trace.
+ *
  * Exit status: the child's own (so `reprise capture -- prog` can stand in for `prog` in a
- * script); 128 + signal number if it was killed; 4 if the layer is not found, the program
- * cannot be started, or the CUDA shim or driver is missing (--api cuda); 2 on usage errors. The
- * capture summary goes to stderr, so the program's stdout is unchanged.
+ * script); 128 + signal number if it was killed; 3 if it succeeded but a trace it left is
+ * incomplete or unreadable; 4 if the layer is not found, the program cannot be started, or the
+ * CUDA shim or driver is missing (--api cuda); 2 on usage errors. The capture summary goes to
+ * stderr, so the program's stdout is unchanged.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,8 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capture/cap.h"
@@ -36,13 +44,20 @@ static const char capture_help[] =
     "                       -- PROGRAM [ARGS...]\n\n"
     "Runs PROGRAM with the capture layer and writes its GPU command stream to TRACE.\n"
     "The program's output and exit status are its own; a summary goes to stderr.\n\n"
+    "One trace per process: PROGRAM's is TRACE; every process it starts (a wrapper's child, a\n"
+    "fork, a worker) that uses the GPU writes TRACE-stem.PID.sbt beside it, never TRACE, and\n"
+    "TRACE-stem.procs lists them all (pid, parent, start time, trace, command line); `reprise\n"
+    "info TRACE` shows it. Processes PROGRAM leaves running are waited for (at most\n"
+    "REPRISE_CAPTURE_WAIT seconds, default 30) so that their traces are finished. The summary\n"
+    "reports every trace.\n\n"
     "  -o, --output TRACE  trace to write (default: PROGRAM's name + .sbt)\n"
     "  --api API           vulkan (default), cuda (shim in front of libcuda.so.1), auto (= vulkan)\n"
     "  --timing            timestamp queries around dispatches (device durations)\n"
     "  --digests           digest each dispatch's outputs (waits after every submission:\n"
     "                      perturbs timing)\n\n"
-    "Exit status: the program's; 128+N if killed by signal N; 4 when the layer or the\n"
-    "program cannot be found; 2 on usage errors.\n";
+    "Exit status: the program's; 128+N if killed by signal N; 3 when the program succeeded\n"
+    "but a trace it left is incomplete or cannot be read; 4 when the layer or the program\n"
+    "cannot be found; 2 on usage errors.\n";
 
 static int is_file(const char *p)
 {
@@ -94,12 +109,16 @@ static void prepend_env(const char *name, const char *val, char sep)
 }
 
 /* The unmodelled calls of the trace just written, and whether it is complete, from the trace
- * itself (the layer's own summary does not know the op positions). 0 when it cannot be read. */
-static int report_trace(const char *trace, char *ops, size_t ops_cap, char *out, size_t cap)
+ * itself (the layer's own summary does not know the op positions). 0 when it cannot be read;
+ * *complete says whether it is. */
+static int report_trace(const char *trace, char *ops, size_t ops_cap, char *out, size_t cap,
+                        int *complete)
 {
     sbt_reader *r = NULL;
+    *complete = 0;
     if (sbt_reader_open(trace, NULL, &r) < 0)
         return 0;
+    *complete = sbt_reader_info(r)->complete;
     if (!strcmp(ops, "?")) /* the layer did not finish: what the trace holds */
         snprintf(ops, ops_cap, "%" PRIu64, sbt_reader_info(r)->n_ops);
     size_t n = 0;
@@ -132,20 +151,17 @@ static int report_trace(const char *trace, char *ops, size_t ops_cap, char *out,
     return 1;
 }
 
-static void report(const char *stats, const char *trace)
+/* The root's trace, from the layer's summary and the trace. 1 when it is complete. */
+static int report(const char *stats, const char *trace)
 {
     FILE *f = fopen(stats, "r");
-    if (!f) {
-        fprintf(stderr,
-                "reprise capture: the layer wrote no summary (did the program use Vulkan?); "
-                "%s may be missing\n",
-                trace);
-        return;
-    }
     char line[512], ops[64] = "?", calls[64] = "?", unsup[64] = "0", incomplete[400] = "";
-    while (fgets(line, sizeof line, f)) {
+    int summary = 0; /* the root closed its trace and said so */
+    while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        if (!strncmp(line, "ops=", 4))
+        if (!strncmp(line, "trace=", 6))
+            summary = 1;
+        else if (!strncmp(line, "ops=", 4))
             snprintf(ops, sizeof ops, "%.60s", line + 4);
         else if (!strncmp(line, "calls=", 6))
             snprintf(calls, sizeof calls, "%.60s", line + 6);
@@ -154,15 +170,113 @@ static void report(const char *stats, const char *trace)
         else if (!strncmp(line, "incomplete=", 11))
             snprintf(incomplete, sizeof incomplete, "%.390s", line + 11);
     }
-    fclose(f);
+    if (f)
+        fclose(f);
     char from_trace[4096];
-    if (report_trace(trace, ops, sizeof ops, from_trace, sizeof from_trace)) {
+    int complete;
+    if (!summary && access(trace, F_OK) != 0)
+        return -1; /* no trace of the root: it did not use the GPU */
+    if (report_trace(trace, ops, sizeof ops, from_trace, sizeof from_trace, &complete)) {
         fprintf(stderr, "reprise capture: %s: %s ops captured from %s API calls%s\n", trace, ops,
                 calls, from_trace);
-        return;
+        return complete;
     }
-    fprintf(stderr, "reprise capture: %s: %s ops captured from %s API calls, %s unsupported%s%s\n",
+    fprintf(stderr,
+            "reprise capture: %s: %s ops captured from %s API calls, %s unsupported%s%s; "
+            "UNREADABLE\n",
             trace, ops, calls, unsup, incomplete[0] ? "; INCOMPLETE: " : "", incomplete);
+    return 0;
+}
+
+/* Waits for the processes the program started that outlived it (reparented to us, the
+ * subreaper), at most REPRISE_CAPTURE_WAIT seconds (default 30): their traces are written
+ * when they exit. Those still running after that are reported as such. */
+static void wait_descendants(void)
+{
+    const char *e = getenv("REPRISE_CAPTURE_WAIT");
+    uint64_t limit_ms = (uint64_t)(e && *e ? atof(e) * 1000 : 30000), waited = 0;
+    int said = 0;
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p > 0)
+            continue;
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p < 0 || waited >= limit_ms)
+            break; /* none left (ECHILD), or we waited long enough */
+        if (!said++)
+            fprintf(stderr,
+                    "reprise capture: waiting for processes the program started, which "
+                    "still run (at most %gs; REPRISE_CAPTURE_WAIT)\n",
+                    (double)limit_ms / 1000);
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+        waited += 20;
+    }
+}
+
+/* The manifest of the capture whose root trace is trace: TRACE-stem.procs, into out[cap]. */
+static void manifest_path(const char *trace, char *out, size_t cap)
+{
+    size_t n = strlen(trace);
+    if (n > 4 && !strcmp(trace + n - 4, ".sbt"))
+        n -= 4;
+    snprintf(out, cap, "%.*s%s", (int)n, trace, CAP_MANIFEST_SUFFIX);
+}
+
+/* Every trace of the capture: the root's (trace, as given; abs_trace as the processes got it),
+ * from the layer's summary, then each other process's the manifest lists. Returns how many are
+ * incomplete or unreadable. */
+static int report_all(const char *stats, const char *trace, const char *abs_trace,
+                      const char *manifest)
+{
+    int bad = 0, n = 0, root = report(stats, trace);
+    if (root == 0)
+        bad++;
+    FILE *f = fopen(manifest, "r");
+    char line[8192];
+    while (f && fgets(line, sizeof line, f)) {
+        char *save = NULL, *pid = strtok_r(line, "\t", &save), *ppid = strtok_r(NULL, "\t", &save);
+        char *start = strtok_r(NULL, "\t", &save), *path = strtok_r(NULL, "\t", &save);
+        char *cmd = strtok_r(NULL, "\n", &save);
+        (void)start;
+        if (!pid || !ppid || !path)
+            continue;
+        n++;
+        if (!strcmp(path, abs_trace))
+            continue; /* the root's, reported above */
+        char ops[64] = "?", from_trace[4096];
+        int complete;
+        if (report_trace(path, ops, sizeof ops, from_trace, sizeof from_trace, &complete)) {
+            fprintf(stderr, "reprise capture: %s (pid %s, parent %s: %.200s): %s ops%s\n", path,
+                    pid, ppid, cmd ? cmd : "", ops, from_trace);
+            bad += !complete;
+        } else {
+            fprintf(stderr,
+                    "reprise capture: %s (pid %s, parent %s: %.200s): UNREADABLE (the process "
+                    "died before writing any of it?)\n",
+                    path, pid, ppid, cmd ? cmd : "");
+            bad++;
+        }
+        if (kill((pid_t)atol(pid), 0) == 0)
+            fprintf(stderr,
+                    "reprise capture: pid %s still runs after the program ended: its trace is "
+                    "not finished\n",
+                    pid);
+    }
+    if (f)
+        fclose(f);
+    if (root < 0 && !n)
+        fprintf(stderr, "reprise capture: no process used the GPU: no trace written (%s)\n", trace);
+    else if (root < 0)
+        fprintf(stderr,
+                "reprise capture: %s: not written: the program itself did not use the GPU; %d "
+                "process%s it started did, one trace each (%s)\n",
+                trace, n, n == 1 ? "" : "es", manifest);
+    else if (n > 1)
+        fprintf(stderr, "reprise capture: %d processes used the GPU, one trace each (%s)\n", n,
+                manifest);
+    return bad;
 }
 
 int cli_capture(int argc, char **argv)
@@ -234,6 +348,13 @@ int cli_capture(int argc, char **argv)
     } else {
         snprintf(abs_out, sizeof abs_out, "%s", out);
     }
+    char manifest[PATH_MAX + 16];
+    manifest_path(abs_out, manifest, sizeof manifest);
+    unlink(manifest); /* this capture's processes start it */
+    unlink(abs_out);  /* no earlier capture's trace reported as this one's */
+    /* processes the program starts and leaves running become ours when it exits: they are
+     * waited for (their traces close when they exit) */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t pid = fork();
     if (pid < 0) {
         cli_err("capture", "fork: %s", strerror(errno));
@@ -241,6 +362,9 @@ int cli_capture(int argc, char **argv)
         return CLI_ENV;
     }
     if (pid == 0) {
+        char me[24];
+        snprintf(me, sizeof me, "%d", (int)getpid());
+        setenv(CAP_ENV_ROOT_PID, me, 1); /* exec keeps the pid: the program is the root */
         if (!cuda) {
             prepend_env("VK_ADD_LAYER_PATH", dir, ':');
             prepend_env("VK_INSTANCE_LAYERS", CAP_VK_LAYER_NAME, ':');
@@ -261,9 +385,15 @@ int cli_capture(int argc, char **argv)
         unlink(stats);
         return CLI_ENV;
     }
-    report(stats, out);
+    wait_descendants();
+    int bad = report_all(stats, out, abs_out, manifest);
     unlink(stats);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
+    if (WEXITSTATUS(status) == 0 && bad) {
+        cli_err("capture", "%d trace%s incomplete or unreadable (above)", bad,
+                bad == 1 ? " is" : "s are");
+        return CLI_BADINPUT;
+    }
     return WEXITSTATUS(status);
 }

@@ -3,16 +3,56 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "capture/cap.h"
 #include "cli/cli_int.h"
 
 static const char info_help[] =
     "usage: reprise info TRACE\n\n"
     "Summary of a trace: format and size, completeness (did the capture finish, what it could\n"
-    "not record), devices, streams, programs and kernels, op counts by kind, blobs and metadata.\n"
+    "not record), devices, streams, programs and kernels, op counts by kind, blobs and metadata;\n"
+    "for a capture of several processes (`reprise capture` writes one trace per process), the\n"
+    "manifest beside it: every process's pid, parent, trace and command line.\n"
     "Exit codes: 0 ok, 3 unreadable or foreign trace.\n";
+
+/* The manifest of the capture path belongs to (capture/cap.h): STEM.procs, where a trace of a
+ * process other than the root is STEM.PID.sbt. Prints its processes; nothing when none. */
+static void show_manifest(sbt_reader *r, const char *path)
+{
+    char stem[PATH_MAX], man[PATH_MAX + 16];
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".sbt"))
+        n -= 4;
+    snprintf(stem, sizeof stem, "%.*s", (int)n, path);
+    const char *pid = sbt_reader_meta_get(r, "capture.pid");
+    const char *root = sbt_reader_meta_get(r, "capture.root_pid");
+    char *dot = strrchr(stem, '.');
+    if (pid && root && strcmp(pid, root) && dot && !strcmp(dot + 1, pid))
+        *dot = 0; /* STEM.PID: the root's stem */
+    snprintf(man, sizeof man, "%s%s", stem, CAP_MANIFEST_SUFFIX);
+    FILE *f = fopen(man, "r");
+    if (!f)
+        return;
+    char line[8192];
+    int k = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL, *p = strtok_r(line, "\t", &save), *pp = strtok_r(NULL, "\t", &save);
+        char *start = strtok_r(NULL, "\t", &save), *tr = strtok_r(NULL, "\t", &save);
+        char *cmd = strtok_r(NULL, "\n", &save);
+        (void)start;
+        if (!p || !pp || !tr)
+            continue;
+        if (!k++)
+            printf("capture    one trace per process, listed in %s:\n", man);
+        printf("  pid %-8s parent %-8s %s%s  %.120s\n", p, pp, tr,
+               pid && !strcmp(p, pid) ? " (this trace)" : "", cmd ? cmd : "");
+    }
+    fclose(f);
+}
 
 static const char *stream_kind(uint32_t k)
 {
@@ -50,6 +90,7 @@ int cli_info(int argc, char **argv)
     } else {
         printf("complete   yes\n");
     }
+    show_manifest(r, argv[1]);
     printf("ops        %" PRIu64, in->n_ops);
     if (in->n_ops)
         printf(" (seq %" PRIu64 "..%" PRIu64 ")", in->seq_first, in->seq_end - 1);

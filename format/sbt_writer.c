@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +45,15 @@ struct job {
     struct sbt_buf raw;
     uint32_t content, n_ops;
     uint64_t seq_first, t_min, t_max;
+    uint32_t strings_upto; /* a chunk with a dictionary defines the strings up to this id */
 };
 
 struct sbt_writer {
     int fd;
-    int failed;        /* sticky: after an I/O failure every call returns it */
-    uint64_t n_chunks; /* chunks handed out so far (written or queued) */
+    int failed;               /* sticky: after an I/O failure every call returns it */
+    char failmsg[512];        /* the first I/O failure, for the trace's END (see salvage) */
+    uint32_t durable_strings; /* strings whose records are in chunks written whole */
+    uint64_t n_chunks;        /* chunks handed out so far (written or queued) */
 
     /* background compression and writing: two job slots, head is the oldest */
     int threaded;
@@ -97,6 +101,7 @@ struct sbt_writer {
     uint32_t n_unsup, cap_unsup;
     int incomplete;
     uint32_t incomplete_reason;
+    char *incomplete_text; /* the reason as given (salvage writes it again) */
     uint32_t chunks_since_sync;
     int has_state;
     uint64_t last_state_seq;
@@ -133,8 +138,10 @@ static int write_all(sbt_writer *w, const struct iovec *iov, int n)
             if (errno == EINTR)
                 continue;
             w->failed = SBT_EIO;
-            return sbt__fail(SBT_EIO, "write at offset %llu failed: %s", (unsigned long long)w->off,
-                             strerror(errno));
+            int e = errno;
+            snprintf(w->failmsg, sizeof w->failmsg, "write at offset %llu failed: %s",
+                     (unsigned long long)w->off, strerror(e));
+            return sbt__fail(SBT_EIO, "%s", w->failmsg);
         }
         while (i < n && (size_t)k >= v[i].iov_len)
             k -= (ssize_t)v[i++].iov_len;
@@ -206,6 +213,8 @@ static int write_job(sbt_writer *w, const struct job *j)
         (struct sbt_chunk_info){w->off,       h.stored_len, h.raw_len, h.codec, j->content,
                                 j->seq_first, j->n_ops,     j->t_min,  j->t_max};
     w->off += SBT_CHUNK_HEADER_LEN + h.stored_len;
+    if (j->strings_upto > w->durable_strings)
+        w->durable_strings = j->strings_upto;
     if (w->o.sync_every && ++w->chunks_since_sync >= w->o.sync_every) {
         fdatasync(w->fd);
         w->chunks_since_sync = 0;
@@ -271,7 +280,13 @@ static int write_chunk(sbt_writer *w, uint32_t content, uint64_t seq_first, uint
     if (w->raw.len > SBT_MAX_CHUNK_DEFAULT)
         return sbt__fail(SBT_ELIMIT, "chunk of %zu bytes > max chunk size %u", w->raw.len,
                          SBT_MAX_CHUNK_DEFAULT);
-    struct job j = {w->raw, content, n_ops, seq_first, t_min, t_max};
+    struct job j = {w->raw,
+                    content,
+                    n_ops,
+                    seq_first,
+                    t_min,
+                    t_max,
+                    content & SBT_CHUNK_DICT ? w->n_strings : 0};
     w->n_chunks++;
     if (!w->threaded)
         return write_job(w, &j);
@@ -453,6 +468,7 @@ void sbt_writer_abandon(sbt_writer *w)
     sbt__free(w->str_len);
     sbt__free(w->st_tab);
     sbt__free(w->unsup);
+    free(w->incomplete_text);
     sbt__free(w);
 }
 
@@ -551,6 +567,75 @@ static int write_end_and_index(sbt_writer *w)
     return write_all(w, &iov, 1);
 }
 
+static int dict_record(sbt_writer *w, uint32_t type);
+static int str_rehash(sbt_writer *w);
+
+/* After a write failed (a full disk, a quota, an I/O error): the file is cut back to its chunks
+ * written whole, and closed with an END record that says why and where it stops, and an
+ * index, so that it reads as what it is, not as a capture cut short by a crash. What the
+ * lost chunks defined is dropped (their tables, strings, blobs and ops); the strings the END
+ * names are interned again. Needs the worker joined. */
+static int salvage(sbt_writer *w)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", w->failmsg[0] ? w->failmsg : "a write failed");
+    if (ftruncate(w->fd, (off_t)w->off) < 0 || lseek(w->fd, (off_t)w->off, SEEK_SET) < 0)
+        return SBT_EIO;
+    w->failed = 0;
+    w->werr = 0;
+    uint64_t n_ops = 0, seq_end = 0;
+    for (size_t i = 0; i < w->n_idx; i++)
+        if (w->idx[i].content & SBT_CHUNK_OPS) {
+            n_ops += w->idx[i].n_ops;
+            if (w->idx[i].seq_first + w->idx[i].n_ops > seq_end)
+                seq_end = w->idx[i].seq_first + w->idx[i].n_ops;
+        }
+    w->n_ops_total = n_ops;
+    w->next_seq = seq_end;
+    /* lost: pending and unwritten records (tables, ops), blobs of chunks never written */
+    w->dict.len = 0;
+    sbt__colenc_reset(&w->enc);
+    w->n_pending = 0;
+    w->blobs.len = 0;
+    for (size_t i = 0; i < w->bt_cap; i++)
+        if (bt_used(&w->bt[i]) && (!w->bt[i].chunk_off || w->bt[i].chunk_off > w->n_idx))
+            memset(&w->bt[i], 0, sizeof w->bt[i]);
+    /* the strings no written chunk defines are forgotten (ids stay consecutive in the file);
+     * those the END names are interned again */
+    char **names = sbt__calloc(w->n_unsup + 1, sizeof *names);
+    if (!names)
+        return SBT_ENOMEM;
+    for (uint32_t i = 0; i < w->n_unsup; i++)
+        names[i] = strndup((const char *)w->strs.p + w->str_at[w->unsup[i].what],
+                           w->str_len[w->unsup[i].what]);
+    uint32_t d = w->durable_strings;
+    w->n_strings = d;
+    w->strs.len = d ? w->str_at[d] + w->str_len[d] : 0;
+    w->st_cap /= 2; /* rebuilt at the same size */
+    int st = str_rehash(w);
+    for (uint32_t i = 0; i < w->n_unsup; i++) {
+        if (!st)
+            st = names[i] ? sbt_writer_intern(w, names[i], &w->unsup[i].what) : SBT_ENOMEM;
+        free(names[i]);
+    }
+    sbt__free(names);
+    if (st)
+        return st;
+    char reason[2048];
+    int said = w->incomplete_text && strstr(w->incomplete_text, why); /* the caller's words */
+    snprintf(reason, sizeof reason,
+             "%s%sthe trace could not be written%s%s%s: it holds the ops before op %" PRIu64
+             " and nothing after",
+             w->incomplete_text ? w->incomplete_text : "", w->incomplete_text ? "; " : "",
+             said ? "" : " (", said ? "" : why, said ? "" : ")", seq_end);
+    w->incomplete = 0;
+    free(w->incomplete_text);
+    w->incomplete_text = NULL;
+    if ((st = sbt_writer_mark_incomplete(w, reason)))
+        return st;
+    return write_end_and_index(w);
+}
+
 int sbt_writer_close(sbt_writer *w)
 {
     if (!w)
@@ -561,6 +646,19 @@ int sbt_writer_close(sbt_writer *w)
     int jst = join_worker(w); /* from here on everything is written on this thread */
     if (!st)
         st = jst;
+    if (st == SBT_EIO && w->fd >= 0) { /* what was written whole stays a trace that says why */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", w->failmsg[0] ? w->failmsg : sbt_errmsg());
+        int ss = salvage(w);
+        if (!ss && fsync(w->fd) < 0 && errno != EINVAL)
+            ss = SBT_EIO;
+        close(w->fd);
+        w->fd = -1;
+        sbt_writer_abandon(w);
+        return sbt__fail(SBT_EIO, "%s%s", msg,
+                         ss ? "; the trace could not be closed either: it reads as cut short"
+                            : "; closed with what was written whole, its END saying so");
+    }
     if (!st)
         st = write_end_and_index(w);
     if (!st && fsync(w->fd) < 0 && errno != EINVAL)
@@ -761,7 +859,13 @@ int sbt_writer_unsupported(sbt_writer *w, const char *what, uint64_t count, uint
                            uint32_t flags)
 {
     uint32_t id;
+    /* after a failed write too: the END that close salvages names it */
+    int failed = w ? w->failed : 0;
+    if (w)
+        w->failed = 0;
     int st = sbt_writer_intern(w, what, &id);
+    if (w)
+        w->failed = failed;
     if (st)
         return st;
     for (uint32_t i = 0; i < w->n_unsup; i++)
@@ -788,6 +892,10 @@ int sbt_writer_mark_incomplete(sbt_writer *w, const char *reason)
     if (w->incomplete)
         return SBT_OK;
     w->incomplete = 1;
+    free(w->incomplete_text);
+    w->incomplete_text = strdup(reason ? reason : "unspecified");
+    if (w->failed) /* interned when the trace is salvaged at close */
+        return SBT_OK;
     return sbt_writer_intern(w, reason ? reason : "unspecified", &w->incomplete_reason);
 }
 

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,6 +384,168 @@ Test(capture, cuda_without_driver)
     cr_assert_not_null(strstr(err, "no CUDA driver"), "%s", err);
 }
 
+/* Lines of the manifest dir/t.procs: their traces into paths[] (at most max), their count. */
+static int manifest_traces(const char *dir, char (*paths)[512], int max)
+{
+    char man[600];
+    snprintf(man, sizeof man, "%s/t.procs", dir);
+    FILE *f = fopen(man, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < max) {
+        char *save = NULL;
+        strtok_r(line, "\t", &save);
+        strtok_r(NULL, "\t", &save);
+        strtok_r(NULL, "\t", &save);
+        char *tr = strtok_r(NULL, "\t", &save);
+        if (tr)
+            snprintf(paths[n++], 512, "%s", tr);
+    }
+    fclose(f);
+    return n;
+}
+
+/* One trace per process: a wrapper's children, run one after another and at once, each write
+ * their own, complete trace beside the one -o names, listed in the manifest; none writes the
+ * root's path (the wrapper, which never used the GPU, has none) and none overwrites another's.
+ * Before, every process opened -o with O_TRUNC: sequential children left the last one's trace,
+ * concurrent ones a corrupt file, and capture said "complete". */
+Test(capture, every_process_of_a_tree_writes_its_own_trace)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-tree-XXXXXX", cmd[8192], out[4096], err[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(
+        cmd, sizeof cmd,
+        "cd %s && %s capture -o t.sbt -- sh -c '%s/tests/vk/vk_compute; %s/tests/vk/vk_compute "
+        "& %s/tests/vk/vk_compute; wait'",
+        dir, bin, build, build, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char t[600];
+    snprintf(t, sizeof t, "%s/t.sbt", dir);
+    cr_expect_neq(access(t, F_OK), 0, "the wrapper used no GPU: no root trace");
+    cr_expect_not_null(strstr(err, "t.sbt: not written: the program itself did not use the GPU; "
+                                   "3 processes it started did"),
+                       "%s", err);
+    char paths[8][512];
+    int n = manifest_traces(dir, paths, 8);
+    cr_assert_eq(n, 3, "manifest lists %d traces: %s", n, err);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(paths[i], paths[j], "two processes share a trace");
+        sbt_reader *r = NULL;
+        cr_assert_eq(sbt_reader_open(paths[i], NULL, &r), 0, "%s: %s", paths[i], sbt_errmsg());
+        cr_expect(sbt_reader_info(r)->complete, "%s is incomplete", paths[i]);
+        cr_expect_gt(sbt_reader_info(r)->n_ops, 50);
+        char pid[32];
+        snprintf(pid, sizeof pid, ".%s.sbt", sbt_reader_meta_get(r, "capture.pid"));
+        cr_expect_not_null(strstr(paths[i], pid), "%s is not named for its pid", paths[i]);
+        cr_expect_str_neq(sbt_reader_meta_get(r, "capture.pid"),
+                          sbt_reader_meta_get(r, "capture.root_pid"));
+        sbt_reader_close(r);
+        cr_expect_not_null(strstr(err, paths[i]), "capture's summary misses %s: %s", paths[i], err);
+    }
+    /* the program itself uses the GPU (exec keeps its pid) and starts one that does too */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s capture -o t.sbt -- sh -c '%s/tests/vk/vk_compute >/dev/null & exec "
+             "%s/tests/vk/vk_compute'",
+             dir, bin, build, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    n = manifest_traces(dir, paths, 8);
+    cr_assert_eq(n, 2, "%s", err);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(t, NULL, &r), 0, "the root's trace: %s", sbt_errmsg());
+    cr_expect(sbt_reader_info(r)->complete);
+    cr_expect_str_eq(sbt_reader_meta_get(r, "capture.pid"),
+                     sbt_reader_meta_get(r, "capture.root_pid"));
+    sbt_reader_close(r);
+    snprintf(cmd, sizeof cmd, "%s info %s", bin, t);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0);
+    cr_expect_not_null(strstr(out, "capture    one trace per process, listed in"), "%s", out);
+    cr_expect_not_null(strstr(out, "(this trace)"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A capture that cannot write its trace (a full disk: a 256 KiB tmpfs where the test may mount
+ * one, else a file size limit) leaves the program unharmed, keeps what it wrote whole as a
+ * readable trace whose END says why and where it stops, says so, exits non-zero, and never
+ * claims a crash. Before: "closing t.sbt: no error" and "the writer did not finish (the capture
+ * was cut short: killed or crashed)". */
+Test(capture, a_trace_that_cannot_be_written_says_why_not_crashed)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-full-XXXXXX", cmd[8192], out[4096], err[8192];
+    cr_assert(mkdtemp(dir));
+    const char *want = "No space left on device";
+    snprintf(cmd, sizeof cmd,
+             "unshare -m sh -c 'mount -t tmpfs -o size=256k none %s && cd %s && %s capture -o "
+             "t.sbt -- %s/tests/vk/vk_threads 2000 && exit 9; rc=$?; cp t.sbt %s.sbt; exit $rc'",
+             dir, dir, bin, build, dir);
+    int rc = run(cmd, out, sizeof out, err, sizeof err);
+    if (rc != 3 && strstr(err, "mount")) { /* no mounts here: a file size limit instead */
+        want = "File too large";
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && sh -c 'trap \"\" XFSZ; ulimit -f 512; exec %s capture -o t.sbt -- "
+                 "%s/tests/vk/vk_threads 2000'; rc=$?; cp t.sbt %s.sbt; exit $rc",
+                 dir, bin, build, dir);
+        rc = run(cmd, out, sizeof out, err, sizeof err);
+    }
+    cr_assert_eq(rc, 3, "the program succeeded, its trace is incomplete: exit 3, not %d: %s", rc,
+                 err);
+    cr_expect_not_null(strstr(out, "vk_threads checksum"), "the program's output: %s", out);
+    cr_expect_null(strstr(err, "no error"), "%s", err);
+    cr_expect_not_null(strstr(err, want), "%s", err);
+    char t[600], why[2048];
+    snprintf(t, sizeof t, "%s.sbt", dir);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(t, NULL, &r), 0, "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_expect(in->has_footer && in->writer_finished, "closed, not cut short");
+    cr_expect(!in->complete);
+    cr_expect_gt(in->n_ops, 0, "what was written whole is kept");
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    char stops[64];
+    snprintf(stops, sizeof stops, "holds the ops before op %" PRIu64 " ", in->seq_end);
+    cr_expect(strstr(why, want) && strstr(why, stops) && !strstr(why, "crash"), "%s", why);
+    sbt_reader_close(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s.sbt", dir, dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A program that polls a fence and a timeline counter in a loop: a poll that tells the host
+ * nothing new records nothing, so the trace does not grow with the number of polls (before,
+ * each poll was an op and a completion scan). */
+Test(capture, polling_does_not_grow_the_trace)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    uint64_t ops[2];
+    const int polls[2] = {3, 3000};
+    for (int k = 0; k < 2; k++) {
+        char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cmd[8192], out[4096], err[8192];
+        int fd = mkstemps(trace, 4);
+        cr_assert(fd >= 0);
+        close(fd);
+        snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_compute poll %d", bin, trace,
+                 build, polls[k]);
+        cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+        sbt_reader *r = NULL;
+        cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+        cr_assert(sbt_reader_info(r)->complete);
+        ops[k] = sbt_reader_info(r)->n_ops;
+        sbt_reader_close(r);
+        unlink(trace);
+    }
+    /* vk_compute's own op count varies by an op or two from run to run (its host writes) */
+    cr_expect_leq(ops[1], ops[0] + 5, "%d polls: %" PRIu64 " ops, %d polls: %" PRIu64 " ops",
+                  polls[0], ops[0], polls[1], ops[1]);
+}
+
 Test(capture, exit_status_is_the_programs)
 {
     char out[4096], err[4096], cmd[4200];
@@ -559,6 +722,34 @@ Test(capture, segv_chains_to_the_programs_earlier_handler)
 Test(capture, segv_goes_through_a_handler_installed_later)
 {
     crash("segv", "late", "SIGSEGV");
+}
+
+/* A program that takes write faults routinely and handles them (a garbage collector's write
+ * barrier: 1000 faults): they go to its handler, the trace records no crash and is complete,
+ * and the output is the program's. Before, each fault forced a synchronous flush and the trace
+ * said capture.flush_reason "signal 11 (SIGSEGV)". */
+Test(capture, faults_the_program_handles_are_no_crash)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-gc-XXXXXX.sbt", plain[4096], pe[4096], cap[4096], ce[8192];
+    char cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_dies gc 5", build);
+    cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s", pe);
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_dies gc 5", bin, trace, build);
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "%s", ce);
+    cr_assert_str_eq(cap, plain);
+    cr_assert_not_null(strstr(cap, "faults handled 1000"), "%s", cap);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_expect(sbt_reader_info(r)->complete);
+    const char *why = sbt_reader_meta_get(r, "capture.flush_reason");
+    cr_expect_null(why, "a crash recorded: capture.flush_reason %s", why);
+    sbt_reader_close(r);
+    unlink(trace);
 }
 
 Test(capture, abort_keeps_the_ops_before_it)
@@ -848,7 +1039,7 @@ Test(capture, host_write_under_running_device_output_is_loud)
     snprintf(cmd, sizeof cmd,
              "REPRISE_TEST_DMA_DEVICE=1 %s capture -o %s -- %s/tests/vk/vk_ring ring --wide", bin,
              trace, build);
-    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "capture failed: %s", err);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 3, "an incomplete trace: %s", err);
     sbt_reader *r = NULL;
     cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
     char why[2048];
@@ -991,7 +1182,8 @@ static void capture_prog(const char *prog, const char *mode, const char *env, co
     close(fd);
     snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/%s %s", env ? env : "", bin,
              trace, build, prog, mode);
-    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "capture failed: %s", ce);
+    /* an incomplete trace fails the capture (exit 3) although the program succeeded */
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), call ? 3 : 0, "capture: %s", ce);
     cr_assert_str_eq(cap, plain, "output changed under capture");
     cr_assert_null(strstr(ce, "recording stopped"), "the layer failed: %s", ce);
 

@@ -1575,6 +1575,47 @@ Test(capture, abort_keeps_the_ops_before_it)
     crash("abort", NULL, "SIGABRT");
 }
 
+/* One trace per process under `reprise capture --api cuda`: two programs a wrapper runs one
+ * after the other each write their own complete trace (before, the second truncated the
+ * first's, and capture said "complete"). */
+Test(capture, each_process_writes_its_own_trace)
+{
+    paths();
+    const char *bin = getenv("REPRISE_BIN");
+    if (!bin || !*bin)
+        cr_skip_test("REPRISE_BIN is not set (run through make check)");
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && REPRISE_CUDA_DRIVER='%s' '%s' capture --api cuda -o w.sbt -- sh -c "
+             "'%s/tests/cuda/prog_saxpy >/dev/null; %s/tests/cuda/prog_saxpy >/dev/null' 2>&1",
+             tpath(""), fake, bin, build, build);
+    cr_assert(eq(int, shell_out(cmd, &out), 0), "%s", out);
+    cr_assert(strstr(out, "w.sbt: not written: the program itself did not use the GPU; 2 "
+                          "processes it started did") != NULL,
+              "%s", out);
+    char man[1200], line[4096];
+    snprintf(man, sizeof man, "%s/w.procs", tpath(""));
+    FILE *f = fopen(man, "r");
+    cr_assert(f != NULL, "no manifest %s", man);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL;
+        for (int k = 0; k < 3; k++)
+            strtok_r(k ? NULL : line, "\t", &save);
+        const char *tr = strtok_r(NULL, "\t", &save);
+        cr_assert(tr != NULL);
+        sbt_reader *r;
+        cr_assert(eq(int, sbt_reader_open(tr, NULL, &r), 0), "%s: %s", tr, sbt_errmsg());
+        cr_expect(sbt_reader_info(r)->complete, "%s", tr);
+        cr_expect(eq(u64, sbt_reader_info(r)->n_ops, 46), "%s holds another process's ops", tr);
+        sbt_reader_close(r);
+        n++;
+    }
+    fclose(f);
+    cr_expect(eq(int, n, 2));
+    free(out);
+}
+
 /* A forked child shares the trace's file but not the capture: when it exits, the parent's trace
  * stays whole (the child once wrote its copy of the writer's state into it) */
 Test(capture, forked_child_leaves_the_trace_alone)

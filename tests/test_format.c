@@ -8,9 +8,11 @@
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -751,6 +753,79 @@ Test(recovery, abandoned_writer_is_readable)
     cr_assert(0 == (in->has_footer | in->writer_finished | in->complete));
     cr_assert(eq(u64, in->n_ops, 1000)); /* 10 full chunks of 100: all were flushed */
     cr_assert(eq(u64, in->lost_bytes, 0));
+    sbt_reader_close(r);
+}
+
+/* A write that fails (here a file size limit; a full disk alike) after some chunks: close cuts
+ * the file back to the chunks written whole and ends it with an END record naming the failure
+ * and the op where it stops, so it reads as incomplete with that reason, not as cut short;
+ * strings interned in the lost chunks and named by the END (an unmodelled call) are written
+ * again so that their ids stay consecutive. */
+Test(recovery, a_failed_write_closes_with_what_was_written_whole)
+{
+    const char *path = tpath("full.sbt");
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, &SBT_WRITER_OPTS(.zstd_level = -1), &w), SBT_OK), "%s",
+              sbt_errmsg());
+    signal(SIGXFSZ, SIG_IGN); /* the limit then fails the write with EFBIG */
+    struct rlimit rl = {64 << 10, 64 << 10};
+    cr_assert(eq(int, setrlimit(RLIMIT_FSIZE, &rl), 0));
+    struct sbt_device d = {.api = SBT_API_SYNTH};
+    struct sbt_stream s = {.kind = SBT_STREAM_HOST_THREAD};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &s.device), SBT_OK));
+    uint32_t stream;
+    cr_assert(eq(int, sbt_writer_add_stream(w, &s, &stream), SBT_OK));
+    int st = SBT_OK;
+    uint64_t i = 0;
+    for (; i < 100000 && st == SBT_OK; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "marker number %llu", (unsigned long long)i);
+        struct sbt_op op = {
+            .kind = SBT_OP_MARKER, .stream = stream, .host_begin = 10 * i, .host_end = 10 * i + 5};
+        st = sbt_writer_intern(w, name, &op.name);
+        if (st == SBT_OK)
+            st = sbt_writer_add_op(w, &op, NULL);
+        if (st == SBT_OK && i % 100 == 99)
+            st = sbt_writer_flush(w);
+    }
+    cr_assert(eq(int, st, SBT_EIO), "the limit was never reached (%llu ops)",
+              (unsigned long long)i);
+    sbt_writer_unsupported(w, "vkLateCall", 2, SBT_SEQ_NONE, 0); /* a string after the failure */
+    sbt_writer_mark_incomplete(w, "the capture layer: writing failed");
+    cr_assert(eq(int, sbt_writer_close(w), SBT_EIO));
+    cr_assert(strstr(sbt_errmsg(), "closed with what was written whole") != NULL, "%s",
+              sbt_errmsg());
+    rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s", sbt_errmsg());
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(in->has_footer && in->writer_finished && !in->complete);
+    cr_assert(gt(u64, in->n_ops, 0));
+    cr_assert(eq(u64, in->n_ops % 100, 0), "whole chunks only: %llu ops",
+              (unsigned long long)in->n_ops);
+    char why[1024], want[128];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    snprintf(want, sizeof want, "holds the ops before op %llu and nothing after",
+             (unsigned long long)in->n_ops);
+    cr_assert(strstr(why, "the capture layer: writing failed") && strstr(why, "File too large") &&
+                  strstr(why, want) && !strstr(why, "did not finish"),
+              "%s", why);
+    uint32_t nu;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &nu);
+    cr_assert(eq(u32, nu, 1));
+    cr_assert(eq(str, (char *)sbt_reader_string(r, u[0].what), "vkLateCall"));
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &c), SBT_OK));
+    for (uint64_t k = 0; k < in->n_ops; k++) {
+        cr_assert(eq(int, sbt_cursor_next(c, &op), 1), "%s", sbt_errmsg());
+        char name[64];
+        snprintf(name, sizeof name, "marker number %llu", (unsigned long long)k);
+        cr_assert(eq(str, (char *)sbt_reader_string(r, op->name), name));
+    }
+    sbt_cursor_close(c);
+    cr_assert(eq(int, sbt_reader_validate(r, NULL, NULL), 0));
     sbt_reader_close(r);
 }
 

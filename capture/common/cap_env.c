@@ -30,16 +30,22 @@ int cap__env_flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-void cap__trace_path(char *out, size_t cap)
+/* Whether this process made itself the root (REPRISE_ROOT_PID was unset): it then starts the
+ * manifest anew. */
+static int self_rooted;
+
+int cap__is_root(void)
+{
+    const char *r = getenv(CAP_ENV_ROOT_PID);
+    return !r || !*r || atol(r) == (long)getpid();
+}
+
+/* REPRISE_TRACE with "%p" expanded into out[cap]; 0, or -1 when it is unset. */
+static int expand(char *out, size_t cap, const char *pid)
 {
     const char *t = getenv(CAP_ENV_TRACE);
-    char pid[24];
-    snprintf(pid, sizeof pid, "%d", (int)getpid());
-    if (!t || !*t) {
-        snprintf(out, cap, "reprise-%s.sbt", pid);
-        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, out);
-        return;
-    }
+    if (!t || !*t)
+        return -1;
     size_t o = 0;
     for (const char *p = t; *p && o + 24 < cap; p++) {
         if (p[0] == '%' && p[1] == 'p') {
@@ -50,6 +56,76 @@ void cap__trace_path(char *out, size_t cap)
         }
     }
     out[o] = 0;
+    return 0;
+}
+
+/* The stem of path (without a trailing ".sbt") into out[cap]. */
+static void stem_of(const char *path, char *out, size_t cap)
+{
+    size_t n = strlen(path);
+    if (n > 4 && !strcmp(path + n - 4, ".sbt"))
+        n -= 4;
+    snprintf(out, cap, "%.*s", (int)n, path);
+}
+
+void cap__trace_path(char *out, size_t cap)
+{
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    if (!getenv(CAP_ENV_ROOT_PID) || !*getenv(CAP_ENV_ROOT_PID)) {
+        setenv(CAP_ENV_ROOT_PID, pid, 1); /* the processes it starts are not the root */
+        self_rooted = 1;
+    }
+    if (expand(out, cap, pid) < 0) {
+        snprintf(out, cap, "reprise-%s.sbt", pid);
+        fprintf(stderr, "reprise capture: %s is not set; writing %s\n", CAP_ENV_TRACE, out);
+        return;
+    }
+    if (cap__is_root() || strstr(getenv(CAP_ENV_TRACE), "%p"))
+        return;
+    char stem[PATH_MAX];
+    stem_of(out, stem, sizeof stem);
+    snprintf(out, cap, "%.*s.%s.sbt", (int)(cap > 40 ? cap - 40 : 0), stem, pid);
+}
+
+void cap__manifest_add(const char *path)
+{
+    char root[PATH_MAX], stem[PATH_MAX], man[PATH_MAX + 16];
+    char pid[24];
+    snprintf(pid, sizeof pid, "%s", getenv(CAP_ENV_ROOT_PID) ? getenv(CAP_ENV_ROOT_PID) : "");
+    if (expand(root, sizeof root, pid) < 0)
+        return; /* no REPRISE_TRACE: a trace of its own, no capture to list it in */
+    stem_of(root, stem, sizeof stem);
+    snprintf(man, sizeof man, "%s%s", stem, CAP_MANIFEST_SUFFIX);
+    int fd =
+        open(man, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | (self_rooted ? O_TRUNC : 0), 0644);
+    if (fd < 0)
+        return;
+    char cmd[1024] = "";
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (f) {
+        size_t m = fread(cmd, 1, sizeof cmd - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < m; i++)
+            if (!cmd[i] || cmd[i] == '\t' || cmd[i] == '\n')
+                cmd[i] = ' ';
+        cmd[m] = 0;
+        while (m && cmd[m - 1] == ' ')
+            cmd[--m] = 0;
+    }
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    char line[4096];
+    int n =
+        snprintf(line, sizeof line, "%d\t%d\t%" PRIu64 "\t%s\t%s\n", (int)getpid(), (int)getppid(),
+                 (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec, path, cmd);
+    if (n > (int)sizeof line - 1) { /* one write, one whole line */
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w;
+    close(fd);
 }
 
 struct sbt_writer_opts cap__writer_opts(void)
@@ -82,6 +158,17 @@ int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t
         buf[m] = 0;
         if (!st)
             st = sbt_writer_meta(w, "argv", buf);
+    }
+    if (!st) {
+        char v[64];
+        snprintf(v, sizeof v, "%d", (int)getpid());
+        st = sbt_writer_meta(w, "capture.pid", v);
+        snprintf(v, sizeof v, "%d", (int)getppid());
+        if (!st)
+            st = sbt_writer_meta(w, "capture.ppid", v);
+        const char *root = getenv(CAP_ENV_ROOT_PID);
+        if (!st)
+            st = sbt_writer_meta(w, "capture.root_pid", root ? root : v);
     }
     if (!st && gethostname(buf, sizeof buf) == 0) {
         buf[sizeof buf - 1] = 0;

@@ -17,9 +17,16 @@
 
 /* 1 if the environment variable is set to something other than "" or "0". */
 int cap__env_flag(const char *name);
-/* The trace path from REPRISE_TRACE, "%p" replaced by the process id; when unset,
- * reprise-PID.sbt in the working directory (and a line on stderr saying so). */
+/* The trace path of this process: REPRISE_TRACE, "%p" replaced by the process id, and for a
+ * process other than the capture's root (REPRISE_ROOT_PID, which the first process to get here
+ * sets when it is unset) <stem>.<pid>.sbt; when unset, reprise-PID.sbt in the working
+ * directory (and a line on stderr saying so). */
 void cap__trace_path(char *out, size_t cap);
+/* 1 when this process is the capture's root (its trace is the one REPRISE_TRACE names). */
+int cap__is_root(void);
+/* Appends this process's line to the capture's manifest (cap.h, CAP_MANIFEST_SUFFIX) for its
+ * trace at path; the root of a capture that `reprise capture` did not start begins it anew. */
+void cap__manifest_add(const char *path);
 /* Writer options from the environment (REPRISE_ZSTD: level, 0 or negative = uncompressed). */
 struct sbt_writer_opts cap__writer_opts(void);
 /* Writes capture.api, capture.tool, program, argv, host, clock.domain and both epochs

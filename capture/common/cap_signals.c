@@ -1,8 +1,10 @@
 /*
  * capture/common/cap_signals.c — the fatal-signal handlers: on SIGSEGV, SIGBUS, SIGILL, SIGFPE,
  * SIGABRT, SIGTERM, SIGINT and SIGHUP they have the pump write what the capture holds before
- * the program's own handler or the default action runs; faults the capture causes itself
- * (write-protected mappings) are claimed first (cap_fault_claim_add). Shared by the Vulkan
+ * the default action ends the process; a signal the program handles goes to its handler first,
+ * and is flushed for (and named in capture.flush_reason) only when that handler leaves the
+ * default action to end the process. Faults the capture causes itself (write-protected
+ * mappings) are claimed first (cap_fault_claim_add). Shared by the Vulkan
  * layer and the CUDA shim (capture/common/cap_int.h); its state (the levels, the claims) is
  * owned here, one copy per capture library.
  */
@@ -139,7 +141,29 @@ static void on_fatal(int level, int sig, siginfo_t *si, void *uc)
                 return;
             }
         }
-    cap__pump_note_signal(sig);
+    const struct sigaction *a = &sigs[k].next[level];
+    int handler = a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN && sig != SIGABRT &&
+                  !((a->sa_flags & SA_RESETHAND) && atomic_load(&sigs[k].once[level]));
+    if (handler) {
+        /* The program's handler first: a JVM, a GC or V8 take faults routinely, a server
+         * handles SIGTERM, and a signal it handles is no crash to record or to flush for. Only
+         * when it leaves the default action behind (it restored it, or was SA_RESETHAND: the
+         * fault repeats, or a signal it raised again arrives, once we return) does the
+         * process end: then what we hold is written first. */
+        chain(k, level, sig, si, uc);
+        struct sigaction now;
+        int ends = (a->sa_flags & SA_RESETHAND) ||
+                   (sigaction(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL);
+        if (ends) {
+            cap__pump_note_signal(sig);
+            cap__flush_wait(CAP_FLUSH_WAIT_MS);
+        } else {
+            cap__pump_kick(); /* an early flush, not waited for */
+        }
+        errno = saved;
+        return;
+    }
+    cap__pump_note_signal(sig); /* the default action ends the process: write what we hold */
     cap__flush_wait(CAP_FLUSH_WAIT_MS);
     chain(k, level, sig, si, uc);
     errno = saved;

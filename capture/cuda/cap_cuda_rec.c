@@ -1861,6 +1861,7 @@ void cap_cuda_rec_start(void)
         cap_cuda_unlock();
         return;
     }
+    cap__manifest_add(g.path);
     __atomic_store_n(&g.on, 1, __ATOMIC_RELEASE);
     writer_check(cap__meta_process(g.w, "cuda", "reprise libreprise_cuda.so 0.1.0", g.epoch),
                  "writing metadata");
@@ -1889,7 +1890,7 @@ static void write_stats(uint64_t n_unsup_calls)
         fprintf(stderr, "reprise capture: %s: %" PRIu64 " ops, %" PRIu64 " unsupported calls%s%s\n",
                 g.path, g.n_ops, n_unsup_calls, why[0] ? "; incomplete: " : "", why);
     const char *p = getenv(CAP_ENV_STATS);
-    FILE *f = p && *p ? fopen(p, "w") : NULL;
+    FILE *f = p && *p && cap__is_root() ? fopen(p, "w") : NULL; /* the CLI reads the others' */
     if (!f)
         return;
     fprintf(f, "trace=%s\nops=%" PRIu64 "\ncalls=%" PRIu64 "\nunsupported=%" PRIu64 "\n", g.path,

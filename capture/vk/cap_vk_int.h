@@ -344,6 +344,11 @@ struct cap_sync {
     uint32_t kind; /* enum sbt_sync_kind */
     struct cap_sig sig[CAP_SIG_RING];
     uint32_t n_sig; /* total signals recorded (ring index = n % CAP_SIG_RING) */
+    /* what a status query last told the host (cap.mu): a poll that learns nothing new (the
+     * same fence signal, the same counter value) records nothing, so that a trace does not
+     * grow with the number of polls */
+    uint32_t polled_n_sig;
+    uint64_t polled_value;
 };
 
 struct cap_queue {

@@ -203,7 +203,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f)
     struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_sync *s = cap_obj_find(CAP_H(f), CAP_T_FENCE);
-    if (s && s->n_sig) {
+    if (s && s->n_sig && s->polled_n_sig != s->n_sig) { /* a signal the host had not seen */
+        s->polled_n_sig = s->n_sig;
         cap_emit(host_sync_op(d, SBT_OP_WAIT, "vkGetFenceStatus", s, 0, t0));
         cap_sync_reached(s, 0, &done);
     }
@@ -264,8 +265,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkS
     struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_sync *s = cap_obj_find(CAP_H(sem), CAP_T_SEM);
-    if (s && s->n_sig) {
-        /* a value read back completes the signals up to it, as a wait would */
+    if (s && s->n_sig && (*value > s->polled_value || s->polled_n_sig != s->n_sig)) {
+        /* a value read back completes the signals up to it, as a wait would; the same value
+         * again (a polling loop) tells nothing new */
+        s->polled_value = *value;
+        s->polled_n_sig = s->n_sig;
         cap_emit(host_sync_op(d, SBT_OP_WAIT, "vkGetSemaphoreCounterValue", s, *value, t0));
         cap_sync_reached(s, *value, &done);
     }

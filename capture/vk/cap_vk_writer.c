@@ -641,6 +641,7 @@ static void init(void)
         cap_fail("cannot open trace %s: %s", wr.path, sbt_errmsg());
         return;
     }
+    cap__manifest_add(wr.path);
     if (cap__meta_process(wr.w, "vulkan", "reprise VK_LAYER_REPRISE_capture 0.1.0", cap.epoch_ns) <
         0)
         writer_failed("writing metadata");
@@ -680,7 +681,7 @@ static void write_stats(uint64_t n_unmod_calls)
                 " unmodelled calls%s%s\n",
                 wr.path, wr.n_ops, calls, n_unmod_calls, fail_reason[0] ? "; incomplete: " : "",
                 fail_reason);
-    if (!p || !*p)
+    if (!p || !*p || !cap__is_root()) /* the CLI reads the others' traces */
         return;
     FILE *f = fopen(p, "w");
     if (!f)

@@ -420,6 +420,10 @@ static int graph(void)
     }
     CK(cuGraphExecDestroy(x));
     CK(cuGraphDestroy(g));
+    CK(cuEventDestroy(fork));
+    CK(cuEventDestroy(joined));
+    CK(cuStreamDestroy(s2));
+    CK(cuStreamDestroy(s));
     CK(cuMemFree(a));
     CK(cuMemFree(b));
     return 0;

@@ -4,9 +4,11 @@
  * event, push constants, a specialization constant, a uniform buffer, indirect dispatch,
  * dispatch base, several submissions (v1 and v2) on up to two queues chained by a timeline
  * semaphore, a fence, command-buffer reuse, and queue/device idle waits. Prints a checksum.
+ * "vk_compute poll N" ends with N polls of the fence and the timeline counter.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/vk/vkt.h"
@@ -40,7 +42,9 @@ static void barrier2(VkCommandBuffer cb)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    /* "poll N": at the end, N polls of the fence and of the timeline counter (a status loop);
+     * what the program computes is the same */
+    int polls = argc > 2 && !strcmp(argv[1], "poll") ? atoi(argv[2]) : 0;
     struct vkt v;
     vkt_init(&v, argv[0], 2);
     VkQueue q0 = v.queue[0], q1 = v.queue[v.n_queues > 1 ? 1 : 0];
@@ -235,6 +239,14 @@ int main(int argc, char **argv)
                                   .pValues = &val};
         VKT_CHECK(vkWaitSemaphores(v.dev, &wi, UINT64_MAX));
         h = vkt_sum(h, acc.map, N * 4);
+    }
+    for (int i = 0; i < polls; i++) {
+        uint64_t cv = 0;
+        VKT_CHECK(vkGetSemaphoreCounterValue(v.dev, tl, &cv));
+        if (cv != 4 || vkGetFenceStatus(v.dev, fence) != VK_SUCCESS) {
+            fprintf(stderr, "vk_compute: poll %d: counter %llu\n", i, (unsigned long long)cv);
+            return 1;
+        }
     }
     VKT_CHECK(vkQueueWaitIdle(q0));
     VKT_CHECK(vkDeviceWaitIdle(v.dev));

@@ -11,11 +11,16 @@
  *                            device exists (the layer puts its own back on top at a wait); the
  * handler prints "handler ran", restores the default and returns, so the fault repeats and ends the
  * process vk_dies abort N          calls abort() after N submissions
+ *   vk_dies gc N             lives well: between submissions it takes 200 write faults on a
+ *                            page it keeps read-only and handles each (its handler makes the
+ *                            page writable, as a garbage collector's write barrier does), then
+ *                            exits 0 ("faults handled 200N")
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +44,29 @@ __attribute__((noinline, no_sanitize("undefined"))) static void write_null(void)
     *null = 1;
 }
 
+/* gc: a write barrier's page and the faults its handler took */
+static char *gc_page;
+static volatile sig_atomic_t gc_faults;
+
+static void on_gc_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (si->si_addr < (void *)gc_page || si->si_addr >= (void *)(gc_page + 4096)) {
+        signal(sig, SIG_DFL); /* not ours: the fault repeats, fatally */
+        return;
+    }
+    gc_faults++;
+    mprotect(gc_page, 4096, PROT_READ | PROT_WRITE);
+}
+
+static void gc_round(void)
+{
+    for (int i = 0; i < 200; i++) {
+        mprotect(gc_page, 4096, PROT_READ);
+        ((volatile char *)gc_page)[i] = (char)i; /* faults; the handler lets it through */
+    }
+}
+
 static void install_handler(void)
 {
     struct sigaction sa;
@@ -51,7 +79,7 @@ static void install_handler(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: vk_dies slow|segv|abort N [early|late]\n");
+        fprintf(stderr, "usage: vk_dies slow|segv|abort|gc N [early|late]\n");
         return 2;
     }
     const char *mode = argv[1], *when = argc > 3 ? argv[3] : "";
@@ -59,6 +87,16 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!strcmp(when, "early"))
         install_handler();
+    if (!strcmp(mode, "gc")) {
+        gc_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_gc_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (gc_page == MAP_FAILED || sigaction(SIGSEGV, &sa, NULL) != 0)
+            return 1;
+    }
     struct vkt v;
     vkt_init(&v, argv[0], 1);
     if (!strcmp(when, "late")) {
@@ -132,7 +170,11 @@ int main(int argc, char **argv)
         printf("submit %d done\n", k);
         if (!strcmp(mode, "slow"))
             nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+        if (!strcmp(mode, "gc"))
+            gc_round();
     }
+    if (!strcmp(mode, "gc"))
+        printf("faults handled %d\n", (int)gc_faults);
     if (!strcmp(mode, "segv"))
         write_null();
     if (!strcmp(mode, "abort"))
