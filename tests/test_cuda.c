@@ -694,6 +694,7 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"funcattr", 1, ""},
         {"graph", 1, ""},
         {"stream_fill", 1, ""},
+        {"reload", 1, ""}, // a function handle reused after its module was unloaded
         {"graph_node", 0, "cuGraphAddEmptyNode"},
         {"graph_node", 0, "cuGraphLaunch of a graph not made by stream capture"},
     };

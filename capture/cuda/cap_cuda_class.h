@@ -5,7 +5,8 @@
  * (cap_cuda_rec.c checks the count at compile time, tests/test_cuda.c the names, and that
  * RECORDED is exactly the set of symbols cap_cuda_shim.c wraps).
  *
- *   RECORDED  wrapped by capture/cuda/cap_cuda_shim.c and written to the trace
+ *   RECORDED  wrapped by capture/cuda/cap_cuda_shim.c and written to the trace (unloads: what
+ *             they end is forgotten, so that a handle the driver reuses is seen as new)
  *   QUERY     a pure query: passed through, not counted (it changes nothing on the device and
  *             nothing a replay needs; a handle or pointer it hands out is checked where it is used)
  *   HARMLESS  unmodelled but harmless: passed through, counted by name in the completeness
@@ -304,7 +305,7 @@ C(cuLibraryGetModule, RECORDED, "")
 C(cuLibraryGetUnifiedFunction, QUERY, "returns a function pointer for host code")
 C(cuLibraryLoadData, RECORDED, "")
 C(cuLibraryLoadFromFile, RECORDED, "")
-C(cuLibraryUnload, HARMLESS, "unloading: replay unloads at the end of the run")
+C(cuLibraryUnload, RECORDED, "")
 C(cuLinkAddData, HARMLESS, "the JIT linker: its output is recorded when cuModuleLoadData loads it")
 C(cuLinkAddData_v2, HARMLESS, "the JIT linker: its output is recorded when cuModuleLoadData loads it")
 C(cuLinkAddFile, HARMLESS, "the JIT linker: its output is recorded when cuModuleLoadData loads it")
@@ -512,7 +513,7 @@ C(cuModuleLoad, RECORDED, "")
 C(cuModuleLoadData, RECORDED, "")
 C(cuModuleLoadDataEx, RECORDED, "")
 C(cuModuleLoadFatBinary, RECORDED, "")
-C(cuModuleUnload, HARMLESS, "unloading: replay unloads at the end of the run")
+C(cuModuleUnload, RECORDED, "")
 C(cuMulticastAddDevice, AFFECTS, "multicast objects bind memory of several devices: not modelled")
 C(cuMulticastBindAddr, AFFECTS, "multicast objects bind memory of several devices: not modelled")
 C(cuMulticastBindMem, AFFECTS, "multicast objects bind memory of several devices: not modelled")

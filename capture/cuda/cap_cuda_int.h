@@ -123,6 +123,9 @@ void cap_cuda_rec_module(CUmodule mod, const void *image, const char *file, uint
 void cap_cuda_rec_library(CUlibrary lib, const void *image, const char *file, uint32_t api);
 void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod);
 void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name);
+/* A module (is_library 0) or library was unloaded: its functions and kernels are forgotten, so
+ * that a handle the driver reuses is recorded as the function it then names. */
+void cap_cuda_rec_unload(uint64_t h, int is_library);
 void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name);
 void cap_cuda_rec_kernel_function(CUfunction f, CUkernel k);
 /* Stream capture (lock held): c's stream begins capturing into a new graph recording; ends

@@ -103,7 +103,8 @@ struct grec {
 };
 
 struct kern {
-    uint32_t id; /* sbt kernel id */
+    uint32_t id;    /* sbt kernel id */
+    uint64_t owner; /* the module or library handle it came from (unloading it forgets it) */
     uint32_t name;
     int known; /* layout known */
     uint32_t n_params;
@@ -1324,7 +1325,8 @@ void cap_cuda_rec_library_module(CUlibrary lib, CUmodule mod)
 }
 
 /* A kernel row with the layout the driver reports (is_kernel: h is a CUkernel). */
-static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_kernel)
+static void add_kernel(uint64_t h, uint64_t owner, uint32_t program, const char *name,
+                       int is_kernel)
 {
     if (!g.on || sbt_map_getp(&g.funcs, h))
         return;
@@ -1333,6 +1335,7 @@ static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_ke
         cap_cuda_fail("out of memory");
         return;
     }
+    k->owner = owner;
     size_t cap = 0;
     for (size_t i = 0; i < 4096; i++) {
         size_t off = 0, size = 0;
@@ -1398,13 +1401,37 @@ static void add_kernel(uint64_t h, uint32_t program, const char *name, int is_ke
 
 void cap_cuda_rec_function(CUfunction f, CUmodule mod, const char *name)
 {
-    add_kernel((uintptr_t)f, (uint32_t)(uintptr_t)sbt_map_getp(&g.modules, (uintptr_t)mod), name,
-               0);
+    add_kernel((uintptr_t)f, (uintptr_t)mod,
+               (uint32_t)(uintptr_t)sbt_map_getp(&g.modules, (uintptr_t)mod), name, 0);
 }
 
 void cap_cuda_rec_kernel(CUkernel k, CUlibrary lib, const char *name)
 {
-    add_kernel((uintptr_t)k, (uint32_t)(uintptr_t)sbt_map_getp(&g.libs, (uintptr_t)lib), name, 1);
+    add_kernel((uintptr_t)k, (uintptr_t)lib,
+               (uint32_t)(uintptr_t)sbt_map_getp(&g.libs, (uintptr_t)lib), name, 1);
+}
+
+void cap_cuda_rec_unload(uint64_t h, int is_library)
+{
+    if (!g.on)
+        return;
+    /* its functions and kernels are forgotten: a handle the driver hands out again names
+     * another function, recorded as such when it is obtained */
+    uint64_t keys[256], pos, key, val;
+    size_t n;
+    do { /* (deleting moves entries: collect, then delete, until none is left) */
+        n = 0;
+        pos = 0;
+        while (n < 256 && sbt_map_next(&g.funcs, &pos, &key, &val))
+            if (val && ((const struct kern *)(uintptr_t)val)->owner == h)
+                keys[n++] = key;
+        for (size_t i = 0; i < n; i++)
+            sbt_map_delp(&g.funcs, keys[i]);
+    } while (n == 256);
+    if (is_library)
+        sbt_map_delp(&g.libs, h);
+    else
+        sbt_map_delp(&g.modules, h);
 }
 
 void cap_cuda_rec_func_attr(uint64_t h, int attrib, int value)

@@ -453,6 +453,20 @@ CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
     ENQ_END(cap_cuda_rec_library_module(library, *pMod))
 }
 
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    ENQ_BEGIN(cuModuleLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuModuleUnload)(hmod);
+    ENQ_END(cap_cuda_rec_unload((uintptr_t)hmod, 0))
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+    ENQ_BEGIN(cuLibraryLoadData, 0, NULL)
+    CUresult r = CAP_NEXT(cuLibraryUnload)(library);
+    ENQ_END(cap_cuda_rec_unload((uintptr_t)library, 1))
+}
+
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
     ENQ_BEGIN(cuModuleLoadData, 0, NULL)

@@ -622,6 +622,8 @@ struct fake_obj {
     } globals[4];
     int n_globals;
     int max_dyn_shmem; /* functions: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (0: 48 KiB) */
+    struct fake_obj *module; /* functions: the module or library they came from */
+    int dead;                /* functions: their module was unloaded (the handle may come back) */
 };
 #define MAGIC_MOD 0x444f4d46u
 #define MAGIC_FUN 0x4e554646u
@@ -717,10 +719,21 @@ static CUresult get_fn(struct fake_obj *m, const char *name, struct fake_obj **o
     }
     for (size_t i = 0; listed && i < sizeof kdefs / sizeof kdefs[0]; i++)
         if (!strcmp(kdefs[i].name, name)) {
-            struct fake_obj *f = obj_new(MAGIC_FUN);
-            if (!f)
+            /* as a driver may: the handle of a function of an unloaded module comes back */
+            struct fake_obj *f = NULL;
+            pthread_mutex_lock(&objs_mu);
+            for (struct fake_obj *o = objs; o && !f; o = o->next)
+                if (o->magic == MAGIC_FUN && o->dead)
+                    f = o;
+            if (f) {
+                f->dead = 0;
+                f->max_dyn_shmem = 0;
+            }
+            pthread_mutex_unlock(&objs_mu);
+            if (!f && !(f = obj_new(MAGIC_FUN)))
                 return CUDA_ERROR_OUT_OF_MEMORY;
             f->k = &kdefs[i];
+            f->module = m;
             *out = f;
             return CUDA_SUCCESS;
         }
@@ -751,10 +764,23 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
     return load(buf, (struct fake_obj **)module);
 }
 
+/* Unloading kills the module's functions; their handles are handed out again by later
+ * cuModuleGetFunction / cuLibraryGetKernel calls (as a real driver may reuse them). */
+static CUresult unload(struct fake_obj *m)
+{
+    if (!m || m->magic != MAGIC_MOD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&objs_mu);
+    for (struct fake_obj *o = objs; o; o = o->next)
+        if (o->magic == MAGIC_FUN && o->module == m)
+            o->dead = 1;
+    pthread_mutex_unlock(&objs_mu);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuModuleUnload(CUmodule m)
 {
-    (void)m; /* handles stay valid: functions point into nothing the unload frees */
-    return CUDA_SUCCESS;
+    return unload((struct fake_obj *)m);
 }
 
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
@@ -873,8 +899,7 @@ CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, v
 
 CUresult cuLibraryUnload(CUlibrary lib)
 {
-    (void)lib;
-    return CUDA_SUCCESS;
+    return unload((struct fake_obj *)lib);
 }
 
 CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
@@ -996,7 +1021,7 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
 {
     NEED_INIT();
     const struct fake_obj *f = (const struct fake_obj *)fn;
-    if (!f || f->magic != MAGIC_FUN)
+    if (!f || f->magic != MAGIC_FUN || f->dead)
         return CUDA_ERROR_INVALID_HANDLE;
     if (shmem > (f->max_dyn_shmem ? (unsigned)f->max_dyn_shmem : FAKE_SHMEM_DEFAULT))
         return CUDA_ERROR_INVALID_VALUE;

@@ -31,6 +31,9 @@
  *   gpa_unused   the same answer resolved and never called (replayable)
  *   libglobal    a library global written by a kernel
  *   enumerate    a kernel found by cuModuleEnumerateFunctions
+ *   reload       a module unloaded and another loaded, whose saxpy function gets the handle
+ *                the first module's iota had (the fake reuses handles, as a driver may): the
+ *                trace must launch saxpy, not iota
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -356,6 +359,34 @@ static int funcattr(void)
     return 0;
 }
 
+static int reload(void)
+{
+    CUmodule m1, m2;
+    CUfunction f1, f2;
+    CK(cuModuleLoadData(&m1, FAKE_IMAGE));
+    CK(cuModuleGetFunction(&f1, m1, "iota"));
+    CUdeviceptr x, y;
+    CK(cuMemAlloc(&x, N * 4));
+    CK(cuMemAlloc(&y, N * 4));
+    iota(x, N, 3, NULL);
+    CK(cuModuleUnload(m1));
+    CK(cuModuleLoadData(&m2, FAKE_IMAGE));
+    CK(cuModuleGetFunction(&f2, m2, "saxpy"));
+    printf("reload: handle %s\n", f2 == f1 ? "reused" : "new");
+    iota(y, N, 100, NULL);
+    float a = 2.0f;
+    unsigned n = N;
+    void *params[] = {&a, &x, &y, &n};
+    CK(cuLaunchKernel(f2, N / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    static unsigned out[N];
+    CK(cuMemcpyDtoH(out, y, sizeof out));
+    print_words("reload saxpy", out, sizeof out);
+    CK(cuModuleUnload(m2));
+    CK(cuMemFree(x));
+    CK(cuMemFree(y));
+    return 0;
+}
+
 static int stream_fill(void)
 {
     CUstream s;
@@ -521,6 +552,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "stream_fill") ? stream_fill()
             : !strcmp(m, "graph_node")  ? graph_node()
             : !strcmp(m, "enumerate")   ? enumerate()
+            : !strcmp(m, "reload")      ? reload()
                                         : 2;
     if (r == 2)
         fprintf(stderr, "prog_memkinds: unknown mode %s\n", m);
