@@ -215,57 +215,50 @@ static void wait_descendants(void)
     }
 }
 
-/* The manifest of the capture whose root trace is trace: TRACE-stem.procs, into out[cap]. */
-static void manifest_path(const char *trace, char *out, size_t cap)
-{
-    size_t n = strlen(trace);
-    if (n > 4 && !strcmp(trace + n - 4, ".sbt"))
-        n -= 4;
-    snprintf(out, cap, "%.*s%s", (int)n, trace, CAP_MANIFEST_SUFFIX);
-}
-
 /* Every trace of the capture: the root's (trace, as given; abs_trace as the processes got it),
  * from the layer's summary, then each other process's the manifest lists. Returns how many are
  * incomplete or unreadable. */
+struct report_ctx {
+    const char *abs_trace;
+    int bad, n;
+};
+
+/* A process of the manifest other than the root: its trace. */
+static void report_proc(void *ctx, const struct cli_proc *p)
+{
+    struct report_ctx *c = ctx;
+    c->n++;
+    if (!strcmp(p->trace, c->abs_trace))
+        return; /* the root's, reported from the layer's summary */
+    char ops[64] = "?", from_trace[4096];
+    int complete;
+    if (report_trace(p->trace, ops, sizeof ops, from_trace, sizeof from_trace, &complete)) {
+        fprintf(stderr, "reprise capture: %s (pid %s, parent %s: %.200s): %s ops%s\n", p->trace,
+                p->pid, p->ppid, p->cmd, ops, from_trace);
+        c->bad += !complete;
+    } else {
+        fprintf(stderr,
+                "reprise capture: %s (pid %s, parent %s: %.200s): UNREADABLE (the process died "
+                "before writing any of it?)\n",
+                p->trace, p->pid, p->ppid, p->cmd);
+        c->bad++;
+    }
+    if (kill((pid_t)atol(p->pid), 0) == 0)
+        fprintf(stderr,
+                "reprise capture: pid %s still runs after the program ended: its trace is not "
+                "finished\n",
+                p->pid);
+}
+
 static int report_all(const char *stats, const char *trace, const char *abs_trace,
                       const char *manifest)
 {
-    int bad = 0, n = 0, root = report(stats, trace);
+    struct report_ctx c = {abs_trace, 0, 0};
+    int root = report(stats, trace);
     if (root == 0)
-        bad++;
-    FILE *f = fopen(manifest, "r");
-    char line[8192];
-    while (f && fgets(line, sizeof line, f)) {
-        char *save = NULL, *pid = strtok_r(line, "\t", &save), *ppid = strtok_r(NULL, "\t", &save);
-        char *start = strtok_r(NULL, "\t", &save), *path = strtok_r(NULL, "\t", &save);
-        char *cmd = strtok_r(NULL, "\n", &save);
-        (void)start;
-        if (!pid || !ppid || !path)
-            continue;
-        n++;
-        if (!strcmp(path, abs_trace))
-            continue; /* the root's, reported above */
-        char ops[64] = "?", from_trace[4096];
-        int complete;
-        if (report_trace(path, ops, sizeof ops, from_trace, sizeof from_trace, &complete)) {
-            fprintf(stderr, "reprise capture: %s (pid %s, parent %s: %.200s): %s ops%s\n", path,
-                    pid, ppid, cmd ? cmd : "", ops, from_trace);
-            bad += !complete;
-        } else {
-            fprintf(stderr,
-                    "reprise capture: %s (pid %s, parent %s: %.200s): UNREADABLE (the process "
-                    "died before writing any of it?)\n",
-                    path, pid, ppid, cmd ? cmd : "");
-            bad++;
-        }
-        if (kill((pid_t)atol(pid), 0) == 0)
-            fprintf(stderr,
-                    "reprise capture: pid %s still runs after the program ended: its trace is "
-                    "not finished\n",
-                    pid);
-    }
-    if (f)
-        fclose(f);
+        c.bad++;
+    cli_manifest_read(manifest, report_proc, &c);
+    int n = c.n;
     if (root < 0 && !n)
         fprintf(stderr, "reprise capture: no process used the GPU: no trace written (%s)\n", trace);
     else if (root < 0)
@@ -276,7 +269,7 @@ static int report_all(const char *stats, const char *trace, const char *abs_trac
     else if (n > 1)
         fprintf(stderr, "reprise capture: %d processes used the GPU, one trace each (%s)\n", n,
                 manifest);
-    return bad;
+    return c.bad;
 }
 
 int cli_capture(int argc, char **argv)
@@ -349,7 +342,7 @@ int cli_capture(int argc, char **argv)
         snprintf(abs_out, sizeof abs_out, "%s", out);
     }
     char manifest[PATH_MAX + 16];
-    manifest_path(abs_out, manifest, sizeof manifest);
+    cli_manifest_path(abs_out, manifest, sizeof manifest);
     unlink(manifest); /* this capture's processes start it */
     unlink(abs_out);  /* no earlier capture's trace reported as this one's */
     /* processes the program starts and leaves running become ours when it exits: they are

@@ -19,39 +19,38 @@ static const char info_help[] =
     "manifest beside it: every process's pid, parent, trace and command line.\n"
     "Exit codes: 0 ok, 3 unreadable or foreign trace.\n";
 
+struct info_ctx {
+    const char *man, *pid;
+    int n;
+};
+
+static void info_proc(void *ctx, const struct cli_proc *p)
+{
+    struct info_ctx *c = ctx;
+    if (!c->n++)
+        printf("capture    one trace per process, listed in %s:\n", c->man);
+    printf("  pid %-8s parent %-8s %s%s  %.120s\n", p->pid, p->ppid, p->trace,
+           c->pid && !strcmp(p->pid, c->pid) ? " (this trace)" : "", p->cmd);
+}
+
 /* The manifest of the capture path belongs to (capture/cap.h): STEM.procs, where a trace of a
  * process other than the root is STEM.PID.sbt. Prints its processes; nothing when none. */
 static void show_manifest(sbt_reader *r, const char *path)
 {
-    char stem[PATH_MAX], man[PATH_MAX + 16];
-    size_t n = strlen(path);
-    if (n > 4 && !strcmp(path + n - 4, ".sbt"))
-        n -= 4;
-    snprintf(stem, sizeof stem, "%.*s", (int)n, path);
+    char root_trace[PATH_MAX + 8], man[PATH_MAX + 16];
+    snprintf(root_trace, sizeof root_trace, "%s", path);
     const char *pid = sbt_reader_meta_get(r, "capture.pid");
     const char *root = sbt_reader_meta_get(r, "capture.root_pid");
-    char *dot = strrchr(stem, '.');
+    size_t n = strlen(root_trace);
+    if (n > 4 && !strcmp(root_trace + n - 4, ".sbt"))
+        root_trace[n - 4] = 0;
+    char *dot = strrchr(root_trace, '.');
     if (pid && root && strcmp(pid, root) && dot && !strcmp(dot + 1, pid))
         *dot = 0; /* STEM.PID: the root's stem */
-    snprintf(man, sizeof man, "%s%s", stem, CAP_MANIFEST_SUFFIX);
-    FILE *f = fopen(man, "r");
-    if (!f)
-        return;
-    char line[8192];
-    int k = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *save = NULL, *p = strtok_r(line, "\t", &save), *pp = strtok_r(NULL, "\t", &save);
-        char *start = strtok_r(NULL, "\t", &save), *tr = strtok_r(NULL, "\t", &save);
-        char *cmd = strtok_r(NULL, "\n", &save);
-        (void)start;
-        if (!p || !pp || !tr)
-            continue;
-        if (!k++)
-            printf("capture    one trace per process, listed in %s:\n", man);
-        printf("  pid %-8s parent %-8s %s%s  %.120s\n", p, pp, tr,
-               pid && !strcmp(p, pid) ? " (this trace)" : "", cmd ? cmd : "");
-    }
-    fclose(f);
+    strcat(root_trace, ".sbt");
+    cli_manifest_path(root_trace, man, sizeof man);
+    struct info_ctx c = {man, pid, 0};
+    cli_manifest_read(man, info_proc, &c);
 }
 
 static const char *stream_kind(uint32_t k)

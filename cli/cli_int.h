@@ -69,6 +69,15 @@ int cli_replay_exit_for(int replay_status);
  * so); differs 1; the device or driver failed during the replay 1 (the driver under test
  * failing is a failed gate); a device that lacks what an op needs 4; not replayable 3. */
 int cli_verdict_exit(int verdict, int verify_none);
+/* One line of a capture's manifest (capture/cap.h, CAP_MANIFEST_SUFFIX). */
+struct cli_proc {
+    const char *pid, *ppid, *start, *trace, *cmd; /* cmd may be "" */
+};
+/* The manifest of the capture whose root trace is trace: STEM.procs, into out[cap]. */
+void cli_manifest_path(const char *trace, char *out, size_t cap);
+/* Reads the manifest at path, calling fn for each well-formed line. Returns the number of
+ * lines, or -1 when it cannot be opened. */
+int cli_manifest_read(const char *path, void (*fn)(void *ctx, const struct cli_proc *p), void *ctx);
 /* Opens a trace, printing what went wrong (and what to do: `reprise import` for TraceSmith
  * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
  * prints a one-line note on stderr saying what the scan recovered. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture/cap.h"
 #include "cli/cli_int.h"
 #include "replay/replay.h"
 
@@ -140,6 +141,40 @@ int cli_verdict_exit(int verdict, int verify_none)
         return CLI_BADINPUT;
     }
     return CLI_INTERNAL;
+}
+
+void cli_manifest_path(const char *trace, char *out, size_t cap)
+{
+    size_t n = strlen(trace);
+    if (n > 4 && !strcmp(trace + n - 4, ".sbt"))
+        n -= 4;
+    snprintf(out, cap, "%.*s%s", (int)n, trace, CAP_MANIFEST_SUFFIX);
+}
+
+int cli_manifest_read(const char *path, void (*fn)(void *ctx, const struct cli_proc *p), void *ctx)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL;
+        struct cli_proc p;
+        p.pid = strtok_r(line, "\t", &save);
+        p.ppid = strtok_r(NULL, "\t", &save);
+        p.start = strtok_r(NULL, "\t", &save);
+        p.trace = strtok_r(NULL, "\t\n", &save);
+        p.cmd = strtok_r(NULL, "\n", &save);
+        if (!p.pid || !p.ppid || !p.start || !p.trace)
+            continue;
+        if (!p.cmd)
+            p.cmd = "";
+        n++;
+        fn(ctx, &p);
+    }
+    fclose(f);
+    return n;
 }
 
 int cli_open_trace(const char *cmd, const char *path, sbt_reader **out)
