@@ -1181,7 +1181,9 @@ Test(vulkan, unpushed_immutable_sampler_is_missing_not_filled_in)
 /* Upload rings (tests/vk/vk_ring, issue 14): the host writes next to device output that is
  * still being written, in the same page, from one or several threads, with and without
  * flushes, in device output itself once it is final, through vkMapMemory, vkMapMemory2 and
- * its own imported pages; captured (without --digests: the device must still be running
+ * its own imported pages, with submissions chained by semaphores (issue 21: before, lavapipe's
+ * device was waited for only when a submission waited for nothing, and all 32 differed);
+ * captured (without --digests: the device must still be running
  * while the host writes) with each way of finding host writes, every read-back of the program
  * must replay bit for bit. */
 struct ringcase { /* arrays: Criterion copies parameters into another process */
@@ -1213,7 +1215,11 @@ ParameterizedTestParameters(vulkan, upload_rings_replay_every_read_back)
         {"chain --size 16384 --remap", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
         {"ring --import", NOWAIT, 0}, // imported host pages
         {"chain --size 8192 --import", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
-        {"ring --map2", NOWAIT, 1}, // vkMapMemory2KHR
+        {"ring --wide --sem binary", "", 0},           // semaphore-chained submissions
+        {"ring --wide --sem timeline", "", 0},         // ... by timeline values
+        {"ring --wide --sem host --threads 2", "", 0}, // ... the host signals after its writes
+        {"chain --size 16384 --sem timeline", "", 0},  // host edits output, chained
+        {"ring --map2", NOWAIT, 1},                    // vkMapMemory2KHR
         {"chain --size 16384 --map2", "", 1},
     };
 #undef NOWAIT

@@ -428,6 +428,20 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyDevice(VkDevice device, const VkAllocation
     if (!d)
         return;
     CAP_COUNT();
+    /* submissions still waiting for the host (cap_vk_sync.c, "CPU devices") are the program's
+     * all the same: into the trace before the device goes */
+    struct cap_queue *dq[16];
+    uint32_t n_dq = 0;
+    pthread_mutex_lock(&cap.mu);
+    uint64_t pos = 0, key, val;
+    while (n_dq < 16 && sbt_map_next(&cap.objs[CAP_T_QUEUE], &pos, &key, &val)) {
+        struct cap_queue *q = (struct cap_queue *)(uintptr_t)val;
+        if (q && q->o.dev == d && q->n_deferred)
+            dq[n_dq++] = q;
+    }
+    pthread_mutex_unlock(&cap.mu);
+    for (uint32_t i = 0; i < n_dq; i++)
+        cap_queue_flush_deferred(dq[i]);
     cap_mapped_device_gone(d); /* memory still mapped goes away with the device */
     d->fn.DestroyDevice(device, alloc);
     pthread_mutex_lock(&tab_mu);
@@ -546,6 +560,7 @@ static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
         break;
     case CAP_T_QUEUE:
         free(((struct cap_queue *)o)->waits);
+        free(((struct cap_queue *)o)->deferred);
         break;
     case CAP_T_CMDBUF: {
         struct cap_cmdbuf *cb = (struct cap_cmdbuf *)o;

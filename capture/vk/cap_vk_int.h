@@ -162,7 +162,8 @@ struct cap_obj {
 struct cap_dev_write {
     uint64_t off, len;
     uint64_t queue;  /* capture id of the queue */
-    uint64_t serial; /* submission serial on that queue */
+    uint64_t serial; /* submission serial on that queue (the last of those merged here) */
+    uint64_t first;  /* the first serial merged here */
 };
 
 /* A VkDeviceMemory allocation. Host-visible ones carry what the layer knows of their bytes
@@ -358,23 +359,33 @@ struct cap_queue {
     pthread_mutex_t mu; /* held across the driver's vkQueueSubmit: the trace has this queue's
                          * submissions in the driver's order (the program synchronises a queue,
                          * so it is never contended by a valid program) */
-    /* q->mu held: the last submission that may wait for the host (semaphore or event waits)
-     * and the last one seen finished (cap.mu); whether the one being built writes mapped
-     * memory (cap_vk_sync.c: waited for on a CPU device) */
-    uint64_t blocking_serial, done_serial;
-    int writes_mapped;
+    /* The last submission seen finished (cap.mu); whether the one being built writes mapped
+     * memory, and (q->mu held) whether one that does was left running on a CPU device because
+     * it could not be waited for then (cap_vk_sync.c: "CPU devices") */
+    uint64_t done_serial;
+    int writes_mapped, stalled;
+    /* q->mu held. On a CPU device, the ops of submissions that cannot start before the host
+     * does what they wait for, in submission order: numbered and emitted when it has
+     * (cap_cpu_drain), so that the trace has them after the host's writes and signal that
+     * came before they ran, as they ran. */
+    struct cap_ev **deferred;
+    uint32_t n_deferred, cap_deferred;
     /* What its submissions after done_serial waited for (cap.mu): once one of them is known
      * finished, so is what it waited for (cap_vk_submit.c, "Waits"). Sorted by serial. */
     struct cap_qwait *waits;
     size_t n_waits, cap_waits;
 };
-/* A semaphore wait of submission serial: a binary semaphore's, resolved at submission to the
- * signalling (queue, at_serial); a timeline semaphore's, (sem, id, value), resolved when the
- * waiting submission is known finished (its signal may be submitted after the wait). */
+/* A wait of submission serial: a binary semaphore's, resolved at submission to the signalling
+ * (queue, at_serial); a timeline semaphore's, (sem, id, value), resolved when the waiting
+ * submission is known finished (its signal may be submitted after the wait); an event's
+ * (vkCmdWaitEvents: sem, id are the event's); or one on a semaphore nothing the layer saw
+ * signals (an import, a swapchain's). */
+enum cap_qwait_kind { CAP_QW_BINARY, CAP_QW_TIMELINE, CAP_QW_EVENT, CAP_QW_UNKNOWN };
 struct cap_qwait {
     uint64_t serial;
-    uint64_t queue, at_serial;   /* binary: the submission that signalled it (queue 0: none) */
-    uint64_t sem, sem_id, value; /* timeline: the handle and capture id, the value waited */
+    uint32_t kind;               /* enum cap_qwait_kind */
+    uint64_t queue, at_serial;   /* binary: the submission that signalled it */
+    uint64_t sem, sem_id, value; /* timeline, event: the handle and capture id, the value waited */
 };
 
 struct cap_cmdbuf {
@@ -479,6 +490,7 @@ struct cap_ev {
 /* Global state                                                                               */
 /* ========================================================================================== */
 
+#define CAP_MAX_BLOCKED 16u
 struct cap_global {
     atomic_int on;     /* recording */
     atomic_int failed; /* an internal failure stopped recording */
@@ -493,6 +505,12 @@ struct cap_global {
     int timing, digests;
     int cpu_wait; /* CAP_ENV_CPU_WAIT: wait for a CPU device's submissions writing mappings */
     atomic_uint_fast64_t n_cpu_waits;
+    /* CPU devices: queues whose submissions from serial `from` on cannot have started (they
+     * wait for what the host has yet to do): their may-write bytes are the host's until then.
+     * Written under the queue's mu and cap.mu, read without a lock (cap_vk_mapped.c). */
+    struct {
+        atomic_uint_fast64_t queue, from;
+    } blocked[CAP_MAX_BLOCKED];
     struct sbt_map cmd_pools;  /* VkCommandPool -> queue family + 1 (for --timing) */
     struct cap_timing **tpend; /* --timing: submissions whose device times are not read yet */
     uint32_t n_tpend, cap_tpend;
@@ -776,6 +794,10 @@ void cap_mem_digest(struct cap_mem *m, uint64_t off, uint64_t len, sbt_hasher *h
 /* The host saw submissions of queue (0: every queue of dev) up to serial finish: HOST_READ ops
  * for what they wrote. cap.mu must not be held. */
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now);
+/* On a CPU device, queue's submissions from serial from on wait for the host (cap_vk_sync.c,
+ * "CPU devices"): the mapped pages they may wholly write are the host's until they start,
+ * compared at each publish instead of left to the device. cap.mu must not be held. */
+void cap_mem_host_owned(struct cap_dev *dev, uint64_t queue, uint64_t from);
 /* Before the driver destroys dev: the mappings it still has published and untracked (their
  * pages go away with it). */
 void cap_mapped_device_gone(struct cap_dev *dev);
@@ -816,6 +838,27 @@ struct cap_reached {
     } v[CAP_REACHED_MAX];
 };
 void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r);
+/* cap.mu held. Notes what submission serial of q waits for beyond its semaphores (the events
+ * its command buffers wait for: EVENT_WAIT ops of chain) and which events they set
+ * (EVENT_RECORD ops): a device-set event the host sees set tells that the setting work ran. */
+void cap_submit_events(struct cap_queue *q, uint64_t serial, const struct cap_ev *chain);
+/* cap.mu held. 1 when everything q's unfinished submissions wait for has been signalled, or
+ * will be by work that itself waits for nothing the host has yet to do: then the host can
+ * wait for q without waiting for itself. 0 when one of them waits for what is not signalled
+ * and nothing submitted will signal (a value the host has yet to signal, an event it has yet
+ * to set): *blocked_from is then its serial, and neither it nor what follows it on q can have
+ * started. -1 when that is not known (a semaphore signalled by what the layer did not see). */
+int cap_queue_can_drain(struct cap_dev *dev, struct cap_queue *q, uint64_t *blocked_from);
+/* The first serial of queue (capture id) that cannot have started, or 0 (lock-free). */
+uint64_t cap_blocked_from(uint64_t queue);
+/* cap_vk_sync.c. On a CPU device, after the host let device work run (a signal, a set event, a
+ * submission): waits for each queue holding work that writes mapped memory and that could not
+ * be waited for at its submission, once nothing it waits for is the host's to do any more, and
+ * completes it, before the host can write again. No lock held. */
+void cap_cpu_drain(struct cap_dev *d);
+/* Emits q's deferred submissions (above) now: the host learned that they finished, or the
+ * device goes. No lock held. */
+void cap_queue_flush_deferred(struct cap_queue *q);
 /* Completes what r names and what it waited for through semaphores, transitively (r grows;
  * cap.mu not held). */
 void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t now);

@@ -225,12 +225,23 @@ static int devb_hits(const struct cap_mem *m, uint64_t a, uint64_t b)
     return sbt_iset_overlaps(&m->devb, a, b);
 }
 
+/* Whether p's device work may have started: on a CPU device, work that waits for what the host
+ * has yet to do has not (cap_vk_sync.c, "CPU devices"), and what the host writes into the bytes
+ * it may write is the host's. */
+static int pend_live(const struct cap_dev_write *p)
+{
+    uint64_t from = cap_blocked_from(p->queue);
+    return !from || p->first < from;
+}
+
 /* Coverage of [a, b) by unfinished device writes: 0 none, 1 part, 2 all (one interval). */
 static int pend_cover(const struct cap_mem *m, uint64_t a, uint64_t b)
 {
     int any = 0;
     for (uint32_t i = 0; i < m->n_pend; i++) {
         const struct cap_dev_write *p = &m->pend[i];
+        if (!pend_live(p))
+            continue;
         if (p->off < b && a < p->off + p->len) {
             if (p->off <= a && p->off + p->len >= b)
                 return 2;
@@ -254,7 +265,7 @@ static uint64_t pend_skip(const struct cap_mem *m, uint64_t c, uint64_t b, uint6
         moved = 0;
         for (uint32_t i = 0; i < m->n_pend; i++) {
             const struct cap_dev_write *p = &m->pend[i];
-            if (p->off <= c && c < p->off + p->len) {
+            if (pend_live(p) && p->off <= c && c < p->off + p->len) {
                 c = p->off + p->len;
                 moved = 1;
             }
@@ -262,7 +273,7 @@ static uint64_t pend_skip(const struct cap_mem *m, uint64_t c, uint64_t b, uint6
     }
     uint64_t n = b;
     for (uint32_t i = 0; i < m->n_pend; i++)
-        if (m->pend[i].off > c && m->pend[i].off < n)
+        if (pend_live(&m->pend[i]) && m->pend[i].off > c && m->pend[i].off < n)
             n = m->pend[i].off;
     *next = n;
     return c < b ? c : b;
@@ -927,6 +938,7 @@ int cap_mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, 
             p->off = off < p->off ? off : p->off;
             p->len = end - p->off;
             p->serial = serial > p->serial ? serial : p->serial;
+            p->first = serial < p->first ? serial : p->first;
             covered |= 2;
             break;
         }
@@ -934,7 +946,7 @@ int cap_mem_pend(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t queue, 
     if (!(covered & 1) && m->mapped && m->tr)
         pages_pend(m, m->tr, off, off + len);
     if (!(covered & 2) && push_write(&m->pend, &m->n_pend, &m->cap_pend,
-                                     (struct cap_dev_write){off, len, queue, serial}))
+                                     (struct cap_dev_write){off, len, queue, serial, serial}))
         cap_fail("out of memory tracking device writes");
     if (!(covered & 1))
         devb_add(m, off, off + len);
@@ -1095,9 +1107,9 @@ static uint32_t read_back(struct cap_mem *m, struct cap_dev_write *v, uint32_t n
                 if (m->tr)
                     pages_done(m, m->tr, x, y);
                 if (x > a)
-                    v[left++] = (struct cap_dev_write){a, x - a, 0, 0};
+                    v[left++] = (struct cap_dev_write){a, x - a, 0, 0, 0};
                 if (y < b && left < n)
-                    v[left++] = (struct cap_dev_write){y, b - y, 0, 0};
+                    v[left++] = (struct cap_dev_write){y, b - y, 0, 0, 0};
                 continue;
             }
         }
@@ -1129,6 +1141,36 @@ static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uin
         m->n_done = first_done + left;
     }
     __atomic_store_n(&m->completing, 0, __ATOMIC_RELEASE); /* the read-back is in place */
+}
+
+void cap_mem_host_owned(struct cap_dev *dev, uint64_t queue, uint64_t from)
+{
+    uint32_t n = 0;
+    struct cap_mem **v = mems_of(dev, 1, &n);
+    for (uint32_t k = 0; k < n; k++) {
+        struct cap_mem *m = v[k];
+        pthread_mutex_lock(&m->mu);
+        struct cap_track *t = m->mapped ? m->tr : NULL;
+        for (uint32_t i = 0; t && !t->copy && i < m->n_pend; i++) {
+            const struct cap_dev_write *p = &m->pend[i];
+            if (p->queue != queue || p->first < from)
+                continue;
+            uint64_t a, b;
+            span_of(m, t, p->off, p->off + p->len, &a, &b);
+            for (uint64_t g = a; g < b; g++) {
+                if ((ps_get(t, g) & PS_MASK) != PS_DEV)
+                    continue;
+                /* what the host published last (the device has not started): compared
+                 * byte by byte at each publish from now on */
+                trk_snap(t, g);
+                ps_set(t, g, (uint8_t)(ps_get(t, g) | PS_SHADOW));
+                trk_disarm(t, g, g + 1, PS_HOT);
+            }
+        }
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    free(v);
 }
 
 void cap_complete(struct cap_dev *dev, uint64_t queue, uint64_t serial, uint64_t now)

@@ -92,12 +92,12 @@ static void reached_close(struct cap_reached *r)
             for (size_t k = 0; k < q->n_waits && q->waits[k].serial <= r->v[i].serial; k++) {
                 const struct cap_qwait *w = &q->waits[k];
                 struct cap_reached more = {0};
-                if (w->queue) {
-                    reached_add(&more, w->queue, w->at_serial);
-                } else {
+                if (w->kind == CAP_QW_TIMELINE) {
                     struct cap_sync *s = cap_obj_find(w->sem, CAP_T_SEM);
                     if (s && s->o.id == w->sem_id) /* not destroyed since */
                         cap_sync_reached(s, w->value, &more);
+                } else if (w->queue) { /* binary, or the one set an event waited for */
+                    reached_add(&more, w->queue, w->at_serial);
                 }
                 for (uint32_t m = 0; m < more.n; m++)
                     changed |= reached_add(r, more.v[m].queue, more.v[m].serial);
@@ -122,7 +122,16 @@ void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t n
 {
     pthread_mutex_lock(&cap.mu);
     reached_close(r);
+    struct cap_queue *dq[CAP_REACHED_MAX];
+    uint32_t n_dq = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        struct cap_queue *q = queue_by_id(r->v[i].queue);
+        if (q && q->n_deferred)
+            dq[n_dq++] = q;
+    }
     pthread_mutex_unlock(&cap.mu);
+    for (uint32_t i = 0; i < n_dq; i++) /* finished: it ran, unseen by cap_cpu_drain */
+        cap_queue_flush_deferred(dq[i]);
     for (uint32_t i = 0; i < r->n; i++)
         cap_complete(dev, r->v[i].queue, r->v[i].serial, now);
     pthread_mutex_lock(&cap.mu);
@@ -134,28 +143,39 @@ void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t n
     pthread_mutex_unlock(&cap.mu);
 }
 
-/* Notes that submission serial of q waits on s for value (cap.mu). Out of memory: forgotten
- * (what the wait would have told then completes at a later wait, as without it). */
+/* Notes that submission serial of q waits on s (a semaphore or an event) for value (cap.mu).
+ * Out of memory: forgotten (what the wait would have told then completes at a later wait, as
+ * without it; a CPU device's queue is then not drained early: cap_queue_can_drain says no). */
 static void queue_waits(struct cap_queue *q, uint64_t serial, struct cap_sync *s, uint64_t value)
 {
-    struct cap_qwait w = {.serial = serial};
+    struct cap_qwait w = {.serial = serial, .kind = CAP_QW_UNKNOWN};
     if (s->kind == SBT_SYNC_TIMELINE_SEMAPHORE) {
-        w.sem = s->o.handle;
-        w.sem_id = s->o.id;
+        w.kind = CAP_QW_TIMELINE;
         w.value = value;
+    } else if (s->kind == SBT_SYNC_EVENT) {
+        /* the set it waits for is known only when one device set is all there has been
+         * since the host last set or reset it (a wait may see any set that came before) */
+        w.kind = CAP_QW_EVENT;
+        if (s->n_sig == 1) {
+            w.queue = s->sig[0].queue;
+            w.at_serial = s->sig[0].serial;
+        }
     } else if (s->n_sig) { /* a binary semaphore's wait takes its last signal */
         const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        w.kind = CAP_QW_BINARY;
         w.queue = g->queue;
         w.at_serial = g->serial;
-    } else {
-        return; /* signalled by nothing the layer saw (an import, a swapchain) */
-    }
+    } /* else signalled by nothing the layer saw (an import, a swapchain): unknown */
+    w.sem = s->o.handle;
+    w.sem_id = s->o.id;
     waits_prune(q); /* those a device or queue idle wait finished */
     if (q->n_waits == q->cap_waits) {
         size_t c = q->cap_waits ? 2 * q->cap_waits : 16;
         struct cap_qwait *nw = realloc(q->waits, c * sizeof *nw);
-        if (!nw)
+        if (!nw) {
+            q->stalled |= 2; /* a wait not noted: never drained early (cap_queue_can_drain) */
             return;
+        }
         q->waits = nw;
         q->cap_waits = c;
     }
@@ -166,6 +186,137 @@ static void sync_signaled(struct cap_sync *s, uint64_t value, uint64_t queue, ui
 {
     s->sig[s->n_sig % CAP_SIG_RING] = (struct cap_sig){value, queue, serial};
     s->n_sig++;
+}
+
+static struct cap_sync *event_by_id(uint64_t id)
+{
+    uint64_t pos = 0, k, v;
+    while (sbt_map_next(&cap.objs[CAP_T_EVENT], &pos, &k, &v)) {
+        struct cap_sync *s = (struct cap_sync *)(uintptr_t)v;
+        if (s && s->o.id == id)
+            return s;
+    }
+    return NULL;
+}
+
+void cap_submit_events(struct cap_queue *q, uint64_t serial, const struct cap_ev *chain)
+{
+    for (const struct cap_ev *e = chain; e; e = e->next) {
+        if (e->type != CAP_EV_OP ||
+            (e->op.kind != SBT_OP_EVENT_RECORD && e->op.kind != SBT_OP_EVENT_WAIT))
+            continue;
+        struct cap_sync *s = event_by_id(e->op.obj);
+        if (!s)
+            continue;
+        if (e->op.kind == SBT_OP_EVENT_RECORD)
+            sync_signaled(s, 0, q->o.id, serial);
+        else
+            queue_waits(q, serial, s, 0);
+    }
+}
+
+/* ========================================================================================== */
+/* Draining a CPU device's queue                                                              */
+/* ========================================================================================== */
+
+static int ready_upto(struct cap_dev *dev, struct cap_queue *q, uint64_t upto, int depth);
+
+/* Whether wait w of q is signalled or will be by submitted work that can drain: 1 yes, 0 no
+ * (the host, or a submission yet to come, has to do it), -1 not known. The driver is asked for
+ * counter values and event states: what the host already did counts. */
+static int wait_state(struct cap_dev *dev, struct cap_queue *q, const struct cap_qwait *w,
+                      int depth)
+{
+    uint64_t on_queue = 0, at = 0;
+    if (w->kind == CAP_QW_UNKNOWN) {
+        return -1;
+    } else if (w->kind == CAP_QW_TIMELINE) {
+        struct cap_sync *s = cap_obj_find(w->sem, CAP_T_SEM);
+        uint64_t cur = 0;
+        if (!s || s->o.id != w->sem_id)
+            return -1;
+        if (dev->fn.GetSemaphoreCounterValue &&
+            dev->fn.GetSemaphoreCounterValue(dev->handle, (VkSemaphore)(uintptr_t)w->sem, &cur) ==
+                VK_SUCCESS &&
+            cur >= w->value)
+            return 1;
+        /* a submitted signal of the value or a later one */
+        uint32_t n = s->n_sig < CAP_SIG_RING ? s->n_sig : CAP_SIG_RING;
+        for (uint32_t i = 0; i < n && !on_queue; i++) {
+            const struct cap_sig *g = &s->sig[(s->n_sig - 1 - i) % CAP_SIG_RING];
+            if (g->value >= w->value && g->queue) {
+                on_queue = g->queue;
+                at = g->serial;
+            }
+        }
+        if (!on_queue)
+            return 0; /* the host has yet to signal it, or a submission yet to come */
+    } else if (w->kind == CAP_QW_EVENT) {
+        struct cap_sync *s = cap_obj_find(w->sem, CAP_T_EVENT);
+        if (!s || s->o.id != w->sem_id)
+            return -1;
+        if (dev->fn.GetEventStatus(dev->handle, (VkEvent)(uintptr_t)w->sem) == VK_EVENT_SET)
+            return 1;
+        if (!w->queue)
+            return s->n_sig ? -1 : 0; /* set by no device work submitted since the host's */
+        on_queue = w->queue;
+        at = w->at_serial;
+    } else {
+        on_queue = w->queue;
+        at = w->at_serial;
+    }
+    if (on_queue == q->o.id)
+        return 1; /* earlier work of this queue: drained with it */
+    struct cap_queue *o = queue_by_id(on_queue);
+    if (!o)
+        return -1;
+    return at <= o->done_serial ? 1 : ready_upto(dev, o, at, depth + 1);
+}
+
+/* The states of the waits of q's unfinished submissions up to upto, combined: 0 if one is 0
+ * (neither it nor what follows it can start), else -1 if one is -1, else 1. depth bounds the
+ * chase through other queues (deeper is "not known"). */
+static int ready_upto(struct cap_dev *dev, struct cap_queue *q, uint64_t upto, int depth)
+{
+    if (depth > 8)
+        return -1;
+    int st = (q->stalled & 2) ? -1 : 1;
+    for (size_t k = 0; k < q->n_waits && q->waits[k].serial <= upto; k++) {
+        if (q->waits[k].serial <= q->done_serial)
+            continue;
+        int w = wait_state(dev, q, &q->waits[k], depth);
+        if (w == 0)
+            return 0;
+        if (w < 0)
+            st = -1;
+    }
+    return st;
+}
+
+int cap_queue_can_drain(struct cap_dev *dev, struct cap_queue *q, uint64_t *blocked_from)
+{
+    *blocked_from = 0;
+    int st = (q->stalled & 2) ? -1 : 1;
+    for (size_t k = 0; k < q->n_waits; k++) {
+        if (q->waits[k].serial <= q->done_serial)
+            continue;
+        int w = wait_state(dev, q, &q->waits[k], 0);
+        if (w == 0) {
+            *blocked_from = q->waits[k].serial;
+            return 0;
+        }
+        if (w < 0)
+            st = -1;
+    }
+    return st;
+}
+
+uint64_t cap_blocked_from(uint64_t queue)
+{
+    for (uint32_t i = 0; i < CAP_MAX_BLOCKED; i++)
+        if (atomic_load(&cap.blocked[i].queue) == queue)
+            return atomic_load(&cap.blocked[i].from);
+    return 0;
 }
 
 /* ========================================================================================== */

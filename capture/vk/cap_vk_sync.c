@@ -292,7 +292,10 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_SignalSemaphore(VkDevice device, const VkSema
             cap_emit(host_sync_op(d, SBT_OP_SIGNAL, "vkSignalSemaphore", s, si->value, t0));
         pthread_mutex_unlock(&cap.mu);
     }
-    return cap_vk_result(d->fn.SignalSemaphore(device, si), "vkSignalSemaphore");
+    VkResult r = cap_vk_result(d->fn.SignalSemaphore(device, si), "vkSignalSemaphore");
+    if (r == VK_SUCCESS && CAP_ON())
+        cap_cpu_drain(d); /* work that waited for this value runs now */
+    return r;
 }
 
 static VkResult host_event(VkDevice device, VkEvent ev, int set)
@@ -306,6 +309,8 @@ static VkResult host_event(VkDevice device, VkEvent ev, int set)
         pthread_mutex_lock(&cap.mu);
         struct cap_ev *head = NULL, **tail = &head;
         struct cap_sync *s = cap_obj_find(CAP_H(ev), CAP_T_EVENT);
+        if (s) /* device sets before this one no longer tell which set the host sees */
+            s->n_sig = 0;
         if (s && set) {
             *tail = host_sync_op(d, SBT_OP_EVENT_RECORD, "vkSetEvent", s, 0, t0);
         } else if (s) {
@@ -318,8 +323,40 @@ static VkResult host_event(VkDevice device, VkEvent ev, int set)
         cap_emit(head);
         pthread_mutex_unlock(&cap.mu);
     }
-    return set ? cap_vk_result(d->fn.SetEvent(device, ev), "vkSetEvent")
-               : cap_vk_result(d->fn.ResetEvent(device, ev), "vkResetEvent");
+    VkResult r = set ? cap_vk_result(d->fn.SetEvent(device, ev), "vkSetEvent")
+                     : cap_vk_result(d->fn.ResetEvent(device, ev), "vkResetEvent");
+    if (set && r == VK_SUCCESS && CAP_ON())
+        cap_cpu_drain(d); /* work that waited for it runs now */
+    return r;
+}
+
+/* The host sees an event set: when the only set since the host last set or reset it was
+ * device work's (cap_vk_submit.c: cap_submit_events), that work finished, as a fence would
+ * say. A poll that sees nothing new records nothing. */
+VKAPI_ATTR VkResult VKAPI_CALL cap_GetEventStatus(VkDevice device, VkEvent ev)
+{
+    struct cap_dev *d = cap_dev_of(device);
+    CAP_COUNT();
+    uint64_t t0 = cap_now();
+    VkResult r = d->fn.GetEventStatus(device, ev);
+    if (r < 0)
+        return cap_vk_result(r, "vkGetEventStatus");
+    if (r != VK_EVENT_SET || !CAP_ON())
+        return r;
+    struct cap_reached done = {0};
+    pthread_mutex_lock(&cap.mu);
+    struct cap_sync *s = cap_obj_find(CAP_H(ev), CAP_T_EVENT);
+    if (s && s->n_sig == 1 && s->polled_n_sig != s->n_sig) {
+        s->polled_n_sig = s->n_sig;
+        cap_emit(host_sync_op(d, SBT_OP_EVENT_WAIT, "vkGetEventStatus", s, 0, t0));
+        done.n = 1;
+        done.v[0].queue = s->sig[0].queue;
+        done.v[0].serial = s->sig[0].serial;
+    }
+    pthread_mutex_unlock(&cap.mu);
+    if (done.n)
+        cap_reached_complete(d, &done, cap_now());
+    return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_SetEvent(VkDevice device, VkEvent ev)
@@ -335,6 +372,9 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetEvent(VkDevice device, VkEvent ev)
 /* ========================================================================================== */
 /* Submission and idle waits                                                                  */
 /* ========================================================================================== */
+
+static void blocked_set(uint64_t queue, uint64_t from);
+static void emit_deferred(struct cap_queue *q);
 
 /* The driver's vkQueueSubmit or vkQueueSubmit2, with its arguments. */
 struct submit_call {
@@ -371,14 +411,28 @@ static VkResult submit(struct cap_dev *d, const struct submit_call *c,
         pthread_mutex_lock(&q->mu);
     cap_publish_all(d, t0);
     struct cap_ev *chain = NULL;
-    uint64_t seq = 0;
-    int numbered = 0;
+    uint64_t seq = 0, blocked = 0;
+    int numbered = 0, st = 1;
     if (q && b) {
         pthread_mutex_lock(&cap.mu);
         chain = cap_submit_build(d, q, b, c->n, c->fence, version, t0, t0);
         if (chain) {
-            seq = cap_seq_take();
-            numbered = 1;
+            cap_submit_events(q, q->serial, chain);
+            /* a CPU device writes mapped memory with the CPU, into the pages the program
+             * writes: waiting for it (below) leaves no time in which a host write could land
+             * among its bytes. Only when nothing it or an earlier submission waits for is the
+             * host's to do (a value it has yet to signal, an event it has yet to set): else
+             * the device does not start it before the host does that; its ops are numbered
+             * then, and cap_cpu_drain waits for it */
+            if (d->cpu && cap.cpu_wait) {
+                st = cap_queue_can_drain(d, q, &blocked);
+                blocked_set(q->o.id, blocked);
+            }
+            if (st != 0) {
+                emit_deferred(q); /* those before it first (not known blocked any more) */
+                seq = cap_seq_take();
+                numbered = 1;
+            }
         }
         pthread_mutex_unlock(&cap.mu);
     }
@@ -397,29 +451,38 @@ static VkResult submit(struct cap_dev *d, const struct submit_call *c,
         pthread_mutex_unlock(&cap.mu);
         chain = NULL;
     }
-    /* can this submission wait for the host (a semaphore, or an event the host may set)? */
-    int blocking = 0;
-    for (uint32_t i = 0; b && i < c->n; i++)
-        blocking |= b[i].n_wait != 0;
-    for (struct cap_ev *e = chain; e; e = e->next) {
+    for (struct cap_ev *e = chain; e; e = e->next)
         e->op.host_end = t1;
-        blocking |= e->op.kind == SBT_OP_EVENT_WAIT;
-    }
     int wait = 0;
-    if (chain) {
-        pthread_mutex_lock(&cap.mu);
-        if (blocking)
-            q->blocking_serial = q->serial;
-        /* a CPU device writes mapped memory with the CPU, into the pages the program writes:
-         * waiting here leaves no time in which a host write could land among its bytes.
-         * Only when nothing it or an earlier submission waits for can depend on the host. */
-        wait = d->cpu && cap.cpu_wait && q->writes_mapped && !blocking &&
-               q->blocking_serial <= q->done_serial;
-        pthread_mutex_unlock(&cap.mu);
+    if (chain && d->cpu && cap.cpu_wait) {
+        wait = st == 1 && q->writes_mapped;
+        if (st != 1 && q->writes_mapped)
+            q->stalled |= 1;
+        if (blocked && q->writes_mapped)
+            cap_mem_host_owned(d, q->o.id, blocked);
     }
-    /* --digests needs the results: the queue is drained here */
+    if (chain && !numbered) { /* kept until the host lets it start */
+        if (q->n_deferred == q->cap_deferred) {
+            uint32_t nc = q->cap_deferred ? 2 * q->cap_deferred : 8;
+            struct cap_ev **v = realloc(q->deferred, nc * sizeof *v);
+            if (v) {
+                q->deferred = v;
+                q->cap_deferred = nc;
+            }
+        }
+        if (q->n_deferred < q->cap_deferred) {
+            q->deferred[q->n_deferred++] = chain;
+        } else { /* out of memory: numbered now, as before */
+            seq = cap_seq_take();
+            numbered = 1;
+        }
+        if (!numbered)
+            chain = NULL;
+    }
+    /* --digests needs the results: the queue is drained here (not work that waits for the
+     * host: that would wait for ever) */
     int idle = 0;
-    if ((wait || cap.digests) && chain)
+    if ((wait || cap.digests) && chain && st != 0)
         idle = d->fn.QueueWaitIdle(c->queue) == VK_SUCCESS;
     if (idle && cap.digests)
         cap_digest_ops(chain);
@@ -428,11 +491,90 @@ static VkResult submit(struct cap_dev *d, const struct submit_call *c,
         cap_emit_seq(chain, seq); /* NULL when refused: the number is given back */
     if (idle && wait) {
         atomic_fetch_add(&cap.n_cpu_waits, 1);
+        q->stalled &= ~1;
         cap_complete(d, q->o.id, serial, cap_now());
     }
     if (q)
         pthread_mutex_unlock(&q->mu);
+    if (chain)
+        cap_cpu_drain(d); /* its signals may let stalled work on other queues run */
     return r;
+}
+
+/* q->mu held. */
+static void emit_deferred(struct cap_queue *q)
+{
+    for (uint32_t i = 0; i < q->n_deferred; i++)
+        cap_emit_seq(q->deferred[i], cap_seq_take());
+    q->n_deferred = 0;
+}
+
+void cap_queue_flush_deferred(struct cap_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    emit_deferred(q);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ========================================================================================== */
+/* CPU devices                                                                                */
+/* ========================================================================================== */
+
+/* Notes that queue's submissions from serial from on cannot have started (0: none). */
+static void blocked_set(uint64_t queue, uint64_t from)
+{
+    uint32_t free_slot = CAP_MAX_BLOCKED;
+    for (uint32_t i = 0; i < CAP_MAX_BLOCKED; i++) {
+        uint64_t k = atomic_load(&cap.blocked[i].queue);
+        if (k == queue) {
+            atomic_store(&cap.blocked[i].from, from);
+            return;
+        }
+        if (!k && free_slot == CAP_MAX_BLOCKED)
+            free_slot = i;
+    }
+    if (from && free_slot < CAP_MAX_BLOCKED) { /* else its may-writes stay the device's */
+        atomic_store(&cap.blocked[free_slot].from, 0);
+        atomic_store(&cap.blocked[free_slot].queue, queue);
+        atomic_store(&cap.blocked[free_slot].from, from);
+    }
+}
+
+void cap_cpu_drain(struct cap_dev *d)
+{
+    if (!d->cpu || !cap.cpu_wait)
+        return;
+    struct cap_queue *qs[16];
+    uint32_t n = 0;
+    pthread_mutex_lock(&cap.mu);
+    uint64_t pos = 0, key, val;
+    while (n < 16 && sbt_map_next(&cap.objs[CAP_T_QUEUE], &pos, &key, &val)) {
+        struct cap_queue *q = (struct cap_queue *)(uintptr_t)val;
+        if (q && q->o.dev == d && ((q->stalled & 1) || q->n_deferred || cap_blocked_from(q->o.id)))
+            qs[n++] = q;
+    }
+    pthread_mutex_unlock(&cap.mu);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_queue *q = qs[i];
+        pthread_mutex_lock(&q->mu); /* queues are never destroyed before their device */
+        pthread_mutex_lock(&cap.mu);
+        uint64_t serial = q->serial, from;
+        int st = cap_queue_can_drain(d, q, &from);
+        blocked_set(q->o.id, from);
+        int go = (q->stalled & 1) && q->done_serial < serial && st == 1;
+        if ((q->stalled & 1) && q->done_serial >= serial)
+            q->stalled &= ~1; /* a wait of the program's finished it meanwhile */
+        pthread_mutex_unlock(&cap.mu);
+        if (st != 0) /* it may run from now on: after what the host did before, in the trace */
+            emit_deferred(q);
+        VkQueue h = (VkQueue)(uintptr_t)q->o.handle;
+        if (go && d->fn.QueueWaitIdle(h) == VK_SUCCESS) {
+            atomic_fetch_add(&cap.n_cpu_waits, 1);
+            q->stalled &= ~1;
+            cap_complete(d, q->o.id, serial, cap_now());
+        }
+        pthread_mutex_unlock(&q->mu);
+    }
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *si,

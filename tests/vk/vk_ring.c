@@ -19,9 +19,12 @@
  * program takes SIGSEGV for faults of its own, as JITs do: a page it write-protects and writes
  * every round; its handler, installed before or after the Vulkan device, passes other faults
  * on to the handler it replaced), --remap (vkUnmapMemory while each dispatch runs, vkMapMemory
- * again after the wait: its output is final while nothing is mapped). Prints a checksum of every
- * read-back (and the faults its own handler saw), so runs with and without capture compare; exits 4
- * when the device lacks what an option needs.
+ * again after the wait: its output is final while nothing is mapped), --sem binary|timeline|host
+ * (each dispatch's submission waits on a semaphore: a binary one an empty submission just before
+ * it signals, a timeline value one signals, or a timeline value the host signals with
+ * vkSignalSemaphore after it has filled the next input: semaphore-chained submissions). Prints a
+ * checksum of every read-back (and the faults its own handler saw), so runs with and without
+ * capture compare; exits 4 when the device lacks what an option needs.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -37,6 +40,7 @@
 
 static struct {
     int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
+    int sem; /* 1 binary, 2 timeline signalled by a submission, 3 timeline signalled by the host */
     uint32_t size, rounds, threads;
 } opt = {.size = 1024, .rounds = 32, .threads = 1};
 
@@ -168,7 +172,17 @@ int main(int argc, char **argv)
             opt.remap = 1;
         else if (!strcmp(argv[i], "--own-segv") && i + 1 < argc)
             opt.own_segv = !strcmp(argv[++i], "late") ? 2 : 1;
-        else {
+        else if (!strcmp(argv[i], "--sem") && i + 1 < argc) {
+            i++;
+            opt.sem = !strcmp(argv[i], "binary")     ? 1
+                      : !strcmp(argv[i], "timeline") ? 2
+                      : !strcmp(argv[i], "host")     ? 3
+                                                     : -1;
+            if (opt.sem < 0) {
+                fprintf(stderr, "vk_ring: --sem binary|timeline|host\n");
+                return 2;
+            }
+        } else {
             fprintf(stderr, "vk_ring: unknown option %s\n", argv[i]);
             return 2;
         }
@@ -297,6 +311,13 @@ int main(int argc, char **argv)
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VKT_CHECK(vkCreateFence(v.dev, &fci, NULL, &fence));
+    VkSemaphoreTypeCreateInfo stci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+    VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+                                 .pNext = opt.sem >= 2 ? &stci : NULL};
+    VkSemaphore sem = VK_NULL_HANDLE;
+    if (opt.sem)
+        VKT_CHECK(vkCreateSemaphore(v.dev, &sci, NULL, &sem));
 
     pthread_t th[16];
     if (opt.threads > 1) {
@@ -325,13 +346,43 @@ int main(int argc, char **argv)
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                            .commandBufferCount = 1,
                            .pCommandBuffers = &cb};
+        /* --sem: the dispatch waits for value k + 1 (or the binary signal) */
+        uint64_t value = k + 1;
+        VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+        VkTimelineSemaphoreSubmitInfo tsi = {.sType =
+                                                 VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                             .waitSemaphoreValueCount = 1,
+                                             .pWaitSemaphoreValues = &value};
+        if (opt.sem) {
+            si.waitSemaphoreCount = 1;
+            si.pWaitSemaphores = &sem;
+            si.pWaitDstStageMask = &stage;
+            si.pNext = opt.sem >= 2 ? &tsi : NULL;
+        }
+        if (opt.sem == 1 || opt.sem == 2) { /* an empty submission signals it first */
+            VkTimelineSemaphoreSubmitInfo ssi = {
+                .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                .signalSemaphoreValueCount = 1,
+                .pSignalSemaphoreValues = &value};
+            VkSubmitInfo sig = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                .pNext = opt.sem == 2 ? &ssi : NULL,
+                                .signalSemaphoreCount = 1,
+                                .pSignalSemaphores = &sem};
+            VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &sig, VK_NULL_HANDLE));
+        }
         VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &si, fence));
         own_fault(k);
         if (!opt.chain) {
-            /* the next input, while this dispatch still writes its output next to it */
+            /* the next input, while this dispatch still writes its output next to it (with
+             * --sem host: before the host lets it start) */
             uint32_t next = 1 + (k + 1) % 3;
             fill(next, k + 1);
             flush(next, opt.size);
+        }
+        if (opt.sem == 3) {
+            VkSemaphoreSignalInfo ssi = {
+                .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, .semaphore = sem, .value = value};
+            VKT_CHECK(vkSignalSemaphore(v.dev, &ssi));
         }
         if (opt.remap)
             vkUnmapMemory(v.dev, mem);
@@ -374,6 +425,8 @@ int main(int argc, char **argv)
         }
     }
     vkDestroyFence(v.dev, fence, NULL);
+    if (sem)
+        vkDestroySemaphore(v.dev, sem, NULL);
     vkDestroyCommandPool(v.dev, cpool, NULL);
     vkDestroyDescriptorPool(v.dev, pool, NULL);
     vkDestroyBuffer(v.dev, buf, NULL);
