@@ -27,10 +27,10 @@
  *                                                   QUEUE_FAMILY*, QUEUE_CREATE*, EXTENSION*,
  *                                                   FEATURES*, DEVICE_CHAIN*, ADDRESS_REPLAY
  *   program row ext       kind SBT_VK_EXT_MODULE:   MODULE, MODULE_BINDING*, ENTRY_POINT*
- *   kernel row ext        kind SBT_VK_EXT_PIPELINE: PIPELINE, SPEC_ENTRY*, PIPELINE_LAYOUT,
- *                                                   SET_LAYOUT* (+ SET_BINDING* after each)
- *   op payloads           kind SBT_VK_PAYLOAD:      one of the op records below
- *   command-buffer blobs  (op SUBMIT references)    SBT_VK_RECORDING magic + CMD_* records
+ *   kernel row ext        kind SBT_VK_EXT_PIPELINE: PIPELINE, SPEC_ENTRY*, PIPELINE_ROBUSTNESS*,
+ * PIPELINE_LAYOUT, SET_LAYOUT* (+ SET_BINDING* after each) op payloads           kind
+ * SBT_VK_PAYLOAD:      one of the op records below command-buffer blobs  (op SUBMIT references)
+ * SBT_VK_RECORDING magic + CMD_* records
  *
  * Ops the layer writes (op kind: payload call):
  *   ALLOC      MEMORY; CREATE_IMAGE       FREE       DESTROY (type MEMORY; IMAGE)
@@ -137,6 +137,10 @@ enum sbt_vk_kind {
        samplers (0, or descriptorCount for a sampler or combined binding that has them), their     \
        sampler ids */                                                                              \
     X(SET_BINDING, 36)                                                                             \
+    /* VkPipelineRobustnessCreateInfo chained to the pipeline (where 0) or its stage (1): where,   \
+       storageBuffers, uniformBuffers, vertexInputs, images (the VkPipelineRobustness*Behavior     \
+       values). Replay chains it the same way (format 2, this record since reprise 0.1) */         \
+    X(PIPELINE_ROBUSTNESS, 37)                                                                     \
     /* ---- state ops (MARKER / ALLOC) -------------------------------------------------------- */ \
     /* memory id, allocationSize, memoryTypeIndex, VkMemoryPropertyFlags of that type,             \
        VkMemoryAllocateFlags (as the program gave them), dedicated buffer id (0 = none), device    \

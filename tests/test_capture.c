@@ -1294,6 +1294,7 @@ ParameterizedTestParameters(capture, binding_and_pipeline_programs_are_complete)
         {"vk_pipelines", "spec", 0},
         {"vk_pipelines", "flags", 0},
         {"vk_pipelines", "maint5", 1},
+        {"vk_pipelines", "robust", 1},
         {"vk_address", "", 0},
     };
     return cr_make_param_array(struct progmode, p, sizeof p / sizeof p[0]);

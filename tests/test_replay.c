@@ -2464,6 +2464,7 @@ ParameterizedTestParameters(vulkan, pipeline_programs_replay_exactly)
         {"vk_pipelines", "spec", 0},
         {"vk_pipelines", "flags", 0},
         {"vk_pipelines", "maint5", 1},
+        {"vk_pipelines", "robust", 1},
     };
     return cr_make_param_array(struct vkmode, p, sizeof p / sizeof p[0]);
 }

@@ -179,8 +179,8 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipeline
     d->fn.DestroyPipelineLayout(device, h, alloc);
 }
 
-/* What a compute pipeline's create info chains that replay leaves out: counted by sType (a
- * structure that changes what the shader computes, robustness, is affecting). */
+/* What a compute pipeline's create info chains that replay leaves out: counted by sType (one
+ * the layer does not know may change what the shader computes: affecting). */
 static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *where)
 {
     for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
@@ -195,9 +195,7 @@ static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *whe
         case VK_STRUCTURE_TYPE_PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD:
         case VK_STRUCTURE_TYPE_SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT:
             break; /* feedback and hints: results do not depend on them */
-        case VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT:
-            cap_unmodelled(d, "vkCreateComputePipelines (VkPipelineRobustnessCreateInfo)",
-                           SBT_UNMODELLED_AFFECTS);
+        case VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT: /* recorded (robustness) */
             break;
         default: {
             char what[160];
@@ -207,6 +205,20 @@ static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *whe
         }
         }
     }
+}
+
+/* A VkPipelineRobustnessCreateInfo of chain (the pipeline's: where 0, its stage's: 1): out-of-
+ * bounds accesses read and write what it says, so replay must ask for the same. */
+static void robustness(struct sbt_payload_enc *enc, const void *chain, uint32_t where)
+{
+    for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+        if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT) {
+            const VkPipelineRobustnessCreateInfoEXT *r = (const void *)s;
+            sbt_payload_put(enc, SBT_VK_PIPELINE_ROBUSTNESS,
+                            (uint64_t[]){where, r->storageBuffers, r->uniformBuffers,
+                                         r->vertexInputs, r->images},
+                            5, NULL, 0);
+        }
 }
 
 static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *ci, VkPipeline h,
@@ -283,6 +295,8 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
                         (uint64_t[]){sp->pMapEntries[i].constantID, sp->pMapEntries[i].offset,
                                      sp->pMapEntries[i].size},
                         3, NULL, 0);
+    robustness(&enc, ci->pNext, 0);
+    robustness(&enc, st->pNext, 1);
     if (pl)
         sbt_payload_enc_raw(&enc, pl->rec.buf, pl->rec.len);
     struct cap_ev *e = cap_ev_new(CAP_EV_KERNEL);

@@ -360,7 +360,27 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     struct sbt_payload_rec r2;
     sbt_payload_dec_init(&d2, k->ext.data, k->ext.len);
     int bad_spec = 0;
+    /* robustness as captured, for the pipeline and its stage: the program enabled
+     * VK_EXT_pipeline_robustness to chain it, so this device has it (the trace's extensions) */
+    VkPipelineRobustnessCreateInfoEXT rob[2] = {{0}, {0}};
     while (!bad_spec && sbt_payload_dec_next(&d2, &r2) == 1) {
+        if (r2.call == SBT_VK_PIPELINE_ROBUSTNESS) {
+            uint64_t where = sbt_payload_arg(&r2, 0);
+            if (r2.n_arg < 5 || where > 1) {
+                bad_spec = replay__fail(SBT_ECORRUPT,
+                                        "a robustness record with %u arguments "
+                                        "for where %" PRIu64,
+                                        r2.n_arg, where);
+                break;
+            }
+            rob[where] = (VkPipelineRobustnessCreateInfoEXT){
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT,
+                .storageBuffers = (VkPipelineRobustnessBufferBehaviorEXT)sbt_payload_arg(&r2, 1),
+                .uniformBuffers = (VkPipelineRobustnessBufferBehaviorEXT)sbt_payload_arg(&r2, 2),
+                .vertexInputs = (VkPipelineRobustnessBufferBehaviorEXT)sbt_payload_arg(&r2, 3),
+                .images = (VkPipelineRobustnessImageBehaviorEXT)sbt_payload_arg(&r2, 4)};
+            continue;
+        }
         if (r2.call != SBT_VK_SPEC_ENTRY)
             continue;
         if (nme == 64) {
@@ -383,11 +403,17 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo rs = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
         .requiredSubgroupSize = (uint32_t)sbt_payload_arg(&pr, 8)};
+    if (rob[1].sType) { /* the stage's robustness, then its subgroup size */
+        rob[1].pNext = rs.requiredSubgroupSize ? &rs : NULL;
+    }
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .pNext = rob[0].sType ? &rob[0] : NULL,
         .flags = flags,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .pNext = rs.requiredSubgroupSize ? &rs : NULL,
+                  .pNext = rob[1].sType              ? (const void *)&rob[1]
+                           : rs.requiredSubgroupSize ? (const void *)&rs
+                                                     : NULL,
                   .flags = (VkPipelineShaderStageCreateFlags)sbt_payload_arg(&pr, 10),
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = mod,

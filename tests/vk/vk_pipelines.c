@@ -12,6 +12,9 @@
  *             FAIL_ON_PIPELINE_COMPILE_REQUIRED (retried without it when compiling is required)
  *   maint5    maintenance5: the shader module chained into the stage (no VkShaderModule) and
  *             VkPipelineCreateFlags2CreateInfoKHR (Mesa 25)
+ *   robust    VkPipelineRobustnessCreateInfo (VK_EXT_pipeline_robustness, as ggml-vulkan chains
+ *             it; Mesa 25): robust buffer access 2 for the pipeline's storage buffers, whose
+ *             input binding is half the dispatch: reads past it give 0, which the output shows
  *
  * Prints what it computed (checksums), the same with or without capture; exits 4 when the
  * device lacks what the mode needs.
@@ -285,6 +288,51 @@ static int mode_maint5(const char *argv0)
 #endif
 }
 
+/* ---- robust ---------------------------------------------------------------------------------- */
+
+static int mode_robust(const char *argv0)
+{
+    static const char *const ext[] = {"VK_EXT_pipeline_robustness"};
+    VkPhysicalDevicePipelineRobustnessFeaturesEXT pr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT,
+        .pipelineRobustness = 1};
+    struct vkt_opts o = {.extensions = ext, .n_extensions = 1, .chain = &pr};
+    struct prog g;
+    setup(&g, argv0, &o);
+    /* the input binding covers the first half; the shader reads all N */
+    VkDescriptorBufferInfo bi = {g.in.buf, 0, N * 2};
+    VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                              .dstSet = g.set,
+                              .descriptorCount = 1,
+                              .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              .pBufferInfo = &bi};
+    vkUpdateDescriptorSets(g.v.dev, 1, &w, 0, NULL);
+    static uint32_t code[1 << 16];
+    size_t len = vkt_spirv(&g.v, "scale", code, sizeof code);
+    VkShaderModuleCreateInfo smci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = len, .pCode = code};
+    VkShaderModule m;
+    VKT_CHECK(vkCreateShaderModule(g.v.dev, &smci, NULL, &m));
+    VkPipelineRobustnessCreateInfoEXT rob = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT,
+        .storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_2_EXT,
+        .uniformBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
+        .vertexInputs = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
+        .images = VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT};
+    VkComputePipelineCreateInfo ci = pipe_info(&g, m, 0);
+    ci.pNext = &rob;
+    VkPipeline p;
+    VKT_CHECK(vkCreateComputePipelines(g.v.dev, VK_NULL_HANDLE, 1, &ci, NULL, &p));
+    uint32_t pc[2] = {5, N};
+    run(&g, "robust", p, 0, N / 64, pc);
+    printf("robust out[%u] %u (0 * K + 5 when reads past the binding give 0)\n", N - 1,
+           ((uint32_t *)g.out.map)[N - 1]);
+    vkDestroyPipeline(g.v.dev, p, NULL);
+    vkDestroyShaderModule(g.v.dev, m, NULL);
+    done(&g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -296,6 +344,8 @@ int main(int argc, char **argv)
         return mode_flags(argv[0]);
     if (!strcmp(m, "maint5"))
         return mode_maint5(argv[0]);
-    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5\n");
+    if (!strcmp(m, "robust"))
+        return mode_robust(argv[0]);
+    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5|robust\n");
     return 2;
 }
