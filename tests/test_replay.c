@@ -1558,6 +1558,43 @@ Test(vulkan, another_memory_type_layout_still_replays)
     sbt_payload_enc_free(&e.enc);
 }
 
+/* Pipeline robustness across drivers (issue 21): a trace whose pipelines chain
+ * VkPipelineRobustnessCreateInfo asking for no robustness (ggml-vulkan's) replays on a device
+ * without VK_EXT_pipeline_robustness (captured on Mesa 25, replayed on Debian 12's Mesa 22.3),
+ * and the result says the structure was left out; one asking for robust buffer access 2 is
+ * refused there, naming the extension (before: both refused). */
+Test(vulkan, pipeline_robustness_across_drivers)
+{
+    need_vulkan();
+    char why[512], cmd[4096];
+    const char *mesa = tenv_mesa25(why, sizeof why);
+    if (!mesa)
+        cr_skip_test("%s", why);
+    if (system("vulkaninfo 2>/dev/null | grep -q VK_EXT_pipeline_robustness") == 0)
+        cr_skip_test("this machine's own driver has VK_EXT_pipeline_robustness");
+    for (int off = 1; off >= 0; off--) {
+        const char *mode = off ? "robust-off" : "robust";
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && (%s '%s' capture -o %s.sbt -- '%s/tests/vk/vk_pipelines' %s) "
+                 ">out 2>&1",
+                 tmpdir, mesa, bin, mode, build, mode);
+        cr_assert_eq(system(cmd), 0, "capture of vk_pipelines %s on Mesa 25 failed", mode);
+        int rc = cli("replay %s.sbt --mode full --verify op -o x%s.sbt", mode, mode);
+        if (off) {
+            cr_assert_eq(rc, 0, "replay of robust-off on this driver failed");
+            cr_expect(out_has(" 1 compared with the capture, 0 differ"),
+                      "robust-off: not verified");
+            cr_assert_eq(cli("info x%s.sbt", mode), 0);
+            cr_expect(out_has("no pipeline robustness (default/disabled asked)"),
+                      "the result does not say the structure was left out");
+        } else {
+            cr_expect_neq(rc, 0, "robust buffer access 2 replayed without the extension");
+            cr_expect(out_has("lacks device extension VK_EXT_pipeline_robustness"),
+                      "the refusal does not name the extension");
+        }
+    }
+}
+
 /* A program that chains its core features in a VkPhysicalDeviceFeatures2 to
  * VkDeviceCreateInfo (Dawn does) replays: replay rebuilds the chain from the registry's table
  * instead of nesting the structure in its own query. */
@@ -2460,10 +2497,8 @@ ParameterizedTest(struct vkmode *p, vulkan, binding_programs_replay_exactly)
 ParameterizedTestParameters(vulkan, pipeline_programs_replay_exactly)
 {
     static struct vkmode p[] = {
-        {"vk_pipelines", "subgroup", 0},
-        {"vk_pipelines", "spec", 0},
-        {"vk_pipelines", "flags", 0},
-        {"vk_pipelines", "maint5", 1},
+        {"vk_pipelines", "subgroup", 0}, {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},    {"vk_pipelines", "maint5", 1},
         {"vk_pipelines", "robust", 1},
     };
     return cr_make_param_array(struct vkmode, p, sizeof p / sizeof p[0]);

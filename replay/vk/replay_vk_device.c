@@ -231,6 +231,44 @@ static void free_chain(void *chain)
     }
 }
 
+/* Whether every VkPipelineRobustnessCreateInfo of the trace's pipelines asks only for the
+ * device's default behaviour or for none (DISABLED, as ggml-vulkan asks): then a device without
+ * VK_EXT_pipeline_robustness computes what the program did wherever the program stays in
+ * bounds, which replay checks op by op like any other output. */
+static int robustness_droppable(sbt_reader *r)
+{
+    uint32_t nk = 0;
+    const struct sbt_kernel *k = sbt_reader_kernels(r, &nk);
+    for (uint32_t i = 0; i < nk; i++) {
+        if (k[i].ext.kind != SBT_VK_EXT_PIPELINE)
+            continue;
+        struct sbt_payload_dec dec;
+        struct sbt_payload_rec rec;
+        sbt_payload_dec_init(&dec, k[i].ext.data, k[i].ext.len);
+        int ok = 1;
+        while (ok && sbt_payload_dec_next(&dec, &rec) == 1)
+            if (rec.call == SBT_VK_PIPELINE_ROBUSTNESS)
+                for (uint32_t a = 1; a < 5 && ok; a++)
+                    ok = sbt_payload_arg(&rec, a) <= 1; /* DEVICE_DEFAULT 0, DISABLED 1 */
+        sbt_payload_dec_free(&dec);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* Takes extension i out of q, and the pipelineRobustness feature wherever q enables it. */
+static void drop_robustness(struct devreq *q, uint32_t i)
+{
+    free(q->ext[i]);
+    memmove(q->ext + i, q->ext + i + 1, (q->n_ext - i - 1) * sizeof *q->ext);
+    q->n_ext--;
+    for (uint32_t f = 0; f < q->n_feat; f++)
+        for (uint32_t k = 0; k < q->feat[f].t->n; k++)
+            if (!strcmp(q->feat[f].t->fields[k], "pipelineRobustness"))
+                q->feat[f].on[k] = 0;
+}
+
 /* Checks every feature the trace enabled against what device p supports, and builds what
  * vkCreateDevice gets: *core (for pEnabledFeatures) and a chain with one structure per
  * features structure the trace enabled, VkPhysicalDeviceFeatures2 among them when the program
@@ -376,7 +414,8 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     if (nd && (st = parse_device_ext(&devs[0], &req)) < 0)
         goto fail;
 
-    /* extensions the app enabled must exist here */
+    /* extensions the app enabled must exist here (but for pipeline robustness that asks for
+     * nothing but the default or none: see robustness_droppable) */
     uint32_t ne = 0;
     vkEnumerateDeviceExtensionProperties(b->phys, NULL, &ne, NULL);
     VkExtensionProperties *ep = calloc(ne ? ne : 1, sizeof *ep);
@@ -389,6 +428,15 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         int found = 0;
         for (uint32_t k = 0; k < ne && !found; k++)
             found = !strcmp(ep[k].extensionName, req.ext[i]);
+        if (!found && !strcmp(req.ext[i], "VK_EXT_pipeline_robustness") &&
+            robustness_droppable(r)) {
+            drop_robustness(&req, i--);
+            b->no_robustness = 1;
+            size_t dl = strlen(info->driver); /* the result says so (replay.driver) */
+            snprintf(info->driver + dl, sizeof info->driver - dl, "%s",
+                     "; no pipeline robustness (default/disabled asked)");
+            continue;
+        }
         if (!found) {
             st = replay__fail(REPLAY_ENODEV, "%s lacks device extension %s that the trace uses",
                               b->props.deviceName, req.ext[i]);

@@ -217,6 +217,9 @@ struct vkbe {
      * holds opaque capture addresses), and this device has it on (buffers and memory are made at
      * their captured addresses) */
     int addr_capture, addr_replay;
+    /* the trace's pipelines chain VkPipelineRobustnessCreateInfo asking only for the default
+     * or no robustness, and this device lacks VK_EXT_pipeline_robustness: not chained */
+    int no_robustness;
     double ts_period;  /* ns per tick */
     int64_t ts_offset; /* host ns = ticks * period + offset */
     uint64_t ts_mask;

@@ -361,10 +361,11 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
     sbt_payload_dec_init(&d2, k->ext.data, k->ext.len);
     int bad_spec = 0;
     /* robustness as captured, for the pipeline and its stage: the program enabled
-     * VK_EXT_pipeline_robustness to chain it, so this device has it (the trace's extensions) */
+     * VK_EXT_pipeline_robustness to chain it, so this device has it (the trace's extensions),
+     * unless it asked only for the default or none and the device lacks it (no_robustness) */
     VkPipelineRobustnessCreateInfoEXT rob[2] = {{0}, {0}};
     while (!bad_spec && sbt_payload_dec_next(&d2, &r2) == 1) {
-        if (r2.call == SBT_VK_PIPELINE_ROBUSTNESS) {
+        if (r2.call == SBT_VK_PIPELINE_ROBUSTNESS && !b->no_robustness) {
             uint64_t where = sbt_payload_arg(&r2, 0);
             if (r2.n_arg < 5 || where > 1) {
                 bad_spec = replay__fail(SBT_ECORRUPT,

@@ -12,9 +12,11 @@
  *             FAIL_ON_PIPELINE_COMPILE_REQUIRED (retried without it when compiling is required)
  *   maint5    maintenance5: the shader module chained into the stage (no VkShaderModule) and
  *             VkPipelineCreateFlags2CreateInfoKHR (Mesa 25)
- *   robust    VkPipelineRobustnessCreateInfo (VK_EXT_pipeline_robustness, as ggml-vulkan chains
- *             it; Mesa 25): robust buffer access 2 for the pipeline's storage buffers, whose
- *             input binding is half the dispatch: reads past it give 0, which the output shows
+ *   robust    VkPipelineRobustnessCreateInfo (VK_EXT_pipeline_robustness; Mesa 25): robust
+ *             buffer access 2 for the pipeline's storage buffers, whose input binding is half
+ *             the dispatch: reads past it give 0, which the output shows
+ *   robust-off the same structure asking for no robustness (DISABLED, as ggml-vulkan asks),
+ *             every access in bounds
  *
  * Prints what it computed (checksums), the same with or without capture; exits 4 when the
  * device lacks what the mode needs.
@@ -290,7 +292,7 @@ static int mode_maint5(const char *argv0)
 
 /* ---- robust ---------------------------------------------------------------------------------- */
 
-static int mode_robust(const char *argv0)
+static int mode_robust(const char *argv0, int off)
 {
     static const char *const ext[] = {"VK_EXT_pipeline_robustness"};
     VkPhysicalDevicePipelineRobustnessFeaturesEXT pr = {
@@ -299,8 +301,8 @@ static int mode_robust(const char *argv0)
     struct vkt_opts o = {.extensions = ext, .n_extensions = 1, .chain = &pr};
     struct prog g;
     setup(&g, argv0, &o);
-    /* the input binding covers the first half; the shader reads all N */
-    VkDescriptorBufferInfo bi = {g.in.buf, 0, N * 2};
+    /* the input binding covers the first half (or all of it); the shader reads all N */
+    VkDescriptorBufferInfo bi = {g.in.buf, 0, off ? N * 4 : N * 2};
     VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                               .dstSet = g.set,
                               .descriptorCount = 1,
@@ -315,7 +317,8 @@ static int mode_robust(const char *argv0)
     VKT_CHECK(vkCreateShaderModule(g.v.dev, &smci, NULL, &m));
     VkPipelineRobustnessCreateInfoEXT rob = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT,
-        .storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_2_EXT,
+        .storageBuffers = off ? VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DISABLED_EXT
+                              : VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_2_EXT,
         .uniformBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
         .vertexInputs = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
         .images = VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT};
@@ -324,9 +327,10 @@ static int mode_robust(const char *argv0)
     VkPipeline p;
     VKT_CHECK(vkCreateComputePipelines(g.v.dev, VK_NULL_HANDLE, 1, &ci, NULL, &p));
     uint32_t pc[2] = {5, N};
-    run(&g, "robust", p, 0, N / 64, pc);
-    printf("robust out[%u] %u (0 * K + 5 when reads past the binding give 0)\n", N - 1,
-           ((uint32_t *)g.out.map)[N - 1]);
+    run(&g, off ? "robust-off" : "robust", p, 0, N / 64, pc);
+    if (!off)
+        printf("robust out[%u] %u (0 * K + 5 when reads past the binding give 0)\n", N - 1,
+               ((uint32_t *)g.out.map)[N - 1]);
     vkDestroyPipeline(g.v.dev, p, NULL);
     vkDestroyShaderModule(g.v.dev, m, NULL);
     done(&g);
@@ -344,8 +348,8 @@ int main(int argc, char **argv)
         return mode_flags(argv[0]);
     if (!strcmp(m, "maint5"))
         return mode_maint5(argv[0]);
-    if (!strcmp(m, "robust"))
-        return mode_robust(argv[0]);
-    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5|robust\n");
+    if (!strcmp(m, "robust") || !strcmp(m, "robust-off"))
+        return mode_robust(argv[0], !strcmp(m, "robust-off"));
+    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5|robust|robust-off\n");
     return 2;
 }
