@@ -12,7 +12,8 @@ if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
     protobuf-compiler libvkfft-dev glslang-dev debootstrap"
 fi
-# Node.js and npm run Dawn (tests/webgpu): Debian's, unless a node and npm are already here
+# Node.js and npm run Dawn (tests/webgpu) and llama.cpp (tests/llama): Debian's, unless a node
+# and npm are already here
 if [ "${1:-build}" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
     PKGS="$PKGS nodejs npm"
 fi
@@ -40,11 +41,14 @@ here=$(dirname "$0")
 if ! "$here/vulkan-headers.sh" build/vulkan-headers; then
     echo "deps: building with the system's Vulkan headers and registry (1.3.239)" >&2
 fi
-# ... and for the tests, a second Vulkan driver (Mesa 25's lavapipe), Dawn (npm webgpu) and a
-# bare Debian 12 root
+# ... and for the tests, a second Vulkan driver (Mesa 25's lavapipe), Dawn (npm webgpu),
+# llama.cpp (npm node-llama-cpp) and a bare Debian 12 root
 if [ "${1:-build}" = test ]; then
     "$here/mesa25.sh" build/mesa25 || exit 4
     "$here/webgpu.sh" build/webgpu || exit 4
+    # llama.cpp's Vulkan backend (npm node-llama-cpp, Node.js 20 from npm where Debian's is
+    # older) and the tiny model its tests run
+    "$here/llama.sh" build/llama || exit 4
     # a bare Debian 12 root where make dist's tree must run (as root only: the test skips
     # without it, saying why)
     "$here/bare-root.sh" build/bare-root || [ "$(id -u)" != 0 ] || exit 4

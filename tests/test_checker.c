@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -26,6 +27,7 @@
 #include "format/perfetto_trace.pb-c.h"
 #include "format/sbt.h"
 #include "replay/replay.h"
+#include "tests/testenv.h"
 
 /* ========================================================================================== */
 /* Hand-built traces                                                                          */
@@ -2896,6 +2898,154 @@ Test(replays, racy_dispatch_is_the_first_divergence)
     char want[64];
     snprintf(want, sizeof want, "grep -q 'first divergence: op %" PRIu64 " ' c.txt", racy);
     cr_expect(eq(int, sh("%s", want), 0), "the summary names op %" PRIu64, racy);
+}
+
+/* llama.cpp's Vulkan backend (ggml-vulkan, npm's node-llama-cpp prebuilt; issue 21) running
+ * a tiny llama model the test makes (tests/llama): the same tokens with and without capture,
+ * every trace of the capture (node-llama-cpp starts a second process to test its binary)
+ * complete, and `check --runs 2` passing: every read-back bit for bit in both replays. On
+ * Debian 12's Mesa 22.3 and on Mesa 25 (which lacks nothing ggml asks for: it chains
+ * VkPipelineRobustnessCreateInfo, once unmodelled). A cold shader cache costs lavapipe minutes
+ * compiling ggml's pipelines; tenv_llama puts Mesa's cache in the build tree. */
+struct llamacase { /* an array: Criterion copies parameters into another process */
+    int mesa25;
+};
+
+ParameterizedTestParameters(replays, llama_cpp)
+{
+    static struct llamacase c[] = {{0}, {1}};
+    return cr_make_param_array(struct llamacase, c, sizeof c / sizeof c[0]);
+}
+
+/* The llama environment (and Mesa 25's before it, if mesa25) in *env; skips without them. */
+static void llama_env(int mesa25, char *env, size_t n)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    /* node (V8) reserves the addresses where AddressSanitizer's shadow must go */
+    cr_skip_test("an ASan build of the capture layer cannot load into node");
+#endif
+    need_vulkan("vk_compute");
+    char why[512];
+    const char *mesa = "";
+    if (mesa25 && !(mesa = tenv_mesa25(why, sizeof why)))
+        cr_skip_test("%s", why);
+    const char *ll = tenv_llama(why, sizeof why);
+    if (!ll)
+        cr_skip_test("%s", why);
+    snprintf(env, n, "%s%s", mesa, ll);
+}
+
+/* `ENV [reprise capture -o TRACE --] node llama.mjs tiny.gguf >OUT 2>OUT.err`: exit status. */
+static int llama_run(const char *env, const char *trace, const char *out)
+{
+    char cap[1200] = "";
+    if (trace)
+        snprintf(cap, sizeof cap, "'%s' capture -o %s --", vk_bin, trace);
+    return sh("%s %s '%s/build/llama/bin/node' '%s/tests/llama/llama.mjs' "
+              "'%s/build/llama/tiny.gguf' >%s 2>%s.err",
+              env, cap, tenv_src(), tenv_src(), tenv_src(), out, out);
+}
+
+ParameterizedTest(struct llamacase *c, replays, llama_cpp, .timeout = 1500)
+{
+    char env[8192];
+    llama_env(c->mesa25, env, sizeof env);
+    int rc = llama_run(env, NULL, "plain.txt");
+    cr_assert(eq(int, rc, 0), "llama.mjs failed (exit %d): see %s/plain.txt.err", rc, dir);
+    rc = llama_run(env, "l.sbt", "cap.txt");
+    cr_assert(eq(int, rc, 0),
+              "capture failed or a trace is incomplete (exit %d): see %s/cap.txt.err", rc, dir);
+    cr_assert(eq(int, sh("cmp -s plain.txt cap.txt"), 0), "the tokens changed under capture");
+    cr_expect(eq(int, sh("grep -q '^generated [0-9]' cap.txt"), 0), "no tokens generated");
+    cr_expect(eq(int, sh("grep -q 'l.sbt: [0-9]* ops captured .*; complete' cap.txt.err"), 0),
+              "the root trace is not complete: see %s/cap.txt.err", dir);
+    char *json;
+    int n_fail;
+    rc = sh("%s '%s' check l.sbt --runs 2 --json c.json >c.txt 2>c.err", env, vk_bin);
+    size_t len;
+    json = slurp(pathf("c.json"), &len);
+    cr_expect(eq(int, rc, 0), "check failed (exit %d); see %s/c.txt", rc, dir);
+    cr_expect(strstr(json, "\"result\":\"pass\"") != NULL, "not a pass: see %s/c.txt", dir);
+    cr_expect(js_num(json, NULL, "verified") > 100, "too few outputs compared");
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0));
+    cr_expect(eq(i64, js_num(json, "counts", "divergent"), 0));
+    cr_expect(eq(i64, js_num(json, "counts", "replay-error"), 0));
+    (void)n_fail;
+    free(json);
+}
+
+/* The line number (1-based) of seq among a `view` listing's host reads, and the digest on
+ * line n of another: files of "seq digest" lines. */
+static int line_of(const char *path, uint64_t seq)
+{
+    FILE *f = fopen(pathf(path), "r");
+    cr_assert(f != NULL);
+    char line[256];
+    int n = 0, at = 0;
+    while (!at && fgets(line, sizeof line, f)) {
+        n++;
+        if (strtoull(line, NULL, 10) == seq)
+            at = n;
+    }
+    fclose(f);
+    return at;
+}
+
+static void digest_at(const char *path, int n, char *out, size_t cap)
+{
+    FILE *f = fopen(pathf(path), "r");
+    cr_assert(f != NULL);
+    char line[256];
+    out[0] = 0;
+    for (int i = 1; fgets(line, sizeof line, f); i++)
+        if (i == n) {
+            const char *d = strchr(line, ' ');
+            snprintf(out, cap, "%.16s", d ? d + 1 : "");
+            break;
+        }
+    fclose(f);
+}
+
+/* The driver engineer's question: a llama.cpp trace captured on Mesa 22.3, checked on Mesa 25.
+ * The two drivers compute different bits (their captures differ at the first graph's
+ * read-backs), so the check fails as divergent, never nondeterministic (the replays agree),
+ * and what the replay computed there is what the program itself gets on Mesa 25: the first
+ * divergence's digest equals the Mesa 25 capture's digest of the same read-back. */
+Test(replays, llama_cpp_across_drivers, .timeout = 1500)
+{
+    char env22[8192], env25[8192];
+    llama_env(0, env22, sizeof env22);
+    llama_env(1, env25, sizeof env25);
+    cr_assert(eq(int, llama_run(env22, "l22.sbt", "c22.txt"), 0), "capture on Mesa 22.3");
+    cr_assert(eq(int, llama_run(env25, "l25.sbt", "c25.txt"), 0), "capture on Mesa 25");
+    cr_assert(eq(int, sh("cmp -s c22.txt c25.txt"), 0), "the tokens differ between the Mesas");
+    for (int i = 0; i < 2; i++)
+        cr_assert(eq(int,
+                     sh("'%s' view l%d.sbt --limit 0 | awk '$6 == \"host_read\" "
+                        "{ print $1, $NF }' >r%d.txt",
+                        vk_bin, i ? 25 : 22, i ? 25 : 22),
+                     0));
+    int rc = sh("%s '%s' check l22.sbt --runs 2 --json x.json >x.txt 2>x.err", env25, vk_bin);
+    size_t len;
+    char *json = slurp(pathf("x.json"), &len);
+    cr_expect(eq(int, rc, 1), "check of the 22.3 trace on Mesa 25: exit %d; see %s/x.txt", rc, dir);
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0), "the replays disagree");
+    cr_expect(eq(i64, js_num(json, "counts", "replay-error"), 0));
+    cr_expect(js_num(json, "counts", "divergent") > 0);
+    char cls[32], kind[32], got[64], want[64];
+    js_str(json, "first_divergence", "class", cls, sizeof cls);
+    js_str(json, "first_divergence", "kind", kind, sizeof kind);
+    js_str(json, "first_divergence", "got_digest", got, sizeof got);
+    cr_expect(eq(str, cls, "divergent"));
+    cr_expect(eq(str, kind, "host_read"));
+    int n = line_of("r22.txt", (uint64_t)js_num(json, "first_divergence", "seq"));
+    cr_assert(n > 0, "the first divergence is no host read of the trace");
+    digest_at("r25.txt", n, want, sizeof want);
+    got[16] = 0;
+    cr_expect(eq(str, got, want),
+              "read-back %d: the replay on Mesa 25 computed %s, the program on Mesa 25 %s", n, got,
+              want);
+    free(json);
 }
 
 Test(replays, tolerance_compares_the_bytes_the_replays_dumped)

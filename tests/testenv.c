@@ -67,6 +67,31 @@ const char *tenv_webgpu(char *why, size_t n)
     return env;
 }
 
+const char *tenv_llama(char *why, size_t n)
+{
+    static int done, status;
+    static char env[4200];
+    if (system("command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1")) {
+        snprintf(why, n,
+                 "node or npm not found (apt-get install nodejs npm): llama.cpp cannot run");
+        return NULL;
+    }
+    if (fetch("llama.sh", "llama", &done, &status)) {
+        snprintf(why, n,
+                 "node-llama-cpp could not be installed: scripts/llama.sh exited %d (it needs "
+                 "npm's registry)",
+                 status);
+        return NULL;
+    }
+    /* ggml-vulkan leaves CPU devices out unless told; Mesa's shader cache in the build tree
+     * pays lavapipe's compile of ggml's pipelines once (minutes on a cold cache) */
+    snprintf(env, sizeof env,
+             "REPRISE_LLAMA='%s/build/llama' GGML_VK_VISIBLE_DEVICES=0 "
+             "MESA_SHADER_CACHE_DIR='%s/build/llama/shader-cache' ",
+             tenv_src(), tenv_src());
+    return env;
+}
+
 int tenv_vk_registry_has(const char *command)
 {
     const char *xml = getenv("REPRISE_VK_XML");

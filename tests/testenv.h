@@ -17,6 +17,11 @@ const char *tenv_mesa25(char *why, size_t n);
 const char *tenv_webgpu(char *why, size_t n);
 /* The source tree (REPRISE_SRC, else "."). */
 const char *tenv_src(void);
+/* "REPRISE_LLAMA=... GGML_VK_VISIBLE_DEVICES=0 MESA_SHADER_CACHE_DIR=... " — what
+ * tests/llama/llama.mjs needs (run it with $REPRISE_LLAMA/bin/node on $REPRISE_LLAMA/tiny.gguf),
+ * installing node-llama-cpp and making the model first (scripts/llama.sh); NULL with the reason
+ * in why when that cannot be had. */
+const char *tenv_llama(char *why, size_t n);
 /* 1 when the Vulkan registry the build used (REPRISE_VK_XML) defines command (a canonical
  * name, "vkCmdPushDescriptorSet": the 1.4 core names), 0 when not. Without REPRISE_VK_XML, 1:
  * the build's default registry (Debian 13's 1.4.309) is assumed. The capture layer
