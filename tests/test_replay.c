@@ -1215,11 +1215,12 @@ ParameterizedTestParameters(vulkan, upload_rings_replay_every_read_back)
         {"chain --size 16384 --remap", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
         {"ring --import", NOWAIT, 0}, // imported host pages
         {"chain --size 8192 --import", NOWAIT "REPRISE_HOST_WRITES=protect", 0},
-        {"ring --wide --sem binary", "", 0},           // semaphore-chained submissions
-        {"ring --wide --sem timeline", "", 0},         // ... by timeline values
-        {"ring --wide --sem host --threads 2", "", 0}, // ... the host signals after its writes
-        {"chain --size 16384 --sem timeline", "", 0},  // host edits output, chained
-        {"ring --map2", NOWAIT, 1},                    // vkMapMemory2KHR
+        {"ring --wide --sem binary", "", 0},            // semaphore-chained submissions
+        {"ring --wide --sem timeline", "", 0},          // ... by timeline values
+        {"ring --wide --sem host --threads 2", "", 0},  // ... the host signals after its writes
+        {"chain --size 16384 --sem timeline", "", 0},   // host edits output, chained
+        {"chain --size 16384 --signals 80", NOWAIT, 0}, // its wait names a signal 80 back
+        {"ring --map2", NOWAIT, 1},                     // vkMapMemory2KHR
         {"chain --size 16384 --map2", "", 1},
     };
 #undef NOWAIT

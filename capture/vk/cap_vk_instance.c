@@ -136,6 +136,8 @@ void cap_destroy_plain(struct cap_dev *d, uint64_t h, uint32_t t, uint32_t vk_ty
     struct cap_obj *o = cap_obj_del(h, t);
     if (o)
         cap_emit_destroy(d, name, vk_type, o->id, t0);
+    if (o && (t == CAP_T_FENCE || t == CAP_T_SEM || t == CAP_T_EVENT))
+        cap_sync_free((struct cap_sync *)o);
     free(o);
     pthread_mutex_unlock(&cap.mu);
 }
@@ -557,6 +559,11 @@ static void obj_free_at_unload(struct cap_obj *o, uint32_t t)
         break;
     case CAP_T_TEMPL:
         free(((struct cap_templ *)o)->e);
+        break;
+    case CAP_T_FENCE:
+    case CAP_T_SEM:
+    case CAP_T_EVENT:
+        cap_sync_free((struct cap_sync *)o);
         break;
     case CAP_T_QUEUE:
         free(((struct cap_queue *)o)->waits);

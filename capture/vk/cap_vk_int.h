@@ -336,19 +336,21 @@ struct cap_templ {
 
 /* Fences, semaphores, events. Signals remember which submission signals what value, so a
  * host wait that returns tells which submissions finished. */
-#define CAP_SIG_RING 64u
 struct cap_sig {
     uint64_t value, queue, serial;
 };
 struct cap_sync {
     struct cap_obj o;
     uint32_t kind; /* enum sbt_sync_kind */
-    struct cap_sig sig[CAP_SIG_RING];
-    uint32_t n_sig; /* total signals recorded (ring index = n % CAP_SIG_RING) */
+    /* Its signals by submitted work, oldest first (cap.mu): all of them since the host last
+     * reset it, but for those of a semaphore or fence that the host has seen finish (dropped
+     * as the list grows; the last is kept). n_total counts every signal ever recorded. */
+    struct cap_sig *sig;
+    uint32_t n_sig, cap_sig, n_total;
     /* what a status query last told the host (cap.mu): a poll that learns nothing new (the
      * same fence signal, the same counter value) records nothing, so that a trace does not
      * grow with the number of polls */
-    uint32_t polled_n_sig;
+    uint32_t polled_n_sig; /* n_total then */
     uint64_t polled_value;
 };
 
@@ -838,6 +840,8 @@ struct cap_reached {
     } v[CAP_REACHED_MAX];
 };
 void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r);
+/* Frees what a sync object owns besides itself (its signals). */
+void cap_sync_free(struct cap_sync *s);
 /* cap.mu held. Notes what submission serial of q waits for beyond its semaphores (the events
  * its command buffers wait for: EVENT_WAIT ops of chain) and which events they set
  * (EVENT_RECORD ops): a device-set event the host sees set tells that the setting work ran. */

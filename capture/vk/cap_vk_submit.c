@@ -52,19 +52,23 @@ static int reached_add(struct cap_reached *r, uint64_t queue, uint64_t serial)
 
 void cap_sync_reached(struct cap_sync *s, uint64_t value, struct cap_reached *r)
 {
-    uint32_t n = s->n_sig < CAP_SIG_RING ? s->n_sig : CAP_SIG_RING;
-    if (!n)
+    if (!s->n_sig)
         return;
     if (s->kind == SBT_SYNC_FENCE) {
-        const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        const struct cap_sig *g = &s->sig[s->n_sig - 1];
         reached_add(r, g->queue, g->serial);
         return;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const struct cap_sig *g = &s->sig[(s->n_sig - 1 - i) % CAP_SIG_RING];
-        if (g->value <= value)
-            reached_add(r, g->queue, g->serial);
-    }
+    for (uint32_t i = 0; i < s->n_sig; i++)
+        if (s->sig[i].value <= value)
+            reached_add(r, s->sig[i].queue, s->sig[i].serial);
+}
+
+void cap_sync_free(struct cap_sync *s)
+{
+    free(s->sig);
+    s->sig = NULL;
+    s->n_sig = s->cap_sig = 0;
 }
 
 static struct cap_queue *queue_by_id(uint64_t id)
@@ -161,7 +165,7 @@ static void queue_waits(struct cap_queue *q, uint64_t serial, struct cap_sync *s
             w.at_serial = s->sig[0].serial;
         }
     } else if (s->n_sig) { /* a binary semaphore's wait takes its last signal */
-        const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        const struct cap_sig *g = &s->sig[s->n_sig - 1];
         w.kind = CAP_QW_BINARY;
         w.queue = g->queue;
         w.at_serial = g->serial;
@@ -182,10 +186,38 @@ static void queue_waits(struct cap_queue *q, uint64_t serial, struct cap_sync *s
     q->waits[q->n_waits++] = w;
 }
 
+/* Notes a signal of s by submission serial of queue (cap.mu). When the list is full, the
+ * signals whose submissions the host has seen finish go first (what they would complete is
+ * complete); an event keeps all (which set the host sees is told by their number). Out of
+ * memory: the oldest is dropped, and the trace says completion was lost. */
 static void sync_signaled(struct cap_sync *s, uint64_t value, uint64_t queue, uint64_t serial)
 {
-    s->sig[s->n_sig % CAP_SIG_RING] = (struct cap_sig){value, queue, serial};
-    s->n_sig++;
+    s->n_total++;
+    if (s->n_sig == s->cap_sig && s->kind != SBT_SYNC_EVENT) {
+        uint32_t keep = 0;
+        for (uint32_t i = 0; i < s->n_sig; i++) {
+            struct cap_queue *q = i + 1 < s->n_sig ? queue_by_id(s->sig[i].queue) : NULL;
+            if (i + 1 == s->n_sig || !q || s->sig[i].serial > q->done_serial)
+                s->sig[keep++] = s->sig[i];
+        }
+        s->n_sig = keep;
+    }
+    if (s->n_sig == s->cap_sig) {
+        uint32_t c = s->cap_sig ? 2 * s->cap_sig : 4;
+        struct cap_sig *v = realloc(s->sig, c * sizeof *v);
+        if (!v) {
+            cap_unmodelled(s->o.dev,
+                           "semaphore signals (out of memory: a wait may not complete the work "
+                           "it tells of)",
+                           SBT_UNMODELLED_AFFECTS);
+            memmove(s->sig, s->sig + 1, (s->n_sig - 1) * sizeof *s->sig);
+            s->n_sig--;
+        } else {
+            s->sig = v;
+            s->cap_sig = c;
+        }
+    }
+    s->sig[s->n_sig++] = (struct cap_sig){value, queue, serial};
 }
 
 static struct cap_sync *event_by_id(uint64_t id)
@@ -241,9 +273,8 @@ static int wait_state(struct cap_dev *dev, struct cap_queue *q, const struct cap
             cur >= w->value)
             return 1;
         /* a submitted signal of the value or a later one */
-        uint32_t n = s->n_sig < CAP_SIG_RING ? s->n_sig : CAP_SIG_RING;
-        for (uint32_t i = 0; i < n && !on_queue; i++) {
-            const struct cap_sig *g = &s->sig[(s->n_sig - 1 - i) % CAP_SIG_RING];
+        for (uint32_t i = s->n_sig; i-- > 0 && !on_queue;) {
+            const struct cap_sig *g = &s->sig[i];
             if (g->value >= w->value && g->queue) {
                 on_queue = g->queue;
                 at = g->serial;
@@ -1616,7 +1647,7 @@ struct cap_ev *cap_submit_build(struct cap_dev *dev, struct cap_queue *q,
 static void unsignal(struct cap_sync *s, uint64_t queue, uint64_t serial)
 {
     if (s && s->n_sig) {
-        const struct cap_sig *g = &s->sig[(s->n_sig - 1) % CAP_SIG_RING];
+        const struct cap_sig *g = &s->sig[s->n_sig - 1];
         if (g->queue == queue && g->serial == serial)
             s->n_sig--;
     }

@@ -203,8 +203,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetFenceStatus(VkDevice device, VkFence f)
     struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_sync *s = cap_obj_find(CAP_H(f), CAP_T_FENCE);
-    if (s && s->n_sig && s->polled_n_sig != s->n_sig) { /* a signal the host had not seen */
-        s->polled_n_sig = s->n_sig;
+    if (s && s->n_sig && s->polled_n_sig != s->n_total) { /* a signal the host had not seen */
+        s->polled_n_sig = s->n_total;
         cap_emit(host_sync_op(d, SBT_OP_WAIT, "vkGetFenceStatus", s, 0, t0));
         cap_sync_reached(s, 0, &done);
     }
@@ -265,11 +265,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetSemaphoreCounterValue(VkDevice device, VkS
     struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_sync *s = cap_obj_find(CAP_H(sem), CAP_T_SEM);
-    if (s && s->n_sig && (*value > s->polled_value || s->polled_n_sig != s->n_sig)) {
+    if (s && s->n_sig && (*value > s->polled_value || s->polled_n_sig != s->n_total)) {
         /* a value read back completes the signals up to it, as a wait would; the same value
          * again (a polling loop) tells nothing new */
         s->polled_value = *value;
-        s->polled_n_sig = s->n_sig;
+        s->polled_n_sig = s->n_total;
         cap_emit(host_sync_op(d, SBT_OP_WAIT, "vkGetSemaphoreCounterValue", s, *value, t0));
         cap_sync_reached(s, *value, &done);
     }
@@ -346,8 +346,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_GetEventStatus(VkDevice device, VkEvent ev)
     struct cap_reached done = {0};
     pthread_mutex_lock(&cap.mu);
     struct cap_sync *s = cap_obj_find(CAP_H(ev), CAP_T_EVENT);
-    if (s && s->n_sig == 1 && s->polled_n_sig != s->n_sig) {
-        s->polled_n_sig = s->n_sig;
+    if (s && s->n_sig == 1 && s->polled_n_sig != s->n_total) {
+        s->polled_n_sig = s->n_total;
         cap_emit(host_sync_op(d, SBT_OP_EVENT_WAIT, "vkGetEventStatus", s, 0, t0));
         done.n = 1;
         done.v[0].queue = s->sig[0].queue;

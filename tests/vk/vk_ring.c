@@ -22,7 +22,10 @@
  * again after the wait: its output is final while nothing is mapped), --sem binary|timeline|host
  * (each dispatch's submission waits on a semaphore: a binary one an empty submission just before
  * it signals, a timeline value one signals, or a timeline value the host signals with
- * vkSignalSemaphore after it has filled the next input: semaphore-chained submissions). Prints a
+ * vkSignalSemaphore after it has filled the next input: semaphore-chained submissions),
+ * --signals N (each dispatch signals a timeline value, N empty submissions after it signal the
+ * next N values, and the host waits for the dispatch's value with vkWaitSemaphores instead of
+ * the fence: the wait names a signal N signals back). Prints a
  * checksum of every read-back (and the faults its own handler saw), so runs with and without
  * capture compare; exits 4 when the device lacks what an option needs.
  */
@@ -41,6 +44,7 @@
 static struct {
     int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
     int sem; /* 1 binary, 2 timeline signalled by a submission, 3 timeline signalled by the host */
+    uint32_t signals;
     uint32_t size, rounds, threads;
 } opt = {.size = 1024, .rounds = 32, .threads = 1};
 
@@ -172,6 +176,8 @@ int main(int argc, char **argv)
             opt.remap = 1;
         else if (!strcmp(argv[i], "--own-segv") && i + 1 < argc)
             opt.own_segv = !strcmp(argv[++i], "late") ? 2 : 1;
+        else if (!strcmp(argv[i], "--signals") && i + 1 < argc)
+            opt.signals = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sem") && i + 1 < argc) {
             i++;
             opt.sem = !strcmp(argv[i], "binary")     ? 1
@@ -188,9 +194,9 @@ int main(int argc, char **argv)
         }
     }
     if (opt.size < 1024 || opt.size % 1024 || opt.threads < 1 || opt.threads > 16 ||
-        (opt.remap && (opt.import || opt.map2))) {
+        (opt.remap && (opt.import || opt.map2)) || (opt.signals && opt.sem)) {
         fprintf(stderr, "vk_ring: --size is a multiple of 1024, --threads 1..16; --remap goes "
-                        "with vkMapMemory only\n");
+                        "with vkMapMemory only; --signals goes without --sem\n");
         return 2;
     }
     const char *ext[2];
@@ -316,8 +322,10 @@ int main(int argc, char **argv)
     VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
                                  .pNext = opt.sem >= 2 ? &stci : NULL};
     VkSemaphore sem = VK_NULL_HANDLE;
-    if (opt.sem)
+    if (opt.sem || opt.signals) {
+        sci.pNext = opt.sem != 1 ? &stci : NULL;
         VKT_CHECK(vkCreateSemaphore(v.dev, &sci, NULL, &sem));
+    }
 
     pthread_t th[16];
     if (opt.threads > 1) {
@@ -370,7 +378,29 @@ int main(int argc, char **argv)
                                 .pSignalSemaphores = &sem};
             VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &sig, VK_NULL_HANDLE));
         }
-        VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &si, fence));
+        uint64_t sig_value = (uint64_t)k * (opt.signals + 1) + 1;
+        VkTimelineSemaphoreSubmitInfo ssi1 = {.sType =
+                                                  VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                              .signalSemaphoreValueCount = 1,
+                                              .pSignalSemaphoreValues = &sig_value};
+        if (opt.signals) {
+            si.pNext = &ssi1;
+            si.signalSemaphoreCount = 1;
+            si.pSignalSemaphores = &sem;
+        }
+        VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &si, opt.signals ? VK_NULL_HANDLE : fence));
+        for (uint32_t j = 1; j <= opt.signals; j++) { /* later values, by empty submissions */
+            uint64_t later = sig_value + j;
+            VkTimelineSemaphoreSubmitInfo lsi = {
+                .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                .signalSemaphoreValueCount = 1,
+                .pSignalSemaphoreValues = &later};
+            VkSubmitInfo e = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                              .pNext = &lsi,
+                              .signalSemaphoreCount = 1,
+                              .pSignalSemaphores = &sem};
+            VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &e, VK_NULL_HANDLE));
+        }
         own_fault(k);
         if (!opt.chain) {
             /* the next input, while this dispatch still writes its output next to it (with
@@ -386,8 +416,16 @@ int main(int argc, char **argv)
         }
         if (opt.remap)
             vkUnmapMemory(v.dev, mem);
-        VKT_CHECK(vkWaitForFences(v.dev, 1, &fence, VK_TRUE, UINT64_MAX));
-        VKT_CHECK(vkResetFences(v.dev, 1, &fence));
+        if (opt.signals) { /* the dispatch's own value, not the later ones */
+            VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+                                      .semaphoreCount = 1,
+                                      .pSemaphores = &sem,
+                                      .pValues = &sig_value};
+            VKT_CHECK(vkWaitSemaphores(v.dev, &wi, UINT64_MAX));
+        } else {
+            VKT_CHECK(vkWaitForFences(v.dev, 1, &fence, VK_TRUE, UINT64_MAX));
+            VKT_CHECK(vkResetFences(v.dev, 1, &fence));
+        }
         if (opt.remap) {
             void *ptr = NULL;
             VKT_CHECK(vkMapMemory(v.dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr));
