@@ -695,6 +695,7 @@ ParameterizedTestParameters(capture, memory_kinds)
         {"graph", 1, ""},
         {"stream_fill", 1, ""},
         {"reload", 1, ""}, // a function handle reused after its module was unloaded
+        {"xsync", 1, ""},  // copies known finished through another stream, the legacy one
         {"graph_node", 0, "cuGraphAddEmptyNode"},
         {"graph_node", 0, "cuGraphLaunch of a graph not made by stream capture"},
     };

@@ -129,6 +129,21 @@ struct pending_read {
     uint64_t len, res, off, ord;
 };
 
+/* What tells the host that work of one stream finished through another: stream waited (at
+ * ordinal ord) for an event recorded on on_stream at on_ord (cuStreamWaitEvent). */
+struct stream_wait {
+    uint32_t stream, on_stream;
+    uint64_t ord, on_ord;
+};
+
+/* Per sbt stream id: how it synchronises with the legacy stream (enum sbt_cuda_stream_origin;
+ * a created stream's flags) and the ordinal of its last op. */
+struct stream_info {
+    uint32_t origin, dev;
+    unsigned flags;
+    uint64_t last_ord;
+};
+
 struct qop { /* an op waiting for its device times (timing on) */
     struct qop *next;
     struct sbt_op op;
@@ -165,6 +180,10 @@ static struct {
     uint64_t next_res, next_event, ord, n_ops, n_calls;
     struct pending_read *reads;
     size_t n_reads, cap_reads;
+    struct stream_wait *swaits; /* while reads are pending */
+    size_t n_swaits, cap_swaits;
+    struct stream_info *sinfo; /* by sbt stream id */
+    size_t cap_sinfo;
     struct qop *qhead, **qtail;
     struct sbt_payload_enc enc;
     uint64_t n_emitted; /* ops handed to the writer or its queue: the seq of the next op */
@@ -458,6 +477,8 @@ static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc
 {
     g.ord++;
     g.captured = NULL;
+    if (op->stream < g.cap_sinfo)
+        g.sinfo[op->stream].last_ord = g.ord;
     if (!g.on)
         return;
     if (sbt_payload_enc_status(&g.enc) < 0) {
@@ -615,6 +636,19 @@ static uint32_t add_stream(uint32_t dev, uint32_t kind, const char *name, uint64
     else if (g.on)
         writer_check(sbt_writer_add_stream(g.w, &s, &id), "adding a stream");
     sbt_payload_enc_free(&e);
+    if (id && kind == SBT_STREAM_CUDA && id >= g.cap_sinfo) {
+        size_t c = g.cap_sinfo ? g.cap_sinfo : 16;
+        while (c <= id)
+            c *= 2;
+        struct stream_info *v = realloc(g.sinfo, c * sizeof *v);
+        if (v) {
+            memset(v + g.cap_sinfo, 0, (c - g.cap_sinfo) * sizeof *v);
+            g.sinfo = v;
+            g.cap_sinfo = c;
+        }
+    }
+    if (id && kind == SBT_STREAM_CUDA && id < g.cap_sinfo) /* else: no implicit sync known */
+        g.sinfo[id] = (struct stream_info){origin, dev, flags, 0};
     return id;
 }
 
@@ -797,6 +831,16 @@ static void event_op(const struct cap_cuda_call *c, uint32_t kind, CUevent e, un
             ev->rec_stream = op.stream;
             ev->rec_ord = g.ord + 1;
         }
+    } else if (!gr && ev->rec_stream && g.n_reads) { /* only pending reads need it */
+        if (g.n_swaits == g.cap_swaits) {
+            size_t cap = g.cap_swaits ? 2 * g.cap_swaits : 16;
+            struct stream_wait *v = realloc(g.swaits, cap * sizeof *v);
+            if (v)
+                g.swaits = v, g.cap_swaits = cap;
+        }
+        if (g.n_swaits < g.cap_swaits) /* else the reads resolve at a later sync, as before */
+            g.swaits[g.n_swaits++] =
+                (struct stream_wait){op.stream, ev->rec_stream, g.ord + 1, ev->rec_ord};
     }
     emit(&op, NULL, 0, NULL, NULL, 0);
     if (g.captured && kind == SBT_OP_EVENT_RECORD)
@@ -1086,6 +1130,8 @@ static void host_read(uint64_t res, uint64_t off, const void *host, uint64_t len
     emit(&op, &a, 1, NULL, NULL, 0);
 }
 
+static void resolve_closure(uint32_t stream, uint64_t before);
+
 void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdeviceptr src,
                        const void *src_host, void *dst_host, size_t n, int is_async)
 {
@@ -1143,6 +1189,7 @@ void cap_cuda_rec_copy(const struct cap_cuda_call *c, CUdeviceptr dst, CUdevicep
     }
     if (!is_async) {
         host_read(sres, soff, (const void *)(uintptr_t)dp, n);
+        resolve_closure(op.stream, g.ord); /* it waited for its stream's earlier work */
         return;
     }
     if (g.n_reads == g.cap_reads) {
@@ -1200,6 +1247,76 @@ static void resolve_reads(uint32_t stream, uint64_t before)
             g.reads[o++] = *r;
     }
     g.n_reads = o;
+    if (!o) /* a wait recorded now can only tell of copies issued later */
+        g.n_swaits = 0;
+}
+
+/* Whether a stream synchronises with its device's legacy stream (a per-thread stream does; a
+ * created one unless CU_STREAM_NON_BLOCKING). */
+static int is_blocking(const struct stream_info *i)
+{
+    return i->origin == SBT_CUDA_STREAM_PER_THREAD ||
+           (i->origin == SBT_CUDA_STREAM_CREATED && !(i->flags & CU_STREAM_NON_BLOCKING));
+}
+
+#define MAX_COVER 64
+struct cover {
+    uint32_t n;
+    struct {
+        uint32_t stream;
+        uint64_t before;
+    } v[MAX_COVER];
+};
+
+static int cover_add(struct cover *c, uint32_t stream, uint64_t before)
+{
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->v[i].stream == stream) {
+            if (before <= c->v[i].before)
+                return 0;
+            c->v[i].before = before;
+            return 1;
+        }
+    if (c->n == MAX_COVER)
+        return 0; /* the rest resolves at a later sync */
+    c->v[c->n].stream = stream;
+    c->v[c->n].before = before;
+    c->n++;
+    return 1;
+}
+
+/* The host learned that stream's work issued before ordinal before finished: so did what it
+ * waited for, transitively — events recorded on other streams it waited for
+ * (cuStreamWaitEvent), and the legacy stream's implicit synchronisation: legacy-stream work
+ * waits for the blocking streams' earlier work, and a blocking stream's work for the legacy
+ * stream's. Emits the HOST_READ ops of every async copy that covers. */
+static void resolve_closure(uint32_t stream, uint64_t before)
+{
+    struct cover c = {0};
+    cover_add(&c, stream, before);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < c.n; i++) {
+            uint32_t s = c.v[i].stream;
+            uint64_t b = c.v[i].before;
+            for (size_t k = 0; k < g.n_swaits; k++)
+                if (g.swaits[k].stream == s && g.swaits[k].ord < b)
+                    changed |= cover_add(&c, g.swaits[k].on_stream, g.swaits[k].on_ord);
+            if (s >= g.cap_sinfo)
+                continue;
+            const struct stream_info *si = &g.sinfo[s];
+            if (si->origin == SBT_CUDA_STREAM_LEGACY) {
+                for (uint32_t t = 1; t < g.cap_sinfo; t++)
+                    if (g.sinfo[t].dev == si->dev && is_blocking(&g.sinfo[t]))
+                        changed |= cover_add(&c, t, b);
+            } else if (is_blocking(si) && si->last_ord < b && g.dev[si->dev].legacy) {
+                /* all of it: its last op waited for the legacy stream's work before it */
+                changed |= cover_add(&c, g.dev[si->dev].legacy, si->last_ord);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < c.n; i++)
+        resolve_reads(c.v[i].stream, c.v[i].before);
 }
 
 void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx)
@@ -1230,8 +1347,10 @@ void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx)
     enc_call(c, CUDA_SUCCESS);
     if (!is_query || g.on)
         emit(&op, NULL, 0, NULL, NULL, 0);
-    if (is_ctx || covered)
-        resolve_reads(is_ctx ? 0 : covered, before);
+    if (is_ctx)
+        resolve_reads(0, before);
+    else if (covered)
+        resolve_closure(covered, before);
     drain(is_ctx);
     cap_cuda_unlock();
 }
@@ -1976,6 +2095,8 @@ static void rec_stop(void)
     free(g.kerns);
     free(g.allocs);
     free(g.reads);
+    free(g.swaits);
+    free(g.sinfo);
     sbt_payload_enc_free(&g.enc);
     cap_cuda_unlock();
 }

@@ -34,6 +34,12 @@
  *   reload       a module unloaded and another loaded, whose saxpy function gets the handle
  *                the first module's iota had (the fake reuses handles, as a driver may): the
  *                trace must launch saxpy, not iota
+ *   xsync        async device-to-host copies into one pinned buffer on stream a, which the host
+ *                learns finished only through another stream (b waited for an event recorded
+ *                after the copy; b synchronised) and through the legacy stream's implicit
+ *                synchronisation (a synchronous device-to-host copy on it returns once the
+ *                blocking streams' earlier work is done); the host
+ *                reuses the buffer after each: the trace must read it before that
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -251,6 +257,48 @@ static int pinned(void)
     CK(cuMemFreeHost(hp));
     CK(cuMemFree(x));
     CK(cuMemFree(y));
+    return 0;
+}
+
+static int xsync(void)
+{
+    unsigned *hp;
+    static unsigned one[N], two[N];
+    for (unsigned i = 0; i < N; i++)
+        one[i] = i * 2654435761u, two[i] = ~one[i];
+    CK(cuMemAllocHost((void **)&hp, N * 4));
+    CUdeviceptr x, y, z;
+    CK(cuMemAlloc(&x, N * 4));
+    CK(cuMemAlloc(&y, N * 4));
+    CK(cuMemAlloc(&z, 4));
+    CK(cuMemcpyHtoD(x, one, sizeof one));
+    CK(cuMemcpyHtoD(y, two, sizeof two));
+    CUstream a, b;
+    CUevent e;
+    CK(cuStreamCreate(&a, CU_STREAM_DEFAULT));
+    CK(cuStreamCreate(&b, CU_STREAM_DEFAULT));
+    CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    /* finished as far as the host knows through b */
+    CK(cuMemcpyDtoHAsync(hp, x, N * 4, a));
+    CK(cuEventRecord(e, a));
+    CK(cuStreamWaitEvent(b, e, 0));
+    CK(cuStreamSynchronize(b));
+    print_words("xsync through b", hp, N * 4);
+    memset(hp, 0xee, N * 4); /* reused */
+    /* finished as far as the host knows through the legacy stream's synchronous copy */
+    unsigned word;
+    CK(cuMemcpyDtoHAsync(hp, y, N * 4, a));
+    CK(cuMemcpyDtoH(&word, z, 4)); /* returns once it, hence a's earlier work, is done */
+    print_words("xsync through legacy", hp, N * 4);
+    memset(hp, 0xdd, N * 4);
+    CK(cuCtxSynchronize());
+    CK(cuEventDestroy(e));
+    CK(cuStreamDestroy(a));
+    CK(cuStreamDestroy(b));
+    CK(cuMemFreeHost(hp));
+    CK(cuMemFree(x));
+    CK(cuMemFree(y));
+    CK(cuMemFree(z));
     return 0;
 }
 
@@ -553,6 +601,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "graph_node")  ? graph_node()
             : !strcmp(m, "enumerate")   ? enumerate()
             : !strcmp(m, "reload")      ? reload()
+            : !strcmp(m, "xsync")       ? xsync()
                                         : 2;
     if (r == 2)
         fprintf(stderr, "prog_memkinds: unknown mode %s\n", m);
