@@ -1051,6 +1051,33 @@ Test(capture, host_write_under_running_device_output_is_loud)
     unlink(trace);
 }
 
+/* Two allocations importing the same host pages (issue 21): what the device writes through one
+ * the other holds too, which replay's separate allocations cannot do, and the page tracking has
+ * one owner per page: the trace says it is incomplete, naming it (before: "complete"). */
+Test(capture, overlapping_imports_are_loud)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", out[4096], err[8192], cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_ring ring --import-twice", bin,
+             trace, build);
+    int rc = run(cmd, out, sizeof out, err, sizeof err);
+    if (rc == 4 && strstr(err, "VK_EXT_external_memory_host"))
+        cr_skip_test("the driver lacks VK_EXT_external_memory_host");
+    cr_assert_eq(rc, 3, "an incomplete trace: %s", err);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    char why[2048];
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_expect(!sbt_reader_info(r)->complete && strstr(why, "another allocation imports too"),
+              "the trace must name the second import: %s", why);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
 /* A fence on one queue tells of the work on another that the fenced work waited for: on a
  * device that writes memory by DMA (a GPU; simulated on lavapipe), with the program handed a copy
  * of every mapping (as for a GPU's uncached memory) and two queues (the test layer
@@ -1284,18 +1311,12 @@ struct progmode { /* arrays: Criterion copies parameters into another process */
 ParameterizedTestParameters(capture, binding_and_pipeline_programs_are_complete)
 {
     static struct progmode p[] = {
-        {"vk_descriptors", "push", 0},
-        {"vk_descriptors", "push-template", 0},
-        {"vk_descriptors", "template", 0},
-        {"vk_descriptors", "dynamic", 0},
-        {"vk_descriptors", "push2", 1},
-        {"vk_descriptors", "indexing", 1},
-        {"vk_pipelines", "subgroup", 0},
-        {"vk_pipelines", "spec", 0},
-        {"vk_pipelines", "flags", 0},
-        {"vk_pipelines", "maint5", 1},
-        {"vk_pipelines", "robust", 1},
-        {"vk_address", "", 0},
+        {"vk_descriptors", "push", 0},     {"vk_descriptors", "push-template", 0},
+        {"vk_descriptors", "template", 0}, {"vk_descriptors", "dynamic", 0},
+        {"vk_descriptors", "push2", 1},    {"vk_descriptors", "indexing", 1},
+        {"vk_pipelines", "subgroup", 0},   {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},      {"vk_pipelines", "maint5", 1},
+        {"vk_pipelines", "robust", 1},     {"vk_address", "", 0},
     };
     return cr_make_param_array(struct progmode, p, sizeof p / sizeof p[0]);
 }

@@ -178,6 +178,7 @@ struct cap_mem {
     int imported;               /* VK_EXT_external_memory_host: the program's own pages, "mapped"
                                  * at offset 0 from allocation to free */
     int mapped;                 /* a vkMapMemory is in effect (or imported) */
+    void *import_ptr;           /* the program's pages it imports (0: none), until the free */
     uint8_t *map_base;          /* the program's address of allocation offset 0 while mapped */
     uint8_t *dev_base;          /* the driver's (where device writes land): map_base unless the
                                  * program writes a copy (struct cap_track.copy) */

@@ -21,6 +21,22 @@
 /* Memory and buffers                                                                         */
 /* ========================================================================================== */
 
+/* Whether another live allocation imports host pages that [p, p + m->size) overlaps
+ * (cap.mu). */
+static int imports_overlap(const struct cap_mem *m, const void *p)
+{
+    uintptr_t a = (uintptr_t)p, b = a + m->size;
+    for (uint32_t i = 0; i < cap.n_mems; i++) {
+        const struct cap_mem *o = cap.mems[i];
+        if (o == m || !o->import_ptr)
+            continue;
+        uintptr_t x = (uintptr_t)o->import_ptr, y = x + o->size;
+        if (a < y && x < b)
+            return 1;
+    }
+    return 0;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemoryAllocateInfo *ai,
                                                   const VkAllocationCallbacks *alloc,
                                                   VkDeviceMemory *out)
@@ -74,9 +90,18 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
         }
         cap_emit(e);
         sbt_payload_enc_free(&enc);
+        if (host_ptr && imports_overlap(m, host_ptr)) {
+            /* two allocations on the same pages: what the device writes through one, the
+             * other holds too, which replay's separate allocations cannot do; and the page
+             * tracking (one owner per page) would see the host's writes for one of them */
+            cap_unmodelled(d, "vkAllocateMemory (host pages another allocation imports too)",
+                           SBT_UNMODELLED_AFFECTS);
+            host_ptr = NULL;
+        }
         if (host_ptr) {
             /* the program's own pages: what they hold now is its input (one HOST_WRITE), and
              * what it writes there from now on is found as in a mapping, until the free */
+            m->import_ptr = host_ptr;
             atomic_fetch_add(&m->ref, 1);
             pthread_mutex_unlock(&cap.mu);
             pthread_mutex_lock(&m->mu);

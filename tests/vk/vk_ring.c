@@ -15,7 +15,8 @@
  * (the host's writes of a round split over T threads), --flush (vkFlushMappedMemoryRanges
  * after the host's writes), --wide (the output binding is the whole buffer: the dispatch
  * may write every byte, writes only its region), --import (the memory is the program's own
- * pages, VK_EXT_external_memory_host), --map2 (vkMapMemory2KHR), --own-segv early|late (the
+ * pages, VK_EXT_external_memory_host; --import-twice: a second allocation imports the same
+ * pages), --map2 (vkMapMemory2KHR), --own-segv early|late (the
  * program takes SIGSEGV for faults of its own, as JITs do: a page it write-protects and writes
  * every round; its handler, installed before or after the Vulkan device, passes other faults
  * on to the handler it replaced), --remap (vkUnmapMemory while each dispatch runs, vkMapMemory
@@ -43,6 +44,7 @@
 
 static struct {
     int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
+    int import_twice;
     int sem; /* 1 binary, 2 timeline signalled by a submission, 3 timeline signalled by the host */
     uint32_t signals;
     uint32_t size, rounds, threads;
@@ -170,6 +172,8 @@ int main(int argc, char **argv)
             opt.wide = 1;
         else if (!strcmp(argv[i], "--import"))
             opt.import = 1;
+        else if (!strcmp(argv[i], "--import-twice"))
+            opt.import = opt.import_twice = 1;
         else if (!strcmp(argv[i], "--map2"))
             opt.map2 = 1;
         else if (!strcmp(argv[i], "--remap"))
@@ -254,6 +258,9 @@ int main(int argc, char **argv)
         &v, bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     VKT_CHECK(vkAllocateMemory(v.dev, &mai, NULL, &mem));
     VKT_CHECK(vkBindBufferMemory(v.dev, buf, mem, 0));
+    VkDeviceMemory twin = VK_NULL_HANDLE; /* --import-twice: the same pages, again */
+    if (opt.import_twice)
+        VKT_CHECK(vkAllocateMemory(v.dev, &mai, NULL, &twin));
     if (opt.import) {
         ring = imp.pHostPointer; /* written through the program's own pointer */
     } else if (opt.map2) {
@@ -469,6 +476,8 @@ int main(int argc, char **argv)
     vkDestroyDescriptorPool(v.dev, pool, NULL);
     vkDestroyBuffer(v.dev, buf, NULL);
     vkFreeMemory(v.dev, mem, NULL);
+    if (twin)
+        vkFreeMemory(v.dev, twin, NULL);
     if (opt.import)
         free(imp.pHostPointer);
     vkt_pipeline_free(&v, &p);
