@@ -49,6 +49,22 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o) $(VK_GEN_C:.c=.o)
 LIB      := $(BUILD)/libreprise.a
 CPPFLAGS += -I$(BUILD)/gen
 
+# The same objects as a shared library with a versioned soname (make install): libreprise.so.0
+# (the soname: the major version of the C API) -> libreprise.so.$(VERSION), and libreprise.so for
+# the linker. The Python package (python/reprise) loads it with ctypes, from the build tree or
+# from where make install put it.
+SO_MAJOR := 0
+SO_NAME  := libreprise.so.$(SO_MAJOR)
+SO_REAL  := $(BUILD)/libreprise.so.$(VERSION)
+SO       := $(BUILD)/libreprise.so
+# Public headers: every module's but its *_int.h; installed under include/reprise/<module>/
+PUB_HDRS := $(filter-out %_int.h,$(wildcard format/*.h scheduler/*.h replay/*.h checker/*.h))
+# Debian's Python (python3-numpy, python3-pandas, python3-pytest are Debian packages for it);
+# make install puts the package in its dist-packages under PREFIX
+PYTHON   ?= /usr/bin/python3
+PYVER    := $(shell $(PYTHON) -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYSITE   ?= $(PREFIX)/lib/$(PYVER)/dist-packages
+
 # ---- the CLI ----------------------------------------------------------------------------------
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -80,7 +96,7 @@ ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 .SECONDARY:
 .DELETE_ON_ERROR:
 
-all: $(BIN) extra
+all: $(BIN) $(SO) extra
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -108,6 +124,13 @@ $(ALL_OBJ) $(VK_GEN_C): $(VK_CHOICE)
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
+
+$(SO_REAL): $(LIB_OBJ)
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,-soname,$(SO_NAME) -Wl,-z,defs $(LIB_OBJ) -o $@ $(LDLIBS)
+$(BUILD)/$(SO_NAME): $(SO_REAL)
+	ln -sf $(notdir $<) $@
+$(SO): $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $@
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -390,12 +413,28 @@ golden: $(LIB)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) tests/data/format/mkgolden.c $(LIB) -o $(BUILD)/mkgolden $(LDLIBS)
 	$(BUILD)/mkgolden tests/data/format
 
+# install: the CLI, the capture libraries, what a C program builds against (the public headers,
+# libreprise.a, libreprise.so.$(SO_MAJOR), reprise.pc: `pkg-config --cflags --libs reprise`) and the
+# Python package (which finds the library and the CLI where this put them).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise \
-	  $(DESTDIR)$(PREFIX)/include/reprise/format $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/reprise
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libreprise.a
-	install -m 644 format/sbt.h $(DESTDIR)$(PREFIX)/include/reprise/format/sbt.h
+	install -m 755 $(SO_REAL) $(DESTDIR)$(PREFIX)/lib/$(notdir $(SO_REAL))
+	ln -sf $(notdir $(SO_REAL)) $(DESTDIR)$(PREFIX)/lib/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(PREFIX)/lib/libreprise.so
+	for h in $(PUB_HDRS); do install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/reprise/$$h; done
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: reprise' 'Description: GPU command stream capture, replay and determinism checks' \
+	  'Version: $(VERSION)' 'Requires.private: libzstd libxxhash libprotobuf-c vulkan' \
+	  'Cflags: -I$${includedir}/reprise' 'Libs: -L$${libdir} -lreprise' 'Libs.private: -ldl -lpthread -lm' \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/reprise.pc
+	if [ -n "$(PYVER)" ]; then install -d $(DESTDIR)$(PYSITE)/reprise && \
+	  install -m 644 python/reprise/*.py $(DESTDIR)$(PYSITE)/reprise/ && \
+	  printf '%s\n' '# written by make install' 'LIBDIR = "$(PREFIX)/lib"' 'BINDIR = "$(PREFIX)/bin"' \
+	    > $(DESTDIR)$(PYSITE)/reprise/_installed.py; \
+	else echo "install: no $(PYTHON): the Python package is not installed"; fi
 	$(INSTALL_EXTRA)
 
 # `make dist`: the build of build/dist, every program linked with a run path relative to itself
