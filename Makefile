@@ -1,7 +1,8 @@
 # reprise — one non-recursive Makefile; a build directory per flavour.
 #
 #   make              library, CLI and capture libraries in build/default
-#   make check        build and run every Criterion test, then replay the fuzz corpora
+#   make check        build and run every Criterion test, replay the fuzz corpora, then the Python
+#                     API's tests (python/tests, scripts/pytest.sh; `make pytest` runs them alone)
 #   make asan         the same under ASan+UBSan in build/asan
 #   make fuzz         libFuzzer targets (clang) in build/fuzz, each run for FUZZ_SECONDS
 #   make bench        benchmark programs (see bench/RESULTS.md)
@@ -92,7 +93,7 @@ BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install dist dist-tree clean demo test format-check extra golden
+.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install pytest dist dist-tree clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -360,13 +361,19 @@ SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUI
 
 extra: $(EXTRA)
 
-check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS) dist-tree
+check: $(BIN) $(SO) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS) dist-tree
 	@mkdir -p $(BUILD)/tap
 	@set -e; for t in $(TESTS); do echo "== $$t"; tap=$(BUILD)/tap/$${t##*/}.tap; \
 	  $(TEST_ENV) $(SAN_RUN) $$t --jobs 2 --tap=$$tap; \
 	  sed -n 's/^ok - \(.*\)  # SKIP \(.*\)/[SKIP] \1: \2/p' $$tap; done
 	@set -e; $(foreach n,$(FUZZ_NAMES),echo "== $(BUILD)/tests/fuzz/replay_$(n)"; \
 	  $(SAN_RUN) $(BUILD)/tests/fuzz/replay_$(n) $(call corpus_of,$(n));)
+	@echo "== python/tests (scripts/pytest.sh)"
+	@$(if $(SAN_RUN),echo "[SKIP] python/tests: the Python API loads $(SO) into an uninstrumented interpreter",$(TEST_ENV) scripts/pytest.sh $(BUILD))
+
+# The Python API's tests alone (make check runs them too)
+pytest: $(BIN) $(SO) $(EXTRA)
+	$(TEST_ENV) scripts/pytest.sh $(BUILD)
 
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
