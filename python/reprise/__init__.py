@@ -351,7 +351,7 @@ class Trace:
         return out
 
     # ops
-    def ops(self, range=None, columns=None, time=None, stream=None, format="frame"):
+    def ops(self, range=None, columns=None, time=None, stream=None, format="frame", threads=None):
         """The ops in range as columns, decoded by the C library straight into arrays.
 
         range: (first, end) or slice(first, end) of op seqs, end excluded; time: (a, b) ns
@@ -361,7 +361,9 @@ class Trace:
         time). grid, block (x, y, z) and blob, digest (lo, hi) are several values per op.
         kind_name, op_name, kernel_name are categoricals (frame) / object arrays (numpy).
         format: 'frame' (pandas DataFrame; grid -> grid_x.., blob -> blob_lo, blob_hi),
-        'numpy' (dict of arrays; grid is (n, 3)), 'arrays' (dict of array.array, no NumPy)."""
+        'numpy' (dict of arrays; grid is (n, 3)), 'arrays' (dict of array.array, no NumPy).
+        threads: readers decoding parts of a seq range at once (default: up to 2, one per CPU,
+        for a million ops or more; a time or stream range is read by one)."""
         if format not in ("frame", "numpy", "arrays"):
             raise ValueError("format must be 'frame', 'numpy' or 'arrays', not %r" % (format,))
         cols = list(DEFAULT_COLUMNS if columns is None else columns)
@@ -376,13 +378,7 @@ class Trace:
             if c in cols and base not in need:
                 need.append(base)
         rg = _range(range, time, stream, self.info["t_min"])
-        cur = c_void_p()
-        _check(lib.sbt_cursor_open(self._h(), byref(rg) if rg else None, byref(cur)), self.path)
-        try:
-            bound = lib.sbt_cursor_bound(cur)
-            arrays, n = self._read(cur, need, bound, format)
-        finally:
-            lib.sbt_cursor_close(cur)
+        arrays, n = self._read(rg, need, format, threads)
         if format == "arrays":
             return arrays
         out = {}
@@ -412,31 +408,27 @@ class Trace:
             return pd.DataFrame(dict(zip(names, flat)), copy=False)
         return _frame_from_arrays(names, flat, n)
 
-    def _read(self, cur, need, bound, format):
-        cs = _lib.Columns()
-        cs.sz = ctypes.sizeof(_lib.Columns)
-        arrays, bases = {}, {}
-        if format == "arrays":
-            for c in need:
-                t, k = _COL[c]
-                a = _array.array(_ARR_CODE[t], [0]) * (bound * k)
-                arrays[c] = a
-                bases[c] = (a.buffer_info()[0] if bound else 0, ctypes.sizeof(t) * k, t)
-        else:
-            np = _numpy()
-            for c in need:
-                t, k = _COL[c]
-                a = np.empty((bound, k) if k > 1 else bound, dtype=_NP_TYPE[t])
-                arrays[c] = a
-                bases[c] = (a.ctypes.data, ctypes.sizeof(t) * k, t)
-        total, got = 0, c_uint64()
-        while total < bound:
-            for c, (base, width, t) in bases.items():
-                setattr(cs, c, ctypes.cast(base + total * width, ctypes.POINTER(t)))
-            _check(lib.sbt_cursor_read(cur, byref(cs), bound - total, byref(got)), self.path)
-            if got.value == 0:
-                break
-            total += got.value
+    def _read(self, rg, need, format, threads):
+        """Reads the ops of rg into new arrays of the columns need: (arrays, rows)."""
+        h = self._h()
+        cur = c_void_p()
+        _check(lib.sbt_cursor_open(h, byref(rg) if rg else None, byref(cur)), self.path)
+        try:
+            bound = lib.sbt_cursor_bound(cur)
+            arrays, bases = self._alloc(need, bound, format)
+            if threads is None:
+                threads = min(2, _os.cpu_count() or 1) if bound >= (1 << 20) else 1
+            split = (threads > 1 and format != "arrays" and bound >= 2 * threads and
+                     (rg is None or (not rg.has_time and not rg.stream)))
+            if not split:
+                total = self._fill(cur, bases, 0, bound)
+            else:
+                lib.sbt_cursor_close(cur)
+                cur = None
+                total = self._fill_parts(rg, bases, bound, threads, arrays)
+        finally:
+            if cur:
+                lib.sbt_cursor_close(cur)
         for c in need:
             k = _COL[c][1]
             if format == "arrays":
@@ -444,6 +436,89 @@ class Trace:
             else:
                 arrays[c] = arrays[c][:total]
         return arrays, total
+
+    @staticmethod
+    def _alloc(need, bound, format):
+        arrays, bases = {}, {}
+        for c in need:
+            t, k = _COL[c]
+            if format == "arrays":
+                a = _array.array(_ARR_CODE[t], [0]) * (bound * k)
+                base = a.buffer_info()[0] if bound else 0
+            else:
+                a = _numpy().empty((bound, k) if k > 1 else bound, dtype=_NP_TYPE[t])
+                base = a.ctypes.data
+            arrays[c] = a
+            bases[c] = (base, ctypes.sizeof(t) * k, t)
+        return arrays, bases
+
+    def _fill(self, cur, bases, at, cap):
+        """sbt_cursor_read into rows at..at+cap of the arrays; the rows read."""
+        cs = _lib.Columns()
+        cs.sz = ctypes.sizeof(_lib.Columns)
+        total, got = 0, c_uint64()
+        while total < cap:
+            for c, (base, width, t) in bases.items():
+                setattr(cs, c, ctypes.cast(base + (at + total) * width, ctypes.POINTER(t)))
+            _check(lib.sbt_cursor_read(cur, byref(cs), cap - total, byref(got)), self.path)
+            if got.value == 0:
+                break
+            total += got.value
+        return total
+
+    def _fill_parts(self, rg, bases, bound, threads, arrays):
+        """The seq range cut in `threads` parts, each read by its own reader and cursor on its
+        own thread (the C calls release the GIL) into its rows of the same arrays."""
+        import threading
+        lo = rg.seq_begin if rg is not None else self.info["seq_first"]
+        hi = min(rg.seq_end, self.info["seq_end"]) if rg is not None else self.info["seq_end"]
+        cuts = [lo + (hi - lo) * i // threads for i in _builtins.range(threads)] + [hi]
+        parts = []
+        for i in _builtins.range(threads):
+            r = c_void_p()
+            _check(lib.sbt_reader_open(self.path.encode(), None, byref(r)), self.path)
+            sub = _lib.Range(1, cuts[i], cuts[i + 1], 0, 0, 0, 0)
+            cur = c_void_p()
+            st = lib.sbt_cursor_open(r, byref(sub), byref(cur))
+            if st < 0:
+                lib.sbt_reader_close(r)
+                _check(st, self.path)
+            parts.append({"r": r, "cur": cur, "bound": lib.sbt_cursor_bound(cur), "got": 0})
+        at = 0
+        for p in parts:
+            p["at"], at = at, at + p["bound"]
+        if at > bound:  # the parts must fit the arrays
+            for p in parts:
+                lib.sbt_cursor_close(p["cur"])
+                lib.sbt_reader_close(p["r"])
+            _raise(_lib.SBT_ECORRUPT, "%s: the chunk index counts %d ops in parts, %d in all"
+                   % (self.path, at, bound), self.path)
+
+        def work(p):
+            try:
+                p["got"] = self._fill(p["cur"], bases, p["at"], p["bound"])
+            except Error as e:  # raised again on the calling thread
+                p["err"] = e
+
+        ts = [threading.Thread(target=work, args=(p,)) for p in parts[1:]]
+        for t in ts:
+            t.start()
+        work(parts[0])
+        for t in ts:
+            t.join()
+        for p in parts:
+            lib.sbt_cursor_close(p["cur"])
+            lib.sbt_reader_close(p["r"])
+        for p in parts:
+            if "err" in p:
+                raise p["err"]
+        total = 0  # parts that gave fewer rows than their bound: close the gaps
+        for p in parts:
+            if p["at"] != total and p["got"]:
+                for a in arrays.values():
+                    a[total:total + p["got"]] = a[p["at"]:p["at"] + p["got"]].copy()
+            total += p["got"]
+        return total
 
     @staticmethod
     def _names(ids, names, format):

@@ -3,6 +3,7 @@ ops and their ranges, a real Vulkan capture's ops against `reprise view`, analys
 `reprise analyze --json` and the dry run, check results against `reprise check --json`,
 corrupt files, jobs, kinds of trace, running without NumPy/pandas, and `make install`."""
 
+import ctypes
 import json
 import os
 import re
@@ -166,6 +167,20 @@ def test_ranges_equal_brute_force(gen_trace):
         t.ops(range=(9, 5))
     with pytest.raises(ValueError):
         t.ops(columns=["nope"])
+
+
+def test_ops_read_by_several_threads_are_the_same(gen_trace):
+    t = reprise.open(gen_trace)
+    cols = ["seq", "kind", "stream", "host_begin", "dev_end", "grid", "digest"]
+    one = t.ops(columns=cols, format="numpy", threads=1)
+    for threads in (2, 3, 7):
+        for rng in (None, (0, 20000), (123, 19000), (4999, 5011)):
+            got = t.ops(columns=cols, format="numpy", threads=threads, range=rng)
+            sel = slice(*rng) if rng else slice(None)
+            for c in cols:
+                assert (got[c] == one[c][sel]).all(), (threads, rng, c)
+    df = t.ops(threads=2)
+    assert (df["seq"].values == one["seq"]).all() and df._mgr.nblocks == len(df.columns)
 
 
 def test_ranges_as_view_selects_them(gen_trace):
@@ -348,6 +363,61 @@ def test_slice_and_findings_equal_the_dry_run(gen_trace, vk_dir):
             assert (g["kind"], g["seq"]) == (w["kind"], w["seq"])
 
 
+class Op(ctypes.Structure):  # struct sbt_op, to write a trace through the C library
+    _fields_ = [("seq", ctypes.c_uint64)] + [(f, ctypes.c_uint32) for f in (
+        "kind", "subkind", "flags", "stream", "thread", "name")] + [
+        (f, ctypes.c_uint64) for f in ("host_begin", "host_end", "dev_begin", "dev_end")] + [
+        ("kernel", ctypes.c_uint32), ("grid", ctypes.c_uint32 * 3),
+        ("block", ctypes.c_uint32 * 3), ("shmem", ctypes.c_uint32)] + [
+        (f, ctypes.c_uint64) for f in ("bytes", "resource", "obj", "value")] + [
+        ("blob", reprise._lib.Hash), ("digest", reprise._lib.Hash), ("error", ctypes.c_uint32),
+        ("n_access", ctypes.c_uint32), ("access", ctypes.POINTER(reprise._lib.Access)),
+        ("payload", reprise._lib.Ext)]
+
+
+def write_trace_with_findings(path):
+    """A device, a stream, and: alloc r1, free r1, a kernel reading r1 (use after free), a
+    second free (double free), a kernel reading r2 that nothing wrote (uninitialised read)."""
+    L = reprise._lib.lib
+    L.sbt_writer_open.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    L.sbt_writer_add_device.argtypes = [ctypes.c_void_p, ctypes.POINTER(reprise._lib.Device),
+                                        ctypes.POINTER(ctypes.c_uint32)]
+    L.sbt_writer_add_stream.argtypes = [ctypes.c_void_p, ctypes.POINTER(reprise._lib.Stream),
+                                        ctypes.POINTER(ctypes.c_uint32)]
+    L.sbt_writer_add_op.argtypes = [ctypes.c_void_p, ctypes.POINTER(Op),
+                                    ctypes.POINTER(ctypes.c_uint64)]
+    L.sbt_writer_close.argtypes = [ctypes.c_void_p]
+    w, i = ctypes.c_void_p(), ctypes.c_uint32()
+    assert L.sbt_writer_open(str(path).encode(), None, ctypes.byref(w)) == 0
+    assert L.sbt_writer_add_device(w, reprise._lib.Device(api=1), ctypes.byref(i)) == 0
+    assert L.sbt_writer_add_stream(w, reprise._lib.Stream(device=1, kind=1), ctypes.byref(i)) == 0
+    acc = (reprise._lib.Access * 2)(reprise._lib.Access(1, 0, 8, 1), reprise._lib.Access(2, 0, 8, 1))
+    ops = [Op(kind=5, subkind=1, flags=0x18, bytes=64, resource=1, obj=1),
+           Op(kind=5, subkind=1, flags=0x18, bytes=64, resource=2, obj=1),
+           Op(kind=6, flags=0x10, resource=1),
+           Op(kind=1, n_access=1, access=ctypes.pointer(acc[0])),
+           Op(kind=6, flags=0x10, resource=1),
+           Op(kind=1, n_access=1, access=ctypes.pointer(acc[1]))]
+    for k, op in enumerate(ops):
+        op.stream, op.host_begin, op.host_end = 1, 1000 * k, 1000 * k + 10
+        assert L.sbt_writer_add_op(w, op, None) == 0, reprise._lib.errmsg()
+    assert L.sbt_writer_close(w) == 0
+
+
+def test_graph_findings_equal_the_dry_run(scratch):
+    path = scratch / "f.sbt"
+    write_trace_with_findings(path)
+    f = reprise.open(path).findings()
+    rc, out, _ = run("replay", path, "--json", "-", check=False)
+    want = json.loads(out)
+    assert len(f) == len(want["findings"]) >= 3
+    assert {k: v for k, v in f.attrs["counts"].items() if v} == want["findings_by_kind"]
+    for g, w in zip(f.to_dict("records"), want["findings"]):
+        assert (g["kind"], g["severity"], g["seq"], g["message"]) == \
+            (w["kind"], w["severity"], w["seq"], w["message"])
+    assert {"use-after-free", "double-free", "uninitialised-read"} <= set(f["kind"])
+
+
 # ---- check and diff ----------------------------------------------------------------------------
 
 
@@ -396,6 +466,19 @@ def test_diff_equals_the_cli(vk_dir):
     assert r.report["counts"] == want["counts"] and r.verdict == want["verdict"]
     assert [(f["seq"], f["class"]) for f in r.findings(format="records")] == \
         [(f["seq"], f["class"]) for f in want["findings"]]
+    # two different programs: missing and extra ops, each with its identity (an extra op's
+    # from B, the other's from A)
+    a, b = reprise.open(vk_dir / "vk_compute.sbt"), reprise.open(vk_dir / "racy.sbt")
+    run("diff", a.path, b.path, "--json", runs / "d2.json", check=False)
+    want = json.load(open(runs / "d2.json"))
+    r = a.diff(b)
+    got = r.findings(format="records")
+    assert [(f["seq"], f["class"]) for f in got] == [(f["seq"], f["class"]) for f in want["findings"]]
+    assert {"missing", "extra"} <= {f["class"] for f in got}
+    for f in got:
+        side = b if f["class"] == "extra" else a
+        seq = f.get("seq_run", f["seq"]) if f["class"] == "extra" else f["seq"]
+        assert f["identity"] == side.identities([seq])[seq], f
 
 
 def test_a_passing_check(vk_dir, scratch):
