@@ -100,21 +100,10 @@ def _pandas():
                           "or format='records' (tables)") from None
 
 
-def _frame_from_arrays(names, arrays, n):
-    """A DataFrame whose columns are the given 1-D NumPy arrays themselves, not copies (pandas
-    would otherwise consolidate same-dtype columns into new 2-D blocks)."""
-    pd = _pandas()
-    try:
-        from pandas.core.internals import BlockManager
-        from pandas.core.internals.api import make_block
-        blocks = [make_block(a.reshape(1, n), placement=[i]) for i, a in enumerate(arrays)]
-        mgr = BlockManager(blocks, [pd.Index(names), pd.RangeIndex(n)],
-                           verify_integrity=False)
-        if hasattr(pd.DataFrame, "_from_mgr"):
-            return pd.DataFrame._from_mgr(mgr, axes=mgr.axes)
-        return pd.DataFrame(mgr)
-    except (ImportError, TypeError, ValueError, AttributeError):
-        return pd.DataFrame(dict(zip(names, arrays)), copy=False)
+def _frame_from_arrays(names, arrays):
+    """A DataFrame whose columns are the given NumPy arrays themselves, not copies (without
+    copy=False pandas consolidates same-dtype columns into new 2-D blocks: twice the memory)."""
+    return _pandas().DataFrame(dict(zip(names, arrays)), copy=False)
 
 
 def _table(rows, columns, fmt):
@@ -378,11 +367,10 @@ class Trace:
             if c in cols and base not in need:
                 need.append(base)
         rg = _range(range, time, stream, self.info["t_min"])
-        arrays, n = self._read(rg, need, format, threads)
+        arrays, _ = self._read(rg, need, format, threads)
         if format == "arrays":
             return arrays
         out = {}
-        np = _numpy()
         for c in cols:
             if c in _COL:
                 out[c] = arrays[c]
@@ -403,10 +391,7 @@ class Trace:
             else:
                 names.append(c)
                 flat.append(a)
-        if any(not isinstance(a, np.ndarray) for a in flat):  # categoricals
-            pd = _pandas()
-            return pd.DataFrame(dict(zip(names, flat)), copy=False)
-        return _frame_from_arrays(names, flat, n)
+        return _frame_from_arrays(names, flat)
 
     def _read(self, rg, need, format, threads):
         """Reads the ops of rg into new arrays of the columns need: (arrays, rows)."""

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BIN, BUILD, SRC, copy, golden, run
+from conftest import BUILD, SRC, copy, golden, run
 
 import reprise
 
