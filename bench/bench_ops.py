@@ -17,7 +17,7 @@ import time
 
 
 def one(path, threads):
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0 = time.perf_counter()
     import reprise
     t1, c1 = time.perf_counter(), time.process_time()
     df = reprise.open(path).ops(threads=threads)
@@ -31,7 +31,7 @@ def one(path, threads):
 
 
 def peer(path):
-    t0, c0 = time.perf_counter(), time.process_time()
+    c0 = time.process_time()
     import pandas as pd
     t1 = time.perf_counter()
     with open(path) as f:

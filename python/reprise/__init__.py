@@ -279,6 +279,18 @@ class Trace:
                 for k in self._rows("kernels")]
         return _table(rows, ["id", "program", "name"], format)
 
+    def kernel_names(self):
+        """Each kernel's name as the checker and its reports write it, by id - 1: the entry
+        point and, when the trace names its program, the program in brackets ("main
+        [spirv:9f3a0c2e]": two shaders whose entry points are both main are two names)."""
+        progs = {p.id: self.string(p.name) for p in self._rows("programs")}
+        out = []
+        for k in self._rows("kernels"):
+            prog = progs.get(k.program)
+            name = self.string(k.name) or "?"
+            out.append("%s [%s]" % (name, prog) if prog else name)
+        return out
+
     def metadata(self, format="frame"):
         """Every metadata entry in file order (a key may repeat: the last one holds)."""
         rows = [{"key": k, "value": v} for k, v in self._meta_rows()]
@@ -348,7 +360,8 @@ class Trace:
         columns: names from reprise.COLUMNS (default DEFAULT_COLUMNS: seq, kind, stream,
         kernel, host and device begin/end). Fields an op lacks read 0 (dev_* without a device
         time). grid, block (x, y, z) and blob, digest (lo, hi) are several values per op.
-        kind_name, op_name, kernel_name are categoricals (frame) / object arrays (numpy).
+        kind_name, op_name, kernel_name (kernel_names(): "main [spirv:9f3a0c2e]") are
+        categoricals (frame) / object arrays (numpy).
         format: 'frame' (pandas DataFrame; grid -> grid_x.., blob -> blob_lo, blob_hi),
         'numpy' (dict of arrays; grid is (n, 3)), 'arrays' (dict of array.array, no NumPy).
         threads: readers decoding parts of a seq range at once (default: up to 2, one per CPU,
@@ -378,7 +391,7 @@ class Trace:
                 base = {"kind_name": "kind", "op_name": "name", "kernel_name": "kernel"}[c]
                 names = (list(OP_KINDS.get(k, "?") for k in _builtins.range(_lib.N_OP_KINDS))
                          if c == "kind_name" else self.strings() if c == "op_name"
-                         else [""] + [self.string(k.name) for k in self._rows("kernels")])
+                         else [""] + self.kernel_names())
                 out[c] = self._names(arrays[base], names, format)
         if format == "numpy":
             return out
