@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BUILD, SRC, copy, golden, run
+from conftest import BUILD, SRC, copy, golden, run, vulkan_or_skip
 
 import reprise
 
@@ -650,3 +650,24 @@ def test_make_install_builds_c_programs_and_serves_python(scratch):
     assert res.returncode == 0, res.stderr
     path, n = res.stdout.split()
     assert path == str(lib / "libreprise.so.0") and n == "600"
+
+
+# ---- the README's worked example ---------------------------------------------------------------
+
+
+def test_readme_example_runs(scratch):
+    """The README's Python example, as written, on what its shell commands make."""
+    exe = vulkan_or_skip("racy")
+    run("capture", "--timing", "--digests", "-o", "racy.sbt", "--", exe, cwd=scratch)
+    run("check", "racy.sbt", "--runs", "3", "--keep", "runs", cwd=scratch, check=False)
+    text = open(os.path.join(SRC, "README.md")).read()
+    sec = text[text.index("## Python: traces and check results as data"):]
+    code = re.search(r"```python\n(.*?)```", sec, re.S).group(1)
+    p = subprocess.run([sys.executable, "-c", code], cwd=str(scratch), capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"),
+                                           MPLBACKEND="Agg", LP_NUM_THREADS="4"))
+    if "'NoneType' object is not subscriptable" in p.stderr:
+        pytest.skip("the runs happened to agree: no first divergence to show")
+    assert p.returncode == 0, p.stderr
+    assert "first divergence: op" in p.stdout and "nondeterministic" in p.stdout
+    assert re.search(r"main \[spirv:[0-9a-f]+\]", p.stdout)
