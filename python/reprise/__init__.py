@@ -779,7 +779,16 @@ def _compare(ref, results, baseline, mode, rg, threshold, confidence, tref, max_
         _check(st, ref.path, "chk")
     finally:
         lib.chk_report_free(rep)
-    return CheckResult(_json.loads(text), ref, runs[0] if mode == "diff" else None)
+    res = CheckResult(_json.loads(text), ref, runs[0] if mode == "diff" else None)
+    res._range = {}
+    if rg is not None:
+        res._range = {"range": (rg.seq_begin, rg.seq_end) if rg.has_seq else None,
+                      "stream": rg.stream or None}
+        if rg.has_time:
+            t0 = ref.info["t_min"]
+            res._range["time"] = (rg.t_begin - t0, rg.t_end - t0 if rg.t_end != _lib.SEQ_NONE
+                                  else None)
+    return res
 
 
 class CheckResult:
@@ -791,6 +800,7 @@ class CheckResult:
 
     def __init__(self, report, ref, other=None):
         self.report = report
+        self._range = {}
         self._ref, self._other = ref, other
         self.verdict = report.get("verdict")
         self.passed = self.verdict == "pass"
@@ -826,16 +836,38 @@ class CheckResult:
         cols = ["seq", "identity"] + sorted({k for r in rows for k in r} - {"seq", "identity"})
         return _table(rows, cols, format)
 
-    def verdicts(self, format="frame"):
-        """One row per op that did not simply match: its verdict (a finding's class, or
-        'unverified:<why>'). Every other device op in the checked range matched."""
-        rows = [{"seq": f["seq"], "identity": self._id(f), "verdict": f["class"]}
-                for f in self.report.get("findings", [])]
-        rows += [{"seq": u["seq"], "identity": self._ids.get(u["seq"]),
-                  "verdict": "unverified:" + str(u.get("why", u.get("reason", "?")))}
-                 for u in self.report.get("unverified_ops", [])]
-        rows.sort(key=lambda r: r["seq"])
-        return _table(rows, ["seq", "identity", "verdict"], format)
+    def verdicts(self, all_ops=False, format="frame"):
+        """Per-op verdicts: a finding's class, 'unverified:<why>' (no-digest, one-side,
+        skipped, flaky, error), and with all_ops (check results) 'match' for every other
+        device op of the checked range (kernels, copies, fills, host reads and ops with a
+        digest, as the checker counts them): one row per device op, plus extra ops."""
+        rows = {}
+        for f in self.report.get("findings", []):
+            key = ("extra", f["seq"]) if f.get("class") == "extra" else f["seq"]
+            rows.setdefault(key, {"seq": f["seq"], "identity": self._id(f),
+                                  "verdict": f["class"]})
+        for u in self.report.get("unverified_ops", []):
+            rows.setdefault(u["seq"], {"seq": u["seq"], "identity": self._ids.get(u["seq"]),
+                                       "verdict": "unverified:" + u.get("why", "?")})
+        if all_ops:
+            if self._other is not None:
+                raise ValueError("verdicts(all_ops=True) is for check results: a diff aligns "
+                                 "ops per stream, its matched ops are not listed")
+            if self.report.get("findings") and len(self.report["findings"]) < sum(
+                    v for k, v in self.counts.items() if k != "timing-regression"):
+                raise ValueError("the report lists fewer findings than it counts")
+            a = self._ref.ops(columns=["seq", "kind", "flags"], format="arrays",
+                              **self._range)
+            n_dev = 0
+            for seq, kind, flags in zip(a["seq"], a["kind"], a["flags"]):
+                if kind in (1, 2, 3, 15) or flags & 0x80:  # chk__is_device_op
+                    n_dev += 1
+                    rows.setdefault(seq, {"seq": seq, "identity": None, "verdict": "match"})
+            if n_dev != self.report.get("device_ops"):
+                raise Error("verdicts: %d device ops in the range, the report counts %s"
+                            % (n_dev, self.report.get("device_ops")))
+        out = sorted(rows.values(), key=lambda r: r["seq"])
+        return _table(out, ["seq", "identity", "verdict"], format)
 
     def timing(self, format="frame"):
         """Timing groups (kernels by program, entry point and geometry; copies and fills by

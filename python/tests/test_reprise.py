@@ -446,6 +446,14 @@ def test_check_findings_equal_the_json_report(vk_dir, monkeypatch):
     assert [g["name"] for g in tm] == [k["name"] for k in want["kernels"]]
     assert [g["run_ns_median"] for g in tm] == [k["run_ns"]["median"] for k in want["kernels"]]
     assert r.verdict == want["verdict"] and r.passed == (want["verdict"] == "pass")
+    # per-op verdicts: every device op once, its finding's class, else a match
+    v = r.verdicts(all_ops=True, format="records")
+    assert len(v) == want["device_ops"]
+    assert sum(x["verdict"] == "match" for x in v) == want["matched"]
+    assert {x["seq"]: x["verdict"] for x in v if x["verdict"] != "match"} == \
+        {f["seq"]: f["class"] for f in want["findings"]}
+    assert len(cap.check(runs, range=(0, 29)).verdicts(all_ops=True)) == \
+        sum(1 for x in v if x["seq"] < 29)
     # identities as the expectations file keys ops (check --update-expect)
     rc, _, _ = run("check", vk_dir / "racy.sbt", "--results", *runs, "--expect", "e.txt",
                    "--update-expect", cwd=vk_dir, check=False)
