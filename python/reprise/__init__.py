@@ -184,7 +184,8 @@ def _range(rng=None, time=None, stream=None, t0=0):
 
 
 class Trace:
-    """One trace file, open for reading (close() or a with-block releases it)."""
+    """One trace file, open for reading (close() or a with-block releases it). A Trace is
+    used by one thread at a time (ops(threads=N) opens readers of its own for its threads)."""
 
     def __init__(self, path, force_scan=False):
         self.path = _os.fspath(path)
@@ -222,6 +223,12 @@ class Trace:
 
     def __repr__(self):
         return "<reprise.Trace %s: %s, %d ops>" % (self.path, self.kind, self.info["n_ops"])
+
+    def job(self):
+        """The Job this trace belongs to: the manifest STEM.procs beside it that `reprise
+        capture` writes (NotFound when there is none)."""
+        stem = self.path[:-4] if self.path.endswith(".sbt") else self.path
+        return Job(stem + ".procs")
 
     def _h(self):
         if not self._r:

@@ -240,6 +240,8 @@ def test_job_of_a_capture_is_its_manifest(vk_dir):
     _, out, _ = run("info", vk_dir / "racy.sbt")
     assert "pid %d" % procs["pid"][0] in out and str(procs["ppid"][0]) in out
     [tr] = job.traces()
+    assert reprise.open(vk_dir / "racy.sbt").job().processes(format="records") == \
+        job.processes(format="records")
     assert tr.info["fingerprint"] == reprise.open(vk_dir / "racy.sbt").info["fingerprint"]
     # a directory: its manifests, and the traces no manifest names
     d = reprise.open(vk_dir)
