@@ -492,10 +492,11 @@ struct sbt_columns {
 #define SBT_COLUMNS(...) ((struct sbt_columns){.sz = sizeof(struct sbt_columns), __VA_ARGS__})
 
 /* Reads up to cap of the cursor's next ops into rows 0.. of the arrays of cols; *n receives
- * how many (0 at the end of the range). A chunk whose ops are all selected and fit goes from
- * its columns straight into the arrays; the ops of a chunk at a range's edge, of a stream
- * range, or of a chunk that does not fit in what is left of cap go one by one (what is left
- * of a chunk stays in the cursor for the next call). sbt_cursor_next and sbt_cursor_read may
+ * how many (0 at the end of the range). A chunk whose ops are all in the seq and time range
+ * and fit goes from its columns straight into the arrays (with a stream range, the rows of
+ * other streams are then dropped); the ops of a chunk at a range's edge, or of a chunk that
+ * does not fit in what is left of cap, go one by one (what is left of a chunk stays in the
+ * cursor for the next call). sbt_cursor_next and sbt_cursor_read may
  * be mixed on one cursor. Errors as sbt_cursor_next's (the message names the chunk offset and
  * the op); after one, the cursor returns it again. */
 int sbt_cursor_read(sbt_cursor *c, const struct sbt_columns *cols, uint64_t cap, uint64_t *n);

@@ -1070,7 +1070,9 @@ struct sbt_cursor {
     struct sbt_buf stored, raw;
     ZSTD_DCtx *zd;
     int err;
-    int done; /* sbt_cursor_read saw the end of the range */
+    int done;          /* sbt_cursor_read saw the end of the range */
+    uint32_t *scratch; /* sbt_cursor_read: stream ids of a chunk, for a stream range */
+    uint32_t cap_scratch;
 };
 
 int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **out)
@@ -1250,17 +1252,56 @@ static void put_row(const struct sbt_columns *o, uint64_t i, const struct sbt_op
         o->n_access[i] = op->n_access;
 }
 
-/* Every op of the chunk is in the cursor's range (by the index). */
+/* Every op of the chunk is in the cursor's seq and time range (by the index); a stream range
+ * is applied after decoding (compact_stream). */
 static int chunk_whole(const sbt_cursor *c, const struct sbt_chunk_info *ci)
 {
     const struct sbt_range *rg = &c->rg;
-    if (rg->stream)
-        return 0;
     if (rg->has_seq && (ci->seq_first < rg->seq_begin || ci->seq_first + ci->n_ops > rg->seq_end))
         return 0;
     if (rg->has_time && (ci->t_min < rg->t_begin || ci->t_max >= rg->t_end))
         return 0;
     return 1;
+}
+
+/* The fields of struct sbt_columns with their values per row. */
+/* clang-format off */
+#define SBT__COLUMNS(X)                                                                        \
+    X(seq, 1) X(kind, 1) X(subkind, 1) X(flags, 1) X(stream, 1) X(thread, 1) X(name, 1)        \
+    X(host_begin, 1) X(host_end, 1) X(dev_begin, 1) X(dev_end, 1) X(kernel, 1) X(grid, 3)      \
+    X(block, 3) X(shmem, 1) X(bytes, 1) X(resource, 1) X(obj, 1) X(value, 1) X(blob, 2)        \
+    X(digest, 2) X(error, 1) X(n_access, 1)
+/* clang-format on */
+
+/* The arrays of o from row `at` on (pointers advanced by at rows). */
+static struct sbt_columns cols_at(const struct sbt_columns *o, uint64_t at)
+{
+    struct sbt_columns w = *o;
+#define SBT__AT(f, k) w.f = w.f ? w.f + (k)*at : NULL;
+    SBT__COLUMNS(SBT__AT)
+#undef SBT__AT
+    return w;
+}
+
+/* Keeps the rows [0, n) of w whose stream[i] is want, in order, at the front; returns how
+ * many. */
+static uint64_t compact_stream(const struct sbt_columns *w, const uint32_t *stream, uint64_t n,
+                               uint32_t want)
+{
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (stream[i] != want)
+            continue;
+#define SBT__MV(f, k) \
+    if (w->f)         \
+        memmove(w->f + (k)*j, w->f + (k)*i, (k) * sizeof *w->f);
+        if (i != j) {
+            SBT__COLUMNS(SBT__MV)
+        }
+#undef SBT__MV
+        j++;
+    }
+    return j;
 }
 
 int sbt_cursor_read(sbt_cursor *c, const struct sbt_columns *cols, uint64_t cap, uint64_t *n)
@@ -1298,10 +1339,31 @@ int sbt_cursor_read(sbt_cursor *c, const struct sbt_columns *cols, uint64_t cap,
         if (!chunk_whole(c, ci) || ci->n_ops > cap - got)
             continue; /* op by op, above */
         uint64_t span[2] = {c->rg.t_begin, c->rg.t_end};
-        if ((st = sbt__opdec_columns(&c->d, &o, got, c->rg.has_time ? span : NULL)) < 0)
+        if (!c->rg.stream) {
+            if ((st = sbt__opdec_columns(&c->d, &o, got, c->rg.has_time ? span : NULL)) < 0)
+                break;
+            c->have = 0;
+            got += ci->n_ops;
+            continue;
+        }
+        /* a stream range: decode the chunk, then keep its ops of the stream */
+        struct sbt_columns w = cols_at(&o, got);
+        if (!w.stream) { /* the stream column goes to scratch */
+            if (ci->n_ops > c->cap_scratch) {
+                uint32_t *p = sbt__realloc(c->scratch, ci->n_ops * sizeof *p);
+                if (!p) {
+                    st = sbt__fail(SBT_ENOMEM, "out of memory for %u stream ids", ci->n_ops);
+                    break;
+                }
+                c->scratch = p;
+                c->cap_scratch = ci->n_ops;
+            }
+            w.stream = c->scratch;
+        }
+        if ((st = sbt__opdec_columns(&c->d, &w, 0, c->rg.has_time ? span : NULL)) < 0)
             break;
         c->have = 0;
-        got += ci->n_ops;
+        got += compact_stream(&w, w.stream, ci->n_ops, c->rg.stream);
     }
     if (st < 0 || c->err) {
         if (!c->err)
@@ -1350,6 +1412,7 @@ void sbt_cursor_close(sbt_cursor *c)
     if (!c)
         return;
     sbt__opdec_free(&c->d);
+    sbt__free(c->scratch);
     sbt__buf_free(&c->stored);
     sbt__buf_free(&c->raw);
     ZSTD_freeDCtx(c->zd);

@@ -1480,7 +1480,9 @@ Test(bulk, every_field_every_range_and_cap)
         char what[64];
         snprintf(what, sizeof what, "trial %d", trial);
         uint64_t cap = trial % 2 ? 4000 : 1 + (x >> 50) % 200;
-        bulk_vs_cursor(r, &rg, cap, ~0u, trial % 4 == 3 ? 3 : 0, what);
+        /* half the stream ranges without the stream column: the read keeps it aside */
+        bulk_vs_cursor(r, &rg, cap, trial % 10 == 0 ? ~(1u << 4) : ~0u, trial % 4 == 3 ? 3 : 0,
+                       what);
     }
     sbt_reader_close(r);
 }
