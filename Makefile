@@ -1,7 +1,8 @@
 # reprise — one non-recursive Makefile; a build directory per flavour.
 #
 #   make              library, CLI and capture libraries in build/default
-#   make check        build and run every Criterion test, then replay the fuzz corpora
+#   make check        build and run every Criterion test, replay the fuzz corpora, then the Python
+#                     API's tests (python/tests, scripts/pytest.sh; `make pytest` runs them alone)
 #   make asan         the same under ASan+UBSan in build/asan
 #   make fuzz         libFuzzer targets (clang) in build/fuzz, each run for FUZZ_SECONDS
 #   make bench        benchmark programs (see bench/RESULTS.md)
@@ -49,6 +50,22 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o) $(VK_GEN_C:.c=.o)
 LIB      := $(BUILD)/libreprise.a
 CPPFLAGS += -I$(BUILD)/gen
 
+# The same objects as a shared library with a versioned soname (make install): libreprise.so.0
+# (the soname: the major version of the C API) -> libreprise.so.$(VERSION), and libreprise.so for
+# the linker. The Python package (python/reprise) loads it with ctypes, from the build tree or
+# from where make install put it.
+SO_MAJOR := 0
+SO_NAME  := libreprise.so.$(SO_MAJOR)
+SO_REAL  := $(BUILD)/libreprise.so.$(VERSION)
+SO       := $(BUILD)/libreprise.so
+# Public headers: every module's but its *_int.h; installed under include/reprise/<module>/
+PUB_HDRS := $(filter-out %_int.h,$(wildcard format/*.h scheduler/*.h replay/*.h checker/*.h))
+# Debian's Python (python3-numpy, python3-pandas, python3-pytest are Debian packages for it);
+# make install puts the package in its dist-packages under PREFIX
+PYTHON   ?= /usr/bin/python3
+PYVER    := $(shell $(PYTHON) -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYSITE   ?= $(PREFIX)/lib/$(PYVER)/dist-packages
+
 # ---- the CLI ----------------------------------------------------------------------------------
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -76,11 +93,11 @@ BENCHES  := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 ALL_OBJ  := $(LIB_OBJ) $(CLI_OBJ) $(CAP_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install dist dist-tree clean demo test format-check extra golden
+.PHONY: all check asan fuzz fuzz-build fuzz-merge seeds bench install pytest dist dist-tree clean demo test format-check extra golden
 .SECONDARY:
 .DELETE_ON_ERROR:
 
-all: $(BIN) extra
+all: $(BIN) $(SO) extra
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -108,6 +125,13 @@ $(ALL_OBJ) $(VK_GEN_C): $(VK_CHOICE)
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
+
+$(SO_REAL): $(LIB_OBJ)
+	$(CC) -shared $(CFLAGS) $(LDFLAGS) -Wl,-soname,$(SO_NAME) -Wl,-z,defs $(LIB_OBJ) -o $@ $(LDLIBS)
+$(BUILD)/$(SO_NAME): $(SO_REAL)
+	ln -sf $(notdir $<) $@
+$(SO): $(BUILD)/$(SO_NAME)
+	ln -sf $(SO_NAME) $@
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -337,13 +361,19 @@ SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUI
 
 extra: $(EXTRA)
 
-check: $(BIN) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS) dist-tree
+check: $(BIN) $(SO) $(EXTRA) $(TESTS) $(CORPUS_RUNNERS) dist-tree
 	@mkdir -p $(BUILD)/tap
 	@set -e; for t in $(TESTS); do echo "== $$t"; tap=$(BUILD)/tap/$${t##*/}.tap; \
 	  $(TEST_ENV) $(SAN_RUN) $$t --jobs 2 --tap=$$tap; \
 	  sed -n 's/^ok - \(.*\)  # SKIP \(.*\)/[SKIP] \1: \2/p' $$tap; done
 	@set -e; $(foreach n,$(FUZZ_NAMES),echo "== $(BUILD)/tests/fuzz/replay_$(n)"; \
 	  $(SAN_RUN) $(BUILD)/tests/fuzz/replay_$(n) $(call corpus_of,$(n));)
+	@echo "== python/tests (scripts/pytest.sh)"
+	@$(if $(SAN_RUN),echo "[SKIP] python/tests: the Python API loads $(SO) into an uninstrumented interpreter",$(TEST_ENV) scripts/pytest.sh $(BUILD))
+
+# The Python API's tests alone (make check runs them too)
+pytest: $(BIN) $(SO) $(EXTRA)
+	$(TEST_ENV) scripts/pytest.sh $(BUILD)
 
 asan:
 	$(MAKE) BUILD=build/asan CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
@@ -390,12 +420,28 @@ golden: $(LIB)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) tests/data/format/mkgolden.c $(LIB) -o $(BUILD)/mkgolden $(LDLIBS)
 	$(BUILD)/mkgolden tests/data/format
 
+# install: the CLI, the capture libraries, what a C program builds against (the public headers,
+# libreprise.a, libreprise.so.$(SO_MAJOR), reprise.pc: `pkg-config --cflags --libs reprise`) and the
+# Python package (which finds the library and the CLI where this put them).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise \
-	  $(DESTDIR)$(PREFIX)/include/reprise/format $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/reprise $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/vulkan/explicit_layer.d
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/reprise
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libreprise.a
-	install -m 644 format/sbt.h $(DESTDIR)$(PREFIX)/include/reprise/format/sbt.h
+	install -m 755 $(SO_REAL) $(DESTDIR)$(PREFIX)/lib/$(notdir $(SO_REAL))
+	ln -sf $(notdir $(SO_REAL)) $(DESTDIR)$(PREFIX)/lib/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(PREFIX)/lib/libreprise.so
+	for h in $(PUB_HDRS); do install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/reprise/$$h; done
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: reprise' 'Description: GPU command stream capture, replay and determinism checks' \
+	  'Version: $(VERSION)' 'Requires.private: libzstd libxxhash libprotobuf-c vulkan' \
+	  'Cflags: -I$${includedir}/reprise' 'Libs: -L$${libdir} -lreprise' 'Libs.private: -ldl -lpthread -lm' \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/reprise.pc
+	if [ -n "$(PYVER)" ]; then install -d $(DESTDIR)$(PYSITE)/reprise && \
+	  install -m 644 python/reprise/*.py $(DESTDIR)$(PYSITE)/reprise/ && \
+	  printf '%s\n' '# written by make install' 'LIBDIR = "$(PREFIX)/lib"' 'BINDIR = "$(PREFIX)/bin"' \
+	    > $(DESTDIR)$(PYSITE)/reprise/_installed.py; \
+	else echo "install: no $(PYTHON): the Python package is not installed"; fi
 	$(INSTALL_EXTRA)
 
 # `make dist`: the build of build/dist, every program linked with a run path relative to itself

@@ -7,6 +7,10 @@
  *   bench_format read TRACE                iterate every op with a cursor
  *   bench_format seek TRACE K              K random seeks by seq and K by time: open a cursor
  *                                          and fetch the first op; median and p99 latency
+ *   bench_format bulk TRACE [cursor]       every op into arrays of seq, kind, stream, kernel,
+ *                                          host and device begin/end (the Python API's
+ *                                          DataFrame) with sbt_cursor_read; "cursor": the same
+ *                                          arrays filled op by op from sbt_cursor_next
  * Each prints one line of figures and its peak RSS (getrusage). Results: bench/RESULTS.md.
  */
 #include <inttypes.h>
@@ -207,6 +211,71 @@ static int bench_seek(const char *path, int k)
     return 0;
 }
 
+/* Reads every op of path into the arrays of o (cap rows) by sbt_cursor_read or op by op. */
+static int fill(sbt_reader *r, const struct sbt_columns *o, uint64_t cap, int by_cursor,
+                uint64_t *n)
+{
+    sbt_cursor *c;
+    if (sbt_cursor_open(r, NULL, &c))
+        return die("cursor");
+    *n = 0;
+    if (by_cursor) {
+        const struct sbt_op *op;
+        int st;
+        uint64_t i = 0;
+        while (i < cap && (st = sbt_cursor_next(c, &op)) == 1) {
+            o->seq[i] = op->seq, o->kind[i] = (uint8_t)op->kind, o->stream[i] = op->stream;
+            o->kernel[i] = op->kernel, o->host_begin[i] = op->host_begin;
+            o->host_end[i] = op->host_end, o->dev_begin[i] = op->dev_begin;
+            o->dev_end[i++] = op->dev_end;
+        }
+        if (st < 0)
+            return die("next");
+        *n = i;
+    } else if (sbt_cursor_read(c, o, cap, n)) {
+        return die("read");
+    }
+    sbt_cursor_close(c);
+    return 0;
+}
+
+/* The first pass writes into fresh memory (page faults: on a VM they can cost as much as the
+ * decoding); the second into the same arrays, which isolates the decoding. */
+static int bench_bulk(const char *path, int by_cursor)
+{
+    double t0 = now();
+    sbt_reader *r;
+    if (sbt_reader_open(path, NULL, &r))
+        return die(path);
+    uint64_t cap = sbt_reader_info(r)->n_ops, n = 0;
+    struct sbt_columns o = SBT_COLUMNS(.seq = malloc(cap * 8), .kind = malloc(cap),
+                                       .stream = malloc(cap * 4), .kernel = malloc(cap * 4),
+                                       .host_begin = malloc(cap * 8), .host_end = malloc(cap * 8),
+                                       .dev_begin = malloc(cap * 8), .dev_end = malloc(cap * 8));
+    if (!o.seq || !o.kind || !o.stream || !o.kernel || !o.host_begin || !o.host_end ||
+        !o.dev_begin || !o.dev_end)
+        return die("out of memory for the arrays");
+    if (fill(r, &o, cap, by_cursor, &n))
+        return 1;
+    double t1 = now();
+    if (fill(r, &o, cap, by_cursor, &n))
+        return 1;
+    double t2 = now();
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += o.dev_end[i] - o.host_begin[i] + o.kernel[i] + o.stream[i] + o.kind[i];
+    printf("%s: %" PRIu64 " ops into 8 arrays (%.0f MB): fresh arrays %.3f s = %.2f M ops/s, "
+           "again into the same arrays %.3f s = %.2f M ops/s, peak RSS %ld MB (checksum %" PRIu64
+           ")\n",
+           by_cursor ? "arrays by sbt_cursor_next" : "arrays by sbt_cursor_read", n,
+           (double)cap * 49 / 1e6, t1 - t0, (double)n / (t1 - t0) / 1e6, t2 - t1,
+           (double)n / (t2 - t1) / 1e6, rss_mb(), sum % 1000);
+    free(o.seq), free(o.kind), free(o.stream), free(o.kernel), free(o.host_begin);
+    free(o.host_end), free(o.dev_begin), free(o.dev_end);
+    sbt_reader_close(r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "write"))
@@ -215,6 +284,9 @@ int main(int argc, char **argv)
         return bench_read(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "seek"))
         return bench_seek(argv[2], atoi(argv[3]));
-    fprintf(stderr, "usage: bench_format write SRC OUT N | read TRACE | seek TRACE K\n");
+    if ((argc == 3 || (argc == 4 && !strcmp(argv[3], "cursor"))) && !strcmp(argv[1], "bulk"))
+        return bench_bulk(argv[2], argc == 4);
+    fprintf(stderr, "usage: bench_format write SRC OUT N | read TRACE | seek TRACE K | bulk TRACE "
+                    "[cursor]\n");
     return 2;
 }

@@ -298,6 +298,10 @@ double chk_no_difference_bound(uint64_t n, double confidence);
  * "copy-d2h/n4096". Characters outside [A-Za-z0-9._:+-] in names are %XX-encoded. Returns buf
  * (truncated to cap). */
 const char *chk_op_key(const sbt_reader *r, const struct sbt_op *op, char *buf, size_t cap);
+/* The identities ("s<stream>/<key>#<occurrence>") of the ops with seqs seqs[0..n) (increasing),
+ * in one pass over the trace from its first op to the last of them: identity i goes to
+ * out + i * stride (truncated to stride bytes); "" for a seq the trace does not hold. */
+int chk_op_identities(sbt_reader *r, const uint64_t *seqs, uint64_t n, char *out, size_t stride);
 /* The timing group of an op as people read it: "main [spirv:9f3a...] 64x1x1/64x1x1",
  * "[copy h2d] 4 KiB..<8 KiB", "[fill] 256 B..<512 B" (copies and fills by direction and
  * power-of-two size class [2^k, 2^(k+1)); "0 B" for none); NULL for kinds that are not timed

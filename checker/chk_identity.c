@@ -204,3 +204,43 @@ void chk__idgen_free(struct chk_idgen *g)
     free(g->count);
     memset(g, 0, sizeof *g);
 }
+
+int chk_op_identities(sbt_reader *r, const uint64_t *seqs, uint64_t n, char *out, size_t stride)
+{
+    if (!r || (n && (!seqs || !out || stride < 2)))
+        return chk__fail(SBT_EINVAL, "chk_op_identities: bad arguments");
+    for (uint64_t i = 0; i < n; i++) {
+        out[i * stride] = 0;
+        if (i && seqs[i] <= seqs[i - 1])
+            return chk__fail(
+                SBT_EINVAL, "chk_op_identities: seqs must increase (%" PRIu64 " after %" PRIu64 ")",
+                seqs[i], seqs[i - 1]);
+    }
+    if (!n)
+        return 0;
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 0, .seq_end = seqs[n - 1] + 1};
+    sbt_cursor *c;
+    int st = sbt_cursor_open(r, &rg, &c);
+    if (st)
+        return chk__fail_sbt(st);
+    struct chk_idgen g = {0};
+    const struct sbt_op *op;
+    uint64_t k = 0;
+    char buf[512];
+    int idst = 0;
+    while (k < n && (st = sbt_cursor_next(c, &op)) == 1) {
+        if ((idst = chk__identity_next(&g, r, op, buf, sizeof buf)))
+            break;
+        while (k < n && seqs[k] < op->seq)
+            k++; /* not in the trace: stays "" */
+        if (k < n && seqs[k] == op->seq)
+            snprintf(out + k++ * stride, stride, "%s", buf);
+    }
+    if (idst)
+        st = idst; /* its message is set */
+    else if (st < 0)
+        st = chk__fail_sbt(st);
+    sbt_cursor_close(c);
+    chk__idgen_free(&g);
+    return st < 0 ? st : 0;
+}

@@ -457,6 +457,54 @@ int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **o
 int sbt_cursor_next(sbt_cursor *c, const struct sbt_op **op);
 void sbt_cursor_close(sbt_cursor *c);
 
+/* Columnar bulk reads: the ops of a cursor's range decoded into caller-provided arrays, one
+ * array per field, without an sbt_op per op. Set the arrays of the fields you want and leave
+ * the others NULL: a field not asked for is not decoded, and neither is a column that no asked
+ * field needs (so a bulk read checks less of a damaged chunk than sbt_cursor_next does:
+ * sbt_reader_validate checks everything). Each non-NULL array holds at least cap rows (grid,
+ * block, blob and digest hold several values per row). A field an op lacks (its flags say
+ * which it has) reads 0; so do dev_begin/dev_end without SBT_OPF_DEV_TIME. Access lists and
+ * payloads are not columns: n_access counts an op's accesses, sbt_cursor_next gives them. */
+struct sbt_columns {
+    size_t sz; /* = sizeof(struct sbt_columns); set by SBT_COLUMNS() */
+    uint64_t *seq;
+    uint8_t *kind;    /* enum sbt_op_kind */
+    uint8_t *subkind; /* per kind */
+    uint32_t *flags;  /* enum sbt_op_flags */
+    uint32_t *stream;
+    uint32_t *thread;
+    uint32_t *name; /* string id */
+    uint64_t *host_begin, *host_end;
+    uint64_t *dev_begin, *dev_end;
+    uint32_t *kernel;
+    uint32_t *grid;  /* 3 per row: x, y, z */
+    uint32_t *block; /* 3 per row */
+    uint32_t *shmem;
+    uint64_t *bytes;
+    uint64_t *resource;
+    uint64_t *obj;
+    uint64_t *value;
+    uint64_t *blob;   /* 2 per row: the hash's lo, hi */
+    uint64_t *digest; /* 2 per row */
+    uint32_t *error;  /* string id */
+    uint32_t *n_access;
+};
+#define SBT_COLUMNS(...) ((struct sbt_columns){.sz = sizeof(struct sbt_columns), __VA_ARGS__})
+
+/* Reads up to cap of the cursor's next ops into rows 0.. of the arrays of cols; *n receives
+ * how many (0 at the end of the range). A chunk whose ops are all in the seq and time range
+ * and fit goes from its columns straight into the arrays (with a stream range, the rows of
+ * other streams are then dropped); the ops of a chunk at a range's edge, or of a chunk that
+ * does not fit in what is left of cap, go one by one (what is left of a chunk stays in the
+ * cursor for the next call). sbt_cursor_next and sbt_cursor_read may
+ * be mixed on one cursor. Errors as sbt_cursor_next's (the message names the chunk offset and
+ * the op); after one, the cursor returns it again. */
+int sbt_cursor_read(sbt_cursor *c, const struct sbt_columns *cols, uint64_t cap, uint64_t *n);
+/* An upper bound on the ops the cursor has left to give, from the chunk index (no decoding):
+ * exact for a range of seq only (or no range) on a trace whose index is sound; a time or
+ * stream range can select fewer. Size the arrays of sbt_cursor_read with it. */
+uint64_t sbt_cursor_bound(const sbt_cursor *c);
+
 /* An identity of the file: XXH3-128 over its header fields and its chunk index (offsets,
  * lengths, content, seq and time ranges). Two captures practically never share it; rewriting a
  * file changes it. Sidecars of snapshots and trimmed traces record the fingerprint of the trace

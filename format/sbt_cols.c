@@ -447,6 +447,266 @@ bad:
     return st;
 }
 
+/* Columns into arrays (sbt_cursor_read): the same record decoded op by op as
+ * sbt__opdec_next does, but each value goes straight to its array, and a column that no
+ * asked-for field needs is not read. */
+static int cols_fail(struct sbt__opdec *d, int st, uint64_t i)
+{
+    if (st == SBT_ECORRUPT && !strstr(sbt_errmsg(), ": op ")) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s (decoding op %llu)", sbt_errmsg(),
+                 (unsigned long long)(d->seq_first + i));
+        sbt__fail(st, "%s", msg);
+    }
+    d->i = d->n_ops; /* no further ops from a broken record */
+    return st;
+}
+
+#define CRD(col, dst)                                         \
+    do {                                                      \
+        if ((st = sbt__rd_varint(&c[col], &(dst))) != SBT_OK) \
+            return cols_fail(d, st, i);                       \
+    } while (0)
+#define CRD32(col, dst)                                    \
+    do {                                                   \
+        if ((st = sbt__rd_u32(&c[col], &(dst))) != SBT_OK) \
+            return cols_fail(d, st, i);                    \
+    } while (0)
+
+int sbt__opdec_columns(struct sbt__opdec *d, const struct sbt_columns *o, uint64_t at,
+                       const uint64_t *span)
+{
+    int st;
+    struct sbt__rd *c = d->c;
+    uint64_t i = d->i, v;
+    if (i != 0)
+        return sbt__fail(SBT_EINVAL, "chunk at offset %llu: columns of a record already begun",
+                         (unsigned long long)d->file_off);
+    /* which columns are read: the asked fields and what they depend on */
+    int want_dev = o->dev_begin || o->dev_end || span;
+    int want_geom = o->grid || o->block || o->shmem;
+    int want_host = o->host_begin || o->host_end || want_dev;
+    int want_kernel = o->kernel || want_geom;
+    int want_stream = o->stream || want_dev;
+    uint32_t used = 1u << SBT_COL_KIND | 1u << SBT_COL_FLAGS;
+    used |= (want_stream ? 1u << SBT_COL_STREAM : 0) | (o->thread ? 1u << SBT_COL_THREAD : 0) |
+            (o->name ? 1u << SBT_COL_NAME : 0) |
+            (want_host ? 1u << SBT_COL_HBEGIN | 1u << SBT_COL_HDUR : 0) |
+            (want_dev ? 1u << SBT_COL_DBEGIN | 1u << SBT_COL_DDUR : 0) |
+            (want_kernel ? 1u << SBT_COL_KERNEL : 0) | (want_geom ? 1u << SBT_COL_GEOM : 0) |
+            (o->bytes ? 1u << SBT_COL_BYTES : 0) | (o->resource ? 1u << SBT_COL_RESOURCE : 0) |
+            (o->obj || o->value ? 1u << SBT_COL_OBJ : 0) | (o->blob ? 1u << SBT_COL_BLOB : 0) |
+            (o->digest ? 1u << SBT_COL_DIGEST : 0) | (o->error ? 1u << SBT_COL_ERROR : 0) |
+            (o->n_access ? 1u << SBT_COL_ACCESS : 0);
+    uint64_t prev_host = d->prev_host;
+    for (; i < d->n_ops; i++) {
+        uint64_t row = at + i, seq = d->seq_first + i;
+        uint8_t kb = c[SBT_COL_KIND].p[c[SBT_COL_KIND].pos++]; /* n_ops <= kind bytes, checked */
+        uint32_t kind = kb & SBT_KIND_MAX, flags, stream = 0, kernel = 0;
+        if (kind == 0 || kind >= SBT_OP__COUNT)
+            return cols_fail(
+                d,
+                sbt__fail(SBT_EVERSION, "chunk at offset %llu: op %llu has unknown kind %u",
+                          (unsigned long long)d->file_off, (unsigned long long)seq, kind),
+                i);
+        CRD32(SBT_COL_FLAGS, flags);
+        if (flags & 0xf800u)
+            return cols_fail(d,
+                             sbt__fail(SBT_EVERSION,
+                                       "chunk at offset %llu: op %llu has unknown field flags 0x%x",
+                                       (unsigned long long)d->file_off, (unsigned long long)seq,
+                                       flags & 0xf800u),
+                             i);
+        if (o->seq)
+            o->seq[row] = seq;
+        if (o->kind)
+            o->kind[row] = (uint8_t)kind;
+        if (o->subkind)
+            o->subkind[row] = (uint8_t)(kb >> 5);
+        if (o->flags)
+            o->flags[row] = flags & ~SBT_OPF__ACCESS;
+        if (want_stream) {
+            CRD32(SBT_COL_STREAM, stream);
+            if (o->stream)
+                o->stream[row] = stream;
+        }
+        if (o->thread)
+            CRD32(SBT_COL_THREAD, o->thread[row]);
+        if (o->name)
+            CRD32(SBT_COL_NAME, o->name[row]);
+        uint64_t hb = 0, he = 0, db = 0, de = 0;
+        if (want_host) {
+            CRD(SBT_COL_HBEGIN, v);
+            hb = prev_host + (uint64_t)sbt_zigzag_decode(v);
+            CRD(SBT_COL_HDUR, v);
+            he = hb + v;
+            prev_host = he;
+            if (he < hb)
+                goto overflow;
+            if (o->host_begin)
+                o->host_begin[row] = hb;
+            if (o->host_end)
+                o->host_end[row] = he;
+        }
+        if (want_dev && (flags & SBT_OPF_DEV_TIME)) {
+            uint64_t base = hb;
+            int slot = dev_slot(&d->prev_dev, &d->gen, &d->n_streams_cap, stream);
+            if (slot < 0)
+                return cols_fail(d, slot, i);
+            if (slot == 0 && d->gen[stream] == d->cur_gen)
+                base = d->prev_dev[stream];
+            CRD(SBT_COL_DBEGIN, v);
+            db = base + (uint64_t)sbt_zigzag_decode(v);
+            CRD(SBT_COL_DDUR, v);
+            de = db + v;
+            if (de < db)
+                goto overflow;
+            if (slot == 0) {
+                d->gen[stream] = d->cur_gen;
+                d->prev_dev[stream] = de;
+            }
+        }
+        if (o->dev_begin)
+            o->dev_begin[row] = db;
+        if (o->dev_end)
+            o->dev_end[row] = de;
+        if (span) { /* the op must overlap [span[0], span[1]) as sbt_cursor_next selects */
+            uint64_t b = hb, e = he;
+            if (flags & SBT_OPF_DEV_TIME) {
+                b = db < b ? db : b;
+                e = de > e ? de : e;
+            }
+            if (e < span[0] || b >= span[1])
+                return cols_fail(d,
+                                 sbt__fail(SBT_ECORRUPT,
+                                           "chunk at offset %llu: op %llu spans [%llu, %llu], "
+                                           "outside the chunk's indexed time range",
+                                           (unsigned long long)d->file_off, (unsigned long long)seq,
+                                           (unsigned long long)b, (unsigned long long)e),
+                                 i);
+        }
+        if (want_kernel && (flags & SBT_OPF_KERNEL))
+            CRD32(SBT_COL_KERNEL, kernel);
+        if (o->kernel)
+            o->kernel[row] = kernel;
+        if (want_geom) {
+            uint32_t g[8] = {0};
+            if (flags & SBT_OPF_GEOM) {
+                uint32_t tag;
+                uint32_t *slot =
+                    (flags & SBT_OPF_KERNEL) ? sbt__geom_slot(&d->geoms, kernel) : NULL;
+                CRD32(SBT_COL_GEOM, tag);
+                if (tag == 0) {
+                    if (!slot || slot[0] != d->cur_gen)
+                        return cols_fail(d,
+                                         sbt__fail(SBT_ECORRUPT,
+                                                   "chunk at offset %llu: op %llu repeats a "
+                                                   "geometry its kernel has not had in this chunk",
+                                                   (unsigned long long)d->file_off,
+                                                   (unsigned long long)seq),
+                                         i);
+                    memcpy(g, slot, sizeof g);
+                } else if (tag == 1) {
+                    g[0] = d->cur_gen;
+                    for (int k = 1; k < 8; k++)
+                        CRD32(SBT_COL_GEOM, g[k]);
+                    if (slot)
+                        memcpy(slot, g, sizeof g);
+                } else {
+                    return cols_fail(
+                        d,
+                        sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu geometry tag %u",
+                                  (unsigned long long)d->file_off, (unsigned long long)seq, tag),
+                        i);
+                }
+            }
+            if (o->grid)
+                memcpy(o->grid + 3 * row, g + 1, 3 * sizeof *g);
+            if (o->block)
+                memcpy(o->block + 3 * row, g + 4, 3 * sizeof *g);
+            if (o->shmem)
+                o->shmem[row] = g[7];
+        }
+        if (o->bytes) {
+            o->bytes[row] = 0;
+            if (flags & SBT_OPF_BYTES)
+                CRD(SBT_COL_BYTES, o->bytes[row]);
+        }
+        if (o->resource) {
+            o->resource[row] = 0;
+            if (flags & SBT_OPF_RESOURCE)
+                CRD(SBT_COL_RESOURCE, o->resource[row]);
+        }
+        if (o->obj || o->value) {
+            uint64_t ob = 0, va = 0;
+            if (flags & SBT_OPF_OBJ) {
+                CRD(SBT_COL_OBJ, ob);
+                CRD(SBT_COL_OBJ, va);
+            }
+            if (o->obj)
+                o->obj[row] = ob;
+            if (o->value)
+                o->value[row] = va;
+        }
+        if (o->blob) {
+            sbt_hash h = {0, 0};
+            if ((flags & SBT_OPF_BLOB) && (st = sbt__rd_hash(&c[SBT_COL_BLOB], &h)))
+                return cols_fail(d, st, i);
+            o->blob[2 * row] = h.lo;
+            o->blob[2 * row + 1] = h.hi;
+        }
+        if (o->digest) {
+            sbt_hash h = {0, 0};
+            if ((flags & SBT_OPF_DIGEST) && (st = sbt__rd_hash(&c[SBT_COL_DIGEST], &h)))
+                return cols_fail(d, st, i);
+            o->digest[2 * row] = h.lo;
+            o->digest[2 * row + 1] = h.hi;
+        }
+        if (o->error) {
+            o->error[row] = 0;
+            if (flags & SBT_OPF_ERROR)
+                CRD32(SBT_COL_ERROR, o->error[row]);
+        }
+        if (o->n_access) {
+            uint32_t n = 0;
+            if (flags & SBT_OPF__ACCESS) {
+                CRD32(SBT_COL_ACCESS, n);
+                if (n == 0 || n > c[SBT_COL_ACCESS].len)
+                    return cols_fail(
+                        d,
+                        sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: %u accesses",
+                                  (unsigned long long)d->file_off, (unsigned long long)seq, n),
+                        i);
+                for (uint32_t k = 0; k < n; k++) {
+                    CRD(SBT_COL_ACCESS, v);
+                    if ((v & 3) == 0)
+                        return cols_fail(
+                            d,
+                            sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: access mode 0",
+                                      (unsigned long long)d->file_off, (unsigned long long)seq),
+                            i);
+                    CRD(SBT_COL_ACCESS, v);
+                    CRD(SBT_COL_ACCESS, v);
+                }
+            }
+            o->n_access[row] = n;
+        }
+    }
+    d->prev_host = prev_host;
+    d->i = d->n_ops;
+    for (int k = 0; k < SBT_N_COLS; k++)
+        if ((used >> k & 1) && c[k].pos != c[k].len)
+            return sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: %s has %zu bytes left over",
+                             (unsigned long long)d->file_off, col_name[k], c[k].len - c[k].pos);
+    return SBT_OK;
+overflow:
+    return cols_fail(
+        d,
+        sbt__fail(SBT_ECORRUPT, "chunk at offset %llu: op %llu: time overflows 64 bits",
+                  (unsigned long long)d->file_off, (unsigned long long)(d->seq_first + i)),
+        i);
+}
+
 void sbt__opdec_free(struct sbt__opdec *d)
 {
     sbt__free(d->acc);

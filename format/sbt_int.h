@@ -280,6 +280,12 @@ int sbt__opdec_begin(struct sbt__opdec *d, struct sbt__rd *body);
 /* 1 with *op set (valid until the next call), 0 after the last op (checking that every column
  * was used up exactly), < 0 on corrupt data with a message naming chunk and op. */
 int sbt__opdec_next(struct sbt__opdec *d, const struct sbt_op **op);
+/* Decodes every op of a record not yet begun (i == 0) into rows at.. of the arrays of cols,
+ * reading only the columns those arrays need, and checks that each column it read was used up
+ * exactly. span (may be NULL): [begin, end) that every op's span must overlap (the chunk index
+ * said so), else SBT_ECORRUPT. */
+int sbt__opdec_columns(struct sbt__opdec *d, const struct sbt_columns *cols, uint64_t at,
+                       const uint64_t *span);
 void sbt__opdec_free(struct sbt__opdec *d);
 
 #endif /* REPRISE_SBT_INT_H */

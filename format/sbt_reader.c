@@ -1070,6 +1070,9 @@ struct sbt_cursor {
     struct sbt_buf stored, raw;
     ZSTD_DCtx *zd;
     int err;
+    int done;          /* sbt_cursor_read saw the end of the range */
+    uint32_t *scratch; /* sbt_cursor_read: stream ids of a chunk, for a stream range */
+    uint32_t cap_scratch;
 };
 
 int sbt_cursor_open(sbt_reader *r, const struct sbt_range *range, sbt_cursor **out)
@@ -1194,11 +1197,222 @@ int sbt_cursor_next(sbt_cursor *c, const struct sbt_op **op)
     }
 }
 
+/* One op into row i of the arrays (sbt_cursor_read's op-by-op path). */
+static void put_row(const struct sbt_columns *o, uint64_t i, const struct sbt_op *op)
+{
+    if (o->seq)
+        o->seq[i] = op->seq;
+    if (o->kind)
+        o->kind[i] = (uint8_t)op->kind;
+    if (o->subkind)
+        o->subkind[i] = (uint8_t)op->subkind;
+    if (o->flags)
+        o->flags[i] = op->flags;
+    if (o->stream)
+        o->stream[i] = op->stream;
+    if (o->thread)
+        o->thread[i] = op->thread;
+    if (o->name)
+        o->name[i] = op->name;
+    if (o->host_begin)
+        o->host_begin[i] = op->host_begin;
+    if (o->host_end)
+        o->host_end[i] = op->host_end;
+    if (o->dev_begin)
+        o->dev_begin[i] = op->dev_begin;
+    if (o->dev_end)
+        o->dev_end[i] = op->dev_end;
+    if (o->kernel)
+        o->kernel[i] = op->kernel;
+    if (o->grid)
+        memcpy(o->grid + 3 * i, op->grid, sizeof op->grid);
+    if (o->block)
+        memcpy(o->block + 3 * i, op->block, sizeof op->block);
+    if (o->shmem)
+        o->shmem[i] = op->shmem;
+    if (o->bytes)
+        o->bytes[i] = op->bytes;
+    if (o->resource)
+        o->resource[i] = op->resource;
+    if (o->obj)
+        o->obj[i] = op->obj;
+    if (o->value)
+        o->value[i] = op->value;
+    if (o->blob) {
+        o->blob[2 * i] = op->blob.lo;
+        o->blob[2 * i + 1] = op->blob.hi;
+    }
+    if (o->digest) {
+        o->digest[2 * i] = op->digest.lo;
+        o->digest[2 * i + 1] = op->digest.hi;
+    }
+    if (o->error)
+        o->error[i] = op->error;
+    if (o->n_access)
+        o->n_access[i] = op->n_access;
+}
+
+/* Every op of the chunk is in the cursor's seq and time range (by the index); a stream range
+ * is applied after decoding (compact_stream). */
+static int chunk_whole(const sbt_cursor *c, const struct sbt_chunk_info *ci)
+{
+    const struct sbt_range *rg = &c->rg;
+    if (rg->has_seq && (ci->seq_first < rg->seq_begin || ci->seq_first + ci->n_ops > rg->seq_end))
+        return 0;
+    if (rg->has_time && (ci->t_min < rg->t_begin || ci->t_max >= rg->t_end))
+        return 0;
+    return 1;
+}
+
+/* The fields of struct sbt_columns with their values per row. */
+/* clang-format off */
+#define SBT__COLUMNS(X)                                                                        \
+    X(seq, 1) X(kind, 1) X(subkind, 1) X(flags, 1) X(stream, 1) X(thread, 1) X(name, 1)        \
+    X(host_begin, 1) X(host_end, 1) X(dev_begin, 1) X(dev_end, 1) X(kernel, 1) X(grid, 3)      \
+    X(block, 3) X(shmem, 1) X(bytes, 1) X(resource, 1) X(obj, 1) X(value, 1) X(blob, 2)        \
+    X(digest, 2) X(error, 1) X(n_access, 1)
+/* clang-format on */
+
+/* The arrays of o from row `at` on (pointers advanced by at rows). */
+static struct sbt_columns cols_at(const struct sbt_columns *o, uint64_t at)
+{
+    struct sbt_columns w = *o;
+#define SBT__AT(f, k) w.f = w.f ? w.f + (k)*at : NULL;
+    SBT__COLUMNS(SBT__AT)
+#undef SBT__AT
+    return w;
+}
+
+/* Keeps the rows [0, n) of w whose stream[i] is want, in order, at the front; returns how
+ * many. */
+static uint64_t compact_stream(const struct sbt_columns *w, const uint32_t *stream, uint64_t n,
+                               uint32_t want)
+{
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (stream[i] != want)
+            continue;
+#define SBT__MV(f, k) \
+    if (w->f)         \
+        memmove(w->f + (k)*j, w->f + (k)*i, (k) * sizeof *w->f);
+        if (i != j) {
+            SBT__COLUMNS(SBT__MV)
+        }
+#undef SBT__MV
+        j++;
+    }
+    return j;
+}
+
+int sbt_cursor_read(sbt_cursor *c, const struct sbt_columns *cols, uint64_t cap, uint64_t *n)
+{
+    *n = 0;
+    if (!cols || cols->sz < offsetof(struct sbt_columns, seq))
+        return sbt__fail(SBT_EINVAL, "sbt_cursor_read: no columns (set them with SBT_COLUMNS())");
+    struct sbt_columns o = {0}; /* a caller built with an older header has fewer fields */
+    memcpy(&o, cols, cols->sz < sizeof o ? cols->sz : sizeof o);
+    uint64_t got = 0;
+    int st = 0;
+    while (got < cap && !c->err && !c->done) {
+        if (c->have && c->d.i < c->d.n_ops) { /* a chunk begun op by op: go on that way */
+            const struct sbt_op *op;
+            st = sbt_cursor_next(c, &op);
+            if (st == 1) {
+                put_row(&o, got++, op);
+                continue;
+            }
+            if (st == 0) /* the range ended within the chunk */
+                c->done = 1;
+            break;
+        }
+        if (c->have) { /* every op read: 0 once the columns are checked used up */
+            const struct sbt_op *op;
+            if ((st = sbt__opdec_next(&c->d, &op)) < 0)
+                break;
+            c->have = 0;
+        }
+        if ((st = load_next(c)) <= 0) {
+            c->done = st == 0;
+            break;
+        }
+        const struct sbt_chunk_info *ci = &c->r->chunks[c->r->opc[c->next_oc - 1]];
+        if (!chunk_whole(c, ci) || ci->n_ops > cap - got)
+            continue; /* op by op, above */
+        uint64_t span[2] = {c->rg.t_begin, c->rg.t_end};
+        if (!c->rg.stream) {
+            if ((st = sbt__opdec_columns(&c->d, &o, got, c->rg.has_time ? span : NULL)) < 0)
+                break;
+            c->have = 0;
+            got += ci->n_ops;
+            continue;
+        }
+        /* a stream range: decode the chunk, then keep its ops of the stream */
+        struct sbt_columns w = cols_at(&o, got);
+        if (!w.stream) { /* the stream column goes to scratch */
+            if (ci->n_ops > c->cap_scratch) {
+                uint32_t *p = sbt__realloc(c->scratch, ci->n_ops * sizeof *p);
+                if (!p) {
+                    st = sbt__fail(SBT_ENOMEM, "out of memory for %u stream ids", ci->n_ops);
+                    break;
+                }
+                c->scratch = p;
+                c->cap_scratch = ci->n_ops;
+            }
+            w.stream = c->scratch;
+        }
+        if ((st = sbt__opdec_columns(&c->d, &w, 0, c->rg.has_time ? span : NULL)) < 0)
+            break;
+        c->have = 0;
+        got += compact_stream(&w, w.stream, ci->n_ops, c->rg.stream);
+    }
+    if (st < 0 || c->err) {
+        if (!c->err)
+            c->err = st;
+        return c->err;
+    }
+    *n = got;
+    return SBT_OK;
+}
+
+uint64_t sbt_cursor_bound(const sbt_cursor *c)
+{
+    const sbt_reader *r = c->r;
+    const struct sbt_range *rg = &c->rg;
+    uint64_t n = 0;
+    if (c->err || c->done)
+        return 0;
+    if (c->have && c->d.i < c->d.n_ops) {
+        uint64_t end = c->d.seq_first + c->d.n_ops, at = c->d.seq_first + c->d.i;
+        if (rg->has_seq && end > rg->seq_end)
+            end = rg->seq_end;
+        if (rg->has_seq && at < rg->seq_begin)
+            at = rg->seq_begin;
+        n += end > at ? end - at : 0;
+    }
+    for (uint64_t k = c->next_oc; k < r->n_opc; k++) {
+        const struct sbt_chunk_info *ci = &r->chunks[r->opc[k]];
+        uint64_t b = ci->seq_first, e = ci->seq_first + ci->n_ops;
+        if (rg->has_seq && b >= rg->seq_end)
+            break;
+        if (rg->has_time && r->sufmin_tmin[k] >= rg->t_end)
+            break;
+        if (rg->has_time && (ci->t_max < rg->t_begin || ci->t_min >= rg->t_end))
+            continue;
+        if (rg->has_seq) {
+            b = b > rg->seq_begin ? b : rg->seq_begin;
+            e = e < rg->seq_end ? e : rg->seq_end;
+        }
+        n += e > b ? e - b : 0;
+    }
+    return n;
+}
+
 void sbt_cursor_close(sbt_cursor *c)
 {
     if (!c)
         return;
     sbt__opdec_free(&c->d);
+    sbt__free(c->scratch);
     sbt__buf_free(&c->stored);
     sbt__buf_free(&c->raw);
     ZSTD_freeDCtx(c->zd);

@@ -1190,6 +1190,55 @@ Test(expect, round_trip_and_update_by_repetition)
     chk_expect_free(upd);
 }
 
+/* chk_op_identities gives the identities the expectations file keys ops by (what check
+ * --update-expect writes), for any set of seqs; a seq past the trace gets "". */
+Test(expect, identities_are_those_of_the_expectations)
+{
+    struct sbt_gen_opts g = SBT_GEN_OPTS(.n_ops = 3000, .seed = 5, .digests = 1);
+    cr_assert(eq(int, sbt_gen_write(pathf("g.sbt"), &g, NULL, NULL), 0), "%s", sbt_errmsg());
+    sbt_reader *r = open_r(pathf("g.sbt")),
+               *runs[2] = {open_r(pathf("g.sbt")), open_r(pathf("g.sbt"))};
+    chk_expect *upd;
+    cr_assert(eq(int, chk_expect_create(&upd), 0));
+    struct chk_report *rep;
+    cr_assert(eq(int, chk_check(r, runs, 2, NULL, 0, &CHK_OPTS(.expect_update = upd), &rep), 0),
+              "%s", chk_errmsg());
+    chk_report_free(rep);
+    cr_assert(eq(int, chk_expect_save(upd, pathf("e.txt")), 0), "%s", chk_errmsg());
+    chk_expect_free(upd);
+    FILE *f = fopen(pathf("e.txt"), "r");
+    cr_assert(f != NULL);
+    static uint64_t seqs[4000];
+    static char want[4000][200], got[4000][200];
+    size_t n = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, f) && n < 3990) {
+        char id[200], dig[64], label[16];
+        unsigned long long seq;
+        if (sscanf(line, "op %199s %63s %15s %llu", id, dig, label, &seq) == 4 &&
+            (!n || seq > seqs[n - 1])) {
+            seqs[n] = seq;
+            snprintf(want[n++], sizeof want[0], "%s", id);
+        }
+    }
+    fclose(f);
+    cr_assert(n > 1000, "%zu ops in the expectations", n);
+    seqs[n] = 5000; /* no such op */
+    cr_assert(eq(int, chk_op_identities(r, seqs, n + 1, got[0], sizeof got[0]), 0), "%s",
+              chk_errmsg());
+    for (size_t i = 0; i < n; i++)
+        cr_assert(eq(str, got[i], want[i]), "op %llu", (unsigned long long)seqs[i]);
+    cr_assert(eq(str, got[n], ""));
+    /* one op alone: its occurrence still counts from the trace's first op */
+    cr_assert(eq(int, chk_op_identities(r, &seqs[n - 1], 1, got[0], sizeof got[0]), 0));
+    cr_assert(eq(str, got[0], want[n - 1]));
+    uint64_t bad[2] = {7, 7};
+    cr_assert(eq(int, chk_op_identities(r, bad, 2, got[0], sizeof got[0]), SBT_EINVAL));
+    sbt_reader_close(runs[0]);
+    sbt_reader_close(runs[1]);
+    sbt_reader_close(r);
+}
+
 /* Rounds of produce, consume, finish on stream 0 (digests from 100 in order); round 5 also has an
  * "other" launch at grid 3 (its own key). A re-capture may insert a launch of "other" at grid 1
  * (another key) before round insert_at, and drop round 5's "other" (drop_other). */

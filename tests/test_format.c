@@ -1316,6 +1316,305 @@ Test(golden, bad_files_fail_with_their_message)
 }
 
 /* ========================================================================================== */
+/* Bulk reads: sbt_cursor_read gives what sbt_cursor_next gives                               */
+/* ========================================================================================== */
+
+TestSuite(bulk, .init = make_tmp, .fini = rm_tmp);
+
+/* Arrays for every column (or the ones set in mask: bit i = i-th field after sz). */
+struct colbuf {
+    struct sbt_columns c;
+    uint64_t cap;
+};
+#define N_COLFIELDS 23
+static void colbuf_init(struct colbuf *b, uint64_t cap, uint32_t mask)
+{
+    b->cap = cap;
+    b->c = SBT_COLUMNS();
+    void **f = (void **)&b->c.seq; /* the fields are pointers, in declaration order */
+    static const size_t width[N_COLFIELDS] = {8,  1,  1, 4, 4, 4, 4, 8,  8,  8, 8, 4,
+                                              12, 12, 4, 8, 8, 8, 8, 16, 16, 4, 4};
+    cr_assert(eq(sz, sizeof(struct sbt_columns), sizeof(size_t) + N_COLFIELDS * sizeof(void *)));
+    for (int i = 0; i < N_COLFIELDS; i++)
+        if (mask >> i & 1) {
+            f[i] = malloc(cap * width[i] + 1);
+            memset(f[i], 0xa5, cap * width[i]); /* not zero: a row left unwritten shows */
+        }
+}
+static void colbuf_free(struct colbuf *b)
+{
+    void **f = (void **)&b->c.seq;
+    for (int i = 0; i < N_COLFIELDS; i++)
+        free(f[i]);
+}
+
+/* Row i of the arrays against the op (the fields the arrays hold). */
+static void row_equals(const struct sbt_columns *o, uint64_t i, const struct sbt_op *op,
+                       const char *what)
+{
+    unsigned long long s = (unsigned long long)op->seq;
+    if (o->seq)
+        cr_assert(eq(u64, o->seq[i], op->seq), "%s: row %llu", what, (unsigned long long)i);
+    if (o->kind)
+        cr_assert(eq(u32, o->kind[i], op->kind), "%s: op %llu", what, s);
+    if (o->subkind)
+        cr_assert(eq(u32, o->subkind[i], op->subkind), "%s: op %llu", what, s);
+    if (o->flags)
+        cr_assert(eq(u32, o->flags[i], op->flags), "%s: op %llu", what, s);
+    if (o->stream)
+        cr_assert(eq(u32, o->stream[i], op->stream), "%s: op %llu", what, s);
+    if (o->thread)
+        cr_assert(eq(u32, o->thread[i], op->thread), "%s: op %llu", what, s);
+    if (o->name)
+        cr_assert(eq(u32, o->name[i], op->name), "%s: op %llu", what, s);
+    if (o->host_begin)
+        cr_assert(eq(u64, o->host_begin[i], op->host_begin), "%s: op %llu", what, s);
+    if (o->host_end)
+        cr_assert(eq(u64, o->host_end[i], op->host_end), "%s: op %llu", what, s);
+    if (o->dev_begin)
+        cr_assert(eq(u64, o->dev_begin[i], op->dev_begin), "%s: op %llu", what, s);
+    if (o->dev_end)
+        cr_assert(eq(u64, o->dev_end[i], op->dev_end), "%s: op %llu", what, s);
+    if (o->kernel)
+        cr_assert(eq(u32, o->kernel[i], op->kernel), "%s: op %llu", what, s);
+    if (o->grid)
+        cr_assert(0 == memcmp(o->grid + 3 * i, op->grid, 12), "%s: op %llu grid", what, s);
+    if (o->block)
+        cr_assert(0 == memcmp(o->block + 3 * i, op->block, 12), "%s: op %llu block", what, s);
+    if (o->shmem)
+        cr_assert(eq(u32, o->shmem[i], op->shmem), "%s: op %llu", what, s);
+    if (o->bytes)
+        cr_assert(eq(u64, o->bytes[i], op->bytes), "%s: op %llu", what, s);
+    if (o->resource)
+        cr_assert(eq(u64, o->resource[i], op->resource), "%s: op %llu", what, s);
+    if (o->obj)
+        cr_assert(eq(u64, o->obj[i], op->obj), "%s: op %llu", what, s);
+    if (o->value)
+        cr_assert(eq(u64, o->value[i], op->value), "%s: op %llu", what, s);
+    if (o->blob)
+        cr_assert(o->blob[2 * i] == op->blob.lo && o->blob[2 * i + 1] == op->blob.hi,
+                  "%s: op %llu blob", what, s);
+    if (o->digest)
+        cr_assert(o->digest[2 * i] == op->digest.lo && o->digest[2 * i + 1] == op->digest.hi,
+                  "%s: op %llu digest", what, s);
+    if (o->error)
+        cr_assert(eq(u32, o->error[i], op->error), "%s: op %llu", what, s);
+    if (o->n_access)
+        cr_assert(eq(u32, o->n_access[i], op->n_access), "%s: op %llu", what, s);
+}
+
+/* Reads rg both ways, cap rows per sbt_cursor_read, after `first` ops taken with
+ * sbt_cursor_next; every row must equal the cursor's op. Returns the ops read. */
+static uint64_t bulk_vs_cursor(sbt_reader *r, const struct sbt_range *rg, uint64_t cap,
+                               uint32_t mask, uint64_t first, const char *what)
+{
+    sbt_cursor *a, *b;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, rg, &a), SBT_OK));
+    cr_assert(eq(int, sbt_cursor_open(r, rg, &b), SBT_OK));
+    uint64_t bound = sbt_cursor_bound(b), total = 0;
+    struct colbuf cb;
+    colbuf_init(&cb, cap, mask);
+    int st;
+    for (uint64_t k = 0; k < first; k++) {
+        int s1 = sbt_cursor_next(a, &op);
+        const struct sbt_op *op2;
+        cr_assert(eq(int, sbt_cursor_next(b, &op2), s1));
+        if (s1 == 0)
+            break;
+        total++;
+    }
+    for (;;) {
+        uint64_t n;
+        cr_assert(eq(int, sbt_cursor_read(b, &cb.c, cap, &n), SBT_OK), "%s: %s", what,
+                  sbt_errmsg());
+        cr_assert(n <= cap);
+        if (n == 0)
+            break;
+        for (uint64_t i = 0; i < n; i++) {
+            cr_assert(eq(int, sbt_cursor_next(a, &op), 1), "%s: bulk read more than the cursor",
+                      what);
+            row_equals(&cb.c, i, op, what);
+        }
+        total += n;
+    }
+    cr_assert(eq(int, (st = sbt_cursor_next(a, &op)), 0), "%s: bulk read stopped early at %llu",
+              what, (unsigned long long)total);
+    cr_assert(total <= bound, "%s: bound %llu < %llu ops", what, (unsigned long long)bound,
+              (unsigned long long)total);
+    if (!rg || (!rg->has_time && !rg->stream))
+        cr_assert(eq(u64, bound, total), "%s: the bound of a seq range is exact", what);
+    colbuf_free(&cb);
+    sbt_cursor_close(a);
+    sbt_cursor_close(b);
+    return total;
+}
+
+Test(bulk, every_field_every_range_and_cap)
+{
+    const char *path = tpath("b.sbt");
+    write_trace(path, 3000, 50, 1, 1);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK));
+    const struct sbt_info *in = sbt_reader_info(r);
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 3000, ~0u, 0, "all"), 3000));
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 1, ~0u, 0, "cap 1"), 3000));
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 77, ~0u, 5, "cap 77 after 5"), 3000));
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 5000, ~0u, 120, "after 120"), 3000));
+    uint64_t x = 777;
+    for (int trial = 0; trial < 60; trial++) {
+        struct sbt_range rg = {0};
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        if (trial % 3 != 1) {
+            rg.has_seq = 1;
+            rg.seq_begin = (x >> 33) % 3100;
+            rg.seq_end = rg.seq_begin + (x >> 17) % 900;
+        }
+        if (trial % 3 != 0) {
+            rg.has_time = 1;
+            rg.t_begin = in->t_min + (x >> 20) % (in->t_max - in->t_min + 1000);
+            rg.t_end = rg.t_begin + (x >> 40) % 600000;
+        }
+        if (trial % 5 == 0)
+            rg.stream = fx.stream2;
+        char what[64];
+        snprintf(what, sizeof what, "trial %d", trial);
+        uint64_t cap = trial % 2 ? 4000 : 1 + (x >> 50) % 200;
+        /* half the stream ranges without the stream column: the read keeps it aside */
+        bulk_vs_cursor(r, &rg, cap, trial % 10 == 0 ? ~(1u << 4) : ~0u, trial % 4 == 3 ? 3 : 0,
+                       what);
+    }
+    sbt_reader_close(r);
+}
+
+Test(bulk, some_columns_decode_what_they_depend_on)
+{
+    /* one field at a time, and pairs whose decoding depends on columns not asked for
+     * (device times on stream and host times, geometry on the kernel) */
+    const char *path = tpath("b.sbt");
+    write_trace(path, 2000, 64, 1, 1);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK));
+    for (int i = 0; i < N_COLFIELDS; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "field %d only", i);
+        cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 2000, 1u << i, 0, what), 2000));
+    }
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 2000, 0, 0, "no field"), 2000));
+    sbt_reader_close(r);
+    struct sbt_gen_opts g = SBT_GEN_OPTS(.n_ops = 30000, .seed = 4, .digests = 1);
+    struct sbt_writer_opts wo = SBT_WRITER_OPTS(.chunk_ops = 1000);
+    cr_assert(eq(int, sbt_gen_write(path, &g, &wo, NULL), SBT_OK), "%s", sbt_errmsg());
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK));
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 30000, ~0u, 0, "gen"), 30000));
+    /* seq, kind, stream, kernel, host and device times (the DataFrame of the Python API) */
+    uint32_t df = 1u << 0 | 1u << 1 | 1u << 4 | 1u << 7 | 1u << 8 | 1u << 9 | 1u << 10 | 1u << 11;
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 30000, df, 0, "gen frame"), 30000));
+    for (int i = 0; i < N_COLFIELDS; i++) { /* many kernels, streams, geometries */
+        char what[32];
+        snprintf(what, sizeof what, "gen field %d only", i);
+        cr_assert(eq(u64, bulk_vs_cursor(r, NULL, 30000, 1u << i, 0, what), 30000));
+    }
+    sbt_reader_close(r);
+}
+
+static void bulk_golden(const char *path, const char *name)
+{
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK), "%s: %s", name, sbt_errmsg());
+    uint64_t n = sbt_reader_info(r)->n_ops;
+    cr_assert(eq(u64, bulk_vs_cursor(r, NULL, n + 1, ~0u, 0, name), n));
+    sbt_reader_close(r);
+}
+
+Test(bulk, golden_files)
+{
+    for_each_file("tests/data/format/good", bulk_golden);
+}
+
+/* Damage an OPS chunk's bytes with its CRCs fixed, so the decoders see it. Whatever the bulk
+ * read of every field says must agree with the cursor: the same ops where the cursor reads
+ * them all; where the cursor fails, a bulk failure naming the chunk offset, or success only
+ * when the damage is in the payload column (which a bulk read skips). */
+Test(bulk, damaged_columns_agree_with_the_cursor)
+{
+    const char *path = tpath("c.sbt"), *bad = tpath("bad.sbt");
+    write_trace(path, 120, 40, -1, 1);
+    size_t len;
+    uint8_t *b = slurp(path, &len);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), SBT_OK));
+    uint64_t nck;
+    const struct sbt_chunk_info *ck = sbt_reader_chunks(r, &nck);
+    struct sbt_chunk_info chunks[64];
+    uint64_t nops = 0;
+    for (uint64_t k = 0; k < nck; k++)
+        if (ck[k].content & SBT_CHUNK_OPS)
+            chunks[nops++] = ck[k];
+    sbt_reader_close(r);
+    cr_assert(nops >= 3);
+    int failed = 0, flips = 0;
+    for (uint64_t k = 0; k < nops; k++) {
+        uint64_t off = chunks[k].offset, body = off + 56;
+        for (uint64_t at = body; at < body + chunks[k].stored_len; at++) {
+            for (int bit = (int)(at % 3); bit < 8; bit += 8) {
+                uint8_t save = b[at], hdr[56];
+                b[at] ^= (uint8_t)(1u << bit);
+                memcpy(hdr, b + off, 56);
+                uint32_t crc = sbt_crc32c(0, b + body, chunks[k].stored_len);
+                for (int i = 0; i < 4; i++)
+                    b[off + 28 + i] = (uint8_t)(crc >> (8 * i));
+                crc = sbt_crc32c(0, b + off, 52);
+                for (int i = 0; i < 4; i++)
+                    b[off + 52 + i] = (uint8_t)(crc >> (8 * i));
+                spit(bad, b, len);
+                b[at] = save;
+                memcpy(b + off, hdr, 56);
+                flips++;
+                if (sbt_reader_open(bad, NULL, &r) < 0)
+                    continue;
+                sbt_cursor *a;
+                const struct sbt_op *op;
+                int sa;
+                cr_assert(eq(int, sbt_cursor_open(r, NULL, &a), SBT_OK));
+                while ((sa = sbt_cursor_next(a, &op)) == 1)
+                    ;
+                char amsg[400];
+                snprintf(amsg, sizeof amsg, "%s", sbt_errmsg());
+                sbt_cursor_close(a);
+                if (sa == 0) {
+                    bulk_vs_cursor(r, NULL, 1000, ~0u, 0, "flip");
+                } else {
+                    struct colbuf cb;
+                    colbuf_init(&cb, 1000, ~0u);
+                    cr_assert(eq(int, sbt_cursor_open(r, NULL, &a), SBT_OK));
+                    uint64_t n;
+                    int sb;
+                    while ((sb = sbt_cursor_read(a, &cb.c, 1000, &n)) == 0 && n)
+                        ;
+                    if (sb < 0) {
+                        failed++;
+                        cr_assert(strstr(sbt_errmsg(), "offset") != NULL, "flip at %llu: '%s'",
+                                  (unsigned long long)at, sbt_errmsg());
+                        cr_assert(eq(int, sbt_cursor_read(a, &cb.c, 1000, &n), sb),
+                                  "an error sticks");
+                    } else { /* the one column a bulk read never decodes */
+                        cr_assert(strstr(amsg, "payload column") != NULL,
+                                  "flip at %llu: bulk read fine, the cursor failed: %s",
+                                  (unsigned long long)at, amsg);
+                    }
+                    sbt_cursor_close(a);
+                    colbuf_free(&cb);
+                }
+                sbt_reader_close(r);
+            }
+        }
+    }
+    cr_assert(failed > 30, "only %d of %d flips reached a bulk decoder error", failed, flips);
+    free(b);
+}
+
+/* ========================================================================================== */
 /* Synthetic traces                                                                           */
 /* ========================================================================================== */
 
