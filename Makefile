@@ -160,10 +160,13 @@ $(FUZZMODE_OBJ): $(VK_CHOICE)
 $(BUILD)/fuzzmode/%.o: %.c | $(PROTO_C)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) -MMD -MP -c $< -o $@
+# a target may fuzz a parser outside the library: its sources in FUZZ_SRC_<name>
+FUZZ_SRC_spirv := capture/vk/cap_vk_spirv.c
+$(BUILD)/tests/fuzz/replay_spirv: $(FUZZ_SRC_spirv)
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/corpus_driver.c $(FUZZMODE_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) $< tests/fuzz/corpus_driver.c \
-	  $(FUZZMODE_OBJ) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+	  $(FUZZ_SRC_$*) $(FUZZMODE_OBJ) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(@D)
@@ -223,8 +226,8 @@ $(CAP_VK_JSON): capture/vk/VK_LAYER_REPRISE_capture.json.in
 	sed 's|@LIBRARY_PATH@|./libVkLayer_reprise_capture.so|' $< > $@
 EXTRA += $(CAP_VK_SO) $(CAP_VK_JSON)
 # test_capture also tests capture/common/ (the fatal-signal handling) in its own processes
-$(BUILD)/tests/test_capture: $(CAP_COMMON_OBJ)
-$(BUILD)/tests/test_capture: TEST_OBJ = $(CAP_COMMON_OBJ)
+$(BUILD)/tests/test_capture: $(CAP_COMMON_OBJ) $(BUILD)/capture/vk/cap_vk_spirv.o
+$(BUILD)/tests/test_capture: TEST_OBJ = $(CAP_COMMON_OBJ) $(BUILD)/capture/vk/cap_vk_spirv.o
 TEST_ENV += REPRISE_VK_XML=$(VK_XML)
 define INSTALL_CAP_VK
 install -m 755 $(CAP_VK_SO) $(DESTDIR)$(PREFIX)/lib/reprise/libVkLayer_reprise_capture.so
@@ -392,7 +395,7 @@ fuzz-build:
 	  $(FUZZ_BUILD)/libreprise.a
 	@set -e; $(foreach n,$(FUZZ_NAMES), \
 	  clang $(CPPFLAGS) -I$(FUZZ_BUILD)/gen $(FUZZ_CFLAGS) -fsanitize=fuzzer tests/fuzz/fuzz_$(n).c \
-	    $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/fuzz_$(n) $(LDLIBS);)
+	    $(FUZZ_SRC_$(n)) $(FUZZ_BUILD)/libreprise.a -o $(FUZZ_BUILD)/fuzz_$(n) $(LDLIBS);)
 fuzz: fuzz-build
 	@set -e; $(foreach n,$(FUZZ_NAMES),mkdir -p $(FUZZ_BUILD)/corpus-$(n); \
 	  echo "== fuzz_$(n) for $(FUZZ_SECONDS) s"; \

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capture/vk/cap_vk_spirv.h"
 #include "format/sbt.h"
 #include "format/sbt_vk.h"
 #include "tests/testenv.h"
@@ -1049,6 +1050,84 @@ Test(capture, host_write_under_running_device_output_is_loud)
     cr_expect_not_null(strstr(err, "INCOMPLETE"), "%s", err);
     sbt_reader_close(r);
     unlink(trace);
+}
+
+/* The SPIR-V reflection's view of buffer device addresses (capture/vk/cap_vk_spirv.c): a
+ * shader that writes through a PhysicalStorageBuffer pointer only with a cooperative-matrix
+ * store (KHR 4458, NV 5360: ggml's matrix kernels on GPUs that have them) may write (before:
+ * READ, and the dispatch's address accesses missed its writes: issue 21); one that only loads
+ * through such a pointer reads. A minimal module: the capability, a pointer type, a value of
+ * it, and the instruction under test. */
+static uint32_t refl_addresses(uint32_t op, uint32_t n_operands)
+{
+    uint32_t code[] = {
+        0x07230203u,
+        0x00010600u,
+        0,
+        8,
+        0,
+        2u << 16 | 17,
+        5347, /* OpCapability PhysicalStorageBufferAddresses */
+        4u << 16 | 21,
+        1,
+        32,
+        0, /* %1 = OpTypeInt 32 0 */
+        4u << 16 | 32,
+        2,
+        5349,
+        1, /* %2 = OpTypePointer PhysicalStorageBuffer %1 */
+        3u << 16 | 1,
+        2,
+        3, /* %3 = OpUndef %2 */
+        3u << 16 | 1,
+        1,
+        4, /* %4 = OpUndef %1 */
+        (1 + n_operands) << 16 | op,
+        3,
+        4,
+        5,
+        6, /* OP %3 %4 %5 %6 (pointer first) */
+    };
+    size_t n = sizeof code / sizeof code[0] - (4 - n_operands);
+    struct cap_refl refl;
+    cap_spirv_reflect(code, n, &refl);
+    uint32_t a = refl.addresses;
+    cap_refl_free(&refl);
+    return a;
+}
+
+Test(capture, cooperative_matrix_stores_through_addresses_are_writes)
+{
+    cr_expect_eq(refl_addresses(4458, 3), SBT_ACCESS_RW, "OpCooperativeMatrixStoreKHR");
+    cr_expect_eq(refl_addresses(5360, 4), SBT_ACCESS_RW, "OpCooperativeMatrixStoreNV");
+    cr_expect_eq(refl_addresses(62, 2), SBT_ACCESS_RW, "OpStore");
+    /* %5 = OpLoad %1 %3: only reads through the pointer */
+    uint32_t code[] = {0x07230203u,
+                       0x00010600u,
+                       0,
+                       8,
+                       0,
+                       2u << 16 | 17,
+                       5347,
+                       4u << 16 | 21,
+                       1,
+                       32,
+                       0,
+                       4u << 16 | 32,
+                       2,
+                       5349,
+                       1,
+                       3u << 16 | 1,
+                       2,
+                       3,
+                       4u << 16 | 61,
+                       1,
+                       5,
+                       3};
+    struct cap_refl refl;
+    cap_spirv_reflect(code, sizeof code / sizeof code[0], &refl);
+    cr_expect_eq(refl.addresses, SBT_ACCESS_READ, "OpLoad only");
+    cap_refl_free(&refl);
 }
 
 /* Two allocations importing the same host pages (issue 21): what the device writes through one

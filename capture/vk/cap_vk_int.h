@@ -35,6 +35,7 @@
 
 #include "capture/cap.h"
 #include "capture/vk/cap_vk_gen.h"
+#include "capture/vk/cap_vk_spirv.h"
 #include "format/sbt.h"
 #include "format/sbt_iset.h"
 #include "format/sbt_map.h"
@@ -240,29 +241,6 @@ struct cap_iview {
 
 struct cap_sampler {
     struct cap_obj o;
-};
-
-/* A descriptor variable of a shader module, from the SPIR-V decorations. */
-struct cap_refl_binding {
-    uint32_t set, binding, access, storage, array;
-};
-struct cap_refl_entry {
-    char name[64];
-    uint32_t local[3];
-    uint32_t spec_id[3]; /* UINT32_MAX = literal */
-};
-struct cap_refl {
-    int ok;
-    struct cap_refl_binding *b;
-    uint32_t n_b;
-    struct cap_refl_entry *e;
-    uint32_t n_e;
-    /* WorkgroupSize built-in: constants (with spec ids) */
-    int has_wgsize;
-    uint32_t wg[3], wg_spec[3];
-    /* buffer device addresses: the enum sbt_access_mode the shader may apply through
-     * PhysicalStorageBuffer pointers (0: it has none) */
-    uint32_t addresses;
 };
 
 struct cap_module {
@@ -901,14 +879,5 @@ void cap_timing_drop_all(void);
  * loading its entry point afterwards. */
 const char *cap_timing_ext(struct cap_inst *in, VkPhysicalDevice phys);
 void cap_timing_device(struct cap_dev *d, int ext_enabled);
-
-/* ---- cap_vk_spirv.c --------------------------------------------------------------------- */
-/* Parses the decorations of a SPIR-V module. refl->ok = 0 if it could not (then accesses fall
- * back to the descriptor types). Never fails the caller. */
-void cap_spirv_reflect(const uint32_t *code, size_t n_words, struct cap_refl *refl);
-void cap_refl_free(struct cap_refl *refl);
-/* Local size of an entry point after specialization. */
-void cap_spirv_local_size(const struct cap_refl *refl, const char *entry,
-                          const VkSpecializationInfo *spec, uint32_t out[3]);
 
 #endif /* REPRISE_CAP_VK_INT_H */

@@ -6,7 +6,8 @@
  * specialization constants). Accesses then say READ for a `readonly buffer` instead of the
  * conservative RW, which keeps dependency graphs and digests exact. And whether the shader uses
  * buffer device addresses (PhysicalStorageBuffer pointers), and if so whether it may write
- * through them: a store, atomic or memory copy through a pointer that is, or may be, one. A
+ * through them: a store (cooperative-matrix stores too), atomic or memory copy through a
+ * pointer that is, or may be, one. A
  * dispatch of such a shader gets accesses to every buffer with an address (cap_vk_submit.c).
  *
  * Reference: SPIR-V Specification 1.6, sections 2.3 (physical layout) and 3 (enumerants).
@@ -16,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/vk/cap_vk_int.h"
+#include "capture/vk/cap_vk_spirv.h"
+#include "format/sbt.h"
 
 enum {
     OP_CAPABILITY = 17,
@@ -47,6 +49,8 @@ enum {
     OP_ATOMIC_FMIN_EXT = 5614,
     OP_ATOMIC_FMAX_EXT = 5615,
     OP_ATOMIC_FADD_EXT = 6035,
+    OP_COOPMAT_STORE_KHR = 4458, /* SPV_KHR_cooperative_matrix: pointer, object, layout, ... */
+    OP_COOPMAT_STORE_NV = 5360,  /* SPV_NV_cooperative_matrix: pointer, object, stride, major */
     CAP_PHYSICAL_STORAGE_BUFFER = 5347,
     SC_PHYSICAL_STORAGE_BUFFER = 5349,
     DEC_SPEC_ID = 1,
@@ -114,7 +118,8 @@ static uint32_t address_access(const uint32_t *code, size_t n_words, const struc
         const uint32_t *w = code + i;
         uint32_t ptr = UINT32_MAX; /* the pointer written through */
         if ((op == OP_STORE || op == OP_COPY_MEMORY || op == OP_COPY_MEMORY_SIZED ||
-             op == OP_ATOMIC_STORE || op == OP_ATOMIC_FLAG_CLEAR) &&
+             op == OP_ATOMIC_STORE || op == OP_ATOMIC_FLAG_CLEAR || op == OP_COOPMAT_STORE_KHR ||
+             op == OP_COOPMAT_STORE_NV) &&
             wc >= 2)
             ptr = w[1];
         else if (((op >= OP_ATOMIC_FIRST && op <= OP_ATOMIC_LAST) ||
