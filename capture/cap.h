@@ -31,6 +31,21 @@
  * when unset, the first process that opens a trace makes itself the root (its children inherit
  * it). */
 #define CAP_ENV_ROOT_PID "REPRISE_ROOT_PID"
+/* The job this process belongs to (FORMAT.md 3.5, job.id): the same string in every trace of
+ * one job. Give it to captures started separately (on several machines) so that they belong
+ * together. When unset, the first process of a capture makes one from the host, the root's pid
+ * and the root's start time, and sets it for the processes it starts. */
+#define CAP_ENV_JOB "REPRISE_JOB"
+/* This process's rank and the job's number of processes, for launchers other than torchrun
+ * (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), MPICH /
+ * Intel MPI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID), PMIx (PMIX_RANK) and Slurm (SLURM_PROCID,
+ * SLURM_NTASKS, SLURM_LOCALID), which are read too; these come first. */
+#define CAP_ENV_RANK       "REPRISE_RANK"
+#define CAP_ENV_WORLD_SIZE "REPRISE_WORLD_SIZE"
+/* Test only: ns added to every CLOCK_MONOTONIC value the trace records about its clock (the
+ * epoch and the clock pairs), as if the trace came from a machine whose monotonic clock is that
+ * far ahead; the tests of clock alignment simulate several machines with it. */
+#define CAP_ENV_TEST_CLOCK_SHIFT "REPRISE_TEST_CLOCK_SHIFT_NS"
 /* The capture's manifest: <stem of REPRISE_TRACE>.procs beside the root trace. Each process
  * appends one line when it opens its trace, in one write:
  *   pid <TAB> parent pid <TAB> start (realtime ns) <TAB> trace path <TAB> command line
