@@ -101,7 +101,8 @@ static const char check_help[] =
     "printed after it. The job passes only when every rank passes; the exit code is the\n"
     "highest of the ranks' (1 fail, 3 bad input, 4 no device, 5 internal), and the summary\n"
     "names every rank that did not pass with its trace. --keep DIR gives rank K DIR/rank-K\n"
-    "(logs in DIR); --json/--junit/--perfetto F give rank K F-stem.rank-K.ext. --results,\n"
+    "(logs in DIR; a process without a rank: pid-P); --json/--junit/--perfetto F give rank K\n"
+    "F-stem.rank-K.ext. --results,\n"
     "--baseline, --dump-dirs and --expect name files of one trace and are refused for a job.\n\n"
     "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
     "capture or the expectation differs), missing / extra op, replay-error. Under a tolerance\n"
@@ -317,22 +318,6 @@ static int auto_runs(sbt_reader *cap, sbt_reader *const *base, uint32_t n_base,
  * checks a trace is the same, and a rank that crashes its replay takes only its own check).
  * ========================================================================================== */
 
-/* FILE.json -> FILE.rank-K.json; a directory (--keep) -> DIR/rank-K. */
-static char *rank_path(const char *v, int is_dir, uint32_t k)
-{
-    char buf[4400];
-    if (is_dir) {
-        snprintf(buf, sizeof buf, "%s/rank-%u", v, k);
-    } else {
-        const char *slash = strrchr(v, '/'), *dot = strrchr(v, '.');
-        if (!dot || (slash && dot < slash) || dot == v || (slash && dot == slash + 1))
-            snprintf(buf, sizeof buf, "%s.rank-%u", v, k);
-        else
-            snprintf(buf, sizeof buf, "%.*s.rank-%u%s", (int)(dot - v), v, k, dot);
-    }
-    return strdup(buf);
-}
-
 struct job_child {
     pid_t pid;
     int code; /* exit code, -1 while running */
@@ -342,8 +327,8 @@ struct job_child {
 /* Starts `reprise check` on process k of the job: argv as given (getopt left the options in
  * argv[1..optind-1] and the job at argv[optind]), with the job replaced by the trace and the
  * per-rank outputs (pointers into argv: outs) renamed. */
-static int job_spawn(int argc, char **argv, const char *const outs[4], const char *trace,
-                     uint32_t k, struct job_child *ch)
+static int job_spawn(int argc, char **argv, const char *const outs[4], const struct cli_job_proc *p,
+                     struct job_child *ch)
 {
     static const char *const opt_names[4] = {"--keep=", "--json=", "--junit=", "--perfetto="};
     char **cv = calloc((size_t)argc + 2, sizeof *cv);
@@ -363,7 +348,7 @@ static int job_spawn(int argc, char **argv, const char *const outs[4], const cha
             size_t len = strlen(argv[i]);
             if (!v || v < argv[i] || v > argv[i] + len)
                 continue;
-            char *rp = rank_path(v, o == 0, k);
+            char *rp = cli_job_out_path(v, o == 0, p);
             if (rp && v != argv[i]) { /* --opt=VALUE */
                 char *t = malloc(strlen(rp) + 16);
                 if (t)
@@ -376,7 +361,7 @@ static int job_spawn(int argc, char **argv, const char *const outs[4], const cha
         }
         n++;
     }
-    cv[n++] = (char *)trace;
+    cv[n++] = p->trace;
     cv[n] = NULL;
     fflush(stdout);
     fflush(stderr);
@@ -458,8 +443,10 @@ static int check_job(int argc, char **argv, const char *const outs[4], uint32_t 
     while (printed < j->n) {
         while (next < j->n && running < parallel) {
             struct job_child *c = &ch[next];
-            snprintf(c->log, sizeof c->log, "%s/rank-%u.log", logdir, next);
-            if (job_spawn(argc, argv, outs, j->p[next].trace, next, c) < 0) {
+            char *lp = cli_job_out_path(logdir, 1, &j->p[next]);
+            snprintf(c->log, sizeof c->log, "%s.log", lp ? lp : logdir);
+            free(lp);
+            if (job_spawn(argc, argv, outs, &j->p[next], c) < 0) {
                 cli_err("check", "cannot start the check of %s: %s", j->p[next].trace,
                         strerror(errno));
                 c->code = CLI_INTERNAL;

@@ -116,6 +116,9 @@ int cli_job_open(const char *cmd, const char *path, struct cli_job **out);
 void cli_job_free(struct cli_job *j);
 /* The export options that put process i of j on the job's time axis: ts_offset and ts_drift
  * (and run, label and pid: a process per rank). */
+/* Where process p's output goes when the job's is v: a directory (is_dir) DIR/rank-K, a file
+ * F.ext F.rank-K.ext (pid-P for a process without a rank). malloc'd; NULL without memory. */
+char *cli_job_out_path(const char *v, int is_dir, const struct cli_job_proc *p);
 struct sbt_export_opts;
 void cli_job_export_opts(const struct cli_job *j, uint32_t i, struct sbt_export_opts *o);
 

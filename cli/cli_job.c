@@ -290,3 +290,22 @@ void cli_job_export_opts(const struct cli_job *j, uint32_t i, struct sbt_export_
     o->ts_offset = (int64_t)llround(p->start_ns);
     o->ts_drift = p->fit.source == SBT_CLOCK_PAIRS && p->fit.n_pairs > 1 ? p->fit.b - 1 : 0;
 }
+
+char *cli_job_out_path(const char *v, int is_dir, const struct cli_job_proc *p)
+{
+    char buf[4400], who[48];
+    if (p->rank >= 0)
+        snprintf(who, sizeof who, "rank-%" PRId64, p->rank);
+    else
+        snprintf(who, sizeof who, "pid-%s", *p->pid ? p->pid : "unknown");
+    if (is_dir) {
+        snprintf(buf, sizeof buf, "%s/%s", v, who);
+    } else {
+        const char *slash = strrchr(v, '/'), *dot = strrchr(v, '.');
+        if (!dot || (slash && dot < slash) || dot == v || (slash && dot == slash + 1))
+            snprintf(buf, sizeof buf, "%s.%s", v, who);
+        else
+            snprintf(buf, sizeof buf, "%.*s.%s%s", (int)(dot - v), v, who, dot);
+    }
+    return strdup(buf);
+}
