@@ -243,6 +243,8 @@ int cli_job_open(const char *cmd, const char *path, struct cli_job **out)
         double off;
         sbt_clock_map(&p->fit, p->t_min, &off);
         p->start_ns = (double)(int64_t)(p->fit.real_base - j->origin_real) + off;
+        if (p->start_ns < 0 && p->start_ns > -1)
+            p->start_ns = 0; /* the origin is rounded to whole ns */
         double b0 = sbt_clock_bound(&p->fit, p->t_min), b1 = sbt_clock_bound(&p->fit, p->t_max);
         p->bound_ns = b0 > b1 ? b0 : b1;
     }
