@@ -327,7 +327,7 @@ struct job_child {
 /* Starts `reprise check` on process k of the job: argv as given (getopt left the options in
  * argv[1..optind-1] and the job at argv[optind]), with the job replaced by the trace and the
  * per-rank outputs (pointers into argv: outs) renamed. */
-static int job_spawn(int argc, char **argv, const char *const outs[4], const struct cli_job_proc *p,
+static int job_spawn(int argc, char **argv, const char *const outs[5], const struct cli_job_proc *p,
                      struct job_child *ch)
 {
     static const char *const opt_names[4] = {"--keep=", "--json=", "--junit=", "--perfetto="};
@@ -342,6 +342,13 @@ static int job_spawn(int argc, char **argv, const char *const outs[4], const str
     cv[n++] = "reprise";
     cv[n++] = "check";
     for (int i = 1; i < optind; i++) {
+        const char *par = outs[4]; /* --parallel's value: the job's, not the trace's */
+        if (par && i + 1 < optind && argv[i + 1] == par) {
+            i++;
+            continue;
+        }
+        if (par && par > argv[i] && par <= argv[i] + strlen(argv[i]))
+            continue;
         cv[n] = argv[i];
         for (int o = 0; o < 4; o++) {
             const char *v = outs[o];
@@ -406,7 +413,7 @@ static const char *exit_word(int code)
     }
 }
 
-static int check_job(int argc, char **argv, const char *const outs[4], uint32_t parallel, int quiet)
+static int check_job(int argc, char **argv, const char *const outs[5], uint32_t parallel, int quiet)
 {
     const char *index = argv[optind];
     struct cli_job *j;
@@ -525,6 +532,7 @@ int cli_check(int argc, char **argv)
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     uint64_t parallel = 0;
+    const char *par_arg = NULL;
     const char *results[MAX_RESULTS], *dumps[MAX_RESULTS], *base_args[MAX_RESULTS];
     uint32_t n_results = 0, n_dumps = 0, n_base_args = 0;
     const char *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
@@ -637,6 +645,7 @@ int cli_check(int argc, char **argv)
             quiet = 1;
             break;
         case 'X':
+            par_arg = optarg;
             if (cli_parse_u64(optarg, &parallel) || !parallel || parallel > 256)
                 return cli_usage("check", "--parallel '%s': expected 1..256", optarg);
             break;
@@ -655,7 +664,7 @@ int cli_check(int argc, char **argv)
                              "%s is a job: --results, --baseline, --dump-dirs and "
                              "--expect name files of one trace",
                              argv[optind]);
-        const char *outs[4] = {keep, json, junit, pf};
+        const char *outs[5] = {keep, json, junit, pf, par_arg};
         for (int i = 1; i < 4; i++)
             if (outs[i] && !strcmp(outs[i], "-"))
                 return cli_usage("check",

@@ -450,3 +450,175 @@ Test(cli, dist_runs_on_a_bare_debian_root, .timeout = 600)
     cr_expect(report_row(rep, "SKIP", "vulkan") != NULL, "%s", rep);
     cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
 }
+
+/* ========================================================================================== */
+/* Jobs: the traces of a capture's processes taken together (info, export, check, diff,      */
+/* analyze on TRACE-stem.procs or a directory)                                               */
+/* ========================================================================================== */
+
+static char vkbuild[600];
+
+static void job_setup(void)
+{
+    make_tmp();
+    const char *b = getenv("REPRISE_BUILD");
+    snprintf(vkbuild, sizeof vkbuild, "%s", b && *b ? b : "build/default");
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_compute >/dev/null 2>&1", vkbuild);
+    int st = system(cmd);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        rm_tmp();
+        cr_skip_test("no Vulkan device with a compute queue here (or tests/vk not built)");
+    }
+}
+
+TestSuite(job, .init = job_setup, .fini = rm_tmp);
+
+/* Runs a shell command in the temp dir (no reprise in front), output into out. */
+static int tsh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int tsh(const char *fmt, ...)
+{
+    char args[1024], cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && { %s; } 2>&1", tmpdir, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p != NULL);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int have_mpirun(void)
+{
+    return system("command -v mpirun >/dev/null 2>&1") == 0;
+}
+
+/* Validates a Perfetto file with ../shared/perfetto/check_pftrace.sh when it is there (with
+ * protoc); 1 when it was validated, 0 when the validator is absent. */
+static int validate_pftrace(const char *name)
+{
+    char cwd[512], cmd[2048];
+    cr_assert(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(cmd, sizeof cmd, "%s/../shared/perfetto/check_pftrace.sh", cwd);
+    if (access(cmd, X_OK) != 0 || system("command -v protoc >/dev/null 2>&1") != 0)
+        return 0;
+    snprintf(cmd, sizeof cmd,
+             "%s/../shared/perfetto/check_pftrace.sh --strict --no-tp %s/%s >%s/v.txt 2>&1", cwd,
+             tmpdir, name, tmpdir);
+    cr_expect(eq(int, system(cmd), 0), "check_pftrace.sh --strict failed on %s (see v.txt)", name);
+    return 1;
+}
+
+/* `mpirun -np 2` of a deterministic program: the job's manifest lists both ranks (info), one
+ * validated timeline holds a process per rank and the alignment (export), every rank passes
+ * (check), the job agrees with itself given as a directory (diff pairs by rank), and analyze
+ * gives both ranks' tables and the skew at their shared launches. */
+Test(job, mpirun_job_info_export_check_diff_analyze, .timeout = 300)
+{
+    if (!have_mpirun())
+        cr_skip_test("no mpirun (Debian: openmpi-bin, scripts/deps.sh)");
+    cr_assert(eq(int,
+                 run("capture --digests -o t.sbt -- mpirun --allow-run-as-root --oversubscribe "
+                     "-np 2 %s/tests/vk/vk_compute",
+                     vkbuild),
+                 0),
+              "%s", out);
+    cr_assert(eq(int, run("info t.procs"), 0), "%s", out);
+    cr_expect(strstr(out, ": 2 processes") != NULL, "%s", out);
+    cr_expect(strstr(out, "\n0        2      0") != NULL && strstr(out, "\n1        2      1"),
+              "ranks 0 and 1 of 2 with their local ranks: %s", out);
+    cr_expect(strstr(out, "2 pairs") != NULL, "clock pairs at start and end: %s", out);
+
+    cr_assert(eq(int, run("export t.procs -f perfetto -o j.pftrace"), 0), "%s", out);
+    cr_expect(strstr(out, "wrote j.pftrace: 2 processes of job") != NULL, "%s", out);
+    validate_pftrace("j.pftrace");
+    cr_assert(eq(int,
+                 run("export t.procs -f json -o j.json -q && grep -c '\"rank [01]\"' j.json "
+                     "&& grep -q 'clock alignment' j.json && grep -q origin_realtime_ns "
+                     "j.json"),
+                 0),
+              "%s", out);
+
+    cr_assert(eq(int, run("check t.procs --runs 2 --keep k"), 0), "%s", out);
+    cr_expect(strstr(out, "PASS: 2 of 2 processes passed") != NULL, "%s", out);
+    cr_expect(strstr(out, "== rank 0 (pid") != NULL && strstr(out, "== rank 1 (pid") != NULL, "%s",
+              out);
+    cr_expect(eq(int, tsh("test -f k/rank-0.log && test -f k/rank-1/run2.sbt"), 0),
+              "per-rank logs and results under --keep");
+
+    cr_assert(eq(int, tsh("mkdir d && cp t.*.sbt d/"), 0));
+    cr_assert(eq(int, run("diff t.procs d -q"), 0), "%s", out);
+    cr_expect(strstr(out, "AGREE: 2 pairs of processes by rank, 0 differ") != NULL, "%s", out);
+    cr_assert(eq(int, tsh("rm d/$(ls d | head -1)"), 0));
+    cr_assert(eq(int, run("diff t.procs d -q"), 1), "%s", out);
+    cr_expect(strstr(out, "only in t.procs") != NULL, "the rank missing from d: %s", out);
+
+    cr_assert(eq(int, run("analyze t.procs --top 3"), 0), "%s", out);
+    cr_expect(strstr(out, "== rank 0 (pid") != NULL && strstr(out, "== rank 1 (pid") != NULL, "%s",
+              out);
+    cr_expect(strstr(out, "kernels and other timed ops") != NULL, "%s", out);
+    cr_expect(strstr(out, "skew between ranks at shared points") != NULL &&
+                  strstr(out, "shared points; largest skew") != NULL,
+              "%s", out);
+}
+
+/* One nondeterministic rank (tests/vk/racy, with lavapipe on 4 threads) fails the job, and the
+ * job's report names it; the deterministic rank still passes. */
+Test(job, a_racy_rank_fails_the_job_and_is_named, .timeout = 300)
+{
+    if (!have_mpirun())
+        cr_skip_test("no mpirun (Debian: openmpi-bin, scripts/deps.sh)");
+    setenv("LP_NUM_THREADS", "4", 1); /* racy's race shows with two threads or more */
+    cr_assert(eq(int,
+                 run("capture --digests -o t.sbt -- mpirun --allow-run-as-root --oversubscribe "
+                     "-np 1 %s/tests/vk/vk_compute : -np 1 %s/tests/vk/racy",
+                     vkbuild, vkbuild),
+                 0),
+              "%s", out);
+    int rc = run("check t.procs --runs 3 --parallel 2");
+    cr_expect(eq(int, rc, 1), "%s", out);
+    cr_expect(strstr(out, "FAIL: 1 of 2 processes passed") != NULL, "%s", out);
+    cr_expect(strstr(out, "  rank 1: FAIL (exit 1): ") != NULL, "names rank 1: %s", out);
+    cr_expect(strstr(out, "nondeterministic") != NULL, "%s", out);
+    char *r0 = strstr(out, "== rank 0 (pid");
+    cr_expect(r0 && strstr(r0, ": pass\n") && strstr(r0, ": pass\n") < strstr(r0, "== rank 1"),
+              "rank 0 passes: %s", out);
+}
+
+/* A program that forks its workers: their traces, put together, export to one valid timeline
+ * (a process per worker) and check as one passing job, several at a time. */
+Test(job, forked_workers_export_and_check, .timeout = 300)
+{
+    cr_assert(eq(int, run("capture --digests -o t.sbt -- %s/tests/vk/vk_fork 3 3", vkbuild), 0),
+              "%s", out);
+    cr_assert(eq(int, run("export t.procs -f perfetto"), 0), "%s", out);
+    cr_expect(strstr(out, "wrote t.pftrace: 3 processes") != NULL, "%s", out);
+    validate_pftrace("t.pftrace");
+    cr_assert(eq(int, run("check t.procs --runs 2 --parallel 2 --json r.json -q"), 0), "%s", out);
+    cr_expect(strstr(out, "PASS: 3 of 3 processes passed") != NULL, "%s", out);
+    cr_expect(eq(int, tsh("test -s r.rank-0.json && test -s r.rank-2.json"), 0),
+              "one JSON report per rank");
+}
+
+/* What a job cannot take, and a job with nothing in it. */
+Test(job, usage_and_bad_jobs)
+{
+    cr_assert(eq(int, tsh("mkdir e"), 0));
+    cr_assert(eq(int, run("info e"), 3), "%s", out);
+    cr_expect(strstr(out, "no traces in this job") != NULL, "%s", out);
+    cr_assert(eq(int, run("info missing.procs"), 3), "%s", out);
+    cr_expect(strstr(out, "cannot read the job's manifest missing.procs") != NULL, "%s", out);
+    cr_assert(eq(int, run("gen -o e/a.sbt --ops 100"), 0), "%s", out);
+    cr_assert(eq(int, run("check e --results e/a.sbt"), 2), "%s", out);
+    cr_expect(strstr(out, "is a job") != NULL, "%s", out);
+    cr_assert(eq(int, run("export e -f dot"), 2), "%s", out);
+    cr_assert(eq(int, run("diff e e/a.sbt"), 2), "%s", out);
+    cr_assert(eq(int, run("analyze e --why 3"), 2), "%s", out);
+    /* gen traces have no rank and no clock: a job of one, placed at 0 */
+    cr_assert(eq(int, run("info e"), 0), "%s", out);
+    cr_expect(strstr(out, "none (at 0)") != NULL, "%s", out);
+}
