@@ -182,6 +182,7 @@ static int export_job(const char *in, const char *out, int format, int no_args, 
             cli_progress("export", i + 1, j->n);
     }
     cli_progress_end();
+    uint64_t bytes = em ? sbt_export_emitter_bytes(em) : 0;
     int st2 = em ? sbt_export_emitter_close(em) : 0;
     if (st >= 0 && st2 < 0) {
         cli_err("export", "%s", sbt_errmsg());
@@ -199,9 +200,9 @@ static int export_job(const char *in, const char *out, int format, int no_args, 
     if (!quiet)
         fprintf(stderr,
                 "reprise: export: wrote %s: %u processes of job %s, %" PRIu64 " ops, %" PRIu64
-                " slices, %" PRIu64 " flows, %" PRIu64 " tracks\n",
+                " slices, %" PRIu64 " flows, %" PRIu64 " tracks, %" PRIu64 " bytes\n",
                 to_stdout ? "stdout" : out, j->n, *j->p[0].id ? j->p[0].id : "(no id)", sum.n_ops,
-                sum.n_slices, sum.n_flows, sum.n_tracks);
+                sum.n_slices, sum.n_flows, sum.n_tracks, bytes);
     cli_job_free(j);
     return CLI_OK;
 }

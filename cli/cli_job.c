@@ -176,8 +176,11 @@ static int read_proc(const char *cmd, const char *path, struct cli_job_proc *p)
     }
     if (p->rank >= 0)
         snprintf(p->label, sizeof p->label, "rank %" PRId64, p->rank);
-    else
-        snprintf(p->label, sizeof p->label, "pid %s", *p->pid ? p->pid : "?");
+    else if (*p->pid)
+        snprintf(p->label, sizeof p->label, "pid %s", p->pid);
+    else /* not captured (gen, import): its file's name */
+        snprintf(p->label, sizeof p->label, "%.40s",
+                 strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     return CLI_OK;
 }
 

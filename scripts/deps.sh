@@ -10,7 +10,7 @@ PKGS="gcc make pkg-config python3 libzstd-dev libxxhash-dev libprotobuf-c-dev pr
 libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
-    protobuf-compiler libvkfft-dev glslang-dev debootstrap"
+    protobuf-compiler libvkfft-dev glslang-dev debootstrap openmpi-bin"
 fi
 # Node.js and npm run Dawn (tests/webgpu): Debian's, unless a node and npm are already here
 if [ "${1:-build}" = test ] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
