@@ -618,6 +618,8 @@ Test(job, usage_and_bad_jobs)
     cr_assert(eq(int, run("export e -f dot"), 2), "%s", out);
     cr_assert(eq(int, run("diff e e/a.sbt"), 2), "%s", out);
     cr_assert(eq(int, run("analyze e --why 3"), 2), "%s", out);
+    cr_assert(eq(int, run("view e"), 2), "%s", out);
+    cr_expect(strstr(out, "reprise info e lists its traces") != NULL, "%s", out);
     /* gen traces have no rank and no clock: a job of one, placed at 0 */
     cr_assert(eq(int, run("info e"), 0), "%s", out);
     cr_expect(strstr(out, "none (at 0)") != NULL, "%s", out);
