@@ -6,12 +6,16 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "format/sbt.h"
 
 static char tmpdir[64];
 static char out[1 << 16];
@@ -602,6 +606,67 @@ Test(job, forked_workers_export_and_check, .timeout = 300)
     cr_expect(strstr(out, "PASS: 3 of 3 processes passed") != NULL, "%s", out);
     cr_expect(eq(int, tsh("test -s r.rank-0.json && test -s r.rank-2.json"), 0),
               "one JSON report per rank");
+}
+
+/* The op time (ns since its epoch) of a trace's first op, on this machine's CLOCK_MONOTONIC:
+ * its recorded epoch less the test's shift. */
+static double first_op_mono(const char *name, uint64_t shift)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    const char *e = sbt_reader_meta_get(r, "clock.epoch_monotonic_ns");
+    cr_assert(e != NULL);
+    double v = (double)(strtoull(e, NULL, 10) - shift) + (double)sbt_reader_info(r)->t_min;
+    sbt_reader_close(r);
+    return v;
+}
+
+/* Two captures started separately, as on two machines: one REPRISE_JOB, ranks given by
+ * REPRISE_RANK, the second's monotonic clock recorded 500 s ahead (another machine's boot
+ * time). Gathered in a directory they are one job of two ranks, and on the exported timeline
+ * the second starts where it really did after the first (the truth: both ran on this
+ * machine's monotonic clock), within the stated bounds; by monotonic time it would be 500 s
+ * off. */
+Test(job, two_captures_of_one_job_with_a_clock_500s_off, .timeout = 300)
+{
+    const uint64_t shift = 500000000000ull;
+    setenv("REPRISE_JOB", "two-machines", 1);
+    setenv("REPRISE_WORLD_SIZE", "2", 1);
+    setenv("REPRISE_RANK", "0", 1);
+    cr_assert(eq(int, run("capture -o a.sbt -- %s/tests/vk/vk_compute", vkbuild), 0), "%s", out);
+    setenv("REPRISE_RANK", "1", 1);
+    setenv("REPRISE_TEST_CLOCK_SHIFT_NS", "500000000000", 1);
+    cr_assert(eq(int, run("capture -o b.sbt -- %s/tests/vk/vk_compute", vkbuild), 0), "%s", out);
+    unsetenv("REPRISE_TEST_CLOCK_SHIFT_NS");
+    unsetenv("REPRISE_RANK");
+    unsetenv("REPRISE_WORLD_SIZE");
+    unsetenv("REPRISE_JOB");
+    double truth = first_op_mono("b.sbt", shift) - first_op_mono("a.sbt", 0);
+    cr_assert(truth > 0, "b ran after a");
+    cr_assert(eq(int, tsh("mkdir d && mv a.sbt b.sbt d/"), 0));
+    cr_assert(eq(int, run("info d"), 0), "%s", out);
+    cr_expect(strstr(out, "job        two-machines: 2 processes") != NULL, "%s", out);
+    cr_assert(eq(int, run("export d -f json -o j.json -q"), 0), "%s", out);
+    /* the alignment instants, in order of start: rank 0 at 0, then rank 1 */
+    cr_assert(eq(int, tsh("grep -o -E '\"(start|bound)_ns\":[^,}]*' j.json"), 0));
+    double start[2] = {-1, -1}, bound[2] = {-1, -1};
+    char *p = out;
+    for (int k = 0; k < 2; k++) {
+        p = strstr(p, "\"start_ns\":");
+        cr_assert(p != NULL, "%s", out);
+        start[k] = strtod(p + 11, NULL);
+        p = strstr(p, "\"bound_ns\":");
+        cr_assert(p != NULL, "%s", out);
+        bound[k] = strtod(p + 11, NULL);
+    }
+    cr_expect(fabs(start[0]) < 1, "rank 0 starts the job: %.1f", start[0]);
+    cr_expect(fabs(start[1] - truth) <= bound[0] + bound[1] + 1000,
+              "rank 1 starts %.0f ns after rank 0 on the timeline, %.0f ns in truth (bounds %.0f + "
+              "%.0f)",
+              start[1], truth, bound[0], bound[1]);
+    cr_expect(bound[0] > 0 && bound[0] < 1e6 && bound[1] > 0 && bound[1] < 1e6);
 }
 
 /* What a job cannot take, and a job with nothing in it. */
