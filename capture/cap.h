@@ -33,8 +33,9 @@
 #define CAP_ENV_ROOT_PID "REPRISE_ROOT_PID"
 /* The job this process belongs to (FORMAT.md 3.5, job.id): the same string in every trace of
  * one job. Give it to captures started separately (on several machines) so that they belong
- * together. When unset, the first process of a capture makes one from the host, the root's pid
- * and the root's start time, and sets it for the processes it starts. */
+ * together. `reprise capture` sets one (host, the root's pid, the time) when it is unset; a
+ * capture without it (the layer enabled by hand) makes one in its first process from the host,
+ * the root's pid and the root's start time, and sets it for the processes it starts. */
 #define CAP_ENV_JOB "REPRISE_JOB"
 /* This process's rank and the job's number of processes, for launchers other than torchrun
  * (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), MPICH /

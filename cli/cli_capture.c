@@ -358,6 +358,19 @@ int cli_capture(int argc, char **argv)
         char me[24];
         snprintf(me, sizeof me, "%d", (int)getpid());
         setenv(CAP_ENV_ROOT_PID, me, 1); /* exec keeps the pid: the program is the root */
+        if (!getenv(CAP_ENV_JOB) || !*getenv(CAP_ENV_JOB)) {
+            /* one id for every process of this capture, even those started after the root
+             * exited (capture/cap.h): host, the root's pid, and the realtime of now */
+            char host[256] = "host", job[400];
+            struct timespec rt;
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            snprintf(job, sizeof job, "%s-%s-%llx", host, me,
+                     (unsigned long long)rt.tv_sec * 1000000000ull +
+                         (unsigned long long)rt.tv_nsec);
+            setenv(CAP_ENV_JOB, job, 1);
+        }
         if (!cuda) {
             prepend_env("VK_ADD_LAYER_PATH", dir, ':');
             prepend_env("VK_INSTANCE_LAYERS", CAP_VK_LAYER_NAME, ':');

@@ -1665,3 +1665,34 @@ Test(capture, fork_workers_and_a_clock_500s_off_are_aligned_within_the_bound)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* A process that starts using the GPU after the program `reprise capture` started has exited
+ * (a daemonised worker) still belongs to the capture's job. Before: the capture CLI left the
+ * job id to the capture libraries, which make it from the root's /proc entry, gone by then: the
+ * late process got a job of its own. */
+Test(capture, a_process_started_after_the_root_exited_shares_the_job)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-late-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && env -u REPRISE_JOB %s capture -o t.sbt -- sh -c '%s/tests/vk/vk_compute; "
+             "(sleep 0.5; %s/tests/vk/vk_compute) & exit 0'",
+             dir, bin, build, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char paths[8][512];
+    cr_assert_eq(manifest_traces(dir, paths, 8), 2, "%s", err);
+    char id[2][256];
+    for (int i = 0; i < 2; i++) {
+        sbt_reader *r;
+        cr_assert_eq(sbt_reader_open(paths[i], NULL, &r), 0, "%s", sbt_errmsg());
+        const char *v = sbt_reader_meta_get(r, "job.id");
+        cr_assert_not_null(v, "%s", paths[i]);
+        snprintf(id[i], sizeof id[i], "%s", v);
+        sbt_reader_close(r);
+    }
+    cr_expect_str_eq(id[0], id[1], "one job for the capture's processes");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
