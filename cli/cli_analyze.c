@@ -34,8 +34,8 @@ static const char analyze_help[] =
     "for each process in rank order, its summary and kernel table (--top rows), then the skew\n"
     "between ranks at shared points. A shared point is the n-th launch of a kernel (entry\n"
     "point and program image)\n"
-    "that every rank makes at least n times; its skew is the spread of the ranks' host begin\n"
-    "times on the job's time axis (each trace's clock pairs fitted to realtime; the alignment's\n"
+    "that every rank makes at least n times; its skew is the spread of the ranks' device begin\n"
+    "times (host begin of the call where the trace has no device times) on the job's time axis (each trace's clock pairs fitted to realtime; the alignment's\n"
     "error bound is printed beside it). Per kernel: points, median and largest skew, and at the\n"
     "largest which rank was first and which last. Ranks are read one at a time; memory holds\n"
     "the points of the first rank (at most 1M; the rest are left out, and the output says so).\n"
@@ -337,11 +337,14 @@ static int skew_rank(struct skew *sk, const struct cli_job *j, uint32_t ri)
             break;
         }
         uint32_t o = (uint32_t)(*n)++;
+        /* when it ran: its device begin where measured (the capture maps device times to
+         * the host clock), else the host begin of its call */
+        uint64_t at = op->flags & SBT_OPF_DEV_TIME ? op->dev_begin : op->host_begin;
         double off;
-        sbt_clock_map(&p->fit, op->host_begin, &off);
+        sbt_clock_map(&p->fit, at, &off);
         double t = (double)(int64_t)(p->fit.real_base - j->origin_real) + off;
         if (p->fit.source == SBT_CLOCK_NONE)
-            t = (double)(op->host_begin - p->t_min);
+            t = (double)(at > p->t_min ? at - p->t_min : 0);
         uint64_t key = point_key(h, o);
         uint64_t *v = ri == 0 ? NULL : sbt_map_get(&sk->idx, key);
         if (ri == 0) {
@@ -399,7 +402,7 @@ static void skew_print(const struct skew *sk, const struct cli_job *j)
     for (uint32_t i = 0; i < j->n; i++)
         if (j->p[i].bound_ns > bound)
             bound = j->p[i].bound_ns;
-    printf("\nskew between ranks at shared points (host begin of the n-th launch of a kernel "
+    printf("\nskew between ranks at shared points (begin of the n-th launch of a kernel "
            "every rank launches; alignment bound %s per rank%s)\n",
            cli_fmt_ns(bound, b[0], 32), j->unaligned ? "; some ranks unaligned" : "");
     if (j->n < 2) {

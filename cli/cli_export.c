@@ -105,7 +105,10 @@ static int job_alignment_track(sbt_export_emitter *em, const struct cli_job *j)
     qsort(by, j->n, sizeof *by, cmp_start);
     for (uint32_t i = 0; st >= 0 && i < j->n; i++) {
         const struct cli_job_proc *p = by[i];
-        const char *src = p->fit.source == SBT_CLOCK_PAIRS   ? "clock pairs, least squares"
+        const char *src = p->fit.source == SBT_CLOCK_ANCHORS
+                              ? "anchors (NCCL collectives shared with the first rank), least "
+                                "squares"
+                          : p->fit.source == SBT_CLOCK_PAIRS ? "clock pairs, least squares"
                           : p->fit.source == SBT_CLOCK_EPOCH ? "epoch pair only"
                                                              : "no realtime: placed at 0";
         struct sbt_export_arg a[] = {
@@ -119,6 +122,8 @@ static int job_alignment_track(sbt_export_emitter *em, const struct cli_job *j)
             {.name = "clock_pairs", .type = SBT_EXPORT_ARG_UINT, .v.u = p->fit.n_pairs},
             {.name = "source", .type = SBT_EXPORT_ARG_STR, .v.s = src},
             {.name = "origin_realtime_ns", .type = SBT_EXPORT_ARG_UINT, .v.u = j->origin_real},
+            {.name = "anchors", .type = SBT_EXPORT_ARG_UINT, .v.u = p->n_anchors},
+            {.name = "anchor_shift_ns", .type = SBT_EXPORT_ARG_DOUBLE, .v.d = p->anchor_shift_ns},
         };
         struct sbt_export_event ev = {.name = p->label, .args = a, .n_args = sizeof a / sizeof *a};
         st = sbt_export_instant(em, track, p->start_ns > 0 ? (uint64_t)p->start_ns : 0, &ev);

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,10 @@ static const char info_help[] =
     "JOB is the capture's manifest (TRACE-stem.procs) or a directory of traces (of one job\n"
     "captured on several machines): one line per process in rank order with its rank, world\n"
     "size, host, pid, ops, where it starts on the job's time axis and the error bound of that\n"
-    "placement (clock pairs fitted to realtime, FORMAT.md 3.6), trace and command line.\n"
+    "placement (clock pairs fitted to realtime, FORMAT.md 3.6; for a rank on another host than\n"
+    "the first rank, the NCCL collectives both ran where the traces have device times: \"N\n"
+    "anchors, moved T\" says how far they moved it from where its realtime clock put it), trace\n"
+    "and command line.\n"
     "Exit codes: 0 ok, 3 unreadable or foreign trace.\n";
 
 struct info_ctx {
@@ -72,7 +76,7 @@ static int info_job(const char *path)
     int ex = cli_job_open("info", path, &j);
     if (ex != CLI_OK)
         return ex;
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32];
     printf("job        %s: %u process%s%s\n", *j->p[0].id ? j->p[0].id : "(no job id)", j->n,
            j->n == 1 ? "" : "es", j->n_ids > 1 ? " (of several job ids!)" : "");
     printf("index      %s\n", path);
@@ -89,7 +93,11 @@ static int info_job(const char *path)
             snprintf(world, sizeof world, "%" PRId64, p->world);
         if (p->local_rank >= 0)
             snprintf(local, sizeof local, "%" PRId64, p->local_rank);
-        if (p->fit.source == SBT_CLOCK_PAIRS)
+        if (p->fit.source == SBT_CLOCK_ANCHORS)
+            snprintf(clk, sizeof clk, "%u anchors, moved %s%s", p->n_anchors,
+                     p->anchor_shift_ns < 0 ? "-" : "+",
+                     cli_fmt_ns(fabs(p->anchor_shift_ns), b3, sizeof b3));
+        else if (p->fit.source == SBT_CLOCK_PAIRS)
             snprintf(clk, sizeof clk, "%u pairs, %+.2f ppm", p->fit.n_pairs, (p->fit.b - 1) * 1e6);
         else
             snprintf(clk, sizeof clk, "%s",

@@ -95,8 +95,12 @@ struct cli_job_proc {
     char *argv;
     uint64_t n_ops, t_min, t_max; /* op times: ns since the trace's epoch */
     struct sbt_clock_fit fit;
-    double start_ns; /* realtime of t_min relative to the job's origin */
-    double bound_ns; /* error bound of its times on the job's axis (at t_min and t_max) */
+    uint64_t epoch_mono;    /* clock.epoch_monotonic_ns, 0 when absent */
+    uint32_t n_anchors;     /* shared points its fit uses (fit.source SBT_CLOCK_ANCHORS), else 0 */
+    double anchor_shift_ns; /* how far the anchors moved its start from where its clock pairs
+                               put it (the realtime clocks' disagreement) */
+    double start_ns;        /* realtime of t_min relative to the job's origin */
+    double bound_ns;        /* error bound of its times on the job's axis (at t_min and t_max) */
 };
 struct cli_job {
     char *index; /* what was given */

@@ -16,10 +16,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "capture/cap.h"
 #include "cli/cli_int.h"
 #include "format/sbt_export.h"
+#include "format/sbt_map.h"
 
 int cli_job_is(const char *path)
 {
@@ -161,6 +163,8 @@ static int read_proc(const char *cmd, const char *path, struct cli_job_proc *p)
     p->ppid = meta_dup(r, "capture.ppid");
     p->id = meta_dup(r, "job.id");
     p->argv = meta_dup(r, "argv");
+    const char *ep = sbt_reader_meta_get(r, "clock.epoch_monotonic_ns");
+    p->epoch_mono = ep ? strtoull(ep, NULL, 10) : 0;
     p->n_ops = in->n_ops;
     p->t_min = in->t_min;
     p->t_max = in->t_max;
@@ -182,6 +186,172 @@ static int read_proc(const char *cmd, const char *path, struct cli_job_proc *p)
         snprintf(p->label, sizeof p->label, "%.40s",
                  strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     return CLI_OK;
+}
+
+/* ==========================================================================================
+ * Anchors: points every rank waits on. A NCCL collective (a kernel named ncclDevKernel_* or
+ * ncclKernel_* of AllReduce, AllGather, ReduceScatter, Broadcast or Reduce) completes on every
+ * rank at once, within its last hop: the device end of the n-th launch of one collective is
+ * the same instant in every rank. A rank on another host than the reference (the first rank)
+ * is placed by least squares over those instants instead of its realtime clock, whose error
+ * against the reference's host is unknown. Ops without device times are no anchors (a launch
+ * returns before the collective runs).
+ * ========================================================================================== */
+
+#define MAX_ANCHORS (1u << 20)
+
+static const char *anchor_name(sbt_reader *r, const struct sbt_op *op)
+{
+    static const char *const coll[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                       "Reduce"};
+    if (op->kind != SBT_OP_KERNEL || !(op->flags & SBT_OPF_DEV_TIME))
+        return NULL;
+    const struct sbt_kernel *k = op->kernel ? sbt_reader_kernel(r, op->kernel) : NULL;
+    const char *n = k ? sbt_reader_string(r, k->name) : NULL;
+    if (!n || !*n)
+        n = sbt_reader_string(r, op->name);
+    if (!n || (strncmp(n, "ncclDevKernel_", 14) && strncmp(n, "ncclKernel_", 11)))
+        return NULL;
+    for (size_t i = 0; i < sizeof coll / sizeof coll[0]; i++)
+        if (strstr(n, coll[i]))
+            return n;
+    return NULL;
+}
+
+/* Calls fn(ctx, key, device end) for each anchor of the trace at path, in op order; key names
+ * the collective and its occurrence. */
+static int anchors_read(const char *cmd, const char *path,
+                        int (*fn)(void *ctx, uint64_t key, uint64_t t_end), void *ctx)
+{
+    sbt_reader *r;
+    int ex = cli_open_trace(cmd, path, &r);
+    if (ex != CLI_OK)
+        return ex;
+    struct sbt_map occ = {0};
+    sbt_cursor *c;
+    const struct sbt_op *op;
+    int st = sbt_cursor_open(r, NULL, &c);
+    while (st >= 0 && (st = sbt_cursor_next(c, &op)) == 1) {
+        const char *n = anchor_name(r, op);
+        if (!n)
+            continue;
+        uint64_t h = XXH3_64bits(n, strlen(n));
+        uint64_t *k = sbt_map_put(&occ, h, NULL);
+        if (!k) {
+            st = SBT_ENOMEM;
+            break;
+        }
+        if (fn(ctx, sbt_map_hash(h ^ sbt_map_hash((*k)++ + 0x9e3779b97f4a7c15ull)), op->dev_end))
+            break;
+    }
+    if (st < 0)
+        cli_err(cmd, "%s: %s", path, sbt_errmsg());
+    sbt_cursor_close(c);
+    sbt_map_free(&occ);
+    sbt_reader_close(r);
+    return st < 0 ? cli_exit_for(st) : CLI_OK;
+}
+
+struct anchor_ref {     /* the reference rank's anchors */
+    struct sbt_map idx; /* key -> index + 1 */
+    uint64_t *t;        /* device end, its trace time */
+    uint32_t n, cap;
+};
+
+static int ref_add(void *ctx, uint64_t key, uint64_t t_end)
+{
+    struct anchor_ref *a = ctx;
+    if (a->n >= MAX_ANCHORS)
+        return 1;
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 256;
+        uint64_t *t = realloc(a->t, cap * sizeof *t);
+        if (!t)
+            return 1;
+        a->t = t;
+        a->cap = cap;
+    }
+    int is_new;
+    uint64_t *v = sbt_map_put(&a->idx, key, &is_new);
+    if (!v)
+        return 1;
+    if (is_new) {
+        a->t[a->n] = t_end;
+        *v = ++a->n;
+    }
+    return 0;
+}
+
+struct anchor_pairs { /* one rank's anchors met in the reference, as clock pairs */
+    const struct anchor_ref *ref;
+    const struct cli_job_proc *rp, *p;
+    struct sbt_clock_pair *v;
+    uint32_t n, cap;
+};
+
+static int pair_add(void *ctx, uint64_t key, uint64_t t_end)
+{
+    struct anchor_pairs *a = ctx;
+    const uint64_t *i = sbt_map_get(&a->ref->idx, key);
+    if (!i)
+        return 0;
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 256;
+        struct sbt_clock_pair *v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        a->v = v;
+        a->cap = cap;
+    }
+    uint64_t t_ref = a->ref->t[*i - 1];
+    double off;
+    sbt_clock_map(&a->rp->fit, t_ref, &off);
+    a->v[a->n++] =
+        (struct sbt_clock_pair){.mono_ns = a->p->epoch_mono + t_end,
+                                .real_ns = a->rp->fit.real_base + (uint64_t)llround(off),
+                                .err_ns = (uint64_t)ceil(sbt_clock_bound(&a->rp->fit, t_ref)) + 1};
+    return 0;
+}
+
+/* Places the ranks on other hosts than the reference by the anchors they share with it. */
+static int job_anchors(const char *cmd, struct cli_job *j)
+{
+    const struct cli_job_proc *rp = &j->p[0];
+    int need = 0;
+    for (uint32_t i = 1; i < j->n; i++)
+        need |= strcmp(j->p[i].host, rp->host) != 0;
+    if (!need || rp->fit.source == SBT_CLOCK_NONE)
+        return CLI_OK;
+    struct anchor_ref ref = {0};
+    int ex = anchors_read(cmd, rp->trace, ref_add, &ref);
+    for (uint32_t i = 1; ex == CLI_OK && ref.n && i < j->n; i++) {
+        struct cli_job_proc *p = &j->p[i];
+        if (!strcmp(p->host, rp->host) || p->fit.source == SBT_CLOCK_NONE || !p->epoch_mono)
+            continue;
+        struct anchor_pairs a = {.ref = &ref, .rp = rp, .p = p};
+        ex = anchors_read(cmd, p->trace, pair_add, &a);
+        struct sbt_clock_fit f;
+        if (ex == CLI_OK && a.n >= 2) {
+            if (sbt_clock_fit_pairs(a.v, a.n, p->epoch_mono, &f) == 0) {
+                double was, now;
+                sbt_clock_map(&p->fit, p->t_min, &was);
+                sbt_clock_map(&f, p->t_min, &now);
+                p->anchor_shift_ns = (double)(int64_t)(f.real_base - p->fit.real_base) + now - was;
+                f.source = SBT_CLOCK_ANCHORS;
+                p->fit = f;
+                p->n_anchors = a.n;
+            } else {
+                fprintf(stderr,
+                        "reprise: %s: note: %s: its anchors do not fit (%s); placed by "
+                        "its clock pairs\n",
+                        cmd, p->trace, sbt_errmsg());
+            }
+        }
+        free(a.v);
+    }
+    free(ref.t);
+    sbt_map_free(&ref.idx);
+    return ex;
 }
 
 int cli_job_open(const char *cmd, const char *path, struct cli_job **out)
@@ -217,6 +387,10 @@ int cli_job_open(const char *cmd, const char *path, struct cli_job **out)
         return ex;
     }
     qsort(j->p, j->n, sizeof *j->p, cmp_proc);
+    if ((ex = job_anchors(cmd, j)) != CLI_OK) {
+        cli_job_free(j);
+        return ex;
+    }
 
     /* the origin: the earliest first op on the realtime axis, relative to the first
      * aligned trace's base (differences of ns fit a double exactly) */
@@ -293,7 +467,7 @@ void cli_job_export_opts(const struct cli_job *j, uint32_t i, struct sbt_export_
     o->pid = (int32_t)i + 1;
     o->label = p->label;
     o->ts_offset = (int64_t)llround(p->start_ns);
-    o->ts_drift = p->fit.source == SBT_CLOCK_PAIRS && p->fit.n_pairs > 1 ? p->fit.b - 1 : 0;
+    o->ts_drift = p->fit.source >= SBT_CLOCK_PAIRS && p->fit.n_pairs > 1 ? p->fit.b - 1 : 0;
 }
 
 char *cli_job_out_path(const char *v, int is_dir, const struct cli_job_proc *p)

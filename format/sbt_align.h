@@ -30,9 +30,12 @@ struct sbt_clock_pair {
 
 /* Where a fit comes from. */
 enum sbt_clock_source {
-    SBT_CLOCK_NONE = 0,  /* the trace records no realtime: not alignable */
-    SBT_CLOCK_EPOCH = 1, /* only the epoch pair (traces before clock.sync): drift assumed */
-    SBT_CLOCK_PAIRS = 2, /* least squares over clock.sync pairs */
+    SBT_CLOCK_NONE = 0,    /* the trace records no realtime: not alignable */
+    SBT_CLOCK_EPOCH = 1,   /* only the epoch pair (traces before clock.sync): drift assumed */
+    SBT_CLOCK_PAIRS = 2,   /* least squares over clock.sync pairs */
+    SBT_CLOCK_ANCHORS = 3, /* least squares over points shared with another trace (its caller
+                              builds the pairs: this trace's monotonic time of each point, the
+                              other trace's realtime of it; FORMAT.md 3.6) */
 };
 
 /* The drift a fit of one pair assumes: at most this many ns per s (500 ppm, the most that

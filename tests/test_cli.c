@@ -455,6 +455,92 @@ Test(cli, dist_runs_on_a_bare_debian_root, .timeout = 600)
     cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
 }
 
+/* A rank of a job on `host`, written directly (no device needed): at true time T its monotonic
+ * clock reads T + mono_off and its realtime clock W + T + real_err (an NTP error of real_err).
+ * A NCCL all-reduce ends at T = 10, 20, ..., 200 ms on every rank (its device times; the
+ * ranks enter it 300 us apart), and a kernel of the rank's own runs after each. */
+static void synth_rank(const char *name, int rank, const char *host, uint64_t mono_off,
+                       int64_t real_err)
+{
+    const uint64_t W = 1795000000000000000ull, ms = 1000000;
+    uint64_t epoch = mono_off + ms; /* capture started at T = 1 ms */
+    char path[256], v[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    snprintf(v, sizeof v, "%d", rank);
+    cr_assert(eq(int, sbt_writer_meta(w, "job.rank", v), 0));
+    cr_assert(eq(int, sbt_writer_meta(w, "job.id", "synthetic"), 0));
+    cr_assert(eq(int, sbt_writer_meta(w, "host", host), 0));
+    snprintf(v, sizeof v, "%" PRIu64, epoch);
+    cr_assert(eq(int, sbt_writer_meta(w, "clock.epoch_monotonic_ns", v), 0));
+    snprintf(v, sizeof v, "%" PRIu64 " %" PRIu64 " 20 start", epoch, W + ms + real_err);
+    cr_assert(eq(int, sbt_writer_meta(w, "clock.sync.0", v), 0));
+    snprintf(v, sizeof v, "%" PRIu64 " %" PRIu64 " 20 end", mono_off + 300 * ms,
+             W + 300 * ms + real_err);
+    cr_assert(eq(int, sbt_writer_meta(w, "clock.sync.1", v), 0));
+    struct sbt_device d = {.api = SBT_API_CUDA};
+    uint32_t dev, st, k_ar, k_own;
+    cr_assert(eq(int, sbt_writer_intern(w, "gpu", &d.name), 0));
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &dev), 0));
+    struct sbt_stream sd = {.device = dev, .kind = SBT_STREAM_CUDA, .handle = 1};
+    cr_assert(eq(int, sbt_writer_add_stream(w, &sd, &st), 0));
+    struct sbt_kernel k = {0};
+    cr_assert(eq(int, sbt_writer_intern(w, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", &k.name), 0));
+    cr_assert(eq(int, sbt_writer_add_kernel(w, &k, &k_ar), 0));
+    cr_assert(eq(int, sbt_writer_intern(w, "own_work", &k.name), 0));
+    cr_assert(eq(int, sbt_writer_add_kernel(w, &k, &k_own), 0));
+    for (uint64_t i = 1; i <= 20; i++) {
+        uint64_t end = i * 10 * ms, begin = end - 2 * ms + (uint64_t)rank * 300000;
+        struct sbt_op o = {.kind = SBT_OP_KERNEL,
+                           .flags = SBT_OPF_DEV_TIME | SBT_OPF_KERNEL,
+                           .stream = st,
+                           .kernel = k_ar,
+                           .host_begin = begin - 50000 + mono_off - epoch,
+                           .host_end = begin - 40000 + mono_off - epoch,
+                           .dev_begin = begin + mono_off - epoch,
+                           .dev_end = end + mono_off - epoch};
+        cr_assert(eq(int, sbt_writer_add_op(w, &o, NULL), 0), "%s", sbt_errmsg());
+        o.kernel = k_own;
+        o.dev_begin = end + ms + mono_off - epoch;
+        o.dev_end = o.dev_begin + 3 * ms;
+        o.host_begin = o.dev_begin - 50000;
+        o.host_end = o.host_begin + 10000;
+        cr_assert(eq(int, sbt_writer_add_op(w, &o, NULL), 0), "%s", sbt_errmsg());
+    }
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+}
+
+/* Two ranks on two machines whose realtime clocks disagree by 3 ms (NTP): their NCCL
+ * all-reduces, which end at one instant on every rank, place the second machine's rank where
+ * it really ran (its first op 300 us after rank 0's), not where its realtime clock says (3 ms
+ * later): analyze then shows rank 1 entering each all-reduce 300 us late and the work after
+ * it starting at once on both. Before: placed by its realtime clock (skews of 2.7 and 3 ms). */
+Test(cli, job_on_two_hosts_is_placed_by_its_collectives)
+{
+    synth_rank("r0.sbt", 0, "machine-a", 5000000000000ull, 0);
+    synth_rank("r1.sbt", 1, "machine-b", 9000000000000ull, 3000000);
+    cr_assert(eq(int, run("info ."), 0), "%s", out);
+    cr_expect(strstr(out, "20 anchors, moved -3.00 ms") != NULL, "rank 1 moved back 3 ms: %s", out);
+    cr_assert(eq(int, run("export . -f json -o j.json -q"), 0), "%s", out);
+    cr_assert(eq(int, run("analyze . --top 2"), 0), "%s", out);
+    char *row = strstr(out, "skew between ranks at shared points");
+    row = row ? strstr(row, "ncclDevKernel_AllReduce_Sum_f32_RING_LL") : NULL;
+    cr_assert(row != NULL, "%s", out);
+    unsigned n_pts = 0;
+    char med[16], unit[8];
+    cr_assert(sscanf(row + 40, "%u %15s %7s", &n_pts, med, unit) == 3, "%s", row);
+    cr_expect(eq(u32, n_pts, 20));
+    cr_expect(strcmp(med, "300.00") == 0 && strcmp(unit, "us") == 0,
+              "rank 1 enters each all-reduce 300 us after rank 0: %s %s", med, unit);
+    cr_expect(strstr(row, "rank 0 -> rank 1") != NULL, "%.160s", row);
+    char *own = strstr(row, "own_work");
+    cr_assert(own != NULL, "%s", row);
+    cr_assert(sscanf(own + 40, "%u %15s %7s", &n_pts, med, unit) == 3, "%s", own);
+    cr_expect(strtod(med, NULL) <= 2 && !strcmp(unit, "ns"),
+              "the work after each all-reduce starts at once on both: %s %s", med, unit);
+}
+
 /* ========================================================================================== */
 /* Jobs: the traces of a capture's processes taken together (info, export, check, diff,      */
 /* analyze on TRACE-stem.procs or a directory)                                               */
