@@ -32,13 +32,14 @@ static const char analyze_help[] =
     "  --why SEQ:FROM     the chain of dependencies by which op SEQ waits for op FROM\n\n"
     "JOB (the capture's manifest TRACE-stem.procs, or a directory of traces; see reprise info):\n"
     "for each process in rank order, its summary and kernel table (--top rows), then the skew\n"
-    "between ranks at shared points. A shared point is the n-th launch of a kernel (entry\n"
-    "point and program image)\n"
-    "that every rank makes at least n times; its skew is the spread of the ranks' device begin\n"
-    "times (host begin of the call where the trace has no device times) on the job's time axis (each trace's clock pairs fitted to realtime; the alignment's\n"
-    "error bound is printed beside it). Per kernel: points, median and largest skew, and at the\n"
-    "largest which rank was first and which last. Ranks are read one at a time; memory holds\n"
-    "the points of the first rank (at most 1M; the rest are left out, and the output says so).\n"
+    "between ranks at shared points. A shared point is the n-th launch of a kernel (entry point\n"
+    "and program image) that every rank makes at least n times; its skew is the spread of the\n"
+    "ranks' device begin times (the host begin of the call where the trace has no device times)\n"
+    "on the job's time axis (clock pairs fitted to realtime, or NCCL collectives across hosts:\n"
+    "reprise info); the alignment's error bound is printed beside it. Per kernel: points,\n"
+    "median and largest skew, and at the largest which rank was first and which last (at a\n"
+    "collective: who arrived first and last). Ranks are read one at a time; memory holds the\n"
+    "points of the first rank (at most 1M; the rest are left out, and the output says so).\n"
     "--json, --why, --time-range, --ops and --stream are for one trace.\n";
 
 /* "op 12 (kernel 'name' on stream 3)" into buf. */
