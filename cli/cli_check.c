@@ -102,8 +102,10 @@ static const char check_help[] =
     "highest of the ranks' (1 fail, 3 bad input, 4 no device, 5 internal), and the summary\n"
     "names every rank that did not pass with its trace. --keep DIR gives rank K DIR/rank-K\n"
     "(logs in DIR; a process without a rank: pid-P); --json/--junit/--perfetto F give rank K\n"
-    "F-stem.rank-K.ext. --results,\n"
-    "--baseline, --dump-dirs and --expect name files of one trace and are refused for a job.\n\n"
+    "F-stem.rank-K.ext, and F itself the job's report (JSON: the verdict, then per rank its\n"
+    "trace, exit code, log and report; JUnit: a test case per rank, failures naming it).\n"
+    "--results, --baseline, --dump-dirs and --expect name files of one trace and are refused\n"
+    "for a job.\n\n"
     "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
     "capture or the expectation differs), missing / extra op, replay-error. Under a tolerance\n"
     "every result's outputs are compared with every other's and with the capture's, so the\n"
@@ -413,6 +415,111 @@ static const char *exit_word(int code)
     }
 }
 
+/* s for JSON (quoted) or XML (xml = 1: attribute text) on f. */
+static void put_str(FILE *f, const char *s, int xml)
+{
+    if (!xml)
+        fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (xml && (c == '<' || c == '>' || c == '&' || c == '"'))
+            fprintf(f, "&#%u;", c);
+        else if (!xml && (c == '"' || c == '\\'))
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, xml ? "&#%u;" : "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    if (!xml)
+        fputc('"', f);
+}
+
+/* The job's own reports at json and junit (NULL: not asked): a verdict per rank with its
+ * trace, exit code, log and report files. 0, or -1 after a message when one cannot be
+ * written. */
+static int job_reports(const struct cli_job *j, const struct job_child *ch, int worst,
+                       const char *json, const char *junit)
+{
+    int bad = 0;
+    const char *id = *j->p[0].id ? j->p[0].id : j->index;
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            cli_err("check", "--json %s: %s", json, strerror(errno));
+            return -1;
+        }
+        fprintf(f, "{\"job\":");
+        put_str(f, id, 0);
+        fprintf(f, ",\"index\":");
+        put_str(f, j->index, 0);
+        fprintf(f, ",\"verdict\":\"%s\",\"exit\":%d,\"processes\":[",
+                worst == CLI_OK ? "pass" : "fail", worst);
+        for (uint32_t k = 0; k < j->n; k++) {
+            const struct cli_job_proc *p = &j->p[k];
+            char *rp = cli_job_out_path(json, 0, p);
+            fprintf(f, "%s{\"rank\":%" PRId64 ",\"label\":", k ? "," : "", p->rank);
+            put_str(f, p->label, 0);
+            fprintf(f, ",\"host\":");
+            put_str(f, p->host, 0);
+            fprintf(f, ",\"pid\":");
+            put_str(f, p->pid, 0);
+            fprintf(f, ",\"trace\":");
+            put_str(f, p->trace, 0);
+            fprintf(f, ",\"exit\":%d,\"verdict\":", ch[k].code);
+            put_str(f, exit_word(ch[k].code), 0);
+            fprintf(f, ",\"log\":");
+            put_str(f, ch[k].log, 0);
+            fprintf(f, ",\"report\":");
+            put_str(f, rp ? rp : "", 0);
+            fprintf(f, "}");
+            free(rp);
+        }
+        fprintf(f, "]}\n");
+        if (ferror(f) | (fclose(f) != 0)) {
+            cli_err("check", "--json %s: write failed", json);
+            bad = -1;
+        }
+    }
+    if (junit) {
+        FILE *f = fopen(junit, "w");
+        if (!f) {
+            cli_err("check", "--junit %s: %s", junit, strerror(errno));
+            return -1;
+        }
+        uint32_t n_fail = 0;
+        for (uint32_t k = 0; k < j->n; k++)
+            n_fail += ch[k].code != CLI_OK;
+        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
+                   "<testsuite name=\"reprise check job ");
+        put_str(f, id, 1);
+        fprintf(f, "\" tests=\"%u\" failures=\"%u\">\n", j->n, n_fail);
+        for (uint32_t k = 0; k < j->n; k++) {
+            const struct cli_job_proc *p = &j->p[k];
+            fprintf(f, "  <testcase classname=\"job\" name=\"");
+            put_str(f, p->label, 1);
+            fprintf(f, "\"");
+            if (ch[k].code == CLI_OK) {
+                fprintf(f, "/>\n");
+                continue;
+            }
+            fprintf(f, ">\n    <failure message=\"%s: ", exit_word(ch[k].code));
+            put_str(f, p->label, 1);
+            fprintf(f, " (exit %d): ", ch[k].code);
+            put_str(f, p->trace, 1);
+            fprintf(f, "; log ");
+            put_str(f, ch[k].log, 1);
+            fprintf(f, "\"/>\n  </testcase>\n");
+        }
+        fprintf(f, "</testsuite>\n</testsuites>\n");
+        if (ferror(f) | (fclose(f) != 0)) {
+            cli_err("check", "--junit %s: write failed", junit);
+            bad = -1;
+        }
+    }
+    return bad;
+}
+
 static int check_job(int argc, char **argv, const char *const outs[5], uint32_t parallel, int quiet)
 {
     const char *index = argv[optind];
@@ -497,6 +604,8 @@ static int check_job(int argc, char **argv, const char *const outs[5], uint32_t 
         if (ch[k].code != CLI_OK)
             printf("  %s: %s (exit %d): %s (log %s)\n", j->p[k].label, exit_word(ch[k].code),
                    ch[k].code, j->p[k].trace, ch[k].log);
+    if (job_reports(j, ch, worst, outs[1], outs[2]) != 0 && worst < CLI_BADINPUT)
+        worst = CLI_BADINPUT;
     free(ch);
     cli_job_free(j);
     return worst;

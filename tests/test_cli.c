@@ -677,6 +677,15 @@ Test(job, a_racy_rank_fails_the_job_and_is_named, .timeout = 300)
     char *r0 = strstr(out, "== rank 0 (pid");
     cr_expect(r0 && strstr(r0, ": pass\n") && strstr(r0, ": pass\n") < strstr(r0, "== rank 1"),
               "rank 0 passes: %s", out);
+    /* the job's own reports: rank 1 failing, named */
+    cr_assert(eq(int, run("check t.procs --runs 3 -q --json j.json --junit j.xml"), 1), "%s", out);
+    cr_expect(eq(int,
+                 tsh("grep -q '\"verdict\":\"fail\"' j.json && grep -q '\"label\":\"rank "
+                     "1\",[^}]*\"exit\":1' j.json && grep -q 'tests=\"2\" failures=\"1\"' j.xml && "
+                     "grep -q '<failure message=\"FAIL: rank 1 (exit 1)' j.xml && test -s "
+                     "j.rank-1.json"),
+                 0),
+              "job reports naming rank 1");
 }
 
 /* A program that forks its workers: their traces, put together, export to one valid timeline
