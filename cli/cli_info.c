@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capture/cap.h"
 #include "cli/cli_int.h"
@@ -80,7 +81,12 @@ static int info_job(const char *path)
     printf("job        %s: %u process%s%s\n", *j->p[0].id ? j->p[0].id : "(no job id)", j->n,
            j->n == 1 ? "" : "es", j->n_ids > 1 ? " (of several job ids!)" : "");
     printf("index      %s\n", path);
-    printf("time 0     realtime %" PRIu64 " ns (the job's first op)%s\n", j->origin_real,
+    char when[64] = "";
+    time_t secs = (time_t)(j->origin_real / 1000000000u);
+    struct tm tm;
+    if (j->origin_real && gmtime_r(&secs, &tm))
+        strftime(when, sizeof when, " = %Y-%m-%d %H:%M:%S UTC", &tm);
+    printf("time 0     realtime %" PRIu64 " ns%s (the job's first op)%s\n", j->origin_real, when,
            j->unaligned ? "; some traces record no realtime: placed at 0" : "");
     printf("%-8s %-6s %-6s %-12s %-8s %-8s %10s %12s %12s %-22s %s\n", "rank", "world", "local",
            "host", "pid", "parent", "ops", "start", "bound", "clock", "trace  command");

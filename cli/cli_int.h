@@ -91,6 +91,7 @@ struct cli_job_proc {
     int64_t rank;                 /* job.rank, -1 when the trace has none */
     int64_t world, local_rank;    /* -1 when not recorded */
     char label[48];               /* "rank 3", or "pid 1234" without a rank */
+    char title[160];              /* "rank 3 (pid 1234 on host)": its process in an export */
     char *host, *pid, *ppid, *id; /* metadata ("" when absent); id = job.id */
     char *argv;
     uint64_t n_ops, t_min, t_max; /* op times: ns since the trace's epoch */

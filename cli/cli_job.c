@@ -185,6 +185,11 @@ static int read_proc(const char *cmd, const char *path, struct cli_job_proc *p)
     else /* not captured (gen, import): its file's name */
         snprintf(p->label, sizeof p->label, "%.40s",
                  strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+    if (*p->pid)
+        snprintf(p->title, sizeof p->title, "%s (pid %s on %.80s)", p->label, p->pid,
+                 *p->host ? p->host : "?");
+    else
+        snprintf(p->title, sizeof p->title, "%s", p->label);
     return CLI_OK;
 }
 
@@ -465,7 +470,7 @@ void cli_job_export_opts(const struct cli_job *j, uint32_t i, struct sbt_export_
     const struct cli_job_proc *p = &j->p[i];
     o->run = i;
     o->pid = (int32_t)i + 1;
-    o->label = p->label;
+    o->label = p->title;
     o->ts_offset = (int64_t)llround(p->start_ns);
     o->ts_drift = p->fit.source >= SBT_CLOCK_PAIRS && p->fit.n_pairs > 1 ? p->fit.b - 1 : 0;
 }
