@@ -1696,3 +1696,40 @@ Test(capture, a_process_started_after_the_root_exited_shares_the_job)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* A capture that runs for seconds records a clock pair at a flush about once a second, besides
+ * the start and the end ones: a long capture's drift is measured along it. */
+Test(capture, clock_pairs_at_flushes_once_a_second)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-pairs-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    /* one worker, dispatches waited for one by one: a few seconds of capture */
+    snprintf(cmd, sizeof cmd, "cd %s && %s capture -o t.sbt -- %s/tests/vk/vk_fork 1 4000", dir,
+             bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    sbt_reader *r[1];
+    cr_assert_eq(job_traces(dir, r, 1), 1, "%s", err);
+    struct sbt_clock_pair *p;
+    uint32_t n;
+    cr_assert_eq(sbt_clock_pairs(r[0], &p, &n), 0, "%s", sbt_errmsg());
+    uint64_t span = p[n - 1].mono_ns - p[0].mono_ns;
+    cr_expect_geq(n, 2 + span / 1000000000u - 1, "%u pairs over %.2f s", n, (double)span / 1e9);
+    int flushes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "clock.sync.%u", i);
+        flushes += strstr(sbt_reader_meta_get(r[0], key), " flush") != NULL;
+        if (i)
+            cr_expect_geq(p[i].mono_ns - p[i - 1].mono_ns, i + 1 < n ? 999000000u : 0u,
+                          "pair %u: %" PRIu64 " ns after the previous (once a second)", i,
+                          p[i].mono_ns - p[i - 1].mono_ns);
+    }
+    if (span > 1200000000u)
+        cr_expect_geq(flushes, 1, "a run of %.2f s has a pair at a flush", (double)span / 1e9);
+    free(p);
+    sbt_reader_close(r[0]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
