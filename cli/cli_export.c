@@ -16,7 +16,7 @@
 static const char export_help[] =
     "usage: reprise export TRACE -f perfetto|json|dot [-o OUT] [--time-range A:B] [--ops A:B]\n"
     "                      [--stream S] [--group-by device,stream|thread] [--no-args] [-q]\n"
-    "       reprise export JOB -f perfetto|json [-o OUT] [--no-args] [-q]\n\n"
+    "       reprise export JOB -f perfetto|json [-o OUT] [--time-range A:B] [--no-args] [-q]\n\n"
     "Writes TRACE for a viewer:\n"
     "  perfetto  Perfetto protobuf (.pftrace): open it in https://ui.perfetto.dev or query it\n"
     "            with trace_processor. A process per device with a track per stream or queue\n"
@@ -47,7 +47,9 @@ static const char export_help[] =
     "realtime, FORMAT.md 3.6; 0 = the job's first op), and a process \"job\" whose \"clock\n"
     "alignment\" track has one instant per rank with its offset, drift, error bound and\n"
     "trace. Traces are exported one after the other: one trace is open at a time, so memory\n"
-    "does not grow with the number of ranks. Default OUT: JOB-stem.pftrace or JOB.pftrace.\n\n"
+    "does not grow with the number of ranks. --time-range A:B is a window of the job's time\n"
+    "axis (0 = its first op), each rank's ops overlapping it. Default OUT: JOB-stem.pftrace or\n"
+    "JOB.pftrace.\n\n"
     "The Perfetto UI struggles with files of a few hundred MB: export prints a note when the\n"
     "output will be that large; export a window with --time-range or --ops then.\n";
 
@@ -132,7 +134,26 @@ static int job_alignment_track(sbt_export_emitter *em, const struct cli_job *j)
     return st;
 }
 
-static int export_job(const char *in, const char *out, int format, int no_args, int quiet)
+/* The window [cr->t0, cr->t1) of the job's time axis in the trace times of process i. */
+static void job_window(const struct cli_job *j, uint32_t i, const struct cli_range *cr,
+                       struct sbt_range *rg)
+{
+    const struct cli_job_proc *p = &j->p[i];
+    struct sbt_export_opts o = SBT_EXPORT_OPTS();
+    cli_job_export_opts(j, i, &o);
+    double rate = 1 + o.ts_drift; /* job ns per trace ns */
+    double a = ((double)cr->t0 - p->start_ns) / rate;
+    double b = cr->t1 == UINT64_MAX ? 1e30 : ((double)cr->t1 - p->start_ns) / rate;
+    memset(rg, 0, sizeof *rg);
+    rg->has_time = 1;
+    rg->t_begin = a <= 0 ? p->t_min : p->t_min + (uint64_t)a;
+    rg->t_end = b >= 1e19 ? UINT64_MAX : b <= 0 ? p->t_min : p->t_min + (uint64_t)b;
+    if (rg->t_end < rg->t_begin)
+        rg->t_end = rg->t_begin;
+}
+
+static int export_job(const char *in, const char *out, int format, int no_args, int quiet,
+                      const struct cli_range *cr)
 {
     struct cli_job *j;
     int ex = cli_job_open("export", in, &j);
@@ -144,6 +165,17 @@ static int export_job(const char *in, const char *out, int format, int no_args, 
         cli_job_free(j);
         return CLI_BADINPUT;
     }
+    uint64_t est = 0;
+    for (uint32_t i = 0; i < j->n; i++)
+        est += j->p[i].n_ops * (format == SBT_EXPORT_JSON ? 560 : 140); /* as export TRACE */
+    char b1[32];
+    if (est >= LARGE_OUTPUT_BYTES && !cr->has_time)
+        fprintf(stderr,
+                "reprise: export: note: the output will be about %s (%u processes); the "
+                "Perfetto UI struggles with files of a few hundred MB. Export a window of the "
+                "job (--time-range 0:100ms), a directory holding the ranks of interest, or query "
+                "the file with trace_processor.\n",
+                cli_fmt_bytes((double)est, b1, sizeof b1), j->n);
     char outbuf[4096];
     if (!out) {
         size_t n = strlen(in), k = strlen(".procs");
@@ -174,6 +206,11 @@ static int export_job(const char *in, const char *out, int format, int no_args, 
             break;
         struct sbt_export_opts eo = SBT_EXPORT_OPTS(.no_args = no_args);
         cli_job_export_opts(j, i, &eo);
+        struct sbt_range rg;
+        if (cr->has_time) {
+            job_window(j, i, cr, &rg);
+            eo.range = &rg;
+        }
         struct sbt_export_stats s;
         st = sbt_export_trace(em, r, &eo, &s);
         if (st < 0)
@@ -288,12 +325,12 @@ int cli_export(int argc, char **argv)
     else
         return cli_usage("export", "-f '%s': expected perfetto, json or dot", fmt);
     if (cli_job_is(in)) {
-        if (!format || cr.has_time || cr.has_ops || cr.stream || eo.group_by)
+        if (!format || cr.has_ops || cr.stream || eo.group_by)
             return cli_usage("export",
-                             "%s is a job: -f dot, --time-range, --ops, --stream and "
-                             "--group-by thread are for one trace",
+                             "%s is a job: -f dot, --ops, --stream and --group-by "
+                             "thread are for one trace",
                              in);
-        return export_job(in, out, format, eo.no_args, quiet);
+        return export_job(in, out, format, eo.no_args, quiet, &cr);
     }
 
     sbt_reader *r;

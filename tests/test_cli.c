@@ -455,6 +455,8 @@ Test(cli, dist_runs_on_a_bare_debian_root, .timeout = 600)
     cr_expect(strstr(rep, " 0 failed") != NULL, "%s", rep);
 }
 
+static int tsh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A rank of a job on `host`, written directly (no device needed): at true time T its monotonic
  * clock reads T + mono_off and its realtime clock W + T + real_err (an NTP error of real_err).
  * A NCCL all-reduce ends at T = 10, 20, ..., 200 ms on every rank (its device times; the
@@ -523,6 +525,18 @@ Test(cli, job_on_two_hosts_is_placed_by_its_collectives)
     cr_assert(eq(int, run("info ."), 0), "%s", out);
     cr_expect(strstr(out, "20 anchors, moved -3.00 ms") != NULL, "rank 1 moved back 3 ms: %s", out);
     cr_assert(eq(int, run("export . -f json -o j.json -q"), 0), "%s", out);
+    /* a window of the job's axis: every rank's ops overlapping [50 ms, 80 ms) of it, no other
+     * (the job's time 0 is rank 0's first op, at T = 7.95 ms) */
+    cr_assert(eq(int, run("export . -f json -o w.json -q --time-range 50ms:80ms"), 0), "%s", out);
+    cr_assert(
+        eq(int,
+           tsh("python3 -c 'import json,sys; ev=json.load(open(\"w.json\"))[\"traceEvents\"]; "
+               "x=[e for e in ev if e.get(\"ph\")==\"X\" and e.get(\"name\")!=\"\"]; "
+               "bad=[e for e in x if not (e[\"ts\"]<80000 and e[\"ts\"]+e[\"dur\"]>=50000)]; "
+               "pids=set(e[\"pid\"] for e in x); print(len(x), len(bad), len(pids)); "
+               "sys.exit(0 if x and not bad and len(pids)==2 else 1)'"),
+           0),
+        "window: %s", out);
     cr_assert(eq(int, run("analyze . --top 2"), 0), "%s", out);
     char *row = strstr(out, "skew between ranks at shared points");
     row = row ? strstr(row, "ncclDevKernel_AllReduce_Sum_f32_RING_LL") : NULL;
