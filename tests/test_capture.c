@@ -1566,7 +1566,8 @@ Test(capture, mpirun_ranks_record_their_identity)
 }
 
 /* Which variable gives the rank: REPRISE_RANK before the launchers', a rank variable that is
- * not a number is named and skipped for the next launcher's, and REPRISE_JOB is the job id. */
+ * not a number is named and skipped for the next launcher's; REPRISE_JOB is the job id, and
+ * without it the launcher's (Slurm's job id here). */
 Test(capture, rank_variables_and_a_given_job_id)
 {
     if (!have_device())
@@ -1607,6 +1608,19 @@ Test(capture, rank_variables_and_a_given_job_id)
         cr_expect_str_eq(sbt_reader_meta_get(r, "job.id"), id);
         sbt_reader_close(r);
     }
+    /* without REPRISE_JOB, the launcher's job id */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && env -u REPRISE_JOB SLURM_PROCID=2 SLURM_NTASKS=4 SLURM_JOB_ID=9876 %s "
+             "capture -o t.sbt -- %s/tests/vk/vk_compute",
+             dir, bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char t[600];
+    snprintf(t, sizeof t, "%s/t.sbt", dir);
+    sbt_reader *r;
+    cr_assert_eq(sbt_reader_open(t, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_expect_str_eq(sbt_reader_meta_get(r, "job.id"), "slurm-9876");
+    cr_expect_str_eq(sbt_reader_meta_get(r, "job.rank"), "2");
+    sbt_reader_close(r);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }

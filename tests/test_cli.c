@@ -778,6 +778,35 @@ Test(job, two_captures_of_one_job_with_a_clock_500s_off, .timeout = 300)
     cr_expect(bound[0] > 0 && bound[0] < 1e6 && bound[1] > 0 && bound[1] < 1e6);
 }
 
+/* Each rank capturing itself (`mpirun -np 2 reprise capture -o job.%r.sbt -- PROGRAM`): %r is
+ * the rank, the ranks share Open MPI's job id without being told, and the directory of their
+ * traces is the job, which checks. Before: both ranks wrote the same file (-o taken as given)
+ * and each got a job id of its own. */
+Test(job, each_rank_captures_itself_under_mpirun, .timeout = 300)
+{
+    if (!have_mpirun())
+        cr_skip_test("no mpirun (Debian: openmpi-bin, scripts/deps.sh)");
+    char cwd[512] = "";
+    if (bin()[0] != '/')
+        cr_assert(getcwd(cwd, sizeof cwd - 1) != NULL);
+    cr_assert(
+        eq(int,
+           tsh("mkdir d && env -u REPRISE_JOB mpirun --allow-run-as-root --oversubscribe -np 2 "
+               "%s%s%s capture --digests -o d/job.%%r.sbt -- %s/tests/vk/vk_compute",
+               cwd, *cwd ? "/" : "", bin(), vkbuild),
+           0),
+        "%s", out);
+    cr_assert(eq(int, tsh("test -s d/job.0.sbt && test -s d/job.1.sbt"), 0), "%s", out);
+    cr_assert(eq(int, run("info d"), 0), "%s", out);
+    cr_expect(strstr(out, "job        openmpi-") != NULL && strstr(out, ": 2 processes") != NULL,
+              "one job, Open MPI's: %s", out);
+    cr_assert(eq(int, run("check d --runs 2 -q"), 0), "%s", out);
+    cr_expect(strstr(out, "PASS: 2 of 2 processes passed") != NULL, "%s", out);
+    cr_assert(eq(int, run("capture -o x.%%r.sbt -- true"), 2), "%s", out);
+    cr_expect(strstr(out, "%r is the rank, and no launcher variable gives one here") != NULL, "%s",
+              out);
+}
+
 /* What a job cannot take, and a job with nothing in it. */
 Test(job, usage_and_bad_jobs)
 {

@@ -25,6 +25,7 @@
 #include "capture/common/cap_int.h"
 
 static uint64_t test_shift(void);
+static int launcher_job(char *out, size_t cap);
 
 int cap__env_flag(const char *name)
 {
@@ -114,7 +115,8 @@ void cap__trace_path(char *out, size_t cap)
     }
     if (!getenv(CAP_ENV_JOB) || !*getenv(CAP_ENV_JOB)) {
         char job[400];
-        job_default(job, sizeof job);
+        if (!launcher_job(job, sizeof job))
+            job_default(job, sizeof job);
         setenv(CAP_ENV_JOB, job, 1); /* inherited by the processes this one starts */
     }
     if (expand(out, cap, pid) < 0) {
@@ -185,16 +187,10 @@ struct sbt_writer_opts cap__writer_opts(void)
 
 struct launcher {
     const char *from; /* recorded as job.rank_from */
-    const char *rank, *size, *local;
+    const char *rank, *size, *local, *job;
 };
-static const struct launcher launchers[] = {
-    {"REPRISE_RANK", CAP_ENV_RANK, CAP_ENV_WORLD_SIZE, "REPRISE_LOCAL_RANK"},
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"pmix", "PMIX_RANK", NULL, NULL},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-};
+#define CAP_LAUNCHER_ROW(from, rank, size, local, job) {from, rank, size, local, job},
+static const struct launcher launchers[] = {CAP_LAUNCHERS(CAP_LAUNCHER_ROW)};
 
 /* The variable's value when it is a decimal number below 2^31, else NULL. */
 static const char *env_num(const char *name)
@@ -206,6 +202,19 @@ static const char *env_num(const char *name)
         if (*p < '0' || *p > '9')
             return NULL;
     return strtoull(v, NULL, 10) < (1ull << 31) ? v : NULL;
+}
+
+/* "openmpi-2125594625": the first launcher's job id that is set, into out. 1 if one was. */
+static int launcher_job(char *out, size_t cap)
+{
+    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
+        const char *v = launchers[i].job ? getenv(launchers[i].job) : NULL;
+        if (v && *v) {
+            snprintf(out, cap, "%s-%.300s", launchers[i].from, v);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int meta_identity(sbt_writer *w)
