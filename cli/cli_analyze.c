@@ -40,7 +40,8 @@ static const char analyze_help[] =
     "median and largest skew, and at the largest which rank was first and which last (at a\n"
     "collective: who arrived first and last). Ranks are read one at a time; memory holds the\n"
     "points of the first rank (at most 1M; the rest are left out, and the output says so).\n"
-    "--json, --why, --time-range, --ops and --stream are for one trace.\n";
+    "--json F: all of it as JSON (per process its placement and analysis, then the skew).\n"
+    "--why, --time-range, --ops and --stream are for one trace.\n";
 
 /* "op 12 (kernel 'name' on stream 3)" into buf. */
 static const char *describe(sbt_reader *r, uint64_t seq, char *buf, size_t len)
@@ -396,25 +397,30 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void skew_print(const struct skew *sk, const struct cli_job *j)
+/* The skew table on tx, and as the JSON value of "skew" on js (NULL: none). */
+static void skew_print(const struct skew *sk, const struct cli_job *j, FILE *tx, FILE *js)
 {
     char b[4][32];
     double bound = 0;
     for (uint32_t i = 0; i < j->n; i++)
         if (j->p[i].bound_ns > bound)
             bound = j->p[i].bound_ns;
-    printf("\nskew between ranks at shared points (begin of the n-th launch of a kernel "
-           "every rank launches; alignment bound %s per rank%s)\n",
-           cli_fmt_ns(bound, b[0], 32), j->unaligned ? "; some ranks unaligned" : "");
-    if (j->n < 2) {
-        printf("  one process: no skew\n");
+    fprintf(tx,
+            "\nskew between ranks at shared points (begin of the n-th launch of a kernel "
+            "every rank launches; alignment bound %s per rank%s)\n",
+            cli_fmt_ns(bound, b[0], 32), j->unaligned ? "; some ranks unaligned" : "");
+    if (js)
+        fprintf(js, "{\"bound_ns\":%.1f,\"capped\":%s,\"kernels\":[", bound,
+                sk->capped ? "true" : "false");
+    double *v = j->n < 2 ? NULL : malloc((sk->n_pt ? sk->n_pt : 1) * sizeof *v);
+    if (!v) {
+        fprintf(tx, "  %s\n", j->n < 2 ? "one process: no skew" : "out of memory");
+        if (js)
+            fprintf(js, "],\"points\":0,\"max_ns\":0}");
         return;
     }
-    double *v = malloc((sk->n_pt ? sk->n_pt : 1) * sizeof *v);
-    if (!v)
-        return;
-    printf("  %-40s %8s %12s %12s %10s  %s\n", "kernel", "points", "median skew", "max skew",
-           "at launch", "first -> last rank at the max");
+    fprintf(tx, "  %-40s %8s %12s %12s %10s  %s\n", "kernel", "points", "median skew", "max skew",
+            "at launch", "first -> last rank at the max");
     uint32_t n_all = 0;
     double all_max = 0;
     for (uint32_t f = 0; f < sk->n_names; f++) {
@@ -436,34 +442,82 @@ static void skew_print(const struct skew *sk, const struct cli_job *j)
         if (mx > all_max)
             all_max = mx;
         qsort(v, n, sizeof *v, cmp_double);
-        printf("  %-40.40s %8u %12s %12s %10u  %s -> %s\n", sk->name_str[f] ? sk->name_str[f] : "?",
-               n, cli_fmt_ns(v[n / 2], b[0], 32), cli_fmt_ns(mx, b[1], 32), at,
-               j->p[pm->r_min].label, j->p[pm->r_max].label);
+        const char *name = sk->name_str[f] ? sk->name_str[f] : "?";
+        fprintf(tx, "  %-40.40s %8u %12s %12s %10u  %s -> %s\n", name, n,
+                cli_fmt_ns(v[n / 2], b[0], 32), cli_fmt_ns(mx, b[1], 32), at, j->p[pm->r_min].label,
+                j->p[pm->r_max].label);
+        if (js) {
+            fprintf(js, "%s{\"kernel\":", n_all == n ? "" : ",");
+            cli_json_str(js, name);
+            fprintf(js, ",\"points\":%u,\"median_ns\":%.1f,\"max_ns\":%.1f,\"at\":%u,\"first\":", n,
+                    v[n / 2], mx, at);
+            cli_json_str(js, j->p[pm->r_min].label);
+            fprintf(js, ",\"last\":");
+            cli_json_str(js, j->p[pm->r_max].label);
+            fprintf(js, "}");
+        }
     }
     if (!n_all)
-        printf("  none: no kernel is launched by every rank\n");
+        fprintf(tx, "  none: no kernel is launched by every rank\n");
     else
-        printf("  %u shared points; largest skew %s\n", n_all, cli_fmt_ns(all_max, b[0], 32));
+        fprintf(tx, "  %u shared points; largest skew %s\n", n_all, cli_fmt_ns(all_max, b[0], 32));
     if (sk->capped)
-        printf("  note: the first rank launches more than %u kernels; the later ones are left "
-               "out\n",
-               MAX_POINTS);
+        fprintf(tx,
+                "  note: the first rank launches more than %u kernels; the later ones are left "
+                "out\n",
+                MAX_POINTS);
+    if (js)
+        fprintf(js, "],\"points\":%u,\"max_ns\":%.1f}", n_all, all_max);
     free(v);
 }
 
-static int analyze_job(const char *path, uint32_t top)
+static const char *clock_word(uint32_t source)
+{
+    return source == SBT_CLOCK_ANCHORS ? "anchors"
+           : source == SBT_CLOCK_PAIRS ? "pairs"
+           : source == SBT_CLOCK_EPOCH ? "epoch"
+                                       : "none";
+}
+
+static int analyze_job(const char *path, uint32_t top, const char *json)
 {
     struct cli_job *j;
     int ex = cli_job_open("analyze", path, &j);
     if (ex != CLI_OK)
         return ex;
+    /* with --json -, JSON owns stdout and the tables go to stderr */
+    FILE *js = NULL, *tx = json && !strcmp(json, "-") ? stderr : stdout;
+    if (json && !(js = strcmp(json, "-") ? fopen(json, "w") : stdout)) {
+        cli_err("analyze", "--json %s: cannot write it", json);
+        cli_job_free(j);
+        return CLI_USAGE;
+    }
     char b[2][32];
-    printf("job %s: %u processes\n", *j->p[0].id ? j->p[0].id : path, j->n);
+    fprintf(tx, "job %s: %u processes\n", *j->p[0].id ? j->p[0].id : path, j->n);
+    if (js) {
+        fprintf(js, "{\"job\":");
+        cli_json_str(js, j->p[0].id);
+        fprintf(js, ",\"index\":");
+        cli_json_str(js, path);
+        fprintf(js, ",\"origin_realtime_ns\":%" PRIu64 ",\"processes\":[", j->origin_real);
+    }
     for (uint32_t i = 0; ex == CLI_OK && i < j->n; i++) {
         const struct cli_job_proc *p = &j->p[i];
-        printf("\n== %s (pid %s on %s): %s; starts at %s on the job's axis (bound %s)\n", p->label,
-               p->pid, p->host, p->trace, cli_fmt_ns(p->start_ns, b[0], 32),
-               cli_fmt_ns(p->bound_ns, b[1], 32));
+        fprintf(tx, "\n== %s (pid %s on %s): %s; starts at %s on the job's axis (bound %s)\n",
+                p->label, p->pid, p->host, p->trace, cli_fmt_ns(p->start_ns, b[0], 32),
+                cli_fmt_ns(p->bound_ns, b[1], 32));
+        if (js) {
+            fprintf(js, "%s{\"rank\":%" PRId64 ",\"label\":", i ? "," : "", p->rank);
+            cli_json_str(js, p->label);
+            fprintf(js, ",\"host\":");
+            cli_json_str(js, p->host);
+            fprintf(js, ",\"pid\":");
+            cli_json_str(js, p->pid);
+            fprintf(js, ",\"trace\":");
+            cli_json_str(js, p->trace);
+            fprintf(js, ",\"start_ns\":%.1f,\"bound_ns\":%.1f,\"clock\":\"%s\"", p->start_ns,
+                    p->bound_ns, clock_word(p->fit.source));
+        }
         sbt_reader *r;
         if ((ex = cli_open_trace("analyze", p->trace, &r)) != CLI_OK)
             break;
@@ -482,7 +536,13 @@ static int analyze_job(const char *path, uint32_t top)
             cli_err("analyze", "%s (%s): %s", p->trace, p->label, sched_errmsg());
             ex = cli_exit_for(st);
         } else {
-            print_analysis(stdout, r, sched_sim_result(sim), &gs, top, 1);
+            print_analysis(tx, r, sched_sim_result(sim), &gs, top, 1);
+            if (js) {
+                fprintf(js, ",\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"analysis\":",
+                        gs.n_errors, gs.n_warnings);
+                sched_sim_write_json(sim, r, js);
+                fprintf(js, "}");
+            }
         }
         sched_sim_destroy(sim);
         sbt_reader_close(r);
@@ -490,8 +550,23 @@ static int analyze_job(const char *path, uint32_t top)
     struct skew sk = {0};
     for (uint32_t i = 0; ex == CLI_OK && i < j->n; i++)
         ex = skew_rank(&sk, j, i);
+    if (js && ex == CLI_OK)
+        fprintf(js, "],\"skew\":");
     if (ex == CLI_OK)
-        skew_print(&sk, j);
+        skew_print(&sk, j, tx, js);
+    if (js) {
+        if (ex == CLI_OK)
+            fprintf(js, "}\n");
+        int bad = ferror(js);
+        if (js != stdout)
+            bad |= fclose(js) != 0;
+        if (bad && ex == CLI_OK) {
+            cli_err("analyze", "--json %s: write failed", json);
+            ex = CLI_INTERNAL;
+        }
+        if (ex != CLI_OK && js != stdout)
+            remove(json);
+    }
     for (uint32_t i = 0; i < sk.n_names; i++)
         free(sk.name_str[i]);
     free(sk.name_str);
@@ -552,12 +627,12 @@ int cli_analyze(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage("analyze", "expected exactly one TRACE");
     if (cli_job_is(argv[optind])) {
-        if (json || why_arg || cr.has_time || cr.has_ops || cr.stream)
+        if (why_arg || cr.has_time || cr.has_ops || cr.stream)
             return cli_usage("analyze",
-                             "%s is a job: --json, --why, --time-range, --ops and "
-                             "--stream are for one trace",
+                             "%s is a job: --why, --time-range, --ops and --stream "
+                             "are for one trace",
                              argv[optind]);
-        return analyze_job(argv[optind], (uint32_t)top);
+        return analyze_job(argv[optind], (uint32_t)top, json);
     }
     sbt_reader *r;
     int rc = cli_open_trace("analyze", argv[optind], &r);

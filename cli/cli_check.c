@@ -415,24 +415,16 @@ static const char *exit_word(int code)
     }
 }
 
-/* s for JSON (quoted) or XML (xml = 1: attribute text) on f. */
-static void put_str(FILE *f, const char *s, int xml)
+/* s as XML attribute text on f. */
+static void put_xml(FILE *f, const char *s)
 {
-    if (!xml)
-        fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (xml && (c == '<' || c == '>' || c == '&' || c == '"'))
+        if (c == '<' || c == '>' || c == '&' || c == '"' || c < 0x20)
             fprintf(f, "&#%u;", c);
-        else if (!xml && (c == '"' || c == '\\'))
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, xml ? "&#%u;" : "\\u%04x", c);
         else
             fputc(c, f);
     }
-    if (!xml)
-        fputc('"', f);
 }
 
 /* The job's own reports at json and junit (NULL: not asked): a verdict per rank with its
@@ -450,28 +442,28 @@ static int job_reports(const struct cli_job *j, const struct job_child *ch, int 
             return -1;
         }
         fprintf(f, "{\"job\":");
-        put_str(f, id, 0);
+        cli_json_str(f, id);
         fprintf(f, ",\"index\":");
-        put_str(f, j->index, 0);
+        cli_json_str(f, j->index);
         fprintf(f, ",\"verdict\":\"%s\",\"exit\":%d,\"processes\":[",
                 worst == CLI_OK ? "pass" : "fail", worst);
         for (uint32_t k = 0; k < j->n; k++) {
             const struct cli_job_proc *p = &j->p[k];
             char *rp = cli_job_out_path(json, 0, p);
             fprintf(f, "%s{\"rank\":%" PRId64 ",\"label\":", k ? "," : "", p->rank);
-            put_str(f, p->label, 0);
+            cli_json_str(f, p->label);
             fprintf(f, ",\"host\":");
-            put_str(f, p->host, 0);
+            cli_json_str(f, p->host);
             fprintf(f, ",\"pid\":");
-            put_str(f, p->pid, 0);
+            cli_json_str(f, p->pid);
             fprintf(f, ",\"trace\":");
-            put_str(f, p->trace, 0);
+            cli_json_str(f, p->trace);
             fprintf(f, ",\"exit\":%d,\"verdict\":", ch[k].code);
-            put_str(f, exit_word(ch[k].code), 0);
+            cli_json_str(f, exit_word(ch[k].code));
             fprintf(f, ",\"log\":");
-            put_str(f, ch[k].log, 0);
+            cli_json_str(f, ch[k].log);
             fprintf(f, ",\"report\":");
-            put_str(f, rp ? rp : "", 0);
+            cli_json_str(f, rp ? rp : "");
             fprintf(f, "}");
             free(rp);
         }
@@ -492,23 +484,23 @@ static int job_reports(const struct cli_job *j, const struct job_child *ch, int 
             n_fail += ch[k].code != CLI_OK;
         fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
                    "<testsuite name=\"reprise check job ");
-        put_str(f, id, 1);
+        put_xml(f, id);
         fprintf(f, "\" tests=\"%u\" failures=\"%u\">\n", j->n, n_fail);
         for (uint32_t k = 0; k < j->n; k++) {
             const struct cli_job_proc *p = &j->p[k];
             fprintf(f, "  <testcase classname=\"job\" name=\"");
-            put_str(f, p->label, 1);
+            put_xml(f, p->label);
             fprintf(f, "\"");
             if (ch[k].code == CLI_OK) {
                 fprintf(f, "/>\n");
                 continue;
             }
             fprintf(f, ">\n    <failure message=\"%s: ", exit_word(ch[k].code));
-            put_str(f, p->label, 1);
+            put_xml(f, p->label);
             fprintf(f, " (exit %d): ", ch[k].code);
-            put_str(f, p->trace, 1);
+            put_xml(f, p->trace);
             fprintf(f, "; log ");
-            put_str(f, ch[k].log, 1);
+            put_xml(f, ch[k].log);
             fprintf(f, "\"/>\n  </testcase>\n");
         }
         fprintf(f, "</testsuite>\n</testsuites>\n");

@@ -164,6 +164,8 @@ int cli_range_stream(const char *cmd, const char *arg, struct cli_range *cr);
 /* Turns the relative range into an sbt_range for this trace. */
 void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct sbt_range *out);
 
+/* s as a JSON string (quoted, escaped) on f; NULL as "". */
+void cli_json_str(FILE *f, const char *s);
 /* Formats ns as a short human string ("12.3 ms") into buf; returns buf. */
 char *cli_fmt_ns(double ns, char *buf, size_t len);
 /* Formats a byte count ("1.5 MiB") into buf; returns buf. */

@@ -553,6 +553,17 @@ Test(cli, job_on_two_hosts_is_placed_by_its_collectives)
     cr_assert(sscanf(own + 40, "%u %15s %7s", &n_pts, med, unit) == 3, "%s", own);
     cr_expect(strtod(med, NULL) <= 2 && !strcmp(unit, "ns"),
               "the work after each all-reduce starts at once on both: %s %s", med, unit);
+    /* the same as JSON */
+    cr_assert(eq(int, run("analyze . --json a.json"), 0), "%s", out);
+    cr_expect(eq(int,
+                 tsh("python3 -c 'import json; d=json.load(open(\"a.json\")); "
+                     "k={x[\"kernel\"]: x for x in d[\"skew\"][\"kernels\"]}; "
+                     "a=k[\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\"]; o=k[\"own_work\"]; "
+                     "assert d[\"processes\"][1][\"clock\"]==\"anchors\", d[\"processes\"]; "
+                     "assert abs(a[\"median_ns\"]-300000)<=2 and a[\"last\"]==\"rank 1\", a; "
+                     "assert o[\"max_ns\"]<=2, o'"),
+                 0),
+              "analyze --json: %s", out);
 }
 
 /* ========================================================================================== */
