@@ -297,7 +297,7 @@ int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t
     if (!st)
         st = sbt_writer_meta(w, "clock.epoch_realtime_ns", buf);
     if (!st)
-        st = cap__clock_pair(w, "start");
+        st = cap__clock_pair(w, "start", 0);
     return st;
 }
 
@@ -317,17 +317,18 @@ static uint64_t test_shift(void)
     return v && *v ? (uint64_t)strtoull(v, NULL, 10) : 0;
 }
 
-static uint32_t n_pairs;      /* pairs written so far by this process */
-static uint64_t last_pair_ms; /* cap__mono_ms() of the last one */
+static uint32_t n_pairs;       /* pairs written so far by this process */
+static uint64_t last_pair_ms;  /* cap__mono_ms() of the last one */
+static uint64_t last_pair_ops; /* ops written when it was taken */
 
-int cap__clock_pair(sbt_writer *w, const char *why)
+int cap__clock_pair(sbt_writer *w, const char *why, uint64_t n_ops)
 {
     if (!w)
         return 0;
     int flush = !strcmp(why, "flush");
     uint64_t now_ms = cap__mono_ms();
-    if (flush && n_pairs && now_ms - last_pair_ms < CAP_CLOCK_PAIR_MS)
-        return 0;
+    if (flush && n_pairs && (now_ms - last_pair_ms < CAP_CLOCK_PAIR_MS || n_ops == last_pair_ops))
+        return 0; /* one a second, and none while the program records nothing */
     struct timespec a, r, b;
     uint64_t best_err = UINT64_MAX, mono = 0, real = 0;
     for (int i = 0; i < 3; i++) { /* the tightest of three brackets: a preemption widens one */
@@ -349,5 +350,6 @@ int cap__clock_pair(sbt_writer *w, const char *why)
              best_err, why);
     n_pairs++;
     last_pair_ms = now_ms;
+    last_pair_ops = n_ops;
     return sbt_writer_meta(w, key, val);
 }

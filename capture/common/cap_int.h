@@ -36,10 +36,11 @@ struct sbt_writer_opts cap__writer_opts(void);
 int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t epoch_ns);
 /* Records a pair of CLOCK_MONOTONIC and CLOCK_REALTIME readings (metadata clock.sync.N,
  * FORMAT.md 3.5) with why ("start", "flush", "end"). For "flush", only when CAP_CLOCK_PAIR_MS
- * passed since the last pair: a long capture gets one pair a second, not one per flush. Call
- * where the writer may be used (the pump's work, or under the library's writer lock).
- * Returns 0 or the writer's status. */
-int cap__clock_pair(sbt_writer *w, const char *why);
+ * passed since the last pair and the trace has grown since (n_ops, the ops written so far,
+ * differs): a long capture gets one pair a second, an idle one none. Call where the writer may
+ * be used (the pump's work, or under the library's writer lock). Returns 0 or the writer's
+ * status. */
+int cap__clock_pair(sbt_writer *w, const char *why, uint64_t n_ops);
 #define CAP_CLOCK_PAIR_MS 1000
 
 /* ==========================================================================================
