@@ -31,6 +31,37 @@
  * when unset, the first process that opens a trace makes itself the root (its children inherit
  * it). */
 #define CAP_ENV_ROOT_PID "REPRISE_ROOT_PID"
+/* The job this process belongs to (FORMAT.md 3.5, job.id): the same string in every trace of
+ * one job. Give it to captures started separately (on several machines) so that they belong
+ * together. When it is unset: the launcher's job id (CAP_LAUNCHERS); else `reprise capture`
+ * sets one (host, the root's pid, the time); a capture without either (the layer enabled by
+ * hand) makes one in its first process from the host, the root's pid and the root's start
+ * time, and sets it for the processes it starts. */
+#define CAP_ENV_JOB "REPRISE_JOB"
+/* This process's rank and the job's number of processes, for launchers other than torchrun
+ * (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), MPICH /
+ * Intel MPI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID), PMIx (PMIX_RANK) and Slurm (SLURM_PROCID,
+ * SLURM_NTASKS, SLURM_LOCALID), which are read too; these come first. */
+#define CAP_ENV_RANK       "REPRISE_RANK"
+#define CAP_ENV_WORLD_SIZE "REPRISE_WORLD_SIZE"
+/* The launchers whose variables say a process's rank, in the order they are looked at:
+ * X(name recorded as job.rank_from, rank, world size, local rank, the launcher's job id) (NULL:
+ * none). The first launcher whose rank variable holds a decimal number below 2^31 gives the
+ * rank; the first whose job id variable is set gives the job id when REPRISE_JOB is unset
+ * ("openmpi-2125594625"), so that processes a launcher started separately (`mpirun ...
+ * reprise capture`, on several machines) belong to one job. */
+#define CAP_LAUNCHERS(X)                                                                       \
+    X("REPRISE_RANK", CAP_ENV_RANK, CAP_ENV_WORLD_SIZE, "REPRISE_LOCAL_RANK", NULL)            \
+    X("torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID")                   \
+    X("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", \
+      "OMPI_MCA_ess_base_jobid")                                                               \
+    X("pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", NULL)                                  \
+    X("pmix", "PMIX_RANK", NULL, NULL, "PMIX_NAMESPACE")                                       \
+    X("slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID")
+/* Test only: ns added to every CLOCK_MONOTONIC value the trace records about its clock (the
+ * epoch and the clock pairs), as if the trace came from a machine whose monotonic clock is that
+ * far ahead; the tests of clock alignment simulate several machines with it. */
+#define CAP_ENV_TEST_CLOCK_SHIFT "REPRISE_TEST_CLOCK_SHIFT_NS"
 /* The capture's manifest: <stem of REPRISE_TRACE>.procs beside the root trace. Each process
  * appends one line when it opens its trace, in one write:
  *   pid <TAB> parent pid <TAB> start (realtime ns) <TAB> trace path <TAB> command line

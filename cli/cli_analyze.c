@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "cli/cli_int.h"
+#include "format/sbt_map.h"
 #include "scheduler/sched.h"
 
 static const char analyze_help[] =
@@ -26,7 +29,19 @@ static const char analyze_help[] =
     "  --json F           write everything as JSON to F ('-' = stdout)\n"
     "  --top N            rows of the kernel and critical-path tables (default 20; 0 = all)\n"
     "  --why SEQ          why op SEQ waits: its incoming dependency edges with their reasons\n"
-    "  --why SEQ:FROM     the chain of dependencies by which op SEQ waits for op FROM\n";
+    "  --why SEQ:FROM     the chain of dependencies by which op SEQ waits for op FROM\n\n"
+    "JOB (the capture's manifest TRACE-stem.procs, or a directory of traces; see reprise info):\n"
+    "for each process in rank order, its summary and kernel table (--top rows), then the skew\n"
+    "between ranks at shared points. A shared point is the n-th launch of a kernel (entry point\n"
+    "and program image) that every rank makes at least n times; its skew is the spread of the\n"
+    "ranks' device begin times (the host begin of the call where the trace has no device times)\n"
+    "on the job's time axis (clock pairs fitted to realtime, or NCCL collectives across hosts:\n"
+    "reprise info); the alignment's error bound is printed beside it. Per kernel: points,\n"
+    "median and largest skew, and at the largest which rank was first and which last (at a\n"
+    "collective: who arrived first and last). Ranks are read one at a time; memory holds the\n"
+    "points of the first rank (at most 1M; the rest are left out, and the output says so).\n"
+    "--json F: all of it as JSON (per process its placement and analysis, then the skew).\n"
+    "--why, --time-range, --ops and --stream are for one trace.\n";
 
 /* "op 12 (kernel 'name' on stream 3)" into buf. */
 static const char *describe(sbt_reader *r, uint64_t seq, char *buf, size_t len)
@@ -146,7 +161,7 @@ static double pct(uint64_t a, uint64_t b)
 }
 
 static void print_analysis(FILE *tx, sbt_reader *r, const struct sched_sim_result *res,
-                           const struct sched_graph_stats *gs, uint32_t top)
+                           const struct sched_graph_stats *gs, uint32_t top, int kernels_only)
 {
     char b[6][32];
     fprintf(tx, "ops         %" PRIu64 " (%" PRIu64 " timed); predicted makespan %s, captured %s\n",
@@ -179,6 +194,8 @@ static void print_analysis(FILE *tx, sbt_reader *r, const struct sched_sim_resul
     }
     if (top && res->n_kernels > top)
         fprintf(tx, "  ... %u more rows (--top 0 or --json F for all)\n", res->n_kernels - top);
+    if (kernels_only)
+        return;
 
     fprintf(tx, "\ncritical path: %" PRIu64 " timed ops, %s = %.1f%% of the predicted makespan\n",
             res->crit_n_ops, cli_fmt_ns((double)res->crit_busy_ns, b[0], 32),
@@ -231,6 +248,336 @@ static void print_analysis(FILE *tx, sbt_reader *r, const struct sched_sim_resul
                 res->late_intervals);
 }
 
+/* ==========================================================================================
+ * A job: per-rank tables, then skew at shared points (see the help).
+ * ========================================================================================== */
+
+#define MAX_POINTS (1u << 20)
+
+struct point {
+    uint64_t name; /* hash of the kernel's name */
+    uint32_t occ;  /* its occurrence, from 0 */
+    uint32_t n_seen;
+    double t_min, t_max; /* host begin on the job's axis, ns */
+    uint32_t r_min, r_max;
+};
+
+struct skew {
+    struct sbt_map idx;   /* (name, occ) key -> point index + 1 */
+    struct sbt_map names; /* name hash -> index + 1 in name_str */
+    struct point *pt;
+    uint32_t n_pt, cap_pt;
+    char **name_str;
+    uint64_t *name_key;
+    uint32_t n_names, cap_names;
+    int capped, oom;
+};
+
+static uint64_t point_key(uint64_t name, uint32_t occ)
+{
+    return sbt_map_hash(name ^ sbt_map_hash(occ + 0x9e3779b97f4a7c15ull));
+}
+
+static void skew_name(struct skew *sk, uint64_t h, const char *name)
+{
+    int is_new;
+    uint64_t *v = sbt_map_put(&sk->names, h, &is_new);
+    if (!v) {
+        sk->oom = 1;
+        return;
+    }
+    if (!is_new)
+        return;
+    if (sk->n_names == sk->cap_names) {
+        uint32_t cap = sk->cap_names ? sk->cap_names * 2 : 64;
+        char **ns = realloc(sk->name_str, cap * sizeof *ns);
+        uint64_t *nk = ns ? realloc(sk->name_key, cap * sizeof *nk) : NULL;
+        if (ns)
+            sk->name_str = ns;
+        if (!ns || !nk) {
+            sk->oom = 1;
+            return;
+        }
+        sk->name_key = nk;
+        sk->cap_names = cap;
+    }
+    sk->name_str[sk->n_names] = strdup(name);
+    sk->name_key[sk->n_names] = h;
+    *v = ++sk->n_names;
+}
+
+/* One rank's kernel launches into the points (rank 0 makes them, the others meet them). */
+static int skew_rank(struct skew *sk, const struct cli_job *j, uint32_t ri)
+{
+    const struct cli_job_proc *p = &j->p[ri];
+    sbt_reader *r;
+    int ex = cli_open_trace("analyze", p->trace, &r);
+    if (ex != CLI_OK)
+        return ex;
+    struct sbt_map occ = {0};
+    sbt_cursor *c;
+    int st = sbt_cursor_open(r, NULL, &c);
+    const struct sbt_op *op;
+    while (st >= 0 && (st = sbt_cursor_next(c, &op)) == 1) {
+        if (op->kind != SBT_OP_KERNEL)
+            continue;
+        /* the kernel by entry point and program image (the same in every rank, whatever
+         * its handles), else the op's name */
+        char name[160];
+        const char *opn = sbt_reader_string(r, op->name);
+        const struct sbt_kernel *k = op->kernel ? sbt_reader_kernel(r, op->kernel) : NULL;
+        const struct sbt_program *pg = k ? sbt_reader_program(r, k->program) : NULL;
+        const char *kn = k ? sbt_reader_string(r, k->name) : NULL;
+        if (kn && *kn && pg && (pg->blob.lo || pg->blob.hi))
+            snprintf(name, sizeof name, "%s (program %08" PRIx64 ")", kn, pg->blob.lo >> 32);
+        else
+            snprintf(name, sizeof name, "%s", kn && *kn ? kn : opn ? opn : "");
+        uint64_t h = XXH3_64bits(name, strlen(name));
+        uint64_t *n = sbt_map_put(&occ, h, NULL);
+        if (!n) {
+            sk->oom = 1;
+            break;
+        }
+        uint32_t o = (uint32_t)(*n)++;
+        /* when it ran: its device begin where measured (the capture maps device times to
+         * the host clock), else the host begin of its call */
+        uint64_t at = op->flags & SBT_OPF_DEV_TIME ? op->dev_begin : op->host_begin;
+        double off;
+        sbt_clock_map(&p->fit, at, &off);
+        double t = (double)(int64_t)(p->fit.real_base - j->origin_real) + off;
+        if (p->fit.source == SBT_CLOCK_NONE)
+            t = (double)(at > p->t_min ? at - p->t_min : 0);
+        uint64_t key = point_key(h, o);
+        uint64_t *v = ri == 0 ? NULL : sbt_map_get(&sk->idx, key);
+        if (ri == 0) {
+            if (sk->n_pt >= MAX_POINTS) {
+                sk->capped = 1;
+                continue;
+            }
+            if (sk->n_pt == sk->cap_pt) {
+                uint32_t cap = sk->cap_pt ? sk->cap_pt * 2 : 1024;
+                struct point *np = realloc(sk->pt, cap * sizeof *np);
+                if (!np) {
+                    sk->oom = 1;
+                    break;
+                }
+                sk->pt = np;
+                sk->cap_pt = cap;
+            }
+            if (!(v = sbt_map_put(&sk->idx, key, NULL))) {
+                sk->oom = 1;
+                break;
+            }
+            skew_name(sk, h, name);
+            sk->pt[sk->n_pt] = (struct point){.name = h, .occ = o, .t_min = t, .t_max = t};
+            *v = ++sk->n_pt;
+        }
+        if (!v)
+            continue;
+        struct point *pt = &sk->pt[*v - 1];
+        if (pt->n_seen != ri)
+            continue; /* a key collision within this rank: counted once */
+        pt->n_seen++;
+        if (t < pt->t_min)
+            pt->t_min = t, pt->r_min = ri;
+        if (t > pt->t_max)
+            pt->t_max = t, pt->r_max = ri;
+    }
+    if (st < 0)
+        cli_err("analyze", "%s: %s", p->trace, sbt_errmsg());
+    sbt_cursor_close(c);
+    sbt_map_free(&occ);
+    sbt_reader_close(r);
+    return st < 0 ? cli_exit_for(st) : sk->oom ? CLI_INTERNAL : CLI_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The skew table on tx, and as the JSON value of "skew" on js (NULL: none). */
+static void skew_print(const struct skew *sk, const struct cli_job *j, FILE *tx, FILE *js)
+{
+    char b[4][32];
+    double bound = 0;
+    for (uint32_t i = 0; i < j->n; i++)
+        if (j->p[i].bound_ns > bound)
+            bound = j->p[i].bound_ns;
+    fprintf(tx,
+            "\nskew between ranks at shared points (begin of the n-th launch of a kernel "
+            "every rank launches; alignment bound %s per rank%s)\n",
+            cli_fmt_ns(bound, b[0], 32), j->unaligned ? "; some ranks unaligned" : "");
+    if (js)
+        fprintf(js, "{\"bound_ns\":%.1f,\"capped\":%s,\"kernels\":[", bound,
+                sk->capped ? "true" : "false");
+    double *v = j->n < 2 ? NULL : malloc((sk->n_pt ? sk->n_pt : 1) * sizeof *v);
+    if (!v) {
+        fprintf(tx, "  %s\n", j->n < 2 ? "one process: no skew" : "out of memory");
+        if (js)
+            fprintf(js, "],\"points\":0,\"max_ns\":0}");
+        return;
+    }
+    fprintf(tx, "  %-40s %8s %12s %12s %10s  %s\n", "kernel", "points", "median skew", "max skew",
+            "at launch", "first -> last rank at the max");
+    uint32_t n_all = 0;
+    double all_max = 0;
+    for (uint32_t f = 0; f < sk->n_names; f++) {
+        uint32_t n = 0, at = 0;
+        double mx = -1;
+        const struct point *pm = NULL;
+        for (uint32_t i = 0; i < sk->n_pt; i++) {
+            const struct point *pt = &sk->pt[i];
+            if (pt->name != sk->name_key[f] || pt->n_seen != j->n)
+                continue;
+            double d = pt->t_max - pt->t_min;
+            v[n++] = d;
+            if (d > mx)
+                mx = d, at = pt->occ, pm = pt;
+        }
+        if (!n)
+            continue;
+        n_all += n;
+        if (mx > all_max)
+            all_max = mx;
+        qsort(v, n, sizeof *v, cmp_double);
+        const char *name = sk->name_str[f] ? sk->name_str[f] : "?";
+        fprintf(tx, "  %-40.40s %8u %12s %12s %10u  %s -> %s\n", name, n,
+                cli_fmt_ns(v[n / 2], b[0], 32), cli_fmt_ns(mx, b[1], 32), at, j->p[pm->r_min].label,
+                j->p[pm->r_max].label);
+        if (js) {
+            fprintf(js, "%s{\"kernel\":", n_all == n ? "" : ",");
+            cli_json_str(js, name);
+            fprintf(js, ",\"points\":%u,\"median_ns\":%.1f,\"max_ns\":%.1f,\"at\":%u,\"first\":", n,
+                    v[n / 2], mx, at);
+            cli_json_str(js, j->p[pm->r_min].label);
+            fprintf(js, ",\"last\":");
+            cli_json_str(js, j->p[pm->r_max].label);
+            fprintf(js, "}");
+        }
+    }
+    if (!n_all)
+        fprintf(tx, "  none: no kernel is launched by every rank\n");
+    else
+        fprintf(tx, "  %u shared points; largest skew %s\n", n_all, cli_fmt_ns(all_max, b[0], 32));
+    if (sk->capped)
+        fprintf(tx,
+                "  note: the first rank launches more than %u kernels; the later ones are left "
+                "out\n",
+                MAX_POINTS);
+    if (js)
+        fprintf(js, "],\"points\":%u,\"max_ns\":%.1f}", n_all, all_max);
+    free(v);
+}
+
+static const char *clock_word(uint32_t source)
+{
+    return source == SBT_CLOCK_ANCHORS ? "anchors"
+           : source == SBT_CLOCK_PAIRS ? "pairs"
+           : source == SBT_CLOCK_EPOCH ? "epoch"
+                                       : "none";
+}
+
+static int analyze_job(const char *path, uint32_t top, const char *json)
+{
+    struct cli_job *j;
+    int ex = cli_job_open("analyze", path, &j);
+    if (ex != CLI_OK)
+        return ex;
+    /* with --json -, JSON owns stdout and the tables go to stderr */
+    FILE *js = NULL, *tx = json && !strcmp(json, "-") ? stderr : stdout;
+    if (json && !(js = strcmp(json, "-") ? fopen(json, "w") : stdout)) {
+        cli_err("analyze", "--json %s: cannot write it", json);
+        cli_job_free(j);
+        return CLI_USAGE;
+    }
+    char b[2][32];
+    fprintf(tx, "job %s: %u processes\n", *j->p[0].id ? j->p[0].id : path, j->n);
+    if (js) {
+        fprintf(js, "{\"job\":");
+        cli_json_str(js, j->p[0].id);
+        fprintf(js, ",\"index\":");
+        cli_json_str(js, path);
+        fprintf(js, ",\"origin_realtime_ns\":%" PRIu64 ",\"processes\":[", j->origin_real);
+    }
+    for (uint32_t i = 0; ex == CLI_OK && i < j->n; i++) {
+        const struct cli_job_proc *p = &j->p[i];
+        fprintf(tx, "\n== %s (pid %s on %s): %s; starts at %s on the job's axis (bound %s)\n",
+                p->label, p->pid, p->host, p->trace, cli_fmt_ns(p->start_ns, b[0], 32),
+                cli_fmt_ns(p->bound_ns, b[1], 32));
+        if (js) {
+            fprintf(js, "%s{\"rank\":%" PRId64 ",\"label\":", i ? "," : "", p->rank);
+            cli_json_str(js, p->label);
+            fprintf(js, ",\"host\":");
+            cli_json_str(js, p->host);
+            fprintf(js, ",\"pid\":");
+            cli_json_str(js, p->pid);
+            fprintf(js, ",\"trace\":");
+            cli_json_str(js, p->trace);
+            fprintf(js, ",\"start_ns\":%.1f,\"bound_ns\":%.1f,\"clock\":\"%s\"", p->start_ns,
+                    p->bound_ns, clock_word(p->fit.source));
+        }
+        sbt_reader *r;
+        if ((ex = cli_open_trace("analyze", p->trace, &r)) != CLI_OK)
+            break;
+        uint64_t lo_seq, hi_seq;
+        sched_range_bounds(r, NULL, &lo_seq, &hi_seq);
+        sched_sim *sim = NULL;
+        struct sched_graph_stats gs;
+        int st =
+            sched_sim_create(r, NULL, &SCHED_SIM_OPTS(.analysis = 1, .critical_path = 1), &sim);
+        struct sched_visitor v = {.node = sched_sim_node, .ctx = sim};
+        if (st >= 0)
+            st = sched_graph_run(r, hi_seq, NULL, &v, &gs);
+        if (st >= 0)
+            st = sched_sim_finish(sim);
+        if (st < 0) {
+            cli_err("analyze", "%s (%s): %s", p->trace, p->label, sched_errmsg());
+            ex = cli_exit_for(st);
+        } else {
+            print_analysis(tx, r, sched_sim_result(sim), &gs, top, 1);
+            if (js) {
+                fprintf(js, ",\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"analysis\":",
+                        gs.n_errors, gs.n_warnings);
+                sched_sim_write_json(sim, r, js);
+                fprintf(js, "}");
+            }
+        }
+        sched_sim_destroy(sim);
+        sbt_reader_close(r);
+    }
+    struct skew sk = {0};
+    for (uint32_t i = 0; ex == CLI_OK && i < j->n; i++)
+        ex = skew_rank(&sk, j, i);
+    if (js && ex == CLI_OK)
+        fprintf(js, "],\"skew\":");
+    if (ex == CLI_OK)
+        skew_print(&sk, j, tx, js);
+    if (js) {
+        if (ex == CLI_OK)
+            fprintf(js, "}\n");
+        int bad = ferror(js);
+        if (js != stdout)
+            bad |= fclose(js) != 0;
+        if (bad && ex == CLI_OK) {
+            cli_err("analyze", "--json %s: write failed", json);
+            ex = CLI_INTERNAL;
+        }
+        if (ex != CLI_OK && js != stdout)
+            remove(json);
+    }
+    for (uint32_t i = 0; i < sk.n_names; i++)
+        free(sk.name_str[i]);
+    free(sk.name_str);
+    free(sk.name_key);
+    free(sk.pt);
+    sbt_map_free(&sk.idx);
+    sbt_map_free(&sk.names);
+    cli_job_free(j);
+    return ex;
+}
+
 int cli_analyze(int argc, char **argv)
 {
     static const struct option lo[] = {{"time-range", required_argument, 0, 't'},
@@ -279,6 +626,14 @@ int cli_analyze(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage("analyze", "expected exactly one TRACE");
+    if (cli_job_is(argv[optind])) {
+        if (why_arg || cr.has_time || cr.has_ops || cr.stream)
+            return cli_usage("analyze",
+                             "%s is a job: --why, --time-range, --ops and --stream "
+                             "are for one trace",
+                             argv[optind]);
+        return analyze_job(argv[optind], (uint32_t)top, json);
+    }
     sbt_reader *r;
     int rc = cli_open_trace("analyze", argv[optind], &r);
     if (rc)
@@ -309,7 +664,7 @@ int cli_analyze(int argc, char **argv)
     }
     /* with --json -, JSON owns stdout and the tables go to stderr */
     print_analysis(json && !strcmp(json, "-") ? stderr : stdout, r, sched_sim_result(sim), &gs,
-                   (uint32_t)top);
+                   (uint32_t)top, 0);
     if (json) {
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
         if (!f) {

@@ -50,6 +50,12 @@ static const char capture_help[] =
     "info TRACE` shows it. Processes PROGRAM leaves running are waited for (at most\n"
     "REPRISE_CAPTURE_WAIT seconds, default 30) so that their traces are finished. The summary\n"
     "reports every trace.\n\n"
+    "Jobs: every trace records its rank, world size, host and job (REPRISE_JOB, else the\n"
+    "launcher's job id, else one this command makes); `reprise info|export|check TRACE.procs`\n"
+    "take the whole capture. Capture a launcher from outside (reprise capture -o job.sbt --\n"
+    "mpirun -np 4 PROGRAM), or let each rank capture itself with %r in TRACE, replaced by its\n"
+    "rank (mpirun -np 4 reprise capture -o job.%r.sbt -- PROGRAM: job.0.sbt, ...; the job is\n"
+    "then the directory of those traces).\n\n"
     "  -o, --output TRACE  trace to write (default: PROGRAM's name + .sbt)\n"
     "  --api API           vulkan (default), cuda (shim in front of libcuda.so.1), auto (= vulkan)\n"
     "  --timing            timestamp queries around dispatches (device durations)\n"
@@ -58,6 +64,34 @@ static const char capture_help[] =
     "Exit status: the program's; 128+N if killed by signal N; 3 when the program succeeded\n"
     "but a trace it left is incomplete or cannot be read; 4 when the layer or the program\n"
     "cannot be found; 2 on usage errors.\n";
+
+/* The launchers (capture/cap.h, CAP_LAUNCHERS): the rank the first of them gives (a decimal
+ * number below 2^31), NULL when none does; whether one gives a job id (the capture libraries
+ * then make REPRISE_JOB of it). */
+struct launcher_vars {
+    const char *rank, *job;
+};
+#define LAUNCHER_VARS(from, rank, size, local, job) {rank, job},
+static const struct launcher_vars launcher_vars[] = {CAP_LAUNCHERS(LAUNCHER_VARS)};
+
+static const char *launcher_rank(void)
+{
+    for (size_t i = 0; i < sizeof launcher_vars / sizeof launcher_vars[0]; i++) {
+        const char *v = getenv(launcher_vars[i].rank);
+        size_t n = v ? strspn(v, "0123456789") : 0;
+        if (v && n && !v[n] && n <= 10 && strtoull(v, NULL, 10) < (1ull << 31))
+            return v;
+    }
+    return NULL;
+}
+
+static int launcher_has_job(void)
+{
+    for (size_t i = 0; i < sizeof launcher_vars / sizeof launcher_vars[0]; i++)
+        if (launcher_vars[i].job && getenv(launcher_vars[i].job) && *getenv(launcher_vars[i].job))
+            return 1;
+    return 0;
+}
 
 static int is_file(const char *p)
 {
@@ -308,11 +342,23 @@ int cli_capture(int argc, char **argv)
     if (optind >= argc)
         return cli_usage("capture", "no program given (reprise capture [OPTIONS] -- PROGRAM)");
     char **prog = argv + optind;
-    char def_out[PATH_MAX];
+    char def_out[PATH_MAX], ranked[PATH_MAX];
     if (!out) {
         const char *base = strrchr(prog[0], '/');
         snprintf(def_out, sizeof def_out, "%s.sbt", base ? base + 1 : prog[0]);
         out = def_out;
+    }
+    const char *pr = strstr(out, "%r");
+    if (pr) { /* each rank of a launcher capturing itself: TRACE.%r.sbt */
+        const char *rank = launcher_rank();
+        if (!rank)
+            return cli_usage("capture",
+                             "-o %s: %%r is the rank, and no launcher variable gives one here "
+                             "(REPRISE_RANK, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, "
+                             "SLURM_PROCID)",
+                             out);
+        snprintf(ranked, sizeof ranked, "%.*s%s%s", (int)(pr - out), out, rank, pr + 2);
+        out = ranked;
     }
     char dir[PATH_MAX];
     if (cuda) {
@@ -358,6 +404,19 @@ int cli_capture(int argc, char **argv)
         char me[24];
         snprintf(me, sizeof me, "%d", (int)getpid());
         setenv(CAP_ENV_ROOT_PID, me, 1); /* exec keeps the pid: the program is the root */
+        if ((!getenv(CAP_ENV_JOB) || !*getenv(CAP_ENV_JOB)) && !launcher_has_job()) {
+            /* one id for every process of this capture, even those started after the root
+             * exited (capture/cap.h): host, the root's pid, and the realtime of now */
+            char host[256] = "host", job[400];
+            struct timespec rt;
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            snprintf(job, sizeof job, "%s-%s-%llx", host, me,
+                     (unsigned long long)rt.tv_sec * 1000000000ull +
+                         (unsigned long long)rt.tv_nsec);
+            setenv(CAP_ENV_JOB, job, 1);
+        }
         if (!cuda) {
             prepend_env("VK_ADD_LAYER_PATH", dir, ':');
             prepend_env("VK_INSTANCE_LAYERS", CAP_VK_LAYER_NAME, ':');

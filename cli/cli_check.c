@@ -10,12 +10,15 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "checker/chk.h"
 #include "cli/cli_int.h"
@@ -23,7 +26,8 @@
 
 static const char check_help[] =
     "usage: reprise check TRACE [--runs N] [--keep DIR] [options]\n"
-    "       reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n\n"
+    "       reprise check TRACE --results R1.sbt [R2.sbt ...] [options]\n"
+    "       reprise check JOB [--parallel N] [--runs N] [--keep DIR] [options]\n\n"
     "Checks that replays of TRACE agree with each other and with the capture (every device op's\n"
     "output digest) and, against a baseline of earlier replays, that no kernel got slower.\n"
     "Exit 0 pass; 1 fail or not verified, and a device or driver that fails while the gate\n"
@@ -91,6 +95,17 @@ static const char check_help[] =
     "  --perfetto F          a diff trace of the capture vs the first result\n"
     "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
     "  -q, --quiet           no summary\n\n"
+    "JOB (the capture's manifest TRACE-stem.procs, or a directory of traces; see reprise info):\n"
+    "each process's trace is checked by `reprise check TRACE` with the same options, in rank\n"
+    "order, N at a time (--parallel N, default 1); each one's output is kept in its log and\n"
+    "printed after it. The job passes only when every rank passes; the exit code is the\n"
+    "highest of the ranks' (1 fail, 3 bad input, 4 no device, 5 internal), and the summary\n"
+    "names every rank that did not pass with its trace. --keep DIR gives rank K DIR/rank-K\n"
+    "(logs in DIR; a process without a rank: pid-P); --json/--junit/--perfetto F give rank K\n"
+    "F-stem.rank-K.ext, and F itself the job's report (JSON: the verdict, then per rank its\n"
+    "trace, exit code, log and report; JUnit: a test case per rank, failures naming it).\n"
+    "--results, --baseline, --dump-dirs and --expect name files of one trace and are refused\n"
+    "for a job.\n\n"
     "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
     "capture or the expectation differs), missing / extra op, replay-error. Under a tolerance\n"
     "every result's outputs are compared with every other's and with the capture's, so the\n"
@@ -300,6 +315,294 @@ static int auto_runs(sbt_reader *cap, sbt_reader *const *base, uint32_t n_base,
     return CLI_OK;
 }
 
+/* ==========================================================================================
+ * A job: `reprise check TRACE` per process, as child processes of this one (the code that
+ * checks a trace is the same, and a rank that crashes its replay takes only its own check).
+ * ========================================================================================== */
+
+struct job_child {
+    pid_t pid;
+    int code; /* exit code, -1 while running */
+    char log[4400];
+};
+
+/* Starts `reprise check` on process k of the job: argv as given (getopt left the options in
+ * argv[1..optind-1] and the job at argv[optind]), with the job replaced by the trace and the
+ * per-rank outputs (pointers into argv: outs) renamed. */
+static int job_spawn(int argc, char **argv, const char *const outs[5], const struct cli_job_proc *p,
+                     struct job_child *ch)
+{
+    static const char *const opt_names[4] = {"--keep=", "--json=", "--junit=", "--perfetto="};
+    char **cv = calloc((size_t)argc + 2, sizeof *cv);
+    char **own = calloc((size_t)argc + 2, sizeof *own);
+    if (!cv || !own) {
+        free(cv);
+        free(own);
+        return -1;
+    }
+    int n = 0;
+    cv[n++] = "reprise";
+    cv[n++] = "check";
+    for (int i = 1; i < optind; i++) {
+        const char *par = outs[4]; /* --parallel's value: the job's, not the trace's */
+        if (par && i + 1 < optind && argv[i + 1] == par) {
+            i++;
+            continue;
+        }
+        if (par && par > argv[i] && par <= argv[i] + strlen(argv[i]))
+            continue;
+        cv[n] = argv[i];
+        for (int o = 0; o < 4; o++) {
+            const char *v = outs[o];
+            size_t len = strlen(argv[i]);
+            if (!v || v < argv[i] || v > argv[i] + len)
+                continue;
+            char *rp = cli_job_out_path(v, o == 0, p);
+            if (rp && v != argv[i]) { /* --opt=VALUE */
+                char *t = malloc(strlen(rp) + 16);
+                if (t)
+                    snprintf(t, strlen(rp) + 16, "%s%s", opt_names[o], rp);
+                free(rp);
+                rp = t;
+            }
+            if (rp)
+                cv[n] = own[n] = rp;
+        }
+        n++;
+    }
+    cv[n++] = p->trace;
+    cv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(ch->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv("/proc/self/exe", cv);
+        fprintf(stderr, "reprise: check: cannot run /proc/self/exe: %s\n", strerror(errno));
+        _exit(CLI_INTERNAL);
+    }
+    for (int i = 0; i < n; i++)
+        free(own[i]);
+    free(own);
+    free(cv);
+    if (pid < 0)
+        return -1;
+    ch->pid = pid;
+    ch->code = -1;
+    return 0;
+}
+
+static const char *exit_word(int code)
+{
+    switch (code) {
+    case CLI_OK:
+        return "pass";
+    case CLI_FAIL:
+        return "FAIL";
+    case CLI_USAGE:
+        return "usage error";
+    case CLI_BADINPUT:
+        return "bad input";
+    case CLI_ENV:
+        return "no device";
+    default:
+        return "internal error";
+    }
+}
+
+/* s as XML attribute text on f. */
+static void put_xml(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '<' || c == '>' || c == '&' || c == '"' || c < 0x20)
+            fprintf(f, "&#%u;", c);
+        else
+            fputc(c, f);
+    }
+}
+
+/* The job's own reports at json and junit (NULL: not asked): a verdict per rank with its
+ * trace, exit code, log and report files. 0, or -1 after a message when one cannot be
+ * written. */
+static int job_reports(const struct cli_job *j, const struct job_child *ch, int worst,
+                       const char *json, const char *junit)
+{
+    int bad = 0;
+    const char *id = *j->p[0].id ? j->p[0].id : j->index;
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            cli_err("check", "--json %s: %s", json, strerror(errno));
+            return -1;
+        }
+        fprintf(f, "{\"job\":");
+        cli_json_str(f, id);
+        fprintf(f, ",\"index\":");
+        cli_json_str(f, j->index);
+        fprintf(f, ",\"verdict\":\"%s\",\"exit\":%d,\"processes\":[",
+                worst == CLI_OK ? "pass" : "fail", worst);
+        for (uint32_t k = 0; k < j->n; k++) {
+            const struct cli_job_proc *p = &j->p[k];
+            char *rp = cli_job_out_path(json, 0, p);
+            fprintf(f, "%s{\"rank\":%" PRId64 ",\"label\":", k ? "," : "", p->rank);
+            cli_json_str(f, p->label);
+            fprintf(f, ",\"host\":");
+            cli_json_str(f, p->host);
+            fprintf(f, ",\"pid\":");
+            cli_json_str(f, p->pid);
+            fprintf(f, ",\"trace\":");
+            cli_json_str(f, p->trace);
+            fprintf(f, ",\"exit\":%d,\"verdict\":", ch[k].code);
+            cli_json_str(f, exit_word(ch[k].code));
+            fprintf(f, ",\"log\":");
+            cli_json_str(f, ch[k].log);
+            fprintf(f, ",\"report\":");
+            cli_json_str(f, rp ? rp : "");
+            fprintf(f, "}");
+            free(rp);
+        }
+        fprintf(f, "]}\n");
+        if (ferror(f) | (fclose(f) != 0)) {
+            cli_err("check", "--json %s: write failed", json);
+            bad = -1;
+        }
+    }
+    if (junit) {
+        FILE *f = fopen(junit, "w");
+        if (!f) {
+            cli_err("check", "--junit %s: %s", junit, strerror(errno));
+            return -1;
+        }
+        uint32_t n_fail = 0;
+        for (uint32_t k = 0; k < j->n; k++)
+            n_fail += ch[k].code != CLI_OK;
+        fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
+                   "<testsuite name=\"reprise check job ");
+        put_xml(f, id);
+        fprintf(f, "\" tests=\"%u\" failures=\"%u\">\n", j->n, n_fail);
+        for (uint32_t k = 0; k < j->n; k++) {
+            const struct cli_job_proc *p = &j->p[k];
+            fprintf(f, "  <testcase classname=\"job\" name=\"");
+            put_xml(f, p->label);
+            fprintf(f, "\"");
+            if (ch[k].code == CLI_OK) {
+                fprintf(f, "/>\n");
+                continue;
+            }
+            fprintf(f, ">\n    <failure message=\"%s: ", exit_word(ch[k].code));
+            put_xml(f, p->label);
+            fprintf(f, " (exit %d): ", ch[k].code);
+            put_xml(f, p->trace);
+            fprintf(f, "; log ");
+            put_xml(f, ch[k].log);
+            fprintf(f, "\"/>\n  </testcase>\n");
+        }
+        fprintf(f, "</testsuite>\n</testsuites>\n");
+        if (ferror(f) | (fclose(f) != 0)) {
+            cli_err("check", "--junit %s: write failed", junit);
+            bad = -1;
+        }
+    }
+    return bad;
+}
+
+static int check_job(int argc, char **argv, const char *const outs[5], uint32_t parallel, int quiet)
+{
+    const char *index = argv[optind];
+    struct cli_job *j;
+    int ex = cli_job_open("check", index, &j);
+    if (ex != CLI_OK)
+        return ex;
+    char logdir[4200];
+    if (outs[0]) {
+        if (mkdir(outs[0], 0755) != 0 && errno != EEXIST) {
+            cli_err("check", "cannot create %s: %s", outs[0], strerror(errno));
+            cli_job_free(j);
+            return CLI_BADINPUT;
+        }
+        snprintf(logdir, sizeof logdir, "%s", outs[0]);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(logdir, sizeof logdir, "%s/reprise-check-job-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(logdir)) {
+            cli_err("check", "cannot create a directory for the logs: %s", strerror(errno));
+            cli_job_free(j);
+            return CLI_INTERNAL;
+        }
+    }
+    struct job_child *ch = calloc(j->n, sizeof *ch);
+    if (!ch) {
+        cli_job_free(j);
+        return CLI_INTERNAL;
+    }
+    if (!quiet)
+        fprintf(stderr, "reprise: check: job %s: %u processes, %u at a time; logs in %s\n",
+                *j->p[0].id ? j->p[0].id : index, j->n, parallel, logdir);
+    uint32_t next = 0, running = 0, printed = 0;
+    int worst = CLI_OK;
+    while (printed < j->n) {
+        while (next < j->n && running < parallel) {
+            struct job_child *c = &ch[next];
+            char *lp = cli_job_out_path(logdir, 1, &j->p[next]);
+            snprintf(c->log, sizeof c->log, "%s.log", lp ? lp : logdir);
+            free(lp);
+            if (job_spawn(argc, argv, outs, &j->p[next], c) < 0) {
+                cli_err("check", "cannot start the check of %s: %s", j->p[next].trace,
+                        strerror(errno));
+                c->code = CLI_INTERNAL;
+            } else {
+                running++;
+            }
+            next++;
+        }
+        if (running) {
+            int wst;
+            pid_t pid = wait(&wst);
+            for (uint32_t k = 0; pid > 0 && k < next; k++)
+                if (ch[k].pid == pid && ch[k].code < 0) {
+                    ch[k].code = WIFEXITED(wst) ? WEXITSTATUS(wst) : CLI_INTERNAL;
+                    running--;
+                }
+        }
+        /* print finished checks in rank order */
+        while (printed < next && ch[printed].code >= 0) {
+            struct job_child *c = &ch[printed];
+            const struct cli_job_proc *p = &j->p[printed];
+            printf("== %s (pid %s on %s): %s: %s\n", p->label, p->pid, p->host, p->trace,
+                   exit_word(c->code));
+            FILE *f = fopen(c->log, "r");
+            char line[4096];
+            while (f && fgets(line, sizeof line, f))
+                fputs(line, stdout);
+            if (f)
+                fclose(f);
+            if (c->code > worst)
+                worst = c->code;
+            printed++;
+        }
+    }
+    uint32_t n_bad = 0;
+    for (uint32_t k = 0; k < j->n; k++)
+        n_bad += ch[k].code != CLI_OK;
+    printf("job %s: %s: %u of %u processes passed\n", *j->p[0].id ? j->p[0].id : index,
+           worst == CLI_OK ? "PASS" : "FAIL", j->n - n_bad, j->n);
+    for (uint32_t k = 0; k < j->n; k++)
+        if (ch[k].code != CLI_OK)
+            printf("  %s: %s (exit %d): %s (log %s)\n", j->p[k].label, exit_word(ch[k].code),
+                   ch[k].code, j->p[k].trace, ch[k].log);
+    if (job_reports(j, ch, worst, outs[1], outs[2]) != 0 && worst < CLI_BADINPUT)
+        worst = CLI_BADINPUT;
+    free(ch);
+    cli_job_free(j);
+    return worst;
+}
+
 int cli_check(int argc, char **argv)
 {
     static const struct option lo[] = {{"results", required_argument, 0, 'R'},
@@ -326,8 +629,11 @@ int cli_check(int argc, char **argv)
                                        {"no-confirm", no_argument, 0, 'N'},
                                        {"require-timing", no_argument, 0, 'W'},
                                        {"quiet", no_argument, 0, 'q'},
+                                       {"parallel", required_argument, 0, 'X'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
+    uint64_t parallel = 0;
+    const char *par_arg = NULL;
     const char *results[MAX_RESULTS], *dumps[MAX_RESULTS], *base_args[MAX_RESULTS];
     uint32_t n_results = 0, n_dumps = 0, n_base_args = 0;
     const char *expect_path = NULL, *json = NULL, *junit = NULL, *pf = NULL;
@@ -439,6 +745,11 @@ int cli_check(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
+        case 'X':
+            par_arg = optarg;
+            if (cli_parse_u64(optarg, &parallel) || !parallel || parallel > 256)
+                return cli_usage("check", "--parallel '%s': expected 1..256", optarg);
+            break;
         case 'h':
             fputs(check_help, stdout);
             return CLI_OK;
@@ -448,6 +759,23 @@ int cli_check(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage("check", "expected one TRACE (the capture)");
+    if (cli_job_is(argv[optind])) {
+        if (n_results || n_base_args || n_dumps || expect_path)
+            return cli_usage("check",
+                             "%s is a job: --results, --baseline, --dump-dirs and "
+                             "--expect name files of one trace",
+                             argv[optind]);
+        const char *outs[5] = {keep, json, junit, pf, par_arg};
+        for (int i = 1; i < 4; i++)
+            if (outs[i] && !strcmp(outs[i], "-"))
+                return cli_usage("check",
+                                 "%s is a job: reports go to one file per rank, not "
+                                 "'-'",
+                                 argv[optind]);
+        return check_job(argc, argv, outs, parallel ? (uint32_t)parallel : 1, quiet);
+    }
+    if (parallel)
+        return cli_usage("check", "--parallel is for a job (a manifest or a directory)");
     if (update && !expect_path)
         return cli_usage("check", "--update-expect needs --expect FILE");
     if (n_dumps && n_dumps != n_results)

@@ -4,19 +4,29 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capture/cap.h"
 #include "cli/cli_int.h"
 
 static const char info_help[] =
-    "usage: reprise info TRACE\n\n"
+    "usage: reprise info TRACE\n"
+    "       reprise info JOB\n\n"
     "Summary of a trace: format and size, completeness (did the capture finish, what it could\n"
     "not record), devices, streams, programs and kernels, op counts by kind, blobs and metadata;\n"
     "for a capture of several processes (`reprise capture` writes one trace per process), the\n"
-    "manifest beside it: every process's pid, parent, trace and command line.\n"
+    "manifest beside it: every process's pid, parent, trace and command line.\n\n"
+    "JOB is the capture's manifest (TRACE-stem.procs) or a directory of traces (of one job\n"
+    "captured on several machines): one line per process in rank order with its rank, world\n"
+    "size, host, pid, ops, where it starts on the job's time axis and the error bound of that\n"
+    "placement (clock pairs fitted to realtime, FORMAT.md 3.6; for a rank on another host than\n"
+    "the first rank, the NCCL collectives both ran where the traces have device times: \"N\n"
+    "anchors, moved T\" says how far they moved it from where its realtime clock put it), trace\n"
+    "and command line.\n"
     "Exit codes: 0 ok, 3 unreadable or foreign trace.\n";
 
 struct info_ctx {
@@ -61,6 +71,52 @@ static const char *stream_kind(uint32_t k)
                                          : "?";
 }
 
+static int info_job(const char *path)
+{
+    struct cli_job *j;
+    int ex = cli_job_open("info", path, &j);
+    if (ex != CLI_OK)
+        return ex;
+    char b1[32], b2[32], b3[32];
+    printf("job        %s: %u process%s%s\n", *j->p[0].id ? j->p[0].id : "(no job id)", j->n,
+           j->n == 1 ? "" : "es", j->n_ids > 1 ? " (of several job ids!)" : "");
+    printf("index      %s\n", path);
+    char when[64] = "";
+    time_t secs = (time_t)(j->origin_real / 1000000000u);
+    struct tm tm;
+    if (j->origin_real && gmtime_r(&secs, &tm))
+        strftime(when, sizeof when, " = %Y-%m-%d %H:%M:%S UTC", &tm);
+    printf("time 0     realtime %" PRIu64 " ns%s (the job's first op)%s\n", j->origin_real, when,
+           j->unaligned ? "; some traces record no realtime: placed at 0" : "");
+    printf("%-8s %-6s %-6s %-12s %-8s %-8s %10s %12s %12s %-22s %s\n", "rank", "world", "local",
+           "host", "pid", "parent", "ops", "start", "bound", "clock", "trace  command");
+    for (uint32_t i = 0; i < j->n; i++) {
+        const struct cli_job_proc *p = &j->p[i];
+        char rank[24] = "-", world[24] = "-", local[24] = "-", clk[64];
+        if (p->rank >= 0)
+            snprintf(rank, sizeof rank, "%" PRId64, p->rank);
+        if (p->world >= 0)
+            snprintf(world, sizeof world, "%" PRId64, p->world);
+        if (p->local_rank >= 0)
+            snprintf(local, sizeof local, "%" PRId64, p->local_rank);
+        if (p->fit.source == SBT_CLOCK_ANCHORS)
+            snprintf(clk, sizeof clk, "%u anchors, moved %s%s", p->n_anchors,
+                     p->anchor_shift_ns < 0 ? "-" : "+",
+                     cli_fmt_ns(fabs(p->anchor_shift_ns), b3, sizeof b3));
+        else if (p->fit.source == SBT_CLOCK_PAIRS)
+            snprintf(clk, sizeof clk, "%u pairs, %+.2f ppm", p->fit.n_pairs, (p->fit.b - 1) * 1e6);
+        else
+            snprintf(clk, sizeof clk, "%s",
+                     p->fit.source == SBT_CLOCK_EPOCH ? "epoch only" : "none (at 0)");
+        printf("%-8s %-6s %-6s %-12.12s %-8s %-8s %10" PRIu64 " %12s %12s %-22s %s  %.80s\n", rank,
+               world, local, p->host, p->pid, p->ppid, p->n_ops,
+               cli_fmt_ns(p->start_ns, b1, sizeof b1), cli_fmt_ns(p->bound_ns, b2, sizeof b2), clk,
+               p->trace, p->argv);
+    }
+    cli_job_free(j);
+    return CLI_OK;
+}
+
 int cli_info(int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -69,6 +125,8 @@ int cli_info(int argc, char **argv)
     }
     if (argc != 2 || argv[1][0] == '-')
         return cli_usage("info", "expected exactly one TRACE");
+    if (cli_job_is(argv[1]))
+        return info_job(argv[1]);
     sbt_reader *r;
     int rc = cli_open_trace("info", argv[1], &r);
     if (rc)
@@ -156,8 +214,15 @@ int cli_info(int argc, char **argv)
     const struct sbt_meta *m = sbt_reader_meta(r, &n);
     if (n)
         printf("metadata\n");
-    for (uint32_t i = 0; i < n; i++)
-        printf("  %-20s %s\n", sbt_reader_string(r, m[i].key), sbt_reader_string(r, m[i].value));
+    uint32_t n_pairs = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *k = sbt_reader_string(r, m[i].key);
+        if (!strncmp(k, "clock.sync.", 11) && n_pairs++ >= 2)
+            continue; /* one a second: the first two and the last say enough */
+        printf("  %-20s %s\n", k, sbt_reader_string(r, m[i].value));
+    }
+    if (n_pairs > 2)
+        printf("  (%u clock pairs in all; reprise info on the job fits them)\n", n_pairs);
     sbt_reader_close(r);
     return CLI_OK;
 }

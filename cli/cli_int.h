@@ -78,6 +78,55 @@ void cli_manifest_path(const char *trace, char *out, size_t cap);
 /* Reads the manifest at path, calling fn for each well-formed line. Returns the number of
  * lines, or -1 when it cannot be opened. */
 int cli_manifest_read(const char *path, void (*fn)(void *ctx, const struct cli_proc *p), void *ctx);
+/* ==========================================================================================
+ * Jobs (cli_job.c): the traces of the processes of one job, given as the capture's manifest
+ * (STEM.procs: the traces it lists) or a directory (every *.sbt in it but snapshot sidecars,
+ * *.snap.sbt: traces gathered from several machines). Each trace is opened once to read its
+ * identity (FORMAT.md 3.5) and clock fit, then closed: a job holds no reader.
+ * ========================================================================================== */
+#include "format/sbt_align.h"
+
+struct cli_job_proc {
+    char *trace;                  /* path (resolved beside the manifest when need be) */
+    int64_t rank;                 /* job.rank, -1 when the trace has none */
+    int64_t world, local_rank;    /* -1 when not recorded */
+    char label[48];               /* "rank 3", or "pid 1234" without a rank */
+    char title[160];              /* "rank 3 (pid 1234 on host)": its process in an export */
+    char *host, *pid, *ppid, *id; /* metadata ("" when absent); id = job.id */
+    char *argv;
+    uint64_t n_ops, t_min, t_max; /* op times: ns since the trace's epoch */
+    struct sbt_clock_fit fit;
+    uint64_t epoch_mono;    /* clock.epoch_monotonic_ns, 0 when absent */
+    uint32_t n_anchors;     /* shared points its fit uses (fit.source SBT_CLOCK_ANCHORS), else 0 */
+    double anchor_shift_ns; /* how far the anchors moved its start from where its clock pairs
+                               put it (the realtime clocks' disagreement) */
+    double start_ns;        /* realtime of t_min relative to the job's origin */
+    double bound_ns;        /* error bound of its times on the job's axis (at t_min and t_max) */
+};
+struct cli_job {
+    char *index; /* what was given */
+    uint32_t n;
+    struct cli_job_proc *p; /* sorted: by rank, then processes without one by pid */
+    uint64_t origin_real;   /* realtime (ns since 1970) of the job's time 0: its first op */
+    int unaligned;          /* processes whose trace has no realtime (placed at 0) */
+    uint32_t n_ids;         /* distinct job ids among the traces (1 for a sound job) */
+    int dup_ranks;          /* two traces claim one rank */
+};
+/* 1 when path names a job (a directory, or a file ending in .procs), else 0. */
+int cli_job_is(const char *path);
+/* Reads the job at path. CLI_OK with *out, or an exit code after a message: 3 when the index or
+ * a trace it names cannot be read, or the job has no trace. Warns (stderr) about traces of
+ * several job ids and ranks claimed twice. */
+int cli_job_open(const char *cmd, const char *path, struct cli_job **out);
+void cli_job_free(struct cli_job *j);
+/* The export options that put process i of j on the job's time axis: ts_offset and ts_drift
+ * (and run, label and pid: a process per rank). */
+/* Where process p's output goes when the job's is v: a directory (is_dir) DIR/rank-K, a file
+ * F.ext F.rank-K.ext (pid-P for a process without a rank). malloc'd; NULL without memory. */
+char *cli_job_out_path(const char *v, int is_dir, const struct cli_job_proc *p);
+struct sbt_export_opts;
+void cli_job_export_opts(const struct cli_job *j, uint32_t i, struct sbt_export_opts *o);
+
 /* Opens a trace, printing what went wrong (and what to do: `reprise import` for TraceSmith
  * files) on failure. Returns CLI_OK with *out set, or an exit code. A trace without footer
  * prints a one-line note on stderr saying what the scan recovered. */
@@ -115,6 +164,8 @@ int cli_range_stream(const char *cmd, const char *arg, struct cli_range *cr);
 /* Turns the relative range into an sbt_range for this trace. */
 void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct sbt_range *out);
 
+/* s as a JSON string (quoted, escaped) on f; NULL as "". */
+void cli_json_str(FILE *f, const char *s);
 /* Formats ns as a short human string ("12.3 ms") into buf; returns buf. */
 char *cli_fmt_ns(double ns, char *buf, size_t len);
 /* Formats a byte count ("1.5 MiB") into buf; returns buf. */

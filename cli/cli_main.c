@@ -378,6 +378,21 @@ void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct s
 /* Formatting and progress                                                                    */
 /* ========================================================================================== */
 
+void cli_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
 char *cli_fmt_ns(double ns, char *buf, size_t len)
 {
     if (ns < 1e3)

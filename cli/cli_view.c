@@ -146,6 +146,11 @@ int cli_view(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage("view", "expected exactly one TRACE");
     sbt_reader *r;
+    if (cli_job_is(argv[optind]))
+        return cli_usage("view",
+                         "%s is a job (a manifest or a directory): view lists one trace's ops; "
+                         "reprise info %s lists its traces",
+                         argv[optind], argv[optind]);
     int rc = cli_open_trace("view", argv[optind], &r);
     if (rc)
         return rc;

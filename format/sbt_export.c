@@ -16,6 +16,7 @@
  * earlier op can follow (the smallest t_min of the chunks not yet read).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -52,9 +53,14 @@ uint64_t sbt_export_uuid(uint32_t run, uint32_t kind, uint64_t a, uint64_t b)
 
 uint64_t sbt_export_flow_id(uint32_t run, uint32_t kind, uint64_t a)
 {
-    /* (run + 1) in bits 46..52, kind in 44..45, a below: < 2^53 and never 0 */
-    return ((uint64_t)(run % 100 + 1) << 46) | ((uint64_t)(kind & 3) << 44) |
-           (a & ((1ull << 44) - 1));
+    /* runs 0..99: (run + 1) in bits 46..52, kind in 44..45, a below: < 2^53 and never 0.
+     * Runs 100 and up (the processes of a job) take the space above: from 101 << 46 in steps
+     * of 2^39 (kind in 37..38, a below), up to run 3555, still < 2^53 */
+    if (run < 100)
+        return ((uint64_t)(run + 1) << 46) | ((uint64_t)(kind & 3) << 44) |
+               (a & ((1ull << 44) - 1));
+    return (101ull << 46) + ((uint64_t)(run - 100) << 39) + ((uint64_t)(kind & 3) << 37) +
+           (a & ((1ull << 37) - 1));
 }
 
 static uint64_t hash_str(const char *s, size_t len)
@@ -722,6 +728,8 @@ struct layout {
 static uint64_t out_ts(const struct layout *L, uint64_t t)
 {
     uint64_t rel = t > L->t_origin ? t - L->t_origin : 0;
+    if (L->o.ts_drift != 0) /* rel * (1 + drift): monotonic in rel since drift > -1 */
+        rel += (uint64_t)llround((double)rel * L->o.ts_drift);
     int64_t v = (int64_t)rel + L->o.ts_offset;
     return v > 0 ? (uint64_t)v : 0;
 }
@@ -734,11 +742,37 @@ static const char *str(const struct layout *L, uint32_t id)
 
 static int32_t pid_of(const struct layout *L, uint32_t what)
 {
+    if (L->o.pid)
+        return L->o.pid;                           /* one process for the whole trace */
     return (int32_t)(L->o.run * 10000 + 1 + what); /* host = 1, device d = 1 + d */
+}
+
+/* opts.pid: the one process of the trace, named by the label. 1 when it stands for the host
+ * or device process asked for (*uuid set), 0 when there is no such mode, < 0 on error. */
+static int proc_single(struct layout *L, uint64_t *uuid)
+{
+    if (!L->o.pid)
+        return 0;
+    *uuid = sbt_export_uuid(L->o.run, UK_HOST, 0, 0);
+    if (sbt_map_get(&L->procs, *uuid))
+        return 1;
+    struct sbt_export_track t = {.uuid = *uuid,
+                                 .kind = SBT_EXPORT_TRACK_PROCESS,
+                                 .name = L->o.label ? L->o.label : "trace",
+                                 .pid = L->o.pid,
+                                 .rank = L->o.pid};
+    int st = sbt_export_track(L->em, &t);
+    if (st >= 0)
+        st = map_put(&L->procs, *uuid, 1);
+    L->stats->n_tracks += st >= 0;
+    return st < 0 ? st : 1;
 }
 
 static int proc_host(struct layout *L, uint64_t *uuid)
 {
+    int one = proc_single(L, uuid);
+    if (one)
+        return one < 0 ? one : 0;
     *uuid = sbt_export_uuid(L->o.run, UK_HOST, 0, 0);
     if (sbt_map_get(&L->procs, *uuid))
         return 0;
@@ -759,6 +793,9 @@ static int proc_host(struct layout *L, uint64_t *uuid)
 
 static int proc_device(struct layout *L, uint32_t dev, uint64_t *uuid)
 {
+    int one = proc_single(L, uuid);
+    if (one)
+        return one < 0 ? one : 0;
     *uuid = sbt_export_uuid(L->o.run, UK_DEVICE, dev, 0);
     if (sbt_map_get(&L->procs, *uuid))
         return 0;
@@ -1488,8 +1525,15 @@ int sbt_export_trace(sbt_export_emitter *em, sbt_reader *r, const struct sbt_exp
     if (opts)
         memcpy(&L.o, opts, opts->sz < sizeof L.o ? opts->sz : sizeof L.o);
     L.o.sz = sizeof L.o;
-    if (L.o.run > 99)
-        return sbt__fail(SBT_EINVAL, "export: run %u > 99", L.o.run);
+    if (L.o.run > SBT_EXPORT_MAX_RUN)
+        return sbt__fail(SBT_EINVAL, "export: run %u > %u", L.o.run, SBT_EXPORT_MAX_RUN);
+    if (L.o.pid < 0 || (L.o.pid && L.o.group_by != SBT_EXPORT_GROUP_DEVICE))
+        return sbt__fail(SBT_EINVAL,
+                         "export: pid %d (one process per trace needs pid > 0 and "
+                         "the device,stream grouping)",
+                         (int)L.o.pid);
+    if (!(L.o.ts_drift > -0.5 && L.o.ts_drift < 0.5))
+        return sbt__fail(SBT_EINVAL, "export: clock drift %g out of (-0.5, 0.5)", L.o.ts_drift);
     if (L.o.group_by > SBT_EXPORT_GROUP_THREAD)
         return sbt__fail(SBT_EINVAL, "export: unknown grouping %u", L.o.group_by);
     L.ring_cap = L.o.flow_window ? L.o.flow_window : DEFAULT_WINDOW;

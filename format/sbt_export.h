@@ -205,7 +205,8 @@ struct sbt_export_opts {
     const struct sbt_range *range; /* ops to export (sbt_cursor_open); NULL = all */
     uint32_t group_by;             /* enum sbt_export_group */
     uint32_t run;                  /* namespace of uuids, flow ids and pids when several runs share
-                                      one emitter (diff traces): 0..99 */
+                                      one emitter (diff traces, the processes of a job):
+                                      0..SBT_EXPORT_MAX_RUN */
     const char *label;             /* prefix of process names ("baseline"); NULL = none */
     int64_t ts_offset;    /* output ts = op time - trace start (sbt_info.t_min) + ts_offset */
     uint32_t flow_window; /* ops of look-ahead that link waits to their event record or
@@ -213,7 +214,15 @@ struct sbt_export_opts {
     int no_args;          /* 1: leave debug annotations out (smaller files) */
     void (*progress)(void *ctx, uint64_t done, uint64_t total); /* ops; may be NULL */
     void *progress_ctx;
+    double ts_drift; /* output ts = (op time - trace start) * (1 + ts_drift) + ts_offset: a
+                        clock that runs fast or slow against the file's (the processes of a
+                        job, format/sbt_align.h); 0 = none, within (-0.5, 0.5) */
+    int32_t pid;     /* > 0: the whole trace is one process of this pid named by label (host
+                        threads and device streams are its tracks), as for a rank of a job
+                        (device,stream grouping only; keep pid * 1000 + threads below 2^31);
+                        0: a process per device and one for the host, pids from run */
 };
+#define SBT_EXPORT_MAX_RUN 3555 /* flow ids of runs 100 and up hold 2^37 ops each */
 #define SBT_EXPORT_OPTS(...) \
     ((struct sbt_export_opts){.sz = sizeof(struct sbt_export_opts), __VA_ARGS__})
 

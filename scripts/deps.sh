@@ -11,7 +11,7 @@ libvulkan-dev mesa-vulkan-drivers glslang-tools"
 if [ "${1:-build}" = test ]; then
     PKGS="$PKGS libcriterion-dev clang libclang-rt-14-dev vulkan-validationlayers vulkan-tools
     protobuf-compiler libvkfft-dev glslang-dev debootstrap python3-pytest python3-numpy
-    python3-pandas"
+    python3-pandas openmpi-bin"
 fi
 # Node.js and npm run Dawn (tests/webgpu) and llama.cpp (tests/llama): Debian's, unless a node
 # and npm are already here

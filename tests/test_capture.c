@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 
 #include "capture/vk/cap_vk_spirv.h"
 #include "format/sbt.h"
+#include "format/sbt_align.h"
 #include "format/sbt_vk.h"
 #include "tests/testenv.h"
 #include "tests/tproc.h"
@@ -1569,4 +1571,283 @@ Test(capture, device_lost_writes_the_trace)
     sbt_stats_free(st);
     sbt_reader_close(r);
     unlink(trace);
+}
+
+/* ========================================================================================== */
+/* Jobs: identity of each process and its clock (FORMAT.md 3.5)                              */
+/* ========================================================================================== */
+
+/* mpirun is installed and can start a process here (a container without network interfaces
+ * may refuse to). */
+static int have_mpirun(void)
+{
+    return system("command -v mpirun >/dev/null 2>&1 && mpirun --allow-run-as-root "
+                  "--oversubscribe -np 1 true >/dev/null 2>&1") == 0;
+}
+
+/* The traces of the manifest dir/t.procs, opened, in rank order (job.rank must be 0..n-1). */
+static int job_traces(const char *dir, sbt_reader **r, int max)
+{
+    char paths[16][512];
+    int n = manifest_traces(dir, paths, 16);
+    cr_assert_leq(n, max);
+    for (int i = 0; i < n; i++)
+        r[i] = NULL;
+    for (int i = 0; i < n; i++) {
+        sbt_reader *t;
+        cr_assert_eq(sbt_reader_open(paths[i], NULL, &t), 0, "%s: %s", paths[i], sbt_errmsg());
+        const char *rank = sbt_reader_meta_get(t, "job.rank");
+        cr_assert_not_null(rank, "%s has no job.rank", paths[i]);
+        int k = atoi(rank);
+        cr_assert(k >= 0 && k < n && !r[k], "%s: rank %s twice or out of 0..%d", paths[i], rank,
+                  n - 1);
+        r[k] = t;
+    }
+    return n;
+}
+
+/* The clock pairs of a trace: the first is "start", the last "end", each "MONO REAL ERR WHY". */
+static void expect_clock_pairs(sbt_reader *r)
+{
+    const char *first = sbt_reader_meta_get(r, "clock.sync.0");
+    cr_assert_not_null(first, "no clock.sync.0");
+    cr_expect_not_null(strstr(first, " start"), "%s", first);
+    struct sbt_clock_pair *p;
+    uint32_t n;
+    cr_assert_eq(sbt_clock_pairs(r, &p, &n), 0, "%s", sbt_errmsg());
+    cr_expect_geq(n, 2, "a pair at the start and one at the end");
+    char key[32];
+    snprintf(key, sizeof key, "clock.sync.%u", n - 1);
+    cr_expect_not_null(strstr(sbt_reader_meta_get(r, key), " end"), "%s",
+                       sbt_reader_meta_get(r, key));
+    for (uint32_t i = 0; i < n; i++) {
+        cr_expect(p[i].err_ns >= 1 && p[i].err_ns < 10000000, "pair %u: err %" PRIu64, i,
+                  p[i].err_ns);
+        cr_expect(i == 0 || p[i].mono_ns > p[i - 1].mono_ns);
+    }
+    free(p);
+}
+
+/* `mpirun -np 2` under reprise capture: each rank's trace says which rank it is (Open MPI's
+ * variables), of how many, on which host, under one job id that the ranks share although
+ * mpirun itself never loads the layer; each has its clock pairs. Before: no job.* keys. */
+Test(capture, mpirun_ranks_record_their_identity)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    if (!have_mpirun())
+        cr_skip_test("no working mpirun (Debian: openmpi-bin, scripts/deps.sh)");
+    char dir[] = "/tmp/reprise-test-mpi-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s capture -o t.sbt -- mpirun --allow-run-as-root --oversubscribe -np 2 "
+             "%s/tests/vk/vk_compute",
+             dir, bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    sbt_reader *r[2];
+    cr_assert_eq(job_traces(dir, r, 2), 2, "%s", err);
+    char host[256] = "";
+    gethostname(host, sizeof host);
+    for (int k = 0; k < 2; k++) {
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "job.rank_from"), "openmpi");
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "job.world_size"), "2");
+        cr_expect_not_null(sbt_reader_meta_get(r[k], "job.local_rank"));
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "host"), host);
+        cr_expect_not_null(strstr(sbt_reader_meta_get(r[k], "argv"), "vk_compute"));
+        const char *id = sbt_reader_meta_get(r[k], "job.id");
+        cr_assert_not_null(id);
+        cr_expect_gt(strlen(id), 3);
+        expect_clock_pairs(r[k]);
+    }
+    cr_expect_str_eq(sbt_reader_meta_get(r[0], "job.id"), sbt_reader_meta_get(r[1], "job.id"),
+                     "one job id for the ranks of one capture");
+    cr_expect_str_neq(sbt_reader_meta_get(r[0], "capture.pid"),
+                      sbt_reader_meta_get(r[1], "capture.pid"));
+    for (int k = 0; k < 2; k++)
+        sbt_reader_close(r[k]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* Which variable gives the rank: REPRISE_RANK before the launchers', a rank variable that is
+ * not a number is named and skipped for the next launcher's; REPRISE_JOB is the job id, and
+ * without it the launcher's (Slurm's job id here). */
+Test(capture, rank_variables_and_a_given_job_id)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    static const struct {
+        const char *env, *rank, *world, *from, *ignored;
+    } cases[] = {
+        {"REPRISE_RANK=5 REPRISE_WORLD_SIZE=9 OMPI_COMM_WORLD_RANK=1", "5", "9", "REPRISE_RANK",
+         NULL},
+        {"RANK=abc WORLD_SIZE=4 SLURM_PROCID=3 SLURM_NTASKS=8", "3", "8", "slurm", "RANK"},
+        {"RANK=2 WORLD_SIZE=4 LOCAL_RANK=0", "2", "4", "torchrun", NULL},
+        {"PMI_RANK=7 PMI_SIZE=12", "7", "12", "pmi", NULL},
+    };
+    char dir[] = "/tmp/reprise-test-rank-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && env -u REPRISE_JOB %s REPRISE_JOB=job-%zu %s capture -o t.sbt -- "
+                 "%s/tests/vk/vk_compute",
+                 dir, cases[i].env, i, bin, build);
+        cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+        char t[600], id[32];
+        snprintf(t, sizeof t, "%s/t.sbt", dir);
+        sbt_reader *r;
+        cr_assert_eq(sbt_reader_open(t, NULL, &r), 0, "%s", sbt_errmsg());
+        cr_expect_str_eq(sbt_reader_meta_get(r, "job.rank"), cases[i].rank, "%s", cases[i].env);
+        cr_expect_str_eq(sbt_reader_meta_get(r, "job.world_size"), cases[i].world, "%s",
+                         cases[i].env);
+        cr_expect_str_eq(sbt_reader_meta_get(r, "job.rank_from"), cases[i].from, "%s",
+                         cases[i].env);
+        const char *ign = sbt_reader_meta_get(r, "job.rank_ignored");
+        if (cases[i].ignored)
+            cr_expect(ign && !strcmp(ign, cases[i].ignored), "%s: ignored %s", cases[i].env,
+                      ign ? ign : "(none)");
+        else
+            cr_expect_null(ign, "%s", cases[i].env);
+        snprintf(id, sizeof id, "job-%zu", i);
+        cr_expect_str_eq(sbt_reader_meta_get(r, "job.id"), id);
+        sbt_reader_close(r);
+    }
+    /* without REPRISE_JOB, the launcher's job id */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && env -u REPRISE_JOB SLURM_PROCID=2 SLURM_NTASKS=4 SLURM_JOB_ID=9876 %s "
+             "capture -o t.sbt -- %s/tests/vk/vk_compute",
+             dir, bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char t[600];
+    snprintf(t, sizeof t, "%s/t.sbt", dir);
+    sbt_reader *r;
+    cr_assert_eq(sbt_reader_open(t, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_expect_str_eq(sbt_reader_meta_get(r, "job.id"), "slurm-9876");
+    cr_expect_str_eq(sbt_reader_meta_get(r, "job.rank"), "2");
+    sbt_reader_close(r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A program that forks its workers (tests/vk/vk_fork): each worker's trace has the rank it set,
+ * all share the job id the first of them made. Worker 1's capture records its monotonic clock
+ * 500 s ahead, as on another machine: putting the traces on one axis through their clock pairs
+ * recovers where its ops really were (the workers share this machine's monotonic clock, so
+ * the truth is known) within the bound the fits state. Aligning by the monotonic clock, as for
+ * processes of one host, would be 500 s off. */
+Test(capture, fork_workers_and_a_clock_500s_off_are_aligned_within_the_bound)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    const uint64_t shift = 500000000000ull;
+    char dir[] = "/tmp/reprise-test-fork-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && env -u REPRISE_JOB VK_FORK_SHIFT=1:%" PRIu64
+             " %s capture -o t.sbt -- %s/tests/vk/vk_fork 3 4",
+             dir, shift, bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    sbt_reader *r[3];
+    cr_assert_eq(job_traces(dir, r, 3), 3, "%s", err);
+    double real[3], bound[3];
+    uint64_t mono[3];
+    for (int k = 0; k < 3; k++) {
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "job.rank_from"), "REPRISE_RANK");
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "job.world_size"), "3");
+        cr_expect_str_eq(sbt_reader_meta_get(r[k], "job.id"), sbt_reader_meta_get(r[0], "job.id"));
+        cr_expect(sbt_reader_info(r[k])->complete);
+        expect_clock_pairs(r[k]);
+        struct sbt_clock_fit f;
+        cr_assert_eq(sbt_clock_fit_trace(r[k], &f), 0, "%s", sbt_errmsg());
+        cr_assert_eq(f.source, SBT_CLOCK_PAIRS);
+        uint64_t t = sbt_reader_info(r[k])->t_min;
+        double off;
+        sbt_clock_map(&f, t, &off);
+        real[k] = (double)(int64_t)(f.real_base - 1700000000000000000ull) + off;
+        bound[k] = sbt_clock_bound(&f, t);
+        /* the truth: this machine's monotonic clock at the first op */
+        mono[k] = strtoull(sbt_reader_meta_get(r[k], "clock.epoch_monotonic_ns"), NULL, 10) + t -
+                  (k == 1 ? shift : 0);
+        cr_expect_lt(bound[k], 1e6, "rank %d: bound %.0f ns", k, bound[k]);
+    }
+    for (int k = 1; k < 3; k++) {
+        double est = real[k] - real[0];
+        double truth = (double)(int64_t)(mono[k] - mono[0]);
+        cr_expect(fabs(est - truth) <= bound[0] + bound[k] + 1000,
+                  "rank %d vs 0: %.0f ns apart on the aligned axis, %.0f ns in truth (bounds %.0f "
+                  "+ %.0f)",
+                  k, est, truth, bound[0], bound[k]);
+    }
+    for (int k = 0; k < 3; k++)
+        sbt_reader_close(r[k]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A process that starts using the GPU after the program `reprise capture` started has exited
+ * (a daemonised worker) still belongs to the capture's job. Before: the capture CLI left the
+ * job id to the capture libraries, which make it from the root's /proc entry, gone by then: the
+ * late process got a job of its own. */
+Test(capture, a_process_started_after_the_root_exited_shares_the_job)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-late-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             "cd %s && env -u REPRISE_JOB %s capture -o t.sbt -- sh -c '%s/tests/vk/vk_compute; "
+             "(sleep 0.5; %s/tests/vk/vk_compute) & exit 0'",
+             dir, bin, build, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char paths[8][512];
+    cr_assert_eq(manifest_traces(dir, paths, 8), 2, "%s", err);
+    char id[2][256];
+    for (int i = 0; i < 2; i++) {
+        sbt_reader *r;
+        cr_assert_eq(sbt_reader_open(paths[i], NULL, &r), 0, "%s", sbt_errmsg());
+        const char *v = sbt_reader_meta_get(r, "job.id");
+        cr_assert_not_null(v, "%s", paths[i]);
+        snprintf(id[i], sizeof id[i], "%s", v);
+        sbt_reader_close(r);
+    }
+    cr_expect_str_eq(id[0], id[1], "one job for the capture's processes");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A capture that runs for seconds records a clock pair at a flush about once a second, besides
+ * the start and the end ones: a long capture's drift is measured along it. */
+Test(capture, clock_pairs_at_flushes_once_a_second)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char dir[] = "/tmp/reprise-test-pairs-XXXXXX", cmd[8192], out[8192], err[8192];
+    cr_assert(mkdtemp(dir));
+    /* one worker, dispatches waited for one by one: a few seconds of capture */
+    snprintf(cmd, sizeof cmd, "cd %s && %s capture -o t.sbt -- %s/tests/vk/vk_fork 1 4000", dir,
+             bin, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s", err);
+    sbt_reader *r[1];
+    cr_assert_eq(job_traces(dir, r, 1), 1, "%s", err);
+    struct sbt_clock_pair *p;
+    uint32_t n;
+    cr_assert_eq(sbt_clock_pairs(r[0], &p, &n), 0, "%s", sbt_errmsg());
+    uint64_t span = p[n - 1].mono_ns - p[0].mono_ns;
+    cr_expect_geq(n, 2 + span / 1000000000u - 1, "%u pairs over %.2f s", n, (double)span / 1e9);
+    int flushes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "clock.sync.%u", i);
+        flushes += strstr(sbt_reader_meta_get(r[0], key), " flush") != NULL;
+        if (i)
+            cr_expect_geq(p[i].mono_ns - p[i - 1].mono_ns, i + 1 < n ? 999000000u : 0u,
+                          "pair %u: %" PRIu64 " ns after the previous (once a second)", i,
+                          p[i].mono_ns - p[i - 1].mono_ns);
+    }
+    if (span > 1200000000u)
+        cr_expect_geq(flushes, 1, "a run of %.2f s has a pair at a flush", (double)span / 1e9);
+    free(p);
+    sbt_reader_close(r[0]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }

@@ -24,6 +24,7 @@
 #include <cuda.h>
 
 #include "format/sbt.h"
+#include "format/sbt_align.h"
 #include "format/sbt_cuda.h"
 #include "replay/replay.h"
 #include "replay/replay_int.h"
@@ -425,6 +426,38 @@ Test(capture, driver_api_program)
 {
     paths();
     capture_and_check("prog_saxpy", tpath("cuda_saxpy.sbt"), 0);
+}
+
+/* The CUDA shim records the process's identity in its job and its clock pairs as the Vulkan
+ * layer does (capture/common/cap_env.c): torchrun's variables here, the job id given. Before:
+ * no job.* and no clock.sync.* keys. */
+Test(capture, rank_job_and_clock_pairs)
+{
+    paths();
+    const char *trace = tpath("cuda_rank.sbt");
+    char *out;
+    cr_assert(eq(int,
+                 run_prog("prog_saxpy", "", trace,
+                          "env -u REPRISE_RANK -u OMPI_COMM_WORLD_RANK RANK=3 WORLD_SIZE=4 "
+                          "LOCAL_RANK=1 REPRISE_JOB=train-42",
+                          &out),
+                 0));
+    free(out);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace, NULL, &r), 0), "%s", sbt_errmsg());
+    cr_expect(eq(str, (char *)sbt_reader_meta_get(r, "job.rank"), "3"));
+    cr_expect(eq(str, (char *)sbt_reader_meta_get(r, "job.world_size"), "4"));
+    cr_expect(eq(str, (char *)sbt_reader_meta_get(r, "job.local_rank"), "1"));
+    cr_expect(eq(str, (char *)sbt_reader_meta_get(r, "job.rank_from"), "torchrun"));
+    cr_expect(eq(str, (char *)sbt_reader_meta_get(r, "job.id"), "train-42"));
+    const char *first = sbt_reader_meta_get(r, "clock.sync.0");
+    cr_assert(first != NULL);
+    cr_expect(strstr(first, " start") != NULL, "%s", first);
+    struct sbt_clock_fit f;
+    cr_assert(eq(int, sbt_clock_fit_trace(r, &f), 0), "%s", sbt_errmsg());
+    cr_expect(eq(u32, f.source, SBT_CLOCK_PAIRS));
+    cr_expect(f.n_pairs >= 2, "start and end: %u pairs", f.n_pairs);
+    sbt_reader_close(r);
 }
 
 Test(capture, per_thread_default_stream_program)

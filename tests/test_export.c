@@ -194,6 +194,7 @@ struct pf_summary {
     uint32_t slices, instants, counter_values, flows, lanes_max_seen;
     uint32_t names_seen;
     int weird_name_seen, long_name_seen;
+    uint32_t processes; /* process descriptors */
 };
 
 #define MAX_T   256
@@ -435,6 +436,7 @@ static void ck_packet(struct checker *c, const uint8_t *raw, size_t len, uint32_
                                   d->thread != NULL, d->process != NULL, pk};
         c->sum.tracks++;
         c->sum.counter_tracks += d->counter != NULL;
+        c->sum.processes += d->process != NULL;
         if (d->name && !strcmp(d->name, "stream 1: compute"))
             c->sum.lanes_max_seen++;
     }
@@ -894,6 +896,53 @@ Test(perfetto, group_by_thread)
     cr_assert(eq(int, check_pftrace(buf, len, NULL), 0));
     golden("tests/data/export/small-by-thread.pftrace", buf, len);
     free(buf);
+}
+
+/* The processes of a job on one timeline (`reprise export JOB`): several traces on one emitter,
+ * runs past 99 (the 100th rank and up), each trace one process (opts.pid) named by its rank,
+ * with its own offset and clock drift. The import rules hold (flow ids of every run distinct,
+ * timestamps in order per track).
+ * Before: run 100 was refused ("run 100 > 99"), and runs 100 apart shared flow ids. */
+Test(perfetto, job_of_many_traces_on_one_emitter)
+{
+    static const uint32_t runs[] = {0, 100, 200, SBT_EXPORT_MAX_RUN};
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(trace_path, NULL, &r), 0), "%s", sbt_errmsg());
+    char *p = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&p, &n);
+    sbt_export_emitter *em;
+    cr_assert(eq(int, sbt_export_emitter_open(f, SBT_EXPORT_PERFETTO, NULL, &em), 0));
+    struct sbt_export_stats st[4];
+    for (int i = 0; i < 4; i++) {
+        char label[16];
+        snprintf(label, sizeof label, "rank %d", i);
+        struct sbt_export_opts o =
+            SBT_EXPORT_OPTS(.run = runs[i], .pid = i + 1, .label = label, .ts_offset = 1000 * i,
+                            .ts_drift = i == 3 ? 0.25 : 0);
+        cr_assert(eq(int, sbt_export_trace(em, r, &o, &st[i]), 0), "run %u: %s", runs[i],
+                  sbt_errmsg());
+    }
+    struct sbt_export_opts bad = SBT_EXPORT_OPTS(.run = SBT_EXPORT_MAX_RUN + 1);
+    cr_expect(eq(int, sbt_export_trace(em, r, &bad, NULL), SBT_EINVAL));
+    cr_expect(strstr(sbt_errmsg(), "run 3556 > 3555") != NULL, "%s", sbt_errmsg());
+    bad = SBT_EXPORT_OPTS(.pid = 9, .group_by = SBT_EXPORT_GROUP_THREAD);
+    cr_expect(eq(int, sbt_export_trace(em, r, &bad, NULL), SBT_EINVAL));
+    cr_assert(eq(int, sbt_export_emitter_close(em), 0));
+    fclose(f);
+    sbt_reader_close(r);
+    struct pf_summary s;
+    cr_assert(eq(int, check_pftrace((uint8_t *)p, n, &s), 0));
+    cr_expect(eq(u32, s.processes, 4), "one process per trace: %u", s.processes);
+    cr_expect(st[0].n_flows > 0);
+    cr_expect(eq(u32, s.flows, (uint32_t)(4 * st[0].n_flows)), "every run's flows, distinct");
+    free(p);
+    for (uint32_t a = 0; a < 4; a++)
+        for (uint32_t b = 0; b < a; b++)
+            cr_expect(sbt_export_flow_id(runs[a], 1, 5) != sbt_export_flow_id(runs[b], 1, 5));
+    cr_expect(sbt_export_flow_id(SBT_EXPORT_MAX_RUN, 3, (1ull << 37) - 1) < (1ull << 53));
+    cr_expect(sbt_export_flow_id(100, 0, 0) > sbt_export_flow_id(99, 3, (1ull << 44) - 1),
+              "runs from 100 lie above those of runs below 100");
 }
 
 Test(perfetto, no_args)

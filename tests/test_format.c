@@ -8,6 +8,8 @@
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "format/sbt_align.h"
 #include "format/sbt_iset.h"
 #include "format/sbt_map.h"
 #include "format/sbt_vk.h"
@@ -1994,4 +1997,123 @@ Test(iset, merge_split_overlap)
     cr_assert(eq(int, sbt_iset_overlaps(&s, 40, 50), 0));
     cr_assert(sbt_iset_overlaps(&s, 0, 11));
     sbt_iset_free(&s);
+}
+
+/* ========================================================================================== */
+/* Clock alignment (format/sbt_align.h, FORMAT.md 3.5-3.6)                                    */
+/* ========================================================================================== */
+
+TestSuite(align, .init = make_tmp, .fini = rm_tmp);
+
+/* A trace whose only content is metadata: (key, value) pairs, NULL-terminated. */
+static sbt_reader *meta_trace(const char *name, const char *const *kv)
+{
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(tpath(name), NULL, &w), SBT_OK), "%s", sbt_errmsg());
+    for (; kv[0]; kv += 2)
+        cr_assert(eq(int, sbt_writer_meta(w, kv[0], kv[1]), SBT_OK));
+    cr_assert(eq(int, sbt_writer_close(w), SBT_OK));
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(tpath(name), NULL, &r), SBT_OK), "%s", sbt_errmsg());
+    return r;
+}
+
+/* Pairs from a clock that runs 80 ppm fast against realtime with its own offset, read with
+ * errors up to +-300 ns: the fit recovers the realtime of any op time within its stated
+ * bound, and the drift to within a ppm. An offset-only alignment (HTA's, or one pair) misses
+ * by 80 us per second of capture. */
+Test(align, least_squares_recovers_offset_and_drift_within_the_bound)
+{
+    const uint64_t epoch = 5000000000000ull, real0 = 1795000000000000000ull;
+    const double drift = 80e-6;
+    struct sbt_clock_pair p[61];
+    uint64_t seed = 7;
+    for (int i = 0; i <= 60; i++) {
+        uint64_t t = (uint64_t)i * 1000000000ull + 12345; /* one a second for a minute */
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t noise = (int64_t)(seed >> 33) % 301; /* -300..300 ns */
+        if (seed & 1)
+            noise = -noise;
+        p[i] = (struct sbt_clock_pair){.mono_ns = epoch + t,
+                                       .real_ns = real0 + t + (uint64_t)llround(t * drift) +
+                                                  (uint64_t)noise,
+                                       .err_ns = 40};
+    }
+    struct sbt_clock_fit f;
+    cr_assert(eq(int, sbt_clock_fit_pairs(p, 61, epoch, &f), 0), "%s", sbt_errmsg());
+    cr_expect(eq(u32, f.source, SBT_CLOCK_PAIRS));
+    cr_expect(eq(u32, f.n_pairs, 61));
+    cr_expect(fabs((f.b - 1) - drift) < 1e-6, "drift %.3f ppm, want 80", (f.b - 1) * 1e6);
+    cr_expect(f.err_ns >= 300 - 1 && f.err_ns < 1000, "bound %.0f ns: noise 300 + err 40",
+              f.err_ns);
+    cr_expect(eq(dbl, f.drift_err_ppm, 0));
+    for (uint64_t t = 0; t <= 60000000000ull; t += 7777777777ull) {
+        double off;
+        sbt_clock_map(&f, t, &off);
+        double truth = (double)(t + (uint64_t)llround(t * drift)); /* from real0 at t = 0 */
+        double got = (double)(int64_t)(f.real_base - real0) + off;
+        cr_expect(fabs(got - truth) <= sbt_clock_bound(&f, t) + 300,
+                  "t %" PRIu64 ": %.0f ns off, bound %.0f", t, got - truth, sbt_clock_bound(&f, t));
+        cr_expect(fabs(got - truth) < 1000, "t %" PRIu64 ": %.0f ns off", t, got - truth);
+    }
+}
+
+/* The pairs come from the trace's metadata in the order of N; older traces have the epoch pair
+ * only, whose fit assumes the largest drift; bad values are named. */
+Test(align, pairs_from_metadata_epoch_fallback_and_bad_values)
+{
+    const char *kv[] = {"clock.epoch_monotonic_ns",
+                        "1000",
+                        "clock.epoch_realtime_ns",
+                        "1795000000000000000",
+                        "clock.sync.0",
+                        "1100 1795000000000000100 5 start",
+                        "clock.sync.1",
+                        "2001100 1795000000002000300 7 end",
+                        NULL};
+    sbt_reader *r = meta_trace("p.sbt", kv);
+    struct sbt_clock_pair *p;
+    uint32_t n;
+    cr_assert(eq(int, sbt_clock_pairs(r, &p, &n), 0), "%s", sbt_errmsg());
+    cr_assert(eq(u32, n, 2));
+    cr_expect(eq(u64, p[1].mono_ns, 2001100));
+    cr_expect(eq(u64, p[1].real_ns, 1795000000002000300ull));
+    cr_expect(eq(u64, p[1].err_ns, 7));
+    free(p);
+    struct sbt_clock_fit f;
+    cr_assert(eq(int, sbt_clock_fit_trace(r, &f), 0));
+    cr_expect(eq(u64, f.t_base, 100), "the first pair is 100 ns after the epoch");
+    cr_expect(fabs(f.b - 1.0001) < 1e-9, "200 ns over 2 ms: 100 ppm, b %.9f", f.b);
+    sbt_reader_close(r);
+
+    const char *old[] = {"clock.epoch_monotonic_ns", "1000", "clock.epoch_realtime_ns",
+                         "1795000000000000000", NULL};
+    r = meta_trace("o.sbt", old);
+    cr_assert(eq(int, sbt_clock_fit_trace(r, &f), 0));
+    cr_expect(eq(u32, f.source, SBT_CLOCK_EPOCH));
+    cr_expect(eq(u64, f.real_base, 1795000000000000000ull));
+    cr_expect(eq(dbl, sbt_clock_bound(&f, 1000000000), 500000.0),
+              "1 s from the pair at 500 ppm: 500 us");
+    sbt_reader_close(r);
+
+    const char *none[] = {"host", "x", NULL};
+    r = meta_trace("n.sbt", none);
+    cr_assert(eq(int, sbt_clock_fit_trace(r, &f), 0));
+    cr_expect(eq(u32, f.source, SBT_CLOCK_NONE));
+    sbt_reader_close(r);
+
+    const char *bad[] = {"clock.epoch_monotonic_ns", "1000", "clock.sync.0", "1100 12x 5 start",
+                         NULL};
+    r = meta_trace("b.sbt", bad);
+    cr_expect(eq(int, sbt_clock_fit_trace(r, &f), SBT_ECORRUPT));
+    cr_expect(strstr(sbt_errmsg(), "clock.sync.0") && strstr(sbt_errmsg(), "MONO REAL ERR"), "%s",
+              sbt_errmsg());
+    sbt_reader_close(r);
+
+    const char *early[] = {"clock.epoch_monotonic_ns", "5000", "clock.sync.0",
+                           "1100 1795000000000000100 5 start", NULL};
+    r = meta_trace("e.sbt", early);
+    cr_expect(eq(int, sbt_clock_fit_trace(r, &f), SBT_EINVAL));
+    cr_expect(strstr(sbt_errmsg(), "before the epoch") != NULL, "%s", sbt_errmsg());
+    sbt_reader_close(r);
 }

@@ -24,6 +24,9 @@
 #include "capture/cap.h"
 #include "capture/common/cap_int.h"
 
+static uint64_t test_shift(void);
+static int launcher_job(char *out, size_t cap);
+
 int cap__env_flag(const char *name)
 {
     const char *v = getenv(name);
@@ -68,6 +71,40 @@ static void stem_of(const char *path, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)n, path);
 }
 
+/* The job id when REPRISE_JOB is unset: the same in every process of one capture without
+ * any process passing it on, because it is made of what they all see alike: the host, the
+ * root's pid and the root's start time (clock ticks since boot, /proc/ROOT/stat field 22), so
+ * a pid reused later gives another id. Where /proc says nothing, the realtime clock in ns. */
+static void job_default(char *out, size_t cap)
+{
+    char host[256] = "", path[64], buf[1024];
+    const char *root = getenv(CAP_ENV_ROOT_PID);
+    long rpid = root && *root ? atol(root) : (long)getpid();
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "host");
+    host[sizeof host - 1] = 0;
+    unsigned long long start = 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", rpid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t m = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[m] = 0;
+        const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+        for (int field = 2; p && *p && field < 22; p++)
+            if (*p == ' ')
+                field++;
+        if (p)
+            start = strtoull(p, NULL, 10);
+    }
+    if (!start) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        start = (unsigned long long)rt.tv_sec * 1000000000ull + (unsigned long long)rt.tv_nsec;
+    }
+    snprintf(out, cap, "%s-%ld-%llx", host, rpid, start);
+}
+
 void cap__trace_path(char *out, size_t cap)
 {
     char pid[24];
@@ -75,6 +112,12 @@ void cap__trace_path(char *out, size_t cap)
     if (!getenv(CAP_ENV_ROOT_PID) || !*getenv(CAP_ENV_ROOT_PID)) {
         setenv(CAP_ENV_ROOT_PID, pid, 1); /* the processes it starts are not the root */
         self_rooted = 1;
+    }
+    if (!getenv(CAP_ENV_JOB) || !*getenv(CAP_ENV_JOB)) {
+        char job[400];
+        if (!launcher_job(job, sizeof job))
+            job_default(job, sizeof job);
+        setenv(CAP_ENV_JOB, job, 1); /* inherited by the processes this one starts */
     }
     if (expand(out, cap, pid) < 0) {
         snprintf(out, cap, "reprise-%s.sbt", pid);
@@ -137,6 +180,69 @@ struct sbt_writer_opts cap__writer_opts(void)
     return o;
 }
 
+/* ==========================================================================================
+ * Identity in a job: rank, world size and local rank from the first launcher whose variables
+ * are set (REPRISE_RANK before the launchers, so a user can override them), and the job id.
+ * ========================================================================================== */
+
+struct launcher {
+    const char *from; /* recorded as job.rank_from */
+    const char *rank, *size, *local, *job;
+};
+#define CAP_LAUNCHER_ROW(from, rank, size, local, job) {from, rank, size, local, job},
+static const struct launcher launchers[] = {CAP_LAUNCHERS(CAP_LAUNCHER_ROW)};
+
+/* The variable's value when it is a decimal number below 2^31, else NULL. */
+static const char *env_num(const char *name)
+{
+    const char *v = name ? getenv(name) : NULL;
+    if (!v || !*v || strlen(v) > 10)
+        return NULL;
+    for (const char *p = v; *p; p++)
+        if (*p < '0' || *p > '9')
+            return NULL;
+    return strtoull(v, NULL, 10) < (1ull << 31) ? v : NULL;
+}
+
+/* "openmpi-2125594625": the first launcher's job id that is set, into out. 1 if one was. */
+static int launcher_job(char *out, size_t cap)
+{
+    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
+        const char *v = launchers[i].job ? getenv(launchers[i].job) : NULL;
+        if (v && *v) {
+            snprintf(out, cap, "%s-%.300s", launchers[i].from, v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int meta_identity(sbt_writer *w)
+{
+    int st = 0;
+    const char *job = getenv(CAP_ENV_JOB);
+    if (job && *job)
+        st = sbt_writer_meta(w, "job.id", job);
+    for (size_t i = 0; !st && i < sizeof launchers / sizeof launchers[0]; i++) {
+        const struct launcher *l = &launchers[i];
+        const char *rank = env_num(l->rank);
+        if (!rank) {
+            if (getenv(l->rank) && *getenv(l->rank)) /* set, but not a rank: say so, go on */
+                st = sbt_writer_meta(w, "job.rank_ignored", l->rank);
+            continue;
+        }
+        st = sbt_writer_meta(w, "job.rank", rank);
+        if (!st)
+            st = sbt_writer_meta(w, "job.rank_from", l->from);
+        if (!st && env_num(l->size))
+            st = sbt_writer_meta(w, "job.world_size", env_num(l->size));
+        if (!st && env_num(l->local))
+            st = sbt_writer_meta(w, "job.local_rank", env_num(l->local));
+        break;
+    }
+    return st;
+}
+
 int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t epoch_ns)
 {
     char buf[4096];
@@ -170,13 +276,15 @@ int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t
         if (!st)
             st = sbt_writer_meta(w, "capture.root_pid", root ? root : v);
     }
+    if (!st)
+        st = meta_identity(w);
     if (!st && gethostname(buf, sizeof buf) == 0) {
         buf[sizeof buf - 1] = 0;
         st = sbt_writer_meta(w, "host", buf);
     }
     if (!st)
         st = sbt_writer_meta(w, "clock.domain", "CLOCK_MONOTONIC");
-    snprintf(buf, sizeof buf, "%" PRIu64, epoch_ns);
+    snprintf(buf, sizeof buf, "%" PRIu64, epoch_ns + test_shift());
     if (!st)
         st = sbt_writer_meta(w, "clock.epoch_monotonic_ns", buf);
     struct timespec rt, mt;
@@ -188,5 +296,60 @@ int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t
     snprintf(buf, sizeof buf, "%" PRIu64, now_rt - (now_mt > epoch_ns ? now_mt - epoch_ns : 0));
     if (!st)
         st = sbt_writer_meta(w, "clock.epoch_realtime_ns", buf);
+    if (!st)
+        st = cap__clock_pair(w, "start", 0);
     return st;
+}
+
+/* ==========================================================================================
+ * Clock pairs (FORMAT.md 3.5): clock.sync.N = "MONO REAL ERR WHY". MONO is read on both sides
+ * of the CLOCK_REALTIME read and the pair takes their midpoint; ERR is half the distance
+ * between them (the pair is exact within ERR), at least 1.
+ * ========================================================================================== */
+
+/* REPRISE_TEST_CLOCK_SHIFT_NS (test only, cap.h): added to every CLOCK_MONOTONIC value the
+ * trace records about its clock (the epoch and the pairs), so that the trace reads as if taken
+ * on a machine whose monotonic clock is that far ahead. Op times count from the epoch and do
+ * not move. */
+static uint64_t test_shift(void)
+{
+    const char *v = getenv(CAP_ENV_TEST_CLOCK_SHIFT);
+    return v && *v ? (uint64_t)strtoull(v, NULL, 10) : 0;
+}
+
+static uint32_t n_pairs;       /* pairs written so far by this process */
+static uint64_t last_pair_ms;  /* cap__mono_ms() of the last one */
+static uint64_t last_pair_ops; /* ops written when it was taken */
+
+int cap__clock_pair(sbt_writer *w, const char *why, uint64_t n_ops)
+{
+    if (!w)
+        return 0;
+    int flush = !strcmp(why, "flush");
+    uint64_t now_ms = cap__mono_ms();
+    if (flush && n_pairs && (now_ms - last_pair_ms < CAP_CLOCK_PAIR_MS || n_ops == last_pair_ops))
+        return 0; /* one a second, and none while the program records nothing */
+    struct timespec a, r, b;
+    uint64_t best_err = UINT64_MAX, mono = 0, real = 0;
+    for (int i = 0; i < 3; i++) { /* the tightest of three brackets: a preemption widens one */
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        uint64_t ma = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+        uint64_t mb = (uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec;
+        uint64_t err = (mb - ma) / 2 + 1;
+        if (err < best_err) {
+            best_err = err;
+            mono = ma + (mb - ma) / 2;
+            real = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+        }
+    }
+    char key[48], val[128];
+    snprintf(key, sizeof key, "clock.sync.%" PRIu32, n_pairs);
+    snprintf(val, sizeof val, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %s", mono + test_shift(), real,
+             best_err, why);
+    n_pairs++;
+    last_pair_ms = now_ms;
+    last_pair_ops = n_ops;
+    return sbt_writer_meta(w, key, val);
 }

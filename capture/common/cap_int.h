@@ -29,10 +29,19 @@ int cap__is_root(void);
 void cap__manifest_add(const char *path);
 /* Writer options from the environment (REPRISE_ZSTD: level, 0 or negative = uncompressed). */
 struct sbt_writer_opts cap__writer_opts(void);
-/* Writes capture.api, capture.tool, program, argv, host, clock.domain and both epochs
- * (epoch_ns is the CLOCK_MONOTONIC time the trace's times count from). Returns 0 or the first
- * failing status of the writer. */
+/* Writes capture.api, capture.tool, program, argv, the process's identity in its job (job.id,
+ * job.rank, job.world_size, job.local_rank, job.rank_from: FORMAT.md 3.5), host, clock.domain,
+ * both epochs (epoch_ns is the CLOCK_MONOTONIC time the trace's times count from) and the
+ * first clock pair. Returns 0 or the first failing status of the writer. */
 int cap__meta_process(sbt_writer *w, const char *api, const char *tool, uint64_t epoch_ns);
+/* Records a pair of CLOCK_MONOTONIC and CLOCK_REALTIME readings (metadata clock.sync.N,
+ * FORMAT.md 3.5) with why ("start", "flush", "end"). For "flush", only when CAP_CLOCK_PAIR_MS
+ * passed since the last pair and the trace has grown since (n_ops, the ops written so far,
+ * differs): a long capture gets one pair a second, an idle one none. Call where the writer may
+ * be used (the pump's work, or under the library's writer lock). Returns 0 or the writer's
+ * status. */
+int cap__clock_pair(sbt_writer *w, const char *why, uint64_t n_ops);
+#define CAP_CLOCK_PAIR_MS 1000
 
 /* ==========================================================================================
  * The pump: one background thread per capture library that writes the trace. It wakes every

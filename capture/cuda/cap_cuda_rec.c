@@ -1972,6 +1972,7 @@ static void flush_work(unsigned what)
         char why[512];
         if (urgent && cap__flush_reasons(why, sizeof why))
             meta("capture.flush_reason", why);
+        writer_check(cap__clock_pair(g.w, "flush", g.n_ops), "writing a clock pair");
         writer_check(sbt_writer_flush(g.w), "flushing the trace");
     }
     cap_cuda_unlock();
@@ -2066,6 +2067,8 @@ static void rec_stop(void)
     if (g.n_reads)
         unsup_note("async device-to-host copies never synchronised (no digest)", g.n_reads,
                    SBT_SEQ_NONE, 0);
+    if (g.on)
+        writer_check(cap__clock_pair(g.w, "end", g.n_ops), "writing a clock pair");
     uint64_t total = write_completeness();
     if (g.fail_reason[0])
         sbt_writer_mark_incomplete(g.w, g.fail_reason);

@@ -609,6 +609,8 @@ static void writer_work(unsigned what)
     char why[512];
     if (urgent && cap__flush_reasons(why, sizeof why))
         meta_now("capture.flush_reason", why);
+    if (!wr.broken && cap__clock_pair(wr.w, "flush", wr.n_ops) < 0)
+        writer_failed("writing a clock pair");
     if (!wr.broken && sbt_writer_flush(wr.w) < 0)
         writer_failed("flushing the trace");
 }
@@ -719,6 +721,8 @@ void cap_shutdown(void)
             snprintf(buf, sizeof buf, "%" PRIu64, (uint64_t)atomic_load(&cap.n_untimed));
             meta_now("capture.timing_untimed_ops", buf);
         }
+        if (!wr.broken && cap__clock_pair(wr.w, "end", wr.n_ops) < 0)
+            writer_failed("writing a clock pair");
         n_unmod = cap_unmod_write(wr.w, NULL);
         pthread_mutex_lock(&fail_mu);
         if (fail_reason[0])

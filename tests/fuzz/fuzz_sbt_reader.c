@@ -1,12 +1,14 @@
 /*
  * tests/fuzz/fuzz_sbt_reader.c — the SBT reader on arbitrary bytes: open (footer and forced
- * scan), every op, every blob, every state (and the blobs of its chunks), validate. Any outcome is
- * fine but a crash, a leak, a hang or a failure without a message.
+ * scan), the clock fit of its metadata, every op, every blob, every state (and the blobs of its
+ * chunks), validate. Any outcome is fine but a crash, a leak, a hang or a failure without a
+ * message.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "format/sbt.h"
+#include "format/sbt_align.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -98,6 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         need_message(st);
         if (st < 0)
             continue;
+        struct sbt_clock_fit fit; /* the clock pairs in its metadata (sbt_align.h) */
+        need_message(sbt_clock_fit_trace(r, &fit));
         sbt_cursor *c;
         const struct sbt_op *op;
         if (sbt_cursor_open(r, NULL, &c) == 0) {

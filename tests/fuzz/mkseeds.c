@@ -467,8 +467,22 @@ static void sbt_seeds(const char *dir)
     add_chunk(c, &len, SBT_CHUNK_DICT, rec, sizeof rec, seq_end);
     spit(dir, "unfinished-skippable.sbt", c, len);
     free(c);
-    /* nothing recorded: header, END and index only */
+    /* a rank of a job with its clock pairs (FORMAT.md 3.5), one of them malformed */
     sbt_writer *w;
+    CK(sbt_writer_open(tmp, &SBT_WRITER_OPTS(.zstd_level = -1), &w));
+    CK(sbt_writer_meta(w, "job.id", "host-1-abc"));
+    CK(sbt_writer_meta(w, "job.rank", "1"));
+    CK(sbt_writer_meta(w, "job.world_size", "2"));
+    CK(sbt_writer_meta(w, "clock.epoch_monotonic_ns", "1000"));
+    CK(sbt_writer_meta(w, "clock.epoch_realtime_ns", "1795000000000000000"));
+    CK(sbt_writer_meta(w, "clock.sync.0", "1100 1795000000000000100 5 start"));
+    CK(sbt_writer_meta(w, "clock.sync.1", "2001100 1795000000002000300 7 flush"));
+    CK(sbt_writer_meta(w, "clock.sync.2", "3001100 17950000000030 7 end"));
+    CK(sbt_writer_close(w));
+    b = slurp(tmp, &len);
+    spit(dir, "job-clock.sbt", b, len);
+    free(b);
+    /* nothing recorded: header, END and index only */
     CK(sbt_writer_open(tmp, NULL, &w));
     CK(sbt_writer_close(w));
     b = slurp(tmp, &len);
