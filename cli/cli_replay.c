@@ -243,7 +243,8 @@ static void print_findings(FILE *tx, const struct report *rep, const struct sche
 static int write_json(const char *path, const char *trace, const sbt_reader *r,
                       const struct report *rep, const struct sched_graph_stats *gs,
                       const struct sched_slice *sl, const struct replay_plan *pl,
-                      const sched_sim *sim, const char *incomplete, int allow)
+                      const sched_sim *sim, const char *incomplete, int allow,
+                      const struct cli_races *races)
 {
     int has_range = pl != NULL;
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
@@ -259,7 +260,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
             "\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"findings_by_kind\":{",
             sbt_reader_info(r)->n_ops, incomplete ? "false" : "true",
             gs->n_errors || inc_err ? "false" : "true", gs->n_errors + inc_err,
-            gs->n_warnings + inc_warn);
+            gs->n_warnings + inc_warn + races->st.n_findings);
     int first = !incomplete;
     if (incomplete)
         fprintf(f, "\"incomplete\":1");
@@ -317,6 +318,8 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
         fprintf(f, ",\"snapshots\":%" PRIu64 ",\"ops_before_range\":%" PRIu64 "}", pl->n_snapshots,
                 pl->slice_ops);
     }
+    fprintf(f, ",\"races\":");
+    cli_races_json(f, races);
     fprintf(f, ",\"simulation\":");
     sched_sim_write_json(sim, r, f);
     fprintf(f, "}\n");
@@ -349,6 +352,12 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     struct report rep = {0};
     struct sched_graph_stats gs = {0};
     struct sched_slice sl = {0};
+    struct cli_races *races = calloc(1, sizeof *races); /* large: not on the stack */
+    if (!races) {
+        sbt_reader_close(r);
+        cli_err("replay", "out of memory");
+        return CLI_INTERNAL;
+    }
     sched_sim *sim = NULL;
     int st = sched_sim_create(r, has_range ? &rg : NULL, NULL, &sim);
     if (st < 0)
@@ -359,6 +368,9 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     if (st < 0)
         goto fail;
     if ((st = sched_sim_finish(sim)) < 0)
+        goto fail;
+    /* races the program's own synchronisation allows: warnings, never errors */
+    if ((st = cli_races_collect(r, races)) < 0)
         goto fail;
     /* the slice a range replay runs (kernels' outputs included: replay_plan says so too) */
     if (has_range &&
@@ -396,12 +408,13 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     fprintf(tx,
             "validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
             " checked)\n",
-            n_err, gs.n_warnings + (uint64_t)(incomplete && allow), hi);
+            n_err, gs.n_warnings + (uint64_t)(incomplete && allow) + races->st.n_findings, hi);
     if (incomplete)
         fprintf(tx, "  %-7s incomplete: %s; a replay of it cannot be trusted%s\n",
                 allow ? "warning" : "error", why,
                 allow ? " (--allow-incomplete)" : " (--allow-incomplete replays it anyway)");
     print_findings(tx, &rep, &gs);
+    cli_races_print(tx, races, 20);
     if (has_range) {
         if (sl.range_first == SCHED_NONE)
             fprintf(tx, "range       empty: no op matches\n");
@@ -427,7 +440,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     rc = n_err ? CLI_BADINPUT : CLI_OK;
     if (json) {
         int jr = write_json(json, path, r, &rep, &gs, &sl, has_range ? &plan : NULL, sim,
-                            incomplete ? why : NULL, allow);
+                            incomplete ? why : NULL, allow, races);
         if (jr)
             rc = jr;
     }
@@ -439,6 +452,8 @@ out:
     for (size_t i = 0; i < rep.n; i++)
         free(rep.v[i].msg);
     free(rep.v);
+    cli_races_free(races);
+    free(races);
     sched_slice_free(&sl);
     sched_sim_destroy(sim);
     sbt_reader_close(snaps);
