@@ -26,6 +26,7 @@
 
 #include "format/sbt.h"
 #include "format/sbt_vk.h"
+#include "scheduler/sched.h"
 #include "tests/testenv.h"
 #include "tests/tproc.h"
 
@@ -297,6 +298,145 @@ Test(capture, vk_images)
 Test(capture, vk_images_timing)
 {
     images_trace("--timing");
+}
+
+/* Races the program's own synchronisation allows (issue 22), on real lavapipe captures of
+ * tests/vk/vk_hazards: every mode prints the same checksum (lavapipe runs commands in order), so
+ * only the static analysis tells them apart. The broken modes must be named exactly: which two
+ * ops, which resource and bytes, and what is missing; the correct ones must give nothing. */
+struct race_got {
+    struct sched_race v[8];
+    uint32_t n;
+};
+
+static void race_keep(void *ctx, const struct sched_race *f)
+{
+    struct race_got *g = ctx;
+    if (g->n < 8)
+        g->v[g->n++] = *f;
+    fprintf(stderr, "  race: %s\n", f->msg);
+}
+
+struct hz_ops {
+    uint64_t k1, k2, copy; /* the two dispatches and the copy to the host-visible buffer */
+    uint64_t y, z;         /* the buffers they write (resources) */
+};
+
+/* Captures vk_hazards MODE and runs the analysis over the trace. */
+static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
+                    struct sched_race_stats *st)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cmd[8192], out[4096], err[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_hazards %s", bin, trace, build,
+             mode);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s: %s", cmd, err);
+    cr_assert_not_null(strstr(out, "vk_hazards checksum 8cc87b976081c719"), "%s", out);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_assert(sbt_reader_info(r)->complete);
+    memset(o, 0, sizeof *o);
+    uint32_t nk = 0;
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
+    while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_KERNEL && nk < 2) {
+            *(nk ? &o->k2 : &o->k1) = op->seq;
+            for (uint32_t i = 0; i < op->n_access; i++)
+                if (op->access[i].mode & SBT_ACCESS_WRITE)
+                    *(nk ? &o->z : &o->y) = op->access[i].resource;
+            nk++;
+        }
+        if (op->kind == SBT_OP_COPY)
+            o->copy = op->seq;
+    }
+    sbt_cursor_close(c);
+    cr_assert(nk == 2 && o->copy && o->y && o->z && o->y != o->z);
+    memset(got, 0, sizeof *got);
+    cr_assert_eq(sched_races_run(r, NULL, race_keep, got, st), 0, "%s", sched_errmsg());
+    cr_assert(st->declared);
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
+static void expect_race(const struct sched_race *f, uint64_t first, uint64_t second, uint64_t res,
+                        uint32_t missing)
+{
+    cr_expect_eq(f->first, first, "first op %llu, expected %llu", (unsigned long long)f->first,
+                 (unsigned long long)first);
+    cr_expect_eq(f->second, second);
+    cr_expect_eq(f->resource, res);
+    cr_expect_eq(f->lo, 0);
+    cr_expect_eq(f->hi, 4096, "bytes [%llu, %llu)", (unsigned long long)f->lo,
+                 (unsigned long long)f->hi);
+    cr_expect_eq(f->first_mode, SBT_ACCESS_WRITE);
+    cr_expect_eq(f->second_mode, SBT_ACCESS_READ);
+    cr_expect_eq(f->missing, missing, "missing %s", sched_race_missing_name(f->missing));
+    cr_expect_eq(f->first_stream, f->second_stream); /* one queue */
+}
+
+Test(capture, races_missing_barriers_named, .timeout = 120)
+{
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards("nobarrier", &g, &o, &st);
+    cr_assert_eq(g.n, 2, "%u races", g.n);
+    expect_race(&g.v[0], o.k1, o.k2, o.y, SCHED_RACE_EXEC);   /* saxpy x,y -> saxpy y,z */
+    expect_race(&g.v[1], o.k2, o.copy, o.z, SCHED_RACE_EXEC); /* saxpy y,z -> copy z */
+    cr_expect(strstr(g.v[0].msg, "missing execution dependency"));
+}
+
+Test(capture, races_empty_access_masks_are_memory, .timeout = 120)
+{
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards("execonly", &g, &o, &st);
+    cr_assert_eq(g.n, 2, "%u races", g.n);
+    expect_race(&g.v[0], o.k1, o.k2, o.y, SCHED_RACE_MEMORY);
+    expect_race(&g.v[1], o.k2, o.copy, o.z, SCHED_RACE_MEMORY);
+    cr_expect(strstr(g.v[0].msg, "missing memory dependency"));
+    cr_expect_eq(st.n_memory, 2);
+}
+
+Test(capture, races_missing_semaphore_between_submissions, .timeout = 120)
+{
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards("nosemaphore", &g, &o, &st);
+    cr_assert_eq(g.n, 1, "%u races", g.n);
+    expect_race(&g.v[0], o.k1, o.k2, o.y, SCHED_RACE_EXEC);
+}
+
+/* The correct programs: barriers, an event, binary and timeline semaphores across
+ * submissions: no finding, and the analysis saw their barriers */
+struct hzmode {
+    char name[16];
+};
+
+ParameterizedTestParameters(capture, races_none_in_correct_programs)
+{
+    static struct hzmode m[] = {{"ok"}, {"event"}, {"semaphore"}, {"timeline"}};
+    return cr_make_param_array(struct hzmode, m, sizeof m / sizeof m[0]);
+}
+
+ParameterizedTest(struct hzmode *m, capture, races_none_in_correct_programs, .timeout = 120)
+{
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards(m->name, &g, &o, &st);
+    cr_expect_eq(g.n, 0, "%s: %u races", m->name, g.n);
+    cr_expect_geq(st.n_barriers, 2);
+    cr_expect_eq(st.n_blind_submits, 0);
+    cr_expect_eq(st.n_blind_ops, 0);
 }
 
 /* A third-party compute workload from a Debian package: VkFFT (libvkfft-dev) generates its
