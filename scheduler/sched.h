@@ -415,6 +415,8 @@ struct sched_race_stats {
     uint64_t n_dropped;   /* findings of one op past the 256 merged per op (not passed on) */
     uint64_t n_maywaw;    /* unordered write/write pairs of two kernels: not findings (a
                            * kernel's write set is its whole binding, a may-write) */
+    uint64_t n_address;   /* unordered pairs where one access is a kernel's through device
+                           * addresses (every buffer with an address): not findings */
     uint64_t peak_segments;
 };
 

@@ -84,7 +84,8 @@ struct ent {
     uint64_t seq, pos;
     uint32_t actor, stream;
     uint32_t kind, kernel; /* op kind, kernel id: for messages */
-    uint32_t w;
+    uint16_t w;
+    uint16_t addr; /* a kernel's may-access through device addresses */
 };
 
 struct seg {
@@ -179,6 +180,12 @@ struct ra {
     uint64_t n_events;
     uint64_t *tmp, *tmp2;
     uint64_t live_segs;
+    uint8_t *k_addr; /* per kernel id: its shader uses device addresses (Vulkan MODULE) */
+    uint32_t n_kernels;
+    uint8_t *x_addr; /* per access of the current op: through device addresses */
+    uint32_t cap_x_addr;
+    uint32_t x_acc; /* the access being analysed */
+    int x_uses;     /* x_addr is valid for the current op */
     /* the op being analysed */
     const struct sbt_op *x;
     uint32_t xs, xactor, xcls;
@@ -667,11 +674,15 @@ static void seg_visit(struct ra *a, struct seg *s, uint64_t res, int xw)
              * split one buffer between them (vkCmdDispatchBase, offsets in push constants) are
              * the rule; only counted */
             int maywaw = e->w && xw && e->kind == SBT_OP_KERNEL && a->x->kind == SBT_OP_KERNEL;
-            if (maywaw && (!exec || !(e->pos < a->xmv[e->actor])))
-                a->st.n_maywaw++;
+            /* an access through device addresses is every buffer with an address, whatever
+             * the shader touches: a pair with one is only counted too */
+            int addr = e->addr || (a->x_uses && a->x_addr[a->x_acc]);
+            int mem = !e->w || e->pos < a->xmv[e->actor];
+            if ((maywaw || addr) && (!exec || !mem))
+                *(maywaw ? &a->st.n_maywaw : &a->st.n_address) += 1;
             else if (!exec)
                 pend_add(a, e, res, s->b, s->e, (uint32_t)xw, SCHED_RACE_EXEC);
-            else if (e->w && !(e->pos < a->xmv[e->actor]))
+            else if (!mem)
                 pend_add(a, e, res, s->b, s->e, (uint32_t)xw, SCHED_RACE_MEMORY);
             if (xw && exec)
                 keep = 0; /* ordered before this write: it stands for them */
@@ -692,8 +703,9 @@ static void seg_visit(struct ra *a, struct seg *s, uint64_t res, int xw)
         s->ent[old] = s->ent[--s->n];
         a->st.n_forgotten++;
     }
-    s->ent[s->n++] = (struct ent){a->x->seq,  a->xpos,      a->xactor,   a->x->stream,
-                                  a->x->kind, a->x->kernel, (uint32_t)xw};
+    s->ent[s->n++] = (struct ent){
+        a->x->seq,  a->xpos,      a->xactor,    a->x->stream,
+        a->x->kind, a->x->kernel, (uint16_t)xw, (uint16_t)(a->x_uses && a->x_addr[a->x_acc])};
 }
 
 static int access(struct ra *a, const struct sbt_access *acc)
@@ -752,12 +764,53 @@ static int access(struct ra *a, const struct sbt_access *acc)
     return 0;
 }
 
+/* Marks the accesses of the current op that a Vulkan kernel makes through device addresses:
+ * those of a kernel whose shader uses them (MODULE) that no BINDING / IMAGE_BINDING record of
+ * its payload gives (the capture appends one per buffer with an address, the whole buffer). */
+static int addr_marks(struct ra *a)
+{
+    const struct sbt_op *x = a->x;
+    int uses = x->kind == SBT_OP_KERNEL && x->kernel && x->kernel <= a->n_kernels &&
+               a->k_addr[x->kernel - 1] && x->payload.kind == SBT_VK_PAYLOAD;
+    a->x_uses = 0;
+    if (!uses)
+        return 0;
+    if (sched__grow((void **)&a->x_addr, 1, &a->cap_x_addr, x->n_access ? x->n_access : 1))
+        return SBT_ENOMEM;
+    memset(a->x_addr, 1, x->n_access);
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec r;
+    sbt_payload_dec_init(&d, x->payload.data, x->payload.len);
+    int st;
+    while ((st = sbt_payload_dec_next(&d, &r)) == 1) {
+        uint64_t res = 0, len = UINT64_MAX;
+        if (r.call == SBT_VK_BINDING) {
+            res = sbt_payload_arg(&r, 5);
+            len = sbt_payload_arg(&r, 7);
+        } else if (r.call == SBT_VK_IMAGE_BINDING) {
+            res = sbt_payload_arg(&r, 5);
+        } else {
+            continue;
+        }
+        for (uint32_t i = 0; i < x->n_access; i++)
+            if (x->access[i].resource == res && (len == UINT64_MAX || x->access[i].len == len))
+                a->x_addr[i] = 0;
+    }
+    sbt_payload_dec_free(&d);
+    a->x_uses = 1;
+    return 0;
+}
+
 /* Analyses the accesses of the current op as actor xactor at position xpos with clocks. */
 static int accesses(struct ra *a)
 {
     const struct sbt_op *x = a->x;
+    int st = addr_marks(a);
+    if (st)
+        return st;
     for (uint32_t i = 0; i < x->n_access; i++) {
-        int st = access(a, &x->access[i]);
+        a->x_acc = i;
+        st = access(a, &x->access[i]);
         if (st)
             return st;
     }
@@ -1418,6 +1471,8 @@ static void ra_free(struct ra *a)
     sched__free(a->hv);
     sched__free(a->tmp);
     sched__free(a->tmp2);
+    sched__free(a->x_addr);
+    sched__free(a->k_addr);
     for (uint32_t i = 0; i < a->n_hist; i++)
         sched__free(a->hist[i].s);
     sched__free(a->hist);
@@ -1452,6 +1507,26 @@ static const char *declared_why(const sbt_reader *r, uint32_t *api)
     default:
         return "the trace was imported from another tool (no synchronisation recorded)";
     }
+}
+
+/* Which kernels' shaders use device addresses (the Vulkan MODULE record of their program). */
+static int kernels_init(struct ra *a)
+{
+    const struct sbt_kernel *k = sbt_reader_kernels(a->r, &a->n_kernels);
+    a->k_addr = sched__calloc(a->n_kernels ? a->n_kernels : 1, 1);
+    if (!a->k_addr)
+        return sched__fail(SBT_ENOMEM, "out of memory for the race analysis");
+    for (uint32_t i = 0; i < a->n_kernels; i++) {
+        const struct sbt_program *p = sbt_reader_program(a->r, k[i].program);
+        if (!p || p->ext.kind != SBT_VK_EXT_MODULE || !p->ext.len)
+            continue;
+        struct sbt_payload_dec d;
+        struct sbt_payload_rec r;
+        if (sbt_payload_find(&d, p->ext.data, p->ext.len, SBT_VK_MODULE, &r) == 1)
+            a->k_addr[i] = sbt_payload_arg(&r, 4) != 0;
+        sbt_payload_dec_free(&d);
+    }
+    return 0;
 }
 
 int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
@@ -1508,6 +1583,8 @@ int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
             sbt_payload_dec_free(&d);
         }
     }
+    if ((st = kernels_init(a)) < 0)
+        goto done;
     sbt_cursor *c = NULL;
     if ((st = sbt_cursor_open(r, NULL, &c)) < 0) {
         st = sched__fail_sbt(st);
