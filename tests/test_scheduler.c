@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "format/sbt_cuda.h"
+#include "format/sbt_payload.h"
 #include "scheduler/sched.h"
 
 #define R      SBT_ACCESS_READ
@@ -1265,5 +1267,182 @@ ParameterizedTest(uint64_t *seed, graph, random_sync_topological)
     cr_assert(eq(int, t.bad, 0), "seed %" PRIu64 ": %s", *seed, t.why);
     cr_assert(eq(u32, t.n, 400), "seed %" PRIu64 ": every op delivered once", *seed);
     sched_graph_destroy(g);
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Races the program's own synchronisation allows (sched_races_run)                           */
+/* ========================================================================================== */
+
+/* A CUDA trace (api CUDA): stream 1 the legacy stream, 2 a blocking created stream, 3 a
+ * non-blocking one (CU_STREAM_NON_BLOCKING), 4 a host thread; api TRACESMITH: an import. */
+static sbt_reader *build_api(const struct opspec *ops, size_t n, uint32_t api)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-race-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = api, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    static const uint32_t origin[] = {SBT_CUDA_STREAM_LEGACY, SBT_CUDA_STREAM_CREATED,
+                                      SBT_CUDA_STREAM_CREATED, 0};
+    static const uint32_t flags[] = {0, 0, 1, 0};
+    for (uint32_t i = 0; i < 4; i++) {
+        struct sbt_payload_enc e = {0};
+        sbt_payload_put(&e, SBT_CUDA_STREAM, (uint64_t[]){origin[i], flags[i], 0, i, 1}, 5, NULL,
+                        0);
+        struct sbt_stream s = {.device = 1,
+                               .kind = i == 3 ? SBT_STREAM_HOST_THREAD : SBT_STREAM_CUDA,
+                               .family = flags[i]};
+        if (i < 3)
+            s.ext = (struct sbt_ext){SBT_CUDA_EXT_STREAM, (uint32_t)e.len, e.buf};
+        cr_assert(eq(int, sbt_writer_add_stream(w, &s, &id), 0), "%s", sbt_errmsg());
+        sbt_payload_enc_free(&e);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sbt_op op;
+        to_op(&ops[i], i, &op);
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "op %zu: %s", i, sbt_errmsg());
+    }
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    return r;
+}
+
+struct races {
+    struct sched_race v[8];
+    char msg[8][512]; /* v[i].msg is only valid in the call */
+    uint32_t n;
+    struct sched_race_stats st;
+};
+
+static void races_keep(void *ctx, const struct sched_race *f)
+{
+    struct races *g = ctx;
+    if (g->n >= 8)
+        return;
+    snprintf(g->msg[g->n], sizeof g->msg[g->n], "%s", f->msg);
+    g->v[g->n] = *f;
+    g->v[g->n].msg = g->msg[g->n];
+    g->n++;
+}
+
+static void races_of(const struct opspec *ops, size_t n, struct races *g)
+{
+    sbt_reader *r = build_api(ops, n, SBT_API_CUDA);
+    memset(g, 0, sizeof *g);
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, g, &g->st), 0), "%s", sched_errmsg());
+    cr_assert(g->st.declared);
+    cr_assert(eq(u64, g->st.n_findings, g->n));
+    sbt_reader_close(r);
+}
+
+#define HWRITE(s, ...)                                                                            \
+    {                                                                                             \
+        .kind = SBT_OP_HOST_WRITE, .stream = s,                                                   \
+        .n_acc = sizeof((struct sbt_access[]){__VA_ARGS__}) / sizeof(struct sbt_access), .acc = { \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+    }
+
+/* two streams, a missing event wait: named exactly; the wait removes it */
+Test(races, cuda_missing_event_wait)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    struct races g;
+    races_of(bad, 3, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, 0));
+    cr_expect(eq(u64, g.v[0].second, 2));
+    cr_expect(eq(u32, g.v[0].first_stream, 3));
+    cr_expect(eq(u32, g.v[0].second_stream, 2));
+    cr_expect(eq(u64, g.v[0].resource, 1));
+    cr_expect(eq(u64, g.v[0].lo, 64));
+    cr_expect(eq(u64, g.v[0].hi, 128));
+    cr_expect(eq(u32, g.v[0].first_mode, W));
+    cr_expect(eq(u32, g.v[0].second_mode, R));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    cr_expect(strstr(g.msg[0],
+                     "op 2 (kernel, stream s2) reads resource 1 bytes [64, 128) that op 0 "
+                     "(kernel, stream s3) writes: missing execution dependency") != NULL,
+              "%s", g.msg[0]);
+
+    struct opspec good[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        EWAIT(2, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    races_of(good, 4, &g);
+    cr_expect(eq(u32, g.n, 0));
+}
+
+/* the legacy stream waits for blocking streams and they for it; a non-blocking stream is
+ * ordered by nothing but events and syncs */
+Test(races, cuda_legacy_stream_implicit_sync)
+{
+    struct opspec ops[] = {
+        KERN(2, 10, ACC(1, 0, 64, W)), /* blocking */
+        KERN(1, 10, ACC(1, 0, 64, R)), /* legacy: after it */
+        KERN(2, 10, ACC(1, 0, 64, W)), /* blocking: after the legacy kernel's read */
+        KERN(3, 10, ACC(1, 0, 64, R)), /* non-blocking: unordered with the write before */
+    };
+    struct races g;
+    races_of(ops, 4, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, 2));
+    cr_expect(eq(u64, g.v[0].second, 3));
+}
+
+/* the host's writes: after a stream sync they are ordered, before it they race */
+Test(races, cuda_host_write_needs_a_sync)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 64, R)),
+        HWRITE(4, ACC(1, 0, 64, W)),
+    };
+    struct races g;
+    races_of(bad, 2, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].first_mode, R));
+    cr_expect(eq(u32, g.v[0].second_mode, W));
+    struct opspec good[] = {
+        KERN(3, 10, ACC(1, 0, 64, R)), SSYNC(4, 3), HWRITE(4, ACC(1, 0, 64, W)),
+        KERN(3, 10, ACC(1, 0, 64, R)), /* the host's write before the launch: ordered */
+    };
+    races_of(good, 4, &g);
+    cr_expect(eq(u32, g.n, 0));
+    struct opspec dev[] = {
+        KERN(3, 10, ACC(1, 0, 64, W)),
+        KERN(2, 10, ACC(1, 0, 64, W)),
+        DSYNC(4, 1),
+        HWRITE(4, ACC(1, 0, 64, W)),
+    };
+    races_of(dev, 4, &g); /* two kernels' may-writes: counted, not reported */
+    cr_expect(eq(u32, g.n, 0));
+    cr_expect(eq(u64, g.st.n_maywaw, 1));
+}
+
+/* an imported trace records no synchronisation: it says so instead of reporting nothing */
+Test(races, no_declared_order_says_so)
+{
+    struct opspec ops[] = {
+        KERN(3, 10, ACC(1, 0, 64, W)),
+        KERN(2, 10, ACC(1, 0, 64, R)),
+    };
+    sbt_reader *r = build_api(ops, 2, SBT_API_TRACESMITH);
+    struct races g = {0};
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, &g, &g.st), 0), "%s", sched_errmsg());
+    cr_expect(eq(int, g.st.declared, 0));
+    cr_expect(g.st.why_not && strstr(g.st.why_not, "imported") != NULL);
+    cr_expect(eq(u32, g.n, 0));
     sbt_reader_close(r);
 }
