@@ -411,12 +411,14 @@ struct sched_race_stats {
     uint64_t n_barriers;                   /* barriers applied (each memory/buffer/image one) */
     uint64_t n_blind_submits;              /* submissions whose barriers the trace lacks */
     uint64_t n_blind_ops;                  /* queue ops that could not be placed in a recording */
-    uint64_t n_forgotten; /* accesses dropped from a full byte interval (may hide a race) */
-    uint64_t n_dropped;   /* findings of one op past the 256 merged per op (not passed on) */
-    uint64_t n_maywaw;    /* unordered write/write pairs of two kernels: not findings (a
-                           * kernel's write set is its whole binding, a may-write) */
-    uint64_t n_address;   /* unordered pairs where one access is a kernel's through device
-                           * addresses (every buffer with an address): not findings */
+    uint64_t n_forgotten;        /* accesses dropped from a full byte interval (may hide a race) */
+    uint64_t n_dropped;          /* findings of one op past the 256 merged per op (not passed on) */
+    uint64_t n_maywaw;           /* unordered write/write pairs of two kernels: not findings (a
+                                  * kernel's write set is its whole binding, a may-write) */
+    uint64_t n_address;          /* unordered pairs where one access is a kernel's through device
+                                  * addresses (every buffer with an address): not findings */
+    uint64_t n_events_forgotten; /* events dropped past 8192 held (a wait on one then joins
+                                  * all those forgotten: may hide a race) */
     uint64_t peak_segments;
 };
 

@@ -149,7 +149,9 @@ struct snap {
 struct sync_o {
     uint64_t id;
     uint32_t kind;
-    struct snap *q; /* binary: FIFO; timeline: by value; fence/event: [0] = latest */
+    uint32_t fam;      /* FAM_*; FAM_FREE: a free slot */
+    uint64_t last_seq; /* of its latest signal (events: which to forget first) */
+    struct snap *q;    /* binary: FIFO; timeline: by value; fence/event: [0] = latest */
     uint32_t n, cap;
     uint64_t *floor; /* folded signals: their join (NULL: none) */
 };
@@ -177,6 +179,12 @@ struct ra {
     struct sbt_map syncs; /* id << 3 | family -> index in so */
     struct sync_o *so;
     uint32_t n_so, cap_so;
+    uint32_t *so_free; /* free slots of so */
+    uint32_t n_so_free, cap_so_free;
+    uint64_t n_ev_live; /* event objects held */
+    uint64_t *ev_floor; /* the join of the events forgotten: a wait on one of them joins it */
+    uint64_t *ev_seqs;  /* scratch for ev_evict */
+    uint32_t cap_ev_seqs;
     uint64_t n_events;
     uint64_t *tmp, *tmp2;
     uint64_t live_segs;
@@ -339,7 +347,7 @@ static void barrier(struct ra *a, uint32_t id, const struct sub *b)
 /* Sync objects                                                                               */
 /* ========================================================================================== */
 
-enum { FAM_SYNC = 0, FAM_EVENT = 1 };
+enum { FAM_SYNC = 0, FAM_EVENT = 1, FAM_FREE = 2 };
 
 static struct sync_o *sync_get(struct ra *a, uint64_t id, uint32_t fam, uint32_t kind)
 {
@@ -350,13 +358,23 @@ static struct sync_o *sync_get(struct ra *a, uint64_t id, uint32_t fam, uint32_t
         return NULL;
     }
     if (is_new) {
-        if (sched__grow((void **)&a->so, sizeof *a->so, &a->cap_so, (uint64_t)a->n_so + 1))
-            return NULL;
-        *ix = a->n_so;
-        memset(&a->so[a->n_so], 0, sizeof *a->so);
-        a->so[a->n_so].id = id;
-        a->so[a->n_so].kind = kind;
-        a->n_so++;
+        uint32_t slot;
+        if (a->n_so_free) {
+            slot = a->so_free[--a->n_so_free];
+        } else {
+            if (sched__grow((void **)&a->so, sizeof *a->so, &a->cap_so, (uint64_t)a->n_so + 1)) {
+                sbt_map_del(&a->syncs, id << 1 | fam);
+                return NULL;
+            }
+            slot = a->n_so++;
+        }
+        *ix = slot;
+        memset(&a->so[slot], 0, sizeof *a->so);
+        a->so[slot].id = id;
+        a->so[slot].kind = kind;
+        a->so[slot].fam = fam;
+        if (fam == FAM_EVENT)
+            a->n_ev_live++;
     }
     struct sync_o *o = &a->so[*ix];
     if (kind && !o->kind)
@@ -387,6 +405,7 @@ static int fold_first(struct ra *a, struct sync_o *o)
 static int sync_signal(struct ra *a, struct sync_o *o, uint64_t value, const uint64_t *e,
                        const uint64_t *av)
 {
+    o->last_seq = a->x->seq;
     struct snap sn = {.value = value, .seq = a->x->seq, .e = vnew(a), .a = vnew(a)};
     if (!sn.e || !sn.a) {
         snap_free(&sn);
@@ -472,7 +491,57 @@ static void sync_wait(struct ra *a, struct sync_o *o, uint64_t value, const uint
         *av = o->q[o->n - 1].a;
     } else if (have) {
         *e = *av = a->tmp2;
+    } else if (o->fam == FAM_EVENT && a->ev_floor) {
+        *e = *av = a->ev_floor; /* perhaps one of those forgotten */
     }
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Past 2 x EV_KEEP events, forgets the older half (by their latest record): their clocks join
+ * ev_floor, which a wait on an event without a record joins (an order that may not be the
+ * program's: it hides races, never invents one). Amortised O(log) per event. */
+static int ev_evict(struct ra *a)
+{
+    if (a->n_ev_live <= 2 * EV_KEEP)
+        return 0;
+    if (!a->ev_floor && !(a->ev_floor = vnew(a)))
+        return SBT_ENOMEM;
+    if (sched__grow((void **)&a->ev_seqs, sizeof *a->ev_seqs, &a->cap_ev_seqs, a->n_ev_live))
+        return SBT_ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->n_so; i++)
+        if (a->so[i].fam == FAM_EVENT && n < a->cap_ev_seqs)
+            a->ev_seqs[n++] = a->so[i].last_seq;
+    qsort(a->ev_seqs, n, sizeof *a->ev_seqs, cmp_u64);
+    uint64_t cut = a->ev_seqs[n / 2];
+    for (uint32_t i = 0; i < a->n_so; i++) {
+        struct sync_o *o = &a->so[i];
+        if (o->fam != FAM_EVENT || o->last_seq >= cut)
+            continue;
+        if (sched__grow((void **)&a->so_free, sizeof *a->so_free, &a->cap_so_free,
+                        (uint64_t)a->n_so_free + 1))
+            return SBT_ENOMEM;
+        for (uint32_t k = 0; k < o->n; k++) {
+            vjoin(a->ev_floor, o->q[k].e, a->n_act);
+            snap_free(&o->q[k]);
+        }
+        if (o->floor)
+            vjoin(a->ev_floor, o->floor, a->n_act);
+        sched__free(o->floor);
+        sched__free(o->q);
+        sbt_map_del(&a->syncs, o->id << 1 | FAM_EVENT);
+        memset(o, 0, sizeof *o);
+        o->fam = FAM_FREE;
+        a->so_free[a->n_so_free++] = i;
+        a->n_ev_live--;
+        a->st.n_events_forgotten++;
+    }
+    return 0;
 }
 
 /* ========================================================================================== */
@@ -1307,6 +1376,9 @@ static int op(struct ra *a, const struct sbt_op *x)
 {
     a->x = x;
     a->st.n_ops++;
+    int est = ev_evict(a);
+    if (est)
+        return sched__fail(est, "out of memory forgetting old events");
     uint32_t id = x->stream;
     if (!stream_ok(a, id))
         return 0;
@@ -1485,6 +1557,9 @@ static void ra_free(struct ra *a)
         sched__free(a->so[i].floor);
     }
     sched__free(a->so);
+    sched__free(a->so_free);
+    sched__free(a->ev_floor);
+    sched__free(a->ev_seqs);
     sbt_map_free(&a->syncs);
 }
 
