@@ -19,7 +19,8 @@ static const char replay_help[] =
     "                            [--verify none|end|op] [--runs N] [-o result.sbt]\n"
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
     "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
-    "                            [--snapshots FILE | --no-snapshots]\n\n"
+    "                            [--snapshots FILE | --no-snapshots]\n"
+    "                            [--order accesses|declared]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -70,7 +71,12 @@ static const char replay_help[] =
     "  --snapshot-at S,.. full, no range: snapshots before these ops (same rule)\n"
     "  --snapshots FILE   the sidecar to write (full replay with snapshots) or to restore from\n"
     "                     (range replay); default TRACE-stem.snap.sbt\n"
-    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n\n"
+    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n"
+    "  --order O          full: accesses (default: every pair of ops whose accesses conflict\n"
+    "                     is ordered, barriers inserted where the program left them out) or\n"
+    "                     declared (only the program's own order: its barriers, events,\n"
+    "                     semaphores, fences, stream order; pairs it leaves unordered run as a\n"
+    "                     GPU would run them, which is what the dry run's races name)\n\n"
     "Verdict (full): verified only with positive evidence, outputs compared (with the\n"
     "capture's digests or between runs) and all equal; a replay that compared nothing (a\n"
     "range without a read-back of a trace captured without --digests, --verify none) is\n"
@@ -467,7 +473,7 @@ out:
 /* ========================================================================================== */
 
 struct full_opts {
-    int verify, allow_incomplete;
+    int verify, allow_incomplete, order;
     uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
@@ -513,17 +519,17 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
         }
     }
     struct replay_result res;
-    int st = replay_run(r,
-                        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
-                                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
-                                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
-                                     .progress = full_progress, .timing = fo->timing,
-                                     .allow_incomplete = fo->allow_incomplete,
-                                     .snapshot_out = taking ? sidecar : NULL,
-                                     .snapshot_every_ops = so->every_ops,
-                                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
-                                     .n_snapshot_at = so->n_at, .snapshots = snaps),
-                        &res);
+    int st = replay_run(
+        r,
+        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
+                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
+                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
+                     .progress = full_progress, .timing = fo->timing,
+                     .allow_incomplete = fo->allow_incomplete, .order = (uint32_t)fo->order,
+                     .snapshot_out = taking ? sidecar : NULL, .snapshot_every_ops = so->every_ops,
+                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
+                     .n_snapshot_at = so->n_at, .snapshots = snaps),
+        &res);
     cli_progress_end();
     if (st < 0) {
         cli_err("replay", "%s", replay_errmsg());
@@ -630,6 +636,7 @@ int cli_replay(int argc, char **argv)
                                        {"snapshot-at", required_argument, 0, 'A'},
                                        {"snapshots", required_argument, 0, 'S'},
                                        {"no-snapshots", no_argument, 0, 'N'},
+                                       {"order", required_argument, 0, 'O'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
@@ -668,6 +675,12 @@ int cli_replay(int argc, char **argv)
             if (strcmp(optarg, "op") && strcmp(optarg, "none"))
                 return cli_usage("replay", "--timing '%s': expected op or none", optarg);
             fo.timing = !strcmp(optarg, "none") ? REPLAY_TIMING_NONE : REPLAY_TIMING_OP;
+            full_only = 1;
+            break;
+        case 'O':
+            if (strcmp(optarg, "accesses") && strcmp(optarg, "declared"))
+                return cli_usage("replay", "--order '%s': expected accesses or declared", optarg);
+            fo.order = !strcmp(optarg, "declared") ? REPLAY_ORDER_DECLARED : REPLAY_ORDER_ACCESSES;
             full_only = 1;
             break;
         case 'm':

@@ -101,6 +101,11 @@ struct sched_node {
     uint32_t n_in;
     uint64_t val; /* 0 on entry; whatever the visitor stores here is what later edges from this
                      node carry in from_val (the simulation stores the predicted finish time) */
+    /* SCHED_ORDER_DECLARED: the earlier ops whose accesses conflict with this op's and that the
+     * program's declared order leaves unordered with it (the race findings naming it second),
+     * seqs, valid during the visit; NULL otherwise (and for ops delivered after being held) */
+    const uint64_t *unordered;
+    uint32_t n_unordered;
 };
 
 /* ========================================================================================== */
@@ -162,7 +167,15 @@ struct sched_graph_opts {
     int keep_implied;               /* 1: keep cross-stream edges implied by earlier ones */
     uint64_t max_events; /* events tracked; past it, those last recorded more than 4 x this many
                             ops ago are forgotten (a wait on one gets no edge); 0 = 256k */
+    /* Where the edges between conflicting accesses come from (enum sched_order): every pair of
+     * conflicting accesses (RAW/WAR/WAW edges, the default), or only the pairs the program's
+     * declared order orders (barriers, events, semaphores, fences, submission and stream
+     * order: sched_races_run's analysis, run alongside); a pair it leaves unordered gets no
+     * edge (counted in n_undeclared) and is named in the node's unordered list. A trace that
+     * records no declared order is refused (SBT_EVERSION). */
+    uint32_t order;
 };
+enum sched_order { SCHED_ORDER_ACCESSES = 0, SCHED_ORDER_DECLARED = 1 };
 #define SCHED_GRAPH_OPTS(...) \
     ((struct sched_graph_opts){.sz = sizeof(struct sched_graph_opts), __VA_ARGS__})
 
@@ -174,6 +187,8 @@ struct sched_graph_stats {
     uint64_t n_errors, n_warnings;       /* findings by severity */
     uint64_t max_held;                   /* most ops held back at once */
     uint64_t n_resources, peak_segments; /* resources seen; most byte intervals live at once */
+    uint64_t n_undeclared; /* SCHED_ORDER_DECLARED: hazard edges left out (the program does not
+                              order the two ops) */
 };
 
 typedef struct sched_graph sched_graph;

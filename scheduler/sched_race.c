@@ -162,7 +162,6 @@ struct pend {
 
 struct ra {
     sbt_reader *r;
-    struct sched_race_opts o;
     void (*fn)(void *, const struct sched_race *);
     void *ctx;
     struct sched_race_stats st;
@@ -1604,15 +1603,13 @@ static int kernels_init(struct ra *a)
     return 0;
 }
 
-int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
-                    void (*fn)(void *ctx, const struct sched_race *f), void *ctx,
-                    struct sched_race_stats *stats)
+int sched__race_create(sbt_reader *r, void (*fn)(void *ctx, const struct sched_race *f), void *ctx,
+                       struct sched_ra **out)
 {
+    *out = NULL;
     struct ra *a = sched__calloc(1, sizeof *a);
     if (!a)
         return sched__fail(SBT_ENOMEM, "out of memory for the race analysis");
-    if (opts)
-        memcpy(&a->o, opts, opts->sz < sizeof a->o ? opts->sz : sizeof a->o);
     a->r = r;
     a->fn = fn;
     a->ctx = ctx;
@@ -1620,15 +1617,17 @@ int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
     a->st.declared = why == NULL;
     a->st.why_not = why;
     int st = 0;
-    if (why)
-        goto done;
+    if (why) {
+        *out = (struct sched_ra *)a;
+        return 0;
+    }
     const struct sbt_stream *strs = sbt_reader_streams(r, &a->n_streams);
     if ((uint64_t)(a->n_streams + 1) * NCLS > MAX_ACTORS) {
         st = sched__fail(SBT_ELIMIT,
                          "race analysis: the trace has %u streams; it keeps a clock entry per "
                          "stream and supports at most %u",
                          a->n_streams, MAX_ACTORS / NCLS - 1);
-        goto done;
+        goto fail;
     }
     a->n_act = (a->n_streams + 1) * NCLS;
     a->s = sched__calloc(a->n_streams + 1, sizeof *a->s);
@@ -1637,7 +1636,7 @@ int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
     a->tmp2 = a->tmp ? vnew(a) : NULL;
     if (!a->tmp2) {
         st = sched__fail(SBT_ENOMEM, "out of memory for the race analysis");
-        goto done;
+        goto fail;
     }
     for (uint32_t i = 1; i <= a->n_streams; i++) {
         const struct sbt_stream *t = &strs[i - 1];
@@ -1659,27 +1658,62 @@ int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
         }
     }
     if ((st = kernels_init(a)) < 0)
-        goto done;
-    sbt_cursor *c = NULL;
-    if ((st = sbt_cursor_open(r, NULL, &c)) < 0) {
-        st = sched__fail_sbt(st);
-        goto done;
+        goto fail;
+    *out = (struct sched_ra *)a;
+    return 0;
+fail:
+    ra_free(a);
+    sched__free(a);
+    return st;
+}
+
+int sched__race_add(struct sched_ra *ra, const struct sbt_op *x)
+{
+    struct ra *a = (struct ra *)ra;
+    return a->st.declared ? op(a, x) : 0;
+}
+
+const struct sched_race_stats *sched__race_stats(const struct sched_ra *ra)
+{
+    return &((const struct ra *)ra)->st;
+}
+
+void sched__race_destroy(struct sched_ra *ra)
+{
+    if (!ra)
+        return;
+    ra_free((struct ra *)ra);
+    sched__free(ra);
+}
+
+int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
+                    void (*fn)(void *ctx, const struct sched_race *f), void *ctx,
+                    struct sched_race_stats *stats)
+{
+    (void)opts;
+    struct sched_ra *a;
+    int st = sched__race_create(r, fn, ctx, &a);
+    if (st < 0) {
+        if (stats)
+            memset(stats, 0, sizeof *stats);
+        return st;
     }
+    sbt_cursor *c = NULL;
+    if (sched__race_stats(a)->declared && (st = sbt_cursor_open(r, NULL, &c)) < 0)
+        st = sched__fail_sbt(st);
     const struct sbt_op *x;
     int from_op = 0;
-    while ((st = sbt_cursor_next(c, &x)) == 1) {
-        if ((st = op(a, x)) < 0) {
+    while (c && (st = sbt_cursor_next(c, &x)) == 1) {
+        if ((st = sched__race_add(a, x)) < 0) {
             from_op = 1;
             break;
         }
     }
-    if (st < 0 && !from_op)
+    if (st < 0 && c && !from_op)
         st = sched__fail_sbt(st);
     sbt_cursor_close(c);
-done:
     if (stats)
-        *stats = a->st;
-    ra_free(a);
-    sched__free(a);
+        *stats = *sched__race_stats(a);
+    sched__race_destroy(a);
     return st < 0 ? st : 0;
 }

@@ -1446,3 +1446,60 @@ Test(races, no_declared_order_says_so)
     cr_expect(eq(u32, g.n, 0));
     sbt_reader_close(r);
 }
+
+/* The graph in the program's declared order: the edge the missing event wait would give is
+ * left out (and counted), the node names the op; in the order of the accesses it is there. */
+struct dg {
+    uint32_t raw_0_to_2, n_unord;
+    uint64_t unord;
+};
+
+static int dg_node(void *ctx, struct sched_node *n)
+{
+    struct dg *g = ctx;
+    if (n->op->seq != 2)
+        return 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->in[i].reason == SCHED_DEP_RAW && n->in[i].from == 0)
+            g->raw_0_to_2 = 1;
+    g->n_unord = n->n_unordered;
+    if (n->n_unordered)
+        g->unord = n->unordered[0];
+    return 0;
+}
+
+Test(races, declared_graph)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    sbt_reader *r = build_api(bad, 3, SBT_API_CUDA);
+    struct dg g = {0};
+    struct sched_visitor v = {.node = dg_node, .ctx = &g};
+    struct sched_graph_stats gs;
+    cr_assert(eq(int, sched_graph_run(r, SCHED_NONE, NULL, &v, &gs), 0), "%s", sched_errmsg());
+    cr_expect(eq(u32, g.raw_0_to_2, 1));
+    cr_expect(eq(u32, g.n_unord, 0));
+    memset(&g, 0, sizeof g);
+    cr_assert(eq(int,
+                 sched_graph_run(r, SCHED_NONE, &SCHED_GRAPH_OPTS(.order = SCHED_ORDER_DECLARED),
+                                 &v, &gs),
+                 0),
+              "%s", sched_errmsg());
+    cr_expect(eq(u32, g.raw_0_to_2, 0));
+    cr_expect(eq(u64, gs.n_undeclared, 1));
+    cr_expect(eq(u32, g.n_unord, 1));
+    cr_expect(eq(u64, g.unord, 0));
+    sbt_reader_close(r);
+    /* a trace without declared order cannot give one */
+    r = build_api(bad, 3, SBT_API_TRACESMITH);
+    sched_graph *gr = NULL;
+    cr_expect(eq(int,
+                 sched_graph_create(r, &SCHED_GRAPH_OPTS(.order = SCHED_ORDER_DECLARED), &v, &gr),
+                 SBT_EVERSION));
+    cr_expect(strstr(sched_errmsg(), "records none") != NULL, "%s", sched_errmsg());
+    cr_expect(gr == NULL);
+    sbt_reader_close(r);
+}
