@@ -1,12 +1,14 @@
 /*
  * tests/fuzz/fuzz_sbt_reader.c — the SBT reader on arbitrary bytes: open (footer and forced
- * scan), every op, every blob, every state (and the blobs of its chunks), validate. Any outcome is
+ * scan), every op, every blob, every state (and the blobs of its chunks), validate, and the
+ * race analysis (scheduler/sched_race.c) over it. Any outcome is
  * fine but a crash, a leak, a hang or a failure without a message.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "format/sbt.h"
+#include "scheduler/sched.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -14,6 +16,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void need_message(int st)
 {
     if (st < 0 && !strcmp(sbt_errmsg(), "no error"))
+        abort();
+}
+
+static void race(void *ctx, const struct sched_race *f)
+{
+    (void)ctx;
+    if (!f->msg || !*f->msg || f->first >= f->second)
         abort();
 }
 
@@ -47,6 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             need_message(st);
             sbt_cursor_close(c);
         }
+        /* the race analysis decodes Vulkan recordings and submissions, CUDA stream rows */
+        if (sched_races_run(r, NULL, race, NULL, NULL) < 0 && !strcmp(sched_errmsg(), "no error"))
+            abort();
         const struct sbt_info *in = sbt_reader_info(r);
         struct sbt_range rg = {.has_time = 1,
                                .t_begin = in->t_min + (in->t_max - in->t_min) / 2,
