@@ -335,7 +335,9 @@ static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
     snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_hazards %s", bin, trace, build,
              mode);
     cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s: %s", cmd, err);
-    cr_assert_not_null(strstr(out, "vk_hazards checksum 8cc87b976081c719"), "%s", out);
+    cr_assert_not_null(strstr(out, strcmp(mode, "poll") ? "vk_hazards checksum 8cc87b976081c719"
+                                                        : "vk_hazards checksum "),
+                       "%s", out);
     sbt_reader *r = NULL;
     cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
     cr_assert(sbt_reader_info(r)->complete);
@@ -345,7 +347,7 @@ static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
     const struct sbt_op *op;
     cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
     while (sbt_cursor_next(c, &op) == 1) {
-        if (op->kind == SBT_OP_KERNEL && nk < 2) {
+        if (op->kind == SBT_OP_KERNEL) { /* the first and the last */
             *(nk ? &o->k2 : &o->k1) = op->seq;
             for (uint32_t i = 0; i < op->n_access; i++)
                 if (op->access[i].mode & SBT_ACCESS_WRITE)
@@ -356,7 +358,7 @@ static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
             o->copy = op->seq;
     }
     sbt_cursor_close(c);
-    cr_assert(nk == 2 && o->copy && o->y && o->z && o->y != o->z);
+    cr_assert(nk >= 2 && o->copy && o->y && o->z && o->y != o->z);
     memset(got, 0, sizeof *got);
     cr_assert_eq(sched_races_run(r, NULL, race_keep, got, st), 0, "%s", sched_errmsg());
     cr_assert(st->declared);
@@ -486,14 +488,15 @@ Test(capture, declared_order_graph_leaves_out_what_the_program_does, .timeout = 
 }
 
 /* The correct programs: barriers, an event, binary and timeline semaphores across
- * submissions: no finding, and the analysis saw their barriers */
+ * submissions, a fence polled and reset between submissions (the capture used to drop the
+ * polls after a reset: two races then): no finding, and the analysis saw their barriers */
 struct hzmode {
     char name[16];
 };
 
 ParameterizedTestParameters(capture, races_none_in_correct_programs)
 {
-    static struct hzmode m[] = {{"ok"}, {"event"}, {"semaphore"}, {"timeline"}};
+    static struct hzmode m[] = {{"ok"}, {"event"}, {"semaphore"}, {"timeline"}, {"poll"}};
     return cr_make_param_array(struct hzmode, m, sizeof m / sizeof m[0]);
 }
 

@@ -16,6 +16,10 @@
  *                queue where there is one, waiting for a binary semaphore the first signals
  *   timeline     the same with a timeline semaphore (value 1)
  *   nosemaphore  the two submissions with nothing between them (the fence only at the end)
+ *   poll         three submissions (the first half, saxpy x, y -> y again, the second half) with
+ *                one fence, polled with vkGetFenceStatus after each and reset in between, the
+ *                host rewriting x after each poll: correct, as long as the trace holds every
+ *                polled wait (it prints another checksum: y is updated twice)
  * lavapipe runs the commands in order, so every mode prints the same checksum: only the
  * analysis tells them apart.
  */
@@ -48,15 +52,15 @@ static void saxpy(VkCommandBuffer cb, const struct vkt_pipe *p, VkDescriptorSet 
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ok";
-    static const char *const modes[] = {"ok",        "nobarrier", "execonly",   "event",
-                                        "semaphore", "timeline",  "nosemaphore"};
+    static const char *const modes[] = {"ok",        "nobarrier", "execonly",    "event",
+                                        "semaphore", "timeline",  "nosemaphore", "poll"};
     int m = -1;
     for (int i = 0; i < (int)(sizeof modes / sizeof modes[0]); i++)
         if (!strcmp(mode, modes[i]))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: vk_hazards "
-                        "[ok|nobarrier|execonly|event|semaphore|timeline|nosemaphore]\n");
+                        "[ok|nobarrier|execonly|event|semaphore|timeline|nosemaphore|poll]\n");
         return 2;
     }
     int nobar = m == 1, execonly = m == 2, event = m == 3, two = m >= 4;
@@ -169,7 +173,30 @@ int main(int argc, char **argv)
                            .pCommandBuffers = &cb0,
                            .signalSemaphoreCount = sem ? 1 : 0,
                            .pSignalSemaphores = &sem};
-        VKT_CHECK(vkQueueSubmit(q0, 1, &s0, VK_NULL_HANDLE));
+        VKT_CHECK(vkQueueSubmit(q0, 1, &s0, m == 7 ? fence : VK_NULL_HANDLE));
+        if (m == 7) {
+            VkResult r;
+            while ((r = vkGetFenceStatus(v.dev, fence)) == VK_NOT_READY)
+                ;
+            VKT_CHECK(r);
+            VKT_CHECK(vkResetFences(v.dev, 1, &fence));
+            for (uint32_t i = 0; i < N; i++) /* the first submission read x: done with it */
+                px[i] = ~px[i];
+            VkCommandBuffer again = vkt_cmdbuf(&v);
+            vkt_begin(again);
+            saxpy(again, &p, sets[0], 7);
+            VKT_CHECK(vkEndCommandBuffer(again));
+            VkSubmitInfo sa = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                               .commandBufferCount = 1,
+                               .pCommandBuffers = &again};
+            VKT_CHECK(vkQueueSubmit(q0, 1, &sa, fence));
+            while ((r = vkGetFenceStatus(v.dev, fence)) == VK_NOT_READY)
+                ;
+            VKT_CHECK(r);
+            VKT_CHECK(vkResetFences(v.dev, 1, &fence));
+            for (uint32_t i = 0; i < N; i++)
+                px[i] = ~px[i];
+        }
         VkSubmitInfo s1 = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                            .pNext = m == 5 ? &ts1 : NULL,
                            .waitSemaphoreCount = sem ? 1 : 0,
@@ -177,7 +204,13 @@ int main(int argc, char **argv)
                            .pWaitDstStageMask = &C,
                            .commandBufferCount = 1,
                            .pCommandBuffers = &cb1};
-        VKT_CHECK(vkQueueSubmit(m == 6 ? q0 : q1, 1, &s1, fence));
+        VKT_CHECK(vkQueueSubmit(m >= 6 ? q0 : q1, 1, &s1, fence));
+    }
+    if (m == 7) {
+        VkResult r;
+        while ((r = vkGetFenceStatus(v.dev, fence)) == VK_NOT_READY)
+            ;
+        VKT_CHECK(r);
     }
     VKT_CHECK(vkWaitForFences(v.dev, 1, &fence, VK_TRUE, UINT64_MAX));
     if (two)
