@@ -66,6 +66,22 @@ static int run(const char *cmd, char *out, size_t n_out, char *err, size_t n_err
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* Precision of the static race analysis (issue 22): a correct program's trace has no race the
+ * program's own synchronisation allows. Each finding is printed. */
+static void race_print(void *ctx, const struct sched_race *f)
+{
+    fprintf(stderr, "  %s: race: %s\n", (const char *)ctx, f->msg);
+}
+
+static void expect_no_races(sbt_reader *r, const char *what)
+{
+    struct sched_race_stats st;
+    cr_assert_eq(sched_races_run(r, NULL, race_print, (void *)what, &st), 0, "%s", sched_errmsg());
+    cr_expect(st.declared, "%s: no declared order: %s", what, st.why_not);
+    cr_expect_eq(st.n_findings, 0, "%s: %llu possible races in a correct program", what,
+                 (unsigned long long)st.n_findings);
+}
+
 static int have_device(void)
 {
     char out[4096], err[4096], cmd[4200];
@@ -170,6 +186,7 @@ static void capture_and_check(const struct expect *x)
         const char *m = sbt_reader_meta_get(r, "clock.device_mapping");
         cr_assert(m && *m, "no clock.device_mapping metadata");
     }
+    expect_no_races(r, x->prog);
     sbt_reader_close(r);
     unlink(trace);
 }
@@ -270,6 +287,7 @@ static void images_trace(const char *opts)
                 }
     }
     sbt_cursor_close(c);
+    expect_no_races(r, "vk_images");
     sbt_reader_close(r);
     unlink(trace);
     cr_expect_geq(images, 10, "images created: %llu", (unsigned long long)images);
@@ -581,6 +599,7 @@ ParameterizedTest(struct wgprog *p, capture, webgpu, .timeout = 300)
     sbt_reader_incomplete_why(r, inc, sizeof inc);
     cr_expect(sbt_reader_info(r)->complete, "%s: trace incomplete: %s", p->name, inc);
     cr_assert_eq(sbt_reader_validate(r, NULL, NULL), 0, "validate found problems");
+    expect_no_races(r, p->name);
     sbt_reader_close(r);
     unlink(trace);
 }
