@@ -434,6 +434,8 @@ struct sched_race_stats {
                                   * addresses (every buffer with an address): not findings */
     uint64_t n_events_forgotten; /* events dropped past 8192 held (a wait on one then joins
                                   * all those forgotten: may hide a race) */
+    uint64_t n_grants_folded;    /* buffer/image barriers past 256 per queue taken as global ones
+                                    (may hide a race) */
     uint64_t peak_segments;
 };
 

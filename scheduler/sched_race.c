@@ -102,6 +102,22 @@ struct rhist {
 /* One sync item of a recording: a barrier, an event set or wait, an execute. */
 struct sub {
     uint64_t s_st, s_ac, d_st, d_ac;
+    uint32_t kind;      /* SUB_GLOBAL, SUB_BUFFER, SUB_IMAGE */
+    uint64_t obj;       /* buffer or image id */
+    uint64_t off, size; /* buffer barriers: the range in the buffer (size may be VK_WHOLE_SIZE) */
+};
+enum { SUB_GLOBAL = 0, SUB_BUFFER = 1, SUB_IMAGE = 2 };
+
+/* The memory dependency of a buffer or image barrier: the writes of its queue made available
+ * and visible, for its bytes only (execution is ordered whatever the range). */
+#define GRANT_MAX 256 /* kept per queue; older ones are taken as global (may hide a race) */
+struct grant {
+    uint64_t res, lo, hi;
+    uint64_t pos[NCLS]; /* writes of the queue's class c at positions < pos[c] */
+    uint32_t dst;       /* classes they are made visible to */
+};
+struct bbind { /* a buffer's memory (BIND_BUFFER) */
+    uint64_t mem, off, size;
 };
 struct item {
     uint32_t index; /* record number in the recording */
@@ -138,6 +154,8 @@ struct rstream {
     uint32_t n_sc, cap_sc, i_sc;
     struct rec *recs;
     uint32_t n_recs, cap_recs;
+    struct grant *grants; /* ring of GRANT_MAX */
+    uint32_t n_grants, i_grant;
     int blind; /* the current submission's barriers are unknown: ops are taken as ordered */
 };
 
@@ -187,6 +205,9 @@ struct ra {
     uint64_t n_events;
     uint64_t *tmp, *tmp2;
     uint64_t live_segs;
+    struct sbt_map bufs; /* buffer id -> index in bb */
+    struct bbind *bb;
+    uint32_t n_bb, cap_bb;
     uint8_t *k_addr; /* per kernel id: its shader uses device addresses (Vulkan MODULE) */
     uint32_t n_kernels;
     uint8_t *x_addr; /* per access of the current op: through device addresses */
@@ -310,6 +331,84 @@ static int join_into(struct ra *a, uint32_t id, uint32_t cls, const uint64_t *e,
     return 0;
 }
 
+/* The bytes a buffer or image barrier covers: (memory, from, to) of a buffer bound with
+ * BIND_BUFFER, an image's whole resource. 0 when unknown (then it counts as a global one). */
+static int range_of(struct ra *a, const struct sub *b, uint64_t *res, uint64_t *lo, uint64_t *hi)
+{
+    if (b->kind == SUB_IMAGE) {
+        *res = b->obj;
+        *lo = 0;
+        *hi = UINT64_MAX;
+        return b->obj != 0;
+    }
+    uint64_t *ix = sbt_map_get(&a->bufs, b->obj);
+    if (!ix)
+        return 0;
+    const struct bbind *bb = &a->bb[*ix];
+    if (b->off >= bb->size)
+        return 0;
+    uint64_t n = b->size == UINT64_MAX || b->size > bb->size - b->off ? bb->size - b->off : b->size;
+    *res = bb->mem;
+    *lo = bb->off + b->off;
+    *hi = sched__end(*lo, n);
+    return 1;
+}
+
+/* Takes grant g of queue id as a global memory dependency (the ring is full). */
+static void grant_global(struct ra *a, uint32_t id, const struct grant *g)
+{
+    struct rstream *s = &a->s[id];
+    for (uint32_t c = 0; c < NCLS; c++) {
+        if (!(g->dst & (1u << c)))
+            continue;
+        for (uint32_t k = 0; k < NCLS; k++) {
+            uint32_t x = actor(id, k);
+            if (g->pos[k] > s->av[c][x])
+                s->av[c][x] = g->pos[k];
+            if (g->pos[k] > s->mv[c][x])
+                s->mv[c][x] = g->pos[k];
+        }
+    }
+}
+
+static void grant_add(struct ra *a, uint32_t id, const struct grant *g)
+{
+    struct rstream *s = &a->s[id];
+    if (!s->grants) {
+        s->grants = sched__calloc(GRANT_MAX, sizeof *s->grants);
+        if (!s->grants) { /* only less precise */
+            grant_global(a, id, g);
+            return;
+        }
+    }
+    if (s->n_grants == GRANT_MAX) {
+        grant_global(a, id, &s->grants[s->i_grant]);
+        a->st.n_grants_folded++;
+    } else {
+        s->n_grants++;
+    }
+    s->grants[s->i_grant] = *g;
+    s->i_grant = (s->i_grant + 1) % GRANT_MAX;
+}
+
+/* 1 if a buffer or image barrier of the current op's queue made entry e's write (on that
+ * queue) available and visible to the op for all of [lo, hi) of res. */
+static int granted(const struct ra *a, uint32_t e_actor, uint64_t e_pos, uint64_t res, uint64_t lo,
+                   uint64_t hi)
+{
+    uint32_t q = e_actor / NCLS;
+    if (q != a->x->stream || !a->s[q].grants || a->s[q].kind != SK_QUEUE)
+        return 0;
+    const struct rstream *s = &a->s[q];
+    for (uint32_t i = 0; i < s->n_grants; i++) {
+        const struct grant *g = &s->grants[i];
+        if (g->res == res && g->lo <= lo && hi <= g->hi && (g->dst & (1u << a->xcls)) &&
+            e_pos < g->pos[e_actor % NCLS])
+            return 1;
+    }
+    return 0;
+}
+
 /* One barrier on queue id: source stages/accesses, destination stages/accesses. */
 static void barrier(struct ra *a, uint32_t id, const struct sub *b)
 {
@@ -331,15 +430,27 @@ static void barrier(struct ra *a, uint32_t id, const struct sub *b)
         if ((b->s_ac & cls_writes(c)) && s->pos[c] > na[me])
             na[me] = s->pos[c];
     }
+    struct grant gr = {0};
+    int ranged = b->kind != SUB_GLOBAL && range_of(a, b, &gr.res, &gr.lo, &gr.hi);
     for (uint32_t c = 0; c < NCLS; c++) {
         if (!(dc & (1u << c)))
             continue;
         vjoin(s->ev[c], ne, a->n_act);
+        if (ranged) {
+            if (b->d_ac & cls_any(c))
+                gr.dst |= 1u << c;
+            continue;
+        }
         vjoin(s->av[c], na, a->n_act);
         if (b->d_ac & cls_any(c))
             vjoin(s->mv[c], na, a->n_act);
     }
     a->st.n_barriers++;
+    if (!ranged || !gr.dst)
+        return;
+    for (uint32_t c = 0; c < NCLS; c++)
+        gr.pos[c] = na[actor(id, c)];
+    grant_add(a, id, &gr);
 }
 
 /* ========================================================================================== */
@@ -630,8 +741,9 @@ static void pend_flush(struct ra *a)
         if (f->missing == SCHED_RACE_MEMORY)
             snprintf(a->msg, sizeof a->msg,
                      "%s %s resource %" PRIu64 " bytes [%" PRIu64 ", %" PRIu64 ") that %s %s: "
-                     "missing memory dependency (the stages are ordered, but no access mask makes "
-                     "the write available and visible)",
+                     "missing memory dependency (the stages are ordered, but no barrier makes the "
+                     "write available and visible to it: its access masks, or a buffer or image "
+                     "barrier that does not cover these bytes)",
                      d2, mode_verb(f->second_mode), f->resource, f->lo, f->hi, d1,
                      mode_verb(f->first_mode));
         else
@@ -745,7 +857,8 @@ static void seg_visit(struct ra *a, struct seg *s, uint64_t res, int xw)
             /* an access through device addresses is every buffer with an address, whatever
              * the shader touches: a pair with one is only counted too */
             int addr = e->addr || (a->x_uses && a->x_addr[a->x_acc]);
-            int mem = !e->w || e->pos < a->xmv[e->actor];
+            int mem =
+                !e->w || e->pos < a->xmv[e->actor] || granted(a, e->actor, e->pos, res, s->b, s->e);
             if ((maywaw || addr) && (!exec || !mem))
                 *(maywaw ? &a->st.n_maywaw : &a->st.n_address) += 1;
             else if (!exec)
@@ -914,19 +1027,33 @@ static int parse_barrier(const struct sbt_payload_rec *r, uint32_t base, struct 
     if (!it->sub)
         return SBT_ENOMEM;
     if (!n) {
-        it->sub[0] = (struct sub){src, 0, dst, 0};
+        it->sub[0] = (struct sub){.s_st = src, .d_st = dst};
         it->n_sub = 1;
         return 0;
     }
     for (uint64_t i = 0; i < nm; i++, mk += 4)
-        it->sub[it->n_sub++] = (struct sub){sbt_payload_arg(r, mk), sbt_payload_arg(r, mk + 1),
-                                            sbt_payload_arg(r, mk + 2), sbt_payload_arg(r, mk + 3)};
+        it->sub[it->n_sub++] = (struct sub){.s_st = sbt_payload_arg(r, mk),
+                                            .s_ac = sbt_payload_arg(r, mk + 1),
+                                            .d_st = sbt_payload_arg(r, mk + 2),
+                                            .d_ac = sbt_payload_arg(r, mk + 3)};
     for (uint64_t i = 0; i < nb; i++, bk += 9)
-        it->sub[it->n_sub++] = (struct sub){sbt_payload_arg(r, bk), sbt_payload_arg(r, bk + 1),
-                                            sbt_payload_arg(r, bk + 2), sbt_payload_arg(r, bk + 3)};
+        it->sub[it->n_sub++] = (struct sub){sbt_payload_arg(r, bk),
+                                            sbt_payload_arg(r, bk + 1),
+                                            sbt_payload_arg(r, bk + 2),
+                                            sbt_payload_arg(r, bk + 3),
+                                            SUB_BUFFER,
+                                            sbt_payload_arg(r, bk + 6),
+                                            sbt_payload_arg(r, bk + 7),
+                                            sbt_payload_arg(r, bk + 8)};
     for (uint64_t i = 0; i < ni; i++, ik += 14)
-        it->sub[it->n_sub++] = (struct sub){sbt_payload_arg(r, ik), sbt_payload_arg(r, ik + 1),
-                                            sbt_payload_arg(r, ik + 2), sbt_payload_arg(r, ik + 3)};
+        it->sub[it->n_sub++] = (struct sub){sbt_payload_arg(r, ik),
+                                            sbt_payload_arg(r, ik + 1),
+                                            sbt_payload_arg(r, ik + 2),
+                                            sbt_payload_arg(r, ik + 3),
+                                            SUB_IMAGE,
+                                            sbt_payload_arg(r, ik + 8),
+                                            0,
+                                            0};
     return 0;
 }
 
@@ -1226,7 +1353,8 @@ static int op_cmd(const struct sbt_op *x, uint64_t *cb, uint32_t *index)
 /* A full barrier on queue id (for ops whose recording the trace does not hold). */
 static void full_barrier(struct ra *a, uint32_t id)
 {
-    struct sub b = {ST_ALL, AC_MEM_WRITE, ST_ALL, AC_MEM_READ | AC_MEM_WRITE};
+    struct sub b = {
+        .s_st = ST_ALL, .s_ac = AC_MEM_WRITE, .d_st = ST_ALL, .d_ac = AC_MEM_READ | AC_MEM_WRITE};
     barrier(a, id, &b);
     a->st.n_barriers--;
 }
@@ -1366,6 +1494,45 @@ static int host_access(struct ra *a)
     return st;
 }
 
+/* Vulkan state ops the analysis follows: which memory a buffer is bound to (for the ranges of
+ * buffer barriers). */
+static int marker(struct ra *a)
+{
+    const struct sbt_op *x = a->x;
+    if (x->payload.kind != SBT_VK_PAYLOAD || !x->payload.len)
+        return 0;
+    struct sbt_payload_dec d;
+    struct sbt_payload_rec r;
+    int st = 0;
+    sbt_payload_dec_init(&d, x->payload.data, x->payload.len);
+    while (sbt_payload_dec_next(&d, &r) == 1) {
+        if (r.call == SBT_VK_BIND_BUFFER) {
+            int is_new;
+            uint64_t *ix = sbt_map_put(&a->bufs, sbt_payload_arg(&r, 0), &is_new);
+            if (!ix) {
+                st = SBT_ENOMEM;
+                break;
+            }
+            if (is_new) {
+                if (sched__grow((void **)&a->bb, sizeof *a->bb, &a->cap_bb,
+                                (uint64_t)a->n_bb + 1)) {
+                    sbt_map_del(&a->bufs, sbt_payload_arg(&r, 0));
+                    st = SBT_ENOMEM;
+                    break;
+                }
+                *ix = a->n_bb++;
+            }
+            a->bb[*ix] = (struct bbind){sbt_payload_arg(&r, 1), sbt_payload_arg(&r, 2),
+                                        sbt_payload_arg(&r, 3)};
+        } else if (r.call == SBT_VK_DESTROY && sbt_payload_arg(&r, 0) == 9 /* BUFFER */) {
+            /* the slot stays (bounded by the buffers bound at once, plus those destroyed) */
+            sbt_map_del(&a->bufs, sbt_payload_arg(&r, 1));
+        }
+    }
+    sbt_payload_dec_free(&d);
+    return st ? sched__fail(st, "out of memory following buffer bindings") : 0;
+}
+
 static int stream_ok(struct ra *a, uint32_t id)
 {
     return id >= 1 && id <= a->n_streams && a->s[id].kind != SK_NONE;
@@ -1390,6 +1557,8 @@ static int op(struct ra *a, const struct sbt_op *x)
     case SBT_OP_FREE:
         hist_drop(a, x->resource);
         return 0;
+    case SBT_OP_MARKER:
+        return a->api == SBT_API_VULKAN ? marker(a) : 0;
     case SBT_OP_SUBMIT:
         return s->kind == SK_QUEUE ? on_submit(a, id) : 0;
     case SBT_OP_KERNEL:
@@ -1537,6 +1706,7 @@ static void ra_free(struct ra *a)
             rec_free(&s->recs[k]);
         sched__free(s->recs);
         sched__free(s->sc);
+        sched__free(s->grants);
     }
     sched__free(a->s);
     sched__free(a->hv);
@@ -1544,6 +1714,8 @@ static void ra_free(struct ra *a)
     sched__free(a->tmp2);
     sched__free(a->x_addr);
     sched__free(a->k_addr);
+    sched__free(a->bb);
+    sbt_map_free(&a->bufs);
     for (uint32_t i = 0; i < a->n_hist; i++)
         sched__free(a->hist[i].s);
     sched__free(a->hist);

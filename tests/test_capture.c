@@ -505,16 +505,29 @@ Test(capture, declared_order_graph_leaves_out_what_the_program_does, .timeout = 
     cr_expect_eq(g.n_k2_unord, 0);
 }
 
-/* The correct programs: barriers, an event, binary and timeline semaphores across
- * submissions, a fence polled and reset between submissions (the capture used to drop the
- * polls after a reset: two races then): no finding, and the analysis saw their barriers */
+/* a buffer barrier on the wrong buffer orders the dispatches but makes nothing of y visible */
+Test(capture, races_buffer_barrier_on_the_wrong_buffer, .timeout = 120)
+{
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards("wrongbuffer", &g, &o, &st);
+    cr_assert_eq(g.n, 1, "%u races", g.n);
+    expect_race(&g.v[0], o.k1, o.k2, o.y, SCHED_RACE_MEMORY);
+}
+
+/* The correct programs: barriers (global, and buffer barriers on the right buffers), an event,
+ * binary and timeline semaphores across submissions, a fence polled and reset between submissions
+ * (the capture used to drop the polls after a reset: two races then): no finding, and the analysis
+ * saw their barriers */
 struct hzmode {
     char name[16];
 };
 
 ParameterizedTestParameters(capture, races_none_in_correct_programs)
 {
-    static struct hzmode m[] = {{"ok"}, {"event"}, {"semaphore"}, {"timeline"}, {"poll"}};
+    static struct hzmode m[] = {{"ok"},       {"event"}, {"semaphore"},
+                                {"timeline"}, {"poll"},  {"bufbarrier"}};
     return cr_make_param_array(struct hzmode, m, sizeof m / sizeof m[0]);
 }
 

@@ -20,6 +20,9 @@
  *                one fence, polled with vkGetFenceStatus after each and reset in between, the
  *                host rewriting x after each poll: correct, as long as the trace holds every
  *                polled wait (it prints another checksum: y is updated twice)
+ *   bufbarrier   as ok, the two barriers after the dispatches buffer barriers on y and on z
+ *   wrongbuffer  the barrier between the dispatches a buffer barrier on z instead of y: the
+ *                dispatches are ordered, y's bytes never made visible (memory dependency)
  * lavapipe runs the commands in order, so every mode prints the same checksum: only the
  * analysis tells them apart.
  */
@@ -40,6 +43,19 @@ static void barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags 
     vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
+static void buf_barrier(VkCommandBuffer cb, VkBuffer b, VkPipelineStageFlags src, VkAccessFlags sa,
+                        VkPipelineStageFlags dst, VkAccessFlags da)
+{
+    VkBufferMemoryBarrier bb = {.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                .srcAccessMask = sa,
+                                .dstAccessMask = da,
+                                .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                .buffer = b,
+                                .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(cb, src, dst, 0, 0, NULL, 1, &bb, 0, NULL);
+}
+
 static void saxpy(VkCommandBuffer cb, const struct vkt_pipe *p, VkDescriptorSet set, uint32_t a)
 {
     uint32_t pc[3] = {a, N, 3};
@@ -52,18 +68,20 @@ static void saxpy(VkCommandBuffer cb, const struct vkt_pipe *p, VkDescriptorSet 
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ok";
-    static const char *const modes[] = {"ok",        "nobarrier", "execonly",    "event",
-                                        "semaphore", "timeline",  "nosemaphore", "poll"};
+    static const char *const modes[] = {"ok",         "nobarrier",  "execonly",    "event",
+                                        "semaphore",  "timeline",   "nosemaphore", "poll",
+                                        "bufbarrier", "wrongbuffer"};
     int m = -1;
     for (int i = 0; i < (int)(sizeof modes / sizeof modes[0]); i++)
         if (!strcmp(mode, modes[i]))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: vk_hazards "
-                        "[ok|nobarrier|execonly|event|semaphore|timeline|nosemaphore|poll]\n");
+                        "[ok|nobarrier|execonly|event|semaphore|timeline|nosemaphore|poll|"
+                        "bufbarrier|wrongbuffer]\n");
         return 2;
     }
-    int nobar = m == 1, execonly = m == 2, event = m == 3, two = m >= 4;
+    int nobar = m == 1, execonly = m == 2, event = m == 3, two = m >= 4 && m <= 7, buf = m >= 8;
     struct vkt v;
     vkt_init(&v, argv[0], 2);
     VkQueue q0 = v.queue[0], q1 = v.queue[v.n_queues > 1 ? 1 : 0];
@@ -127,15 +145,22 @@ int main(int argc, char **argv)
                               .dstAccessMask = SR | SW};
         vkCmdWaitEvents(cb0, 1, &ev, C, C, 1, &mb, 0, NULL, 0, NULL);
     } else if (!nobar && !two) {
-        barrier(cb0, C, execonly ? 0 : SW, C, execonly ? 0 : SR | SW);
+        if (buf)
+            buf_barrier(cb0, m == 9 ? z.buf : y.buf, C, SW, C, SR | SW);
+        else
+            barrier(cb0, C, execonly ? 0 : SW, C, execonly ? 0 : SR | SW);
     }
     if (two) {
         VKT_CHECK(vkEndCommandBuffer(cb0));
         vkt_begin(cb1);
     }
     saxpy(cb1, &p, sets[1], 5);
-    if (!nobar)
-        barrier(cb1, C, execonly ? 0 : SW, T, execonly ? 0 : VK_ACCESS_TRANSFER_READ_BIT);
+    if (!nobar) {
+        if (buf)
+            buf_barrier(cb1, z.buf, C, SW, T, VK_ACCESS_TRANSFER_READ_BIT);
+        else
+            barrier(cb1, C, execonly ? 0 : SW, T, execonly ? 0 : VK_ACCESS_TRANSFER_READ_BIT);
+    }
     VkBufferCopy region = {0, 0, N * 4};
     vkCmdCopyBuffer(cb1, z.buf, out.buf, 1, &region);
     VKT_CHECK(vkEndCommandBuffer(cb1));
