@@ -1,7 +1,9 @@
 /*
  * scheduler/sched.h — the dependency graph of a trace and what is computed from it:
  * validation, a simulated ("dry-run") timeline, backward slices of a range, analysis (kernel
- * table, critical path, utilisation, concurrency, idle gaps) and a Graphviz DOT writer.
+ * table, critical path, utilisation, concurrency, idle gaps), a Graphviz DOT writer, and the
+ * races the program's own synchronisation allows (from its declared order, not its accesses;
+ * the graph can also be built in that order: sched_graph_opts.order).
  *
  * The graph is never held whole. sched_graph reads ops in seq order in one streaming pass and
  * keeps only live state: the last op of each stream and host thread, the latest record of each
