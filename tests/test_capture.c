@@ -340,9 +340,10 @@ struct hz_ops {
     uint64_t y, z;         /* the buffers they write (resources) */
 };
 
-/* Captures vk_hazards MODE and runs the analysis over the trace. */
-static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
-                    struct sched_race_stats *st)
+/* Captures vk_hazards MODE (with env before the command: the test layer that gives lavapipe a
+ * second queue) and runs the analysis over the trace. */
+static void hazards_env(const char *env, const char *mode, struct race_got *got, struct hz_ops *o,
+                        struct sched_race_stats *st)
 {
     if (!have_device())
         cr_skip_test("no Vulkan device with a compute queue here");
@@ -350,8 +351,8 @@ static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
     int fd = mkstemps(trace, 4);
     cr_assert(fd >= 0);
     close(fd);
-    snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_hazards %s", bin, trace, build,
-             mode);
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/vk_hazards %s", env, bin, trace,
+             build, mode);
     cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s: %s", cmd, err);
     cr_assert_not_null(strstr(out, strcmp(mode, "poll") ? "vk_hazards checksum 8cc87b976081c719"
                                                         : "vk_hazards checksum "),
@@ -384,6 +385,12 @@ static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
     unlink(trace);
 }
 
+static void hazards(const char *mode, struct race_got *got, struct hz_ops *o,
+                    struct sched_race_stats *st)
+{
+    hazards_env("", mode, got, o, st);
+}
+
 static void expect_race(const struct sched_race *f, uint64_t first, uint64_t second, uint64_t res,
                         uint32_t missing)
 {
@@ -397,7 +404,6 @@ static void expect_race(const struct sched_race *f, uint64_t first, uint64_t sec
     cr_expect_eq(f->first_mode, SBT_ACCESS_WRITE);
     cr_expect_eq(f->second_mode, SBT_ACCESS_READ);
     cr_expect_eq(f->missing, missing, "missing %s", sched_race_missing_name(f->missing));
-    cr_expect_eq(f->first_stream, f->second_stream); /* one queue */
 }
 
 Test(capture, races_missing_barriers_named, .timeout = 120)
@@ -503,6 +509,37 @@ Test(capture, declared_order_graph_leaves_out_what_the_program_does, .timeout = 
     cr_expect_eq(g.k2_unord[0], g.k1);
     declared_graph("ok", &g, &gs);
     cr_expect_eq(g.n_k2_unord, 0);
+}
+
+/* two queues (VK_LAYER_REPRISE_twoqueues gives lavapipe a second one): the semaphores order
+ * the second queue's work after the first's; without one, the pair is named across them */
+#define TWOQ                                                                       \
+    "VK_ADD_LAYER_PATH=%s/tests/vk VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_twoqueues " \
+    "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_twoqueues"
+
+Test(capture, races_across_two_queues, .timeout = 120)
+{
+    char env[4200];
+    snprintf(env, sizeof env, TWOQ, build);
+    struct race_got g;
+    struct hz_ops o;
+    struct sched_race_stats st;
+    hazards_env(env, "nosemaphore", &g, &o, &st);
+    /* saxpy y, z reads y unordered with saxpy x, y; it and the copy touch z, filled on the first
+     * queue (the fill's barrier orders only that queue) */
+    cr_assert_eq(g.n, 3, "%u races", g.n);
+    expect_race(&g.v[0], o.k1, o.k2, o.y, SCHED_RACE_EXEC);
+    cr_expect_neq(g.v[0].first_stream, g.v[0].second_stream, "not across the two queues");
+    cr_expect_eq(g.v[1].resource, o.z);
+    cr_expect_eq(g.v[1].second, o.k2);
+    cr_expect_eq(g.v[2].resource, o.z);
+    cr_expect_eq(g.v[2].second, o.copy);
+    cr_expect_eq(g.v[1].first, g.v[2].first); /* the fill */
+    cr_expect_eq(g.v[1].first_mode, SBT_ACCESS_WRITE);
+    hazards_env(env, "semaphore", &g, &o, &st);
+    cr_expect_eq(g.n, 0, "binary semaphore: %u races", g.n);
+    hazards_env(env, "timeline", &g, &o, &st);
+    cr_expect_eq(g.n, 0, "timeline semaphore: %u races", g.n);
 }
 
 /* a buffer barrier on the wrong buffer orders the dispatches but makes nothing of y visible */

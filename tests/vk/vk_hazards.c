@@ -15,7 +15,8 @@
  *   semaphore    the second half (saxpy y, z and the copy) in a second submission, on a second
  *                queue where there is one, waiting for a binary semaphore the first signals
  *   timeline     the same with a timeline semaphore (value 1)
- *   nosemaphore  the two submissions with nothing between them (the fence only at the end)
+ *   nosemaphore  the two submissions (on the second queue where there is one) with nothing
+ *                between them (the fence only at the end)
  *   poll         three submissions (the first half, saxpy x, y -> y again, the second half) with
  *                one fence, polled with vkGetFenceStatus after each and reset in between, the
  *                host rewriting x after each poll: correct, as long as the trace holds every
@@ -229,7 +230,7 @@ int main(int argc, char **argv)
                            .pWaitDstStageMask = &C,
                            .commandBufferCount = 1,
                            .pCommandBuffers = &cb1};
-        VKT_CHECK(vkQueueSubmit(m >= 6 ? q0 : q1, 1, &s1, fence));
+        VKT_CHECK(vkQueueSubmit(m == 7 ? q0 : q1, 1, &s1, fence));
     }
     if (m == 7) {
         VkResult r;
