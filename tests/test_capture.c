@@ -542,6 +542,41 @@ Test(capture, races_across_two_queues, .timeout = 120)
     cr_expect_eq(g.n, 0, "timeline semaphore: %u races", g.n);
 }
 
+/* Replay in the program's declared order shows what the missing semaphore does: the second
+ * queue's work is submitted without waiting for the first's, and on lavapipe with two queues
+ * (batches run in submission order on its one real queue) it reads y and z before the first
+ * queue's work wrote them: the output differs from the capture (exit 1), where the order of the
+ * accesses (the default) hides it. With the semaphore both replays verify. */
+static int replay_declared(const char *env, const char *mode, const char *order, char *out,
+                           size_t n_out)
+{
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cmd[8192], err[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/vk_hazards %s", env, bin, trace,
+             build, mode);
+    cr_assert_eq(run(cmd, out, n_out, err, sizeof err), 0, "%s: %s", cmd, err);
+    snprintf(cmd, sizeof cmd, "%s %s replay %s --mode full --order %s", env, bin, trace, order);
+    int rc = run(cmd, out, n_out, err, sizeof err);
+    unlink(trace);
+    return rc;
+}
+
+Test(capture, declared_order_replay_shows_a_missing_semaphore, .timeout = 120)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char env[4200], out[8192];
+    snprintf(env, sizeof env, TWOQ, build);
+    cr_expect_eq(replay_declared(env, "nosemaphore", "accesses", out, sizeof out), 0, "%s", out);
+    cr_expect_eq(replay_declared(env, "nosemaphore", "declared", out, sizeof out), 1, "%s", out);
+    cr_expect_not_null(strstr(out, "differ from the capture"), "%s", out);
+    cr_expect_eq(replay_declared(env, "semaphore", "declared", out, sizeof out), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "verdict     verified"), "%s", out);
+    cr_expect_eq(replay_declared(env, "timeline", "declared", out, sizeof out), 0, "%s", out);
+}
+
 /* a buffer barrier on the wrong buffer orders the dispatches but makes nothing of y visible */
 Test(capture, races_buffer_barrier_on_the_wrong_buffer, .timeout = 120)
 {
