@@ -1641,14 +1641,16 @@ static int op(struct ra *a, const struct sbt_op *x)
                 return st;
             return sync_signal(a, o, x->value, a->tmp, NULL);
         }
-        const uint64_t *e, *av;
-        sync_wait(a, o, x->value, &e, &av);
+        /* the command buffers before the wait first: applying their barriers uses the scratch
+         * clocks a wait's result may be in */
         if (s->kind == SK_QUEUE) {
             if ((st = script_seek(a, id, SC_WAIT, 0, &found)))
                 return st;
             if (found)
                 s->i_sc++;
         }
+        const uint64_t *e, *av;
+        sync_wait(a, o, x->value, &e, &av);
         if (!e)
             return 0;
         if (host) {
