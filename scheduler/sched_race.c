@@ -1624,30 +1624,27 @@ static int op(struct ra *a, const struct sbt_op *x)
     }
     case SBT_OP_SIGNAL:
     case SBT_OP_WAIT: {
-        struct sync_o *o = sync_get(a, x->obj, FAM_SYNC, x->subkind);
-        if (!o)
-            return SBT_ENOMEM;
-        int found;
-        if (x->kind == SBT_OP_SIGNAL) {
-            if (host)
-                return sync_signal(a, o, x->value, hostclock(a), NULL);
-            if (s->kind == SK_QUEUE && (st = script_seek(a, id, SC_SIGNAL, 0, &found)))
-                return st;
-            if (s->kind == SK_QUEUE && !found && (st = script_end(a, id)))
-                return st;
-            if (s->kind == SK_QUEUE && found)
-                s->i_sc++;
-            if ((st = snap_full(a, id, a->tmp)))
-                return st;
-            return sync_signal(a, o, x->value, a->tmp, NULL);
-        }
-        /* the command buffers before the wait first: applying their barriers uses the scratch
-         * clocks a wait's result may be in */
+        /* the command buffers before it first (their events may move the sync objects, their
+         * barriers use the scratch clocks), then the object */
+        int found = 0;
         if (s->kind == SK_QUEUE) {
-            if ((st = script_seek(a, id, SC_WAIT, 0, &found)))
+            if ((st =
+                     script_seek(a, id, x->kind == SBT_OP_SIGNAL ? SC_SIGNAL : SC_WAIT, 0, &found)))
                 return st;
             if (found)
                 s->i_sc++;
+            else if (x->kind == SBT_OP_SIGNAL && (st = script_end(a, id)))
+                return st; /* the fence's: the submission's work is all before it */
+        }
+        struct sync_o *o = sync_get(a, x->obj, FAM_SYNC, x->subkind);
+        if (!o)
+            return SBT_ENOMEM;
+        if (x->kind == SBT_OP_SIGNAL) {
+            if (host)
+                return sync_signal(a, o, x->value, hostclock(a), NULL);
+            if ((st = snap_full(a, id, a->tmp)))
+                return st;
+            return sync_signal(a, o, x->value, a->tmp, NULL);
         }
         const uint64_t *e, *av;
         sync_wait(a, o, x->value, &e, &av);
