@@ -20,6 +20,7 @@
 #include "format/sbt.h"
 #include "format/sbt_cuda.h"
 #include "format/sbt_payload.h"
+#include "format/sbt_vk.h"
 #include "scheduler/sched.h"
 
 #define R      SBT_ACCESS_READ
@@ -1502,4 +1503,172 @@ Test(races, declared_graph)
     cr_expect(strstr(sched_errmsg(), "records none") != NULL, "%s", sched_errmsg());
     cr_expect(gr == NULL);
     sbt_reader_close(r);
+}
+
+/* ---- Vulkan barrier semantics on hand-built traces: one queue (stream 1), a host thread
+ * (stream 2); one submission of one command buffer whose recording holds the given barriers
+ * between dispatches. */
+
+/* A recording record: a barrier (sync1 form when the global stages are given, with one memory
+ * barrier carrying them and the access masks), or a dispatch. */
+struct vkrec {
+    int barrier;
+    uint64_t src, sa, dst, da; /* barrier */
+    int v2;                    /* barrier in the vkCmdPipelineBarrier2 form: global stages 0 */
+    struct sbt_access acc[2];  /* dispatch */
+    uint32_t n_acc;
+};
+
+static sbt_reader *build_vk(const struct vkrec *recs, uint32_t n, uint64_t *kseq)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-vk-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = SBT_API_VULKAN, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    struct sbt_stream q = {.device = 1, .kind = SBT_STREAM_QUEUE};
+    struct sbt_stream h = {.device = 1, .kind = SBT_STREAM_HOST_THREAD};
+    cr_assert(eq(int, sbt_writer_add_stream(w, &q, &id), 0));
+    cr_assert(eq(int, sbt_writer_add_stream(w, &h, &id), 0));
+    /* the recording: CMD_BEGIN, then the records */
+    struct sbt_payload_enc rec = {0};
+    sbt_payload_enc_raw(&rec, SBT_VK_RECORDING_MAGIC, SBT_VK_RECORDING_MAGIC_LEN);
+    sbt_payload_put(&rec, SBT_VK_CMD_BEGIN, (uint64_t[]){100, 0, 0}, 3, NULL, 0);
+    uint32_t n_k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (recs[i].barrier) {
+            uint64_t gs = recs[i].v2 ? 0 : recs[i].src, gd = recs[i].v2 ? 0 : recs[i].dst;
+            sbt_payload_put(
+                &rec, SBT_VK_CMD_BARRIER,
+                (uint64_t[]){gs, gd, 0, 1, recs[i].src, recs[i].sa, recs[i].dst, recs[i].da, 0, 0},
+                10, NULL, 0);
+        } else {
+            sbt_payload_put(&rec, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, 1, 1, 1}, 6, NULL, 0);
+            n_k++;
+        }
+    }
+    cr_assert(eq(int, sbt_payload_enc_status(&rec), 0));
+    sbt_hash hr;
+    cr_assert(eq(int, sbt_writer_blob(w, rec.buf, rec.len, &hr), 0), "%s", sbt_errmsg());
+    struct sbt_payload_enc sub = {0};
+    sbt_payload_put(&sub, SBT_VK_SUBMIT, (uint64_t[]){1, 1, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&sub, SBT_VK_BATCH, (uint64_t[]){0, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&sub, SBT_VK_CMDBUF, (uint64_t[]){100, hr.lo, hr.hi, n_k}, 4, NULL, 0);
+    struct sbt_op op = {.kind = SBT_OP_SUBMIT,
+                        .stream = 1,
+                        .thread = 1,
+                        .host_begin = 10,
+                        .host_end = 20,
+                        .flags = SBT_OPF_OBJ | SBT_OPF_PAYLOAD,
+                        .value = n_k};
+    op.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)sub.len, sub.buf};
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (recs[i].barrier)
+            continue;
+        struct sbt_payload_enc dp = {0};
+        sbt_payload_put(&dp, SBT_VK_DISPATCH,
+                        (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 100, i + 1}, 12, NULL, 0);
+        struct sbt_op ko = {.kind = SBT_OP_KERNEL,
+                            .stream = 1,
+                            .thread = 1,
+                            .host_begin = 10,
+                            .host_end = 20,
+                            .flags = SBT_OPF_PAYLOAD};
+        ko.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)dp.len, dp.buf};
+        ko.n_access = recs[i].n_acc;
+        ko.access = recs[i].acc;
+        cr_assert(eq(int, sbt_writer_add_op(w, &ko, &kseq[k++]), 0), "%s", sbt_errmsg());
+        sbt_payload_enc_free(&dp);
+    }
+    sbt_payload_enc_free(&sub);
+    sbt_payload_enc_free(&rec);
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    return r;
+}
+
+#define ST_C  0x800ull  /* COMPUTE_SHADER */
+#define ST_T  0x1000ull /* TRANSFER */
+#define ST_TP 0x1ull    /* TOP_OF_PIPE */
+#define ST_BT 0x2000ull /* BOTTOM_OF_PIPE */
+#define AC_SW 0x40ull   /* SHADER_WRITE */
+#define AC_SR 0x20ull   /* SHADER_READ */
+#define AC_TW 0x1000ull /* TRANSFER_WRITE */
+#define WR(r)                                \
+    {                                        \
+        .n_acc = 1, .acc = { {r, 0, 64, W} } \
+    }
+#define RD(r)                                \
+    {                                        \
+        .n_acc = 1, .acc = { {r, 0, 64, R} } \
+    }
+#define BAR(s_, sa_, d_, da_)                                    \
+    {                                                            \
+        .barrier = 1, .src = s_, .sa = sa_, .dst = d_, .da = da_ \
+    }
+
+static void vk_races(const struct vkrec *recs, uint32_t n, struct races *g, uint64_t *kseq)
+{
+    sbt_reader *r = build_vk(recs, n, kseq);
+    memset(g, 0, sizeof *g);
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, g, &g->st), 0), "%s", sched_errmsg());
+    cr_assert(g->st.declared);
+    cr_assert(eq(u64, g->st.n_blind_ops, 0));
+    sbt_reader_close(r);
+}
+
+Test(races, vk_barrier_stages_and_masks)
+{
+    uint64_t k[2];
+    struct races g;
+    /* the right barrier */
+    struct vkrec ok[] = {WR(1), BAR(ST_C, AC_SW, ST_C, AC_SR), RD(1)};
+    vk_races(ok, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* none: execution */
+    struct vkrec none[] = {WR(1), RD(1)};
+    vk_races(none, 2, &g, k);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, k[0]));
+    cr_expect(eq(u64, g.v[0].second, k[1]));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    /* TOP_OF_PIPE as the source scope waits for nothing; BOTTOM_OF_PIPE as the destination
+     * blocks nothing */
+    struct vkrec top[] = {WR(1), BAR(ST_TP, 0, ST_C, 0), RD(1)};
+    vk_races(top, 3, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    struct vkrec bot[] = {WR(1), BAR(ST_C, AC_SW, ST_BT, 0), RD(1)};
+    vk_races(bot, 3, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    /* a source access mask that is not the shader's write: memory */
+    struct vkrec mask[] = {WR(1), BAR(ST_C, AC_TW, ST_C, AC_SR), RD(1)};
+    vk_races(mask, 3, &g, k);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_MEMORY));
+    /* a chain: compute -> transfer (making the write available), transfer -> compute (making
+     * it visible): ordered and visible */
+    struct vkrec chain[] = {WR(1), BAR(ST_C, AC_SW, ST_T, 0), BAR(ST_T, 0, ST_C, AC_SR), RD(1)};
+    vk_races(chain, 4, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* ... but not when the second barrier's source stage misses the first's destination */
+    struct vkrec broken[] = {WR(1), BAR(ST_C, AC_SW, ST_T, 0), BAR(ST_TP, 0, ST_C, AC_SR), RD(1)};
+    vk_races(broken, 4, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    /* the synchronization2 form (stages in the memory barrier only) */
+    struct vkrec v2[] = {
+        WR(1), {.barrier = 1, .v2 = 1, .src = ST_C, .sa = AC_SW, .dst = ST_C, .da = AC_SR}, RD(1)};
+    vk_races(v2, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* write after read needs no memory dependency */
+    struct vkrec war[] = {RD(1), BAR(ST_C, 0, ST_C, 0), WR(1)};
+    vk_races(war, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
 }
