@@ -1672,3 +1672,101 @@ Test(races, vk_barrier_stages_and_masks)
     vk_races(war, 3, &g, k);
     cr_expect(eq(u32, g.n, 0));
 }
+
+/* Two queues: queue 1 writes r1 and signals a binary semaphore; queue 2's submission has two
+ * batches, the first a command buffer ending in a barrier, the second waiting for the semaphore
+ * before reading r1. The read is ordered (a wait used to be joined after the first batch's
+ * barrier had been applied in the scratch clocks the semaphore's clock was in: a race). */
+static sbt_hash vk_recording(sbt_writer *w, uint64_t cb, int trailing_barrier)
+{
+    struct sbt_payload_enc rec = {0};
+    sbt_payload_enc_raw(&rec, SBT_VK_RECORDING_MAGIC, SBT_VK_RECORDING_MAGIC_LEN);
+    sbt_payload_put(&rec, SBT_VK_CMD_BEGIN, (uint64_t[]){cb, 0, 0}, 3, NULL, 0);
+    sbt_payload_put(&rec, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, 1, 1, 1}, 6, NULL, 0);
+    if (trailing_barrier)
+        sbt_payload_put(&rec, SBT_VK_CMD_BARRIER,
+                        (uint64_t[]){ST_C, ST_C, 0, 1, ST_C, AC_SW, ST_C, AC_SR, 0, 0}, 10, NULL,
+                        0);
+    sbt_hash h;
+    cr_assert(eq(int, sbt_writer_blob(w, rec.buf, rec.len, &h), 0), "%s", sbt_errmsg());
+    sbt_payload_enc_free(&rec);
+    return h;
+}
+
+static void vk_add(sbt_writer *w, uint32_t kind, uint32_t stream, struct sbt_payload_enc *p,
+                   const struct sbt_access *acc, uint32_t n_acc, uint32_t subkind, uint64_t obj)
+{
+    struct sbt_op op = {.kind = kind,
+                        .stream = stream,
+                        .thread = 1,
+                        .host_begin = 10,
+                        .host_end = 20,
+                        .subkind = subkind,
+                        .obj = obj,
+                        .flags = (p ? SBT_OPF_PAYLOAD : 0) | (obj ? SBT_OPF_OBJ : 0)};
+    if (p)
+        op.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)p->len, p->buf};
+    op.n_access = n_acc;
+    op.access = acc;
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    if (p)
+        sbt_payload_enc_reset(p);
+}
+
+Test(races, vk_semaphore_wait_in_a_second_batch)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-vk-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = SBT_API_VULKAN, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0));
+    for (int i = 0; i < 3; i++) {
+        struct sbt_stream s = {.device = 1,
+                               .kind = i < 2 ? SBT_STREAM_QUEUE : SBT_STREAM_HOST_THREAD};
+        cr_assert(eq(int, sbt_writer_add_stream(w, &s, &id), 0));
+    }
+    sbt_hash hx = vk_recording(w, 200, 0), hy = vk_recording(w, 300, 1),
+             hz = vk_recording(w, 400, 0);
+    struct sbt_payload_enc p = {0};
+    struct sbt_access w1 = {1, 0, 64, W}, w2 = {2, 0, 64, W}, r1 = {1, 0, 64, R};
+    /* queue 1 */
+    sbt_payload_put(&p, SBT_VK_SUBMIT, (uint64_t[]){1, 1, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){0, 1, 1, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){200, hx.lo, hx.hi, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_SIGNAL_SEM, (uint64_t[]){50, 0, 0}, 3, NULL, 0);
+    vk_add(w, SBT_OP_SUBMIT, 1, &p, NULL, 0, 0, 0);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 200, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 1, &p, &w1, 1, 0, 0);
+    vk_add(w, SBT_OP_SIGNAL, 1, NULL, NULL, 0, BIN, 50);
+    /* queue 2: two batches */
+    sbt_payload_put(&p, SBT_VK_SUBMIT, (uint64_t[]){2, 2, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){0, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){300, hy.lo, hy.hi, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){1, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_WAIT_SEM, (uint64_t[]){50, 0, ST_C}, 3, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){400, hz.lo, hz.hi, 1}, 4, NULL, 0);
+    vk_add(w, SBT_OP_SUBMIT, 2, &p, NULL, 0, 0, 0);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 300, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 2, &p, &w2, 1, 0, 0);
+    sbt_payload_put(&p, SBT_VK_SYNC_INFO, (uint64_t[]){ST_C}, 1, NULL, 0);
+    vk_add(w, SBT_OP_WAIT, 2, &p, NULL, 0, BIN, 50);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 400, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 2, &p, &r1, 1, 0, 0);
+    sbt_payload_enc_free(&p);
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    struct races g = {0};
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, &g, &g.st), 0), "%s", sched_errmsg());
+    cr_expect(eq(u32, g.n, 0), "%s", g.n ? g.msg[0] : "");
+    cr_expect(eq(u64, g.st.n_barriers, 1));
+    cr_expect(eq(u64, g.st.n_blind_ops, 0));
+    sbt_reader_close(r);
+}
