@@ -30,6 +30,11 @@ static const char analyze_help[] =
     "  --top N            rows of the kernel and critical-path tables (default 20; 0 = all)\n"
     "  --why SEQ          why op SEQ waits: its incoming dependency edges with their reasons\n"
     "  --why SEQ:FROM     the chain of dependencies by which op SEQ waits for op FROM\n\n"
+    "Then the races the program's own synchronisation allows: pairs of ops whose accesses\n"
+    "conflict that nothing the program declared orders (Vulkan barriers, events, semaphores,\n"
+    "fences; CUDA stream order, events, syncs), each naming both ops, the resource, the bytes\n"
+    "and what is missing (an execution dependency, or only the memory dependency). A kernel's\n"
+    "writes are may-writes: these are possible races, listed, never a failure.\n\n"
     "JOB (the capture's manifest TRACE-stem.procs, or a directory of traces; see reprise info):\n"
     "for each process in rank order, its summary and kernel table (--top rows), then the skew\n"
     "between ranks at shared points. A shared point is the n-th launch of a kernel (entry point\n"
@@ -650,6 +655,7 @@ int cli_analyze(int argc, char **argv)
     sched_range_bounds(r, has_range ? &rg : NULL, &lo_seq, &hi_seq);
     sched_sim *sim = NULL;
     struct sched_graph_stats gs;
+    struct cli_races *races = NULL;
     int st = sched_sim_create(r, has_range ? &rg : NULL,
                               &SCHED_SIM_OPTS(.analysis = 1, .critical_path = 1), &sim);
     struct sched_visitor v = {.node = sched_sim_node, .ctx = sim};
@@ -657,14 +663,22 @@ int cli_analyze(int argc, char **argv)
         st = sched_graph_run(r, hi_seq, NULL, &v, &gs);
     if (st >= 0)
         st = sched_sim_finish(sim);
+    /* races the program's own synchronisation allows (the whole trace, whatever the range) */
+    races = calloc(1, sizeof *races);
+    if (st >= 0 && !races)
+        st = SBT_ENOMEM;
+    if (st >= 0)
+        st = cli_races_collect(r, races);
     if (st < 0) {
-        cli_err("analyze", "%s", sched_errmsg());
+        cli_err("analyze", "%s", st == SBT_ENOMEM && !races ? "out of memory" : sched_errmsg());
         rc = cli_exit_for(st);
         goto out;
     }
     /* with --json -, JSON owns stdout and the tables go to stderr */
-    print_analysis(json && !strcmp(json, "-") ? stderr : stdout, r, sched_sim_result(sim), &gs,
-                   (uint32_t)top, 0);
+    FILE *tx = json && !strcmp(json, "-") ? stderr : stdout;
+    print_analysis(tx, r, sched_sim_result(sim), &gs, (uint32_t)top, 0);
+    fprintf(tx, "\n");
+    cli_races_print(tx, races, (uint32_t)top);
     if (json) {
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
         if (!f) {
@@ -678,6 +692,8 @@ int cli_analyze(int argc, char **argv)
         fprintf(f, "\",\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"analysis\":", gs.n_errors,
                 gs.n_warnings);
         sched_sim_write_json(sim, r, f);
+        fprintf(f, ",\"races\":");
+        cli_races_json(f, races);
         fprintf(f, "}\n");
         int bad = ferror(f);
         if (f != stdout)
@@ -688,6 +704,9 @@ int cli_analyze(int argc, char **argv)
         }
     }
 out:
+    if (races)
+        cli_races_free(races);
+    free(races);
     sched_sim_destroy(sim);
     sbt_reader_close(r);
     return rc;

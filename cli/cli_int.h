@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "format/sbt.h"
+#include "scheduler/sched.h"
 
 /* Exit codes: part of the interface (README "Exit codes"). */
 enum cli_exit {
@@ -29,6 +30,21 @@ struct cli_cmd {
 };
 
 /* Command entry points (cli_<name>.c). */
+/* Static race findings (scheduler sched_races_run) for dry-run and analyze: the first
+ * CLI_RACES_KEEP findings with their messages, and the counts. */
+#define CLI_RACES_KEEP 100
+struct cli_races {
+    struct sched_race_stats st;
+    struct sched_race v[CLI_RACES_KEEP];
+    uint32_t n;
+    int oom;
+};
+int cli_races_collect(sbt_reader *r, struct cli_races *out); /* 0 or < 0 (sched_errmsg) */
+void cli_races_free(struct cli_races *c);
+/* "races       N possible (...)" and the first max findings (0 = all kept) as warnings. */
+void cli_races_print(FILE *tx, const struct cli_races *c, uint32_t max);
+void cli_races_json(FILE *f, const struct cli_races *c); /* {"declared":..,"count":..,..} */
+
 int cli_capture(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_view(int argc, char **argv);

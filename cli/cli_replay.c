@@ -19,7 +19,8 @@ static const char replay_help[] =
     "                            [--verify none|end|op] [--runs N] [-o result.sbt]\n"
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
     "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
-    "                            [--snapshots FILE | --no-snapshots]\n\n"
+    "                            [--snapshots FILE | --no-snapshots]\n"
+    "                            [--order accesses|declared]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -70,7 +71,14 @@ static const char replay_help[] =
     "  --snapshot-at S,.. full, no range: snapshots before these ops (same rule)\n"
     "  --snapshots FILE   the sidecar to write (full replay with snapshots) or to restore from\n"
     "                     (range replay); default TRACE-stem.snap.sbt\n"
-    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n\n"
+    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n"
+    "  --order O          full: accesses (default: every pair of ops whose accesses conflict\n"
+    "                     is ordered, barriers inserted where the program left them out) or\n"
+    "                     declared (only the program's own order: its barriers, events,\n"
+    "                     semaphores, fences, stream order; pairs it leaves unordered run as a\n"
+    "                     GPU would run them, which is what the dry run's races name; with\n"
+    "                     --verify op each op's outputs are read back behind a barrier, which\n"
+    "                     orders them again: use end)\n\n"
     "Verdict (full): verified only with positive evidence, outputs compared (with the\n"
     "capture's digests or between runs) and all equal; a replay that compared nothing (a\n"
     "range without a read-back of a trace captured without --digests, --verify none) is\n"
@@ -243,7 +251,8 @@ static void print_findings(FILE *tx, const struct report *rep, const struct sche
 static int write_json(const char *path, const char *trace, const sbt_reader *r,
                       const struct report *rep, const struct sched_graph_stats *gs,
                       const struct sched_slice *sl, const struct replay_plan *pl,
-                      const sched_sim *sim, const char *incomplete, int allow)
+                      const sched_sim *sim, const char *incomplete, int allow,
+                      const struct cli_races *races)
 {
     int has_range = pl != NULL;
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
@@ -259,7 +268,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
             "\"errors\":%" PRIu64 ",\"warnings\":%" PRIu64 ",\"findings_by_kind\":{",
             sbt_reader_info(r)->n_ops, incomplete ? "false" : "true",
             gs->n_errors || inc_err ? "false" : "true", gs->n_errors + inc_err,
-            gs->n_warnings + inc_warn);
+            gs->n_warnings + inc_warn + races->st.n_findings);
     int first = !incomplete;
     if (incomplete)
         fprintf(f, "\"incomplete\":1");
@@ -317,6 +326,8 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
         fprintf(f, ",\"snapshots\":%" PRIu64 ",\"ops_before_range\":%" PRIu64 "}", pl->n_snapshots,
                 pl->slice_ops);
     }
+    fprintf(f, ",\"races\":");
+    cli_races_json(f, races);
     fprintf(f, ",\"simulation\":");
     sched_sim_write_json(sim, r, f);
     fprintf(f, "}\n");
@@ -349,6 +360,12 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     struct report rep = {0};
     struct sched_graph_stats gs = {0};
     struct sched_slice sl = {0};
+    struct cli_races *races = calloc(1, sizeof *races); /* large: not on the stack */
+    if (!races) {
+        sbt_reader_close(r);
+        cli_err("replay", "out of memory");
+        return CLI_INTERNAL;
+    }
     sched_sim *sim = NULL;
     int st = sched_sim_create(r, has_range ? &rg : NULL, NULL, &sim);
     if (st < 0)
@@ -359,6 +376,9 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     if (st < 0)
         goto fail;
     if ((st = sched_sim_finish(sim)) < 0)
+        goto fail;
+    /* races the program's own synchronisation allows: warnings, never errors */
+    if ((st = cli_races_collect(r, races)) < 0)
         goto fail;
     /* the slice a range replay runs (kernels' outputs included: replay_plan says so too) */
     if (has_range &&
@@ -396,12 +416,13 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     fprintf(tx,
             "validation  %" PRIu64 " errors, %" PRIu64 " warnings (ops before %" PRIu64
             " checked)\n",
-            n_err, gs.n_warnings + (uint64_t)(incomplete && allow), hi);
+            n_err, gs.n_warnings + (uint64_t)(incomplete && allow) + races->st.n_findings, hi);
     if (incomplete)
         fprintf(tx, "  %-7s incomplete: %s; a replay of it cannot be trusted%s\n",
                 allow ? "warning" : "error", why,
                 allow ? " (--allow-incomplete)" : " (--allow-incomplete replays it anyway)");
     print_findings(tx, &rep, &gs);
+    cli_races_print(tx, races, 20);
     if (has_range) {
         if (sl.range_first == SCHED_NONE)
             fprintf(tx, "range       empty: no op matches\n");
@@ -427,7 +448,7 @@ static int dry_run(const char *path, const struct cli_range *cr, const char *jso
     rc = n_err ? CLI_BADINPUT : CLI_OK;
     if (json) {
         int jr = write_json(json, path, r, &rep, &gs, &sl, has_range ? &plan : NULL, sim,
-                            incomplete ? why : NULL, allow);
+                            incomplete ? why : NULL, allow, races);
         if (jr)
             rc = jr;
     }
@@ -439,6 +460,8 @@ out:
     for (size_t i = 0; i < rep.n; i++)
         free(rep.v[i].msg);
     free(rep.v);
+    cli_races_free(races);
+    free(races);
     sched_slice_free(&sl);
     sched_sim_destroy(sim);
     sbt_reader_close(snaps);
@@ -452,7 +475,7 @@ out:
 /* ========================================================================================== */
 
 struct full_opts {
-    int verify, allow_incomplete;
+    int verify, allow_incomplete, order;
     uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
@@ -498,17 +521,17 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
         }
     }
     struct replay_result res;
-    int st = replay_run(r,
-                        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
-                                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
-                                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
-                                     .progress = full_progress, .timing = fo->timing,
-                                     .allow_incomplete = fo->allow_incomplete,
-                                     .snapshot_out = taking ? sidecar : NULL,
-                                     .snapshot_every_ops = so->every_ops,
-                                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
-                                     .n_snapshot_at = so->n_at, .snapshots = snaps),
-                        &res);
+    int st = replay_run(
+        r,
+        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
+                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
+                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
+                     .progress = full_progress, .timing = fo->timing,
+                     .allow_incomplete = fo->allow_incomplete, .order = (uint32_t)fo->order,
+                     .snapshot_out = taking ? sidecar : NULL, .snapshot_every_ops = so->every_ops,
+                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
+                     .n_snapshot_at = so->n_at, .snapshots = snaps),
+        &res);
     cli_progress_end();
     if (st < 0) {
         cli_err("replay", "%s", replay_errmsg());
@@ -615,6 +638,7 @@ int cli_replay(int argc, char **argv)
                                        {"snapshot-at", required_argument, 0, 'A'},
                                        {"snapshots", required_argument, 0, 'S'},
                                        {"no-snapshots", no_argument, 0, 'N'},
+                                       {"order", required_argument, 0, 'O'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
@@ -653,6 +677,12 @@ int cli_replay(int argc, char **argv)
             if (strcmp(optarg, "op") && strcmp(optarg, "none"))
                 return cli_usage("replay", "--timing '%s': expected op or none", optarg);
             fo.timing = !strcmp(optarg, "none") ? REPLAY_TIMING_NONE : REPLAY_TIMING_OP;
+            full_only = 1;
+            break;
+        case 'O':
+            if (strcmp(optarg, "accesses") && strcmp(optarg, "declared"))
+                return cli_usage("replay", "--order '%s': expected accesses or declared", optarg);
+            fo.order = !strcmp(optarg, "declared") ? REPLAY_ORDER_DECLARED : REPLAY_ORDER_ACCESSES;
             full_only = 1;
             break;
         case 'm':

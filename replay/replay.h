@@ -181,7 +181,14 @@ struct replay_opts {
      * STATE record (chunks of snapshot_chunk bytes, only those the range reads), after the
      * state ops and the slice ran; the run then stops before the range. Needs a range. */
     sbt_writer *state_out;
+    /* Where barriers and waits between conflicting ops come from: REPLAY_ORDER_ACCESSES (0,
+     * default): every pair of conflicting accesses is ordered, whatever the program declared;
+     * REPLAY_ORDER_DECLARED: only the pairs the program's own synchronisation orders (its
+     * barriers, events, semaphores, fences, stream order), so a pair it leaves unordered runs
+     * as a GPU would run it (a trace without declared order is refused). */
+    uint32_t order;
 };
+enum replay_order { REPLAY_ORDER_ACCESSES = 0, REPLAY_ORDER_DECLARED = 1 };
 enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
 #define REPLAY_OPTS(...) ((struct replay_opts){.sz = sizeof(struct replay_opts), __VA_ARGS__})
 

@@ -499,7 +499,12 @@ static int run_graph(struct eng *e)
     /* the graph's findings were looked at before (replay_preflight) */
     struct sched_visitor v = {.node = node_visit, .ctx = e};
     sched_graph *g = NULL;
-    int st = sched_graph_create(e->r, &SCHED_GRAPH_OPTS(.keep_implied = 1), &v, &g);
+    int st = sched_graph_create(
+        e->r,
+        &SCHED_GRAPH_OPTS(.keep_implied = 1, .order = e->o->order == REPLAY_ORDER_DECLARED
+                                                          ? SCHED_ORDER_DECLARED
+                                                          : SCHED_ORDER_ACCESSES),
+        &v, &g);
     if (st < 0)
         return replay__fail(st, "%s", sched_errmsg());
     sbt_cursor *c = NULL;
@@ -897,6 +902,8 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     o.sz = sizeof o;
     if (o.verify > REPLAY_VERIFY_OP || !verify_names[o.verify])
         return replay__fail(SBT_EINVAL, "verify level %u: not none, end or op", o.verify);
+    if (o.order > REPLAY_ORDER_DECLARED)
+        return replay__fail(SBT_EINVAL, "order %u: not accesses or declared", o.order);
     uint32_t runs = o.runs ? o.runs : 1;
 
     /* the backend: asked for, or that of the trace's first device */

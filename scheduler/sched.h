@@ -1,7 +1,9 @@
 /*
  * scheduler/sched.h — the dependency graph of a trace and what is computed from it:
  * validation, a simulated ("dry-run") timeline, backward slices of a range, analysis (kernel
- * table, critical path, utilisation, concurrency, idle gaps) and a Graphviz DOT writer.
+ * table, critical path, utilisation, concurrency, idle gaps), a Graphviz DOT writer, and the
+ * races the program's own synchronisation allows (from its declared order, not its accesses;
+ * the graph can also be built in that order: sched_graph_opts.order).
  *
  * The graph is never held whole. sched_graph reads ops in seq order in one streaming pass and
  * keeps only live state: the last op of each stream and host thread, the latest record of each
@@ -101,6 +103,11 @@ struct sched_node {
     uint32_t n_in;
     uint64_t val; /* 0 on entry; whatever the visitor stores here is what later edges from this
                      node carry in from_val (the simulation stores the predicted finish time) */
+    /* SCHED_ORDER_DECLARED: the earlier ops whose accesses conflict with this op's and that the
+     * program's declared order leaves unordered with it (the race findings naming it second),
+     * seqs, valid during the visit; NULL otherwise (and for ops delivered after being held) */
+    const uint64_t *unordered;
+    uint32_t n_unordered;
 };
 
 /* ========================================================================================== */
@@ -162,7 +169,15 @@ struct sched_graph_opts {
     int keep_implied;               /* 1: keep cross-stream edges implied by earlier ones */
     uint64_t max_events; /* events tracked; past it, those last recorded more than 4 x this many
                             ops ago are forgotten (a wait on one gets no edge); 0 = 256k */
+    /* Where the edges between conflicting accesses come from (enum sched_order): every pair of
+     * conflicting accesses (RAW/WAR/WAW edges, the default), or only the pairs the program's
+     * declared order orders (barriers, events, semaphores, fences, submission and stream
+     * order: sched_races_run's analysis, run alongside); a pair it leaves unordered gets no
+     * edge (counted in n_undeclared) and is named in the node's unordered list. A trace that
+     * records no declared order is refused (SBT_EVERSION). */
+    uint32_t order;
 };
+enum sched_order { SCHED_ORDER_ACCESSES = 0, SCHED_ORDER_DECLARED = 1 };
 #define SCHED_GRAPH_OPTS(...) \
     ((struct sched_graph_opts){.sz = sizeof(struct sched_graph_opts), __VA_ARGS__})
 
@@ -174,6 +189,8 @@ struct sched_graph_stats {
     uint64_t n_errors, n_warnings;       /* findings by severity */
     uint64_t max_held;                   /* most ops held back at once */
     uint64_t n_resources, peak_segments; /* resources seen; most byte intervals live at once */
+    uint64_t n_undeclared; /* SCHED_ORDER_DECLARED: hazard edges left out (the program does not
+                              order the two ops) */
 };
 
 typedef struct sched_graph sched_graph;
@@ -360,6 +377,76 @@ struct sched_slice {
 int sched_slice_compute(sbt_reader *r, const struct sbt_range *range,
                         const struct sched_slice_opts *opts, struct sched_slice *out);
 void sched_slice_free(struct sched_slice *s); /* frees seqs and needs; NULL accepted */
+
+/* ========================================================================================== */
+/* Races the program's own synchronisation allows (scheduler/sched_race.c)                    */
+/* ========================================================================================== */
+
+/* From the program's declared order alone (Vulkan pipeline barriers with their stage and access
+ * masks, events, semaphores, fences, submission order, queue and device waits; CUDA stream
+ * order, events, stream waits, synchronous calls and the legacy default stream's implicit
+ * synchronisation), never from the accesses: every pair of ops whose accesses conflict
+ * (overlapping bytes of one resource, one of them a write) that nothing declared orders, or
+ * whose execution is ordered but whose write is not made available and visible (access masks).
+ * A kernel's writes are may-writes, so each finding is a *possible* race until a replay
+ * confirms it; findings never fail a gate by themselves.
+ *
+ * One streaming pass. Memory: per resource the byte intervals still live with at most 8
+ * unordered accesses each, a clock of (streams + 1) x 2 entries per stream and per pending
+ * signal or event, the recordings of one submission per queue. Where the trace lacks what an
+ * op's order depends on (a submission whose recording is not stored, or that executes secondary
+ * command buffers, whose barriers are not recorded), its ops are taken as ordered (counted in
+ * n_blind_*), so missing information hides a race and never invents one. */
+enum sched_race_missing {
+    SCHED_RACE_EXEC = 1,   /* no execution dependency orders the two ops */
+    SCHED_RACE_MEMORY = 2, /* execution ordered, but the write is not made available/visible */
+};
+const char *sched_race_missing_name(uint32_t m); /* "execution dependency" */
+
+struct sched_race {
+    uint64_t first, second;               /* seqs: first < second */
+    uint32_t first_stream, second_stream; /* stream ids */
+    uint32_t first_kind, second_kind;     /* enum sbt_op_kind */
+    uint32_t first_kernel, second_kernel; /* kernel ids (0: none) */
+    uint32_t first_mode, second_mode;     /* enum sbt_access_mode of their conflicting accesses */
+    uint64_t resource, lo, hi;            /* the bytes [lo, hi) of resource both touch (covering) */
+    uint32_t missing;                     /* enum sched_race_missing */
+    const char *msg;                      /* one line naming all of it; valid during the call */
+};
+
+struct sched_race_opts {
+    size_t sz; /* = sizeof(struct sched_race_opts); SCHED_RACE_OPTS() */
+};
+#define SCHED_RACE_OPTS(...) \
+    ((struct sched_race_opts){.sz = sizeof(struct sched_race_opts), __VA_ARGS__})
+
+struct sched_race_stats {
+    int declared;        /* 1: the trace records the program's declared order */
+    const char *why_not; /* when not: why ("the trace was imported from another tool ...") */
+    uint64_t n_ops;
+    uint64_t n_findings, n_exec, n_memory; /* findings, by what is missing */
+    uint64_t n_barriers;                   /* barriers applied (each memory/buffer/image one) */
+    uint64_t n_blind_submits;              /* submissions whose barriers the trace lacks */
+    uint64_t n_blind_ops;                  /* queue ops that could not be placed in a recording */
+    uint64_t n_forgotten;        /* accesses dropped from a full byte interval (may hide a race) */
+    uint64_t n_dropped;          /* findings of one op past the 256 merged per op (not passed on) */
+    uint64_t n_maywaw;           /* unordered write/write pairs of two kernels: not findings (a
+                                  * kernel's write set is its whole binding, a may-write) */
+    uint64_t n_address;          /* unordered pairs where one access is a kernel's through device
+                                  * addresses (every buffer with an address): not findings */
+    uint64_t n_events_forgotten; /* events dropped past 8192 held (a wait on one then joins
+                                  * all those forgotten: may hide a race) */
+    uint64_t n_grants_folded;    /* buffer/image barriers past 256 per queue taken as global ones
+                                    (may hide a race) */
+    uint64_t peak_segments;
+};
+
+/* Runs the analysis over every op of r, calling fn(ctx, finding) for each (fn may be NULL: only
+ * count). stats may be NULL. 0, or < 0 with sched_errmsg(). A trace without declared order
+ * (stats->declared = 0) returns 0 with no findings. */
+int sched_races_run(sbt_reader *r, const struct sched_race_opts *opts,
+                    void (*fn)(void *ctx, const struct sched_race *f), void *ctx,
+                    struct sched_race_stats *stats);
 
 /* ========================================================================================== */
 /* Graphviz DOT                                                                               */

@@ -171,6 +171,11 @@ struct sched_graph {
     uint64_t x_wobj, x_wval;
     uint32_t x_wkind;
     char msg[768];
+    /* SCHED_ORDER_DECLARED */
+    struct sched_ra *ra;
+    uint64_t *unord; /* the current op's unordered predecessors */
+    uint32_t n_unord, cap_unord;
+    int unord_oom;
 };
 
 /* ========================================================================================== */
@@ -247,6 +252,13 @@ static int add_edge(sched_graph *g, const struct sref *p, uint32_t reason, uint6
     const struct sbt_op *x = g->x;
     if (p->seq == NONE || p->seq == x->seq)
         return 0;
+    if (g->ra && reason >= SCHED_DEP_RAW && reason <= SCHED_DEP_WAW) {
+        for (uint32_t i = 0; i < g->n_unord; i++)
+            if (g->unord[i] == p->seq) {
+                g->st.n_undeclared++;
+                return 0; /* the program does not order them */
+            }
+    }
     if (reason != SCHED_DEP_STREAM && p->stream == g->xs && p->seq < x->seq)
         return 0; /* stream order implies it */
     if (!g->o.keep_implied && reason != SCHED_DEP_STREAM) {
@@ -881,7 +893,11 @@ static int deliver(sched_graph *g, const struct sbt_op *op, struct sched_edge *i
     *val = 0;
     if (!g->v.node || g->stop)
         return 0;
-    struct sched_node node = {op, in, n, 0};
+    struct sched_node node = {op, in, n, 0, NULL, 0};
+    if (g->ra && op == g->x) {
+        node.unordered = g->unord;
+        node.n_unordered = g->n_unord;
+    }
     int rc = g->v.node(g->v.ctx, &node);
     *val = node.val;
     if (rc < 0)
@@ -1341,6 +1357,21 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
 /* The pass                                                                                   */
 /* ========================================================================================== */
 
+/* SCHED_ORDER_DECLARED: a race finding of the current op: its first op is unordered with it. */
+static void unord_add(void *ctx, const struct sched_race *f)
+{
+    sched_graph *g = ctx;
+    for (uint32_t i = 0; i < g->n_unord; i++)
+        if (g->unord[i] == f->first)
+            return;
+    if (sched__grow((void **)&g->unord, sizeof *g->unord, &g->cap_unord,
+                    (uint64_t)g->n_unord + 1)) {
+        g->unord_oom = 1;
+        return;
+    }
+    g->unord[g->n_unord++] = f->first;
+}
+
 int sched_graph_create(sbt_reader *r, const struct sched_graph_opts *opts,
                        const struct sched_visitor *v, sched_graph **out)
 {
@@ -1398,6 +1429,24 @@ int sched_graph_create(sbt_reader *r, const struct sched_graph_opts *opts,
         sched_graph_destroy(g);
         return ist;
     }
+    if (g->o.order == SCHED_ORDER_DECLARED) {
+        if ((ist = sched__race_create(r, unord_add, g, &g->ra)) < 0) {
+            sched_graph_destroy(g);
+            return ist;
+        }
+        const struct sched_race_stats *rs = sched__race_stats(g->ra);
+        if (!rs->declared) {
+            ist = sched__fail(SBT_EVERSION,
+                              "declared order: the trace records none (%s); use the order of "
+                              "the accesses",
+                              rs->why_not ? rs->why_not : "?");
+            sched_graph_destroy(g);
+            return ist;
+        }
+    } else if (g->o.order != SCHED_ORDER_ACCESSES) {
+        sched_graph_destroy(g);
+        return sched__fail(SBT_EINVAL, "unknown graph order %u", g->o.order);
+    }
     *out = g;
     return 0;
 oom:
@@ -1419,6 +1468,14 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
         return st;
     g->n_eb = 0;
     g->x_waiting = 0;
+    if (g->ra) {
+        g->n_unord = 0;
+        if ((st = sched__race_add(g->ra, x)) < 0)
+            return st;
+        if (g->unord_oom)
+            return sched__fail(SBT_ENOMEM, "out of memory for op %" PRIu64 "'s unordered ops",
+                               x->seq);
+    }
     uint32_t xs = x->stream >= 1 && x->stream <= g->n_streams ? x->stream : 0;
     g->xs = xs;
     struct strm *sx = &g->streams[xs];
@@ -1626,6 +1683,8 @@ void sched_graph_destroy(sched_graph *g)
 {
     if (!g)
         return;
+    sched__race_destroy(g->ra);
+    sched__free(g->unord);
     for (uint32_t i = 0; i < g->n_res; i++)
         res_drop_segs(g, &g->res[i]);
     for (uint32_t i = 0; i < g->n_sync; i++) {

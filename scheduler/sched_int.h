@@ -41,4 +41,15 @@ static inline uint64_t sched__end(uint64_t off, uint64_t len)
     return len > UINT64_MAX - off ? UINT64_MAX : off + len;
 }
 
+/* The race analysis one op at a time (sched_race.c), for sched_graph's declared order:
+ * create, add every op in seq order (fn is called per finding of that op, during the add),
+ * destroy. A trace without declared order gives an analysis that finds nothing
+ * (stats->declared = 0). */
+struct sched_ra;
+int sched__race_create(sbt_reader *r, void (*fn)(void *ctx, const struct sched_race *f), void *ctx,
+                       struct sched_ra **out);
+int sched__race_add(struct sched_ra *a, const struct sbt_op *op);
+const struct sched_race_stats *sched__race_stats(const struct sched_ra *a);
+void sched__race_destroy(struct sched_ra *a);
+
 #endif /* REPRISE_SCHED_INT_H */

@@ -28,6 +28,7 @@
 #include "format/sbt_cuda.h"
 #include "replay/replay.h"
 #include "replay/replay_int.h"
+#include "scheduler/sched.h"
 #include "tests/cuda/fake_cuda.h"
 #include "tests/tproc.h"
 
@@ -381,6 +382,12 @@ static void count_ops(sbt_reader *r, uint64_t *by_kind, uint64_t *n_ptr, uint64_
     sbt_cursor_close(c);
 }
 
+static void race_print(void *ctx, const struct sched_race *f)
+{
+    (void)ctx;
+    fprintf(stderr, "  race: %s\n", f->msg);
+}
+
 static void capture_and_check(const char *prog, const char *trace, int per_thread)
 {
     char *plain, *cap;
@@ -417,6 +424,12 @@ static void capture_and_check(const char *prog, const char *trace, int per_threa
     cr_assert(eq(int, sbt_reader_blob(r, &p[0].blob, &img, &len), 0));
     cr_assert(eq(str, (char *)img, FAKE_IMAGE));
     free(img);
+    /* the program synchronises what it shares between its streams (events, stream and
+     * context syncs, synchronous copies, the legacy stream): no possible race (issue 22) */
+    struct sched_race_stats rs;
+    cr_assert(eq(int, sched_races_run(r, NULL, race_print, NULL, &rs), 0), "%s", sched_errmsg());
+    cr_expect(rs.declared);
+    cr_expect(eq(u64, rs.n_findings, 0), "%s: possible races", prog);
     sbt_reader_close(r);
     free(plain);
     free(cap);

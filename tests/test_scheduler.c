@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "format/sbt.h"
+#include "format/sbt_cuda.h"
+#include "format/sbt_payload.h"
+#include "format/sbt_vk.h"
 #include "scheduler/sched.h"
 
 #define R      SBT_ACCESS_READ
@@ -1265,5 +1268,505 @@ ParameterizedTest(uint64_t *seed, graph, random_sync_topological)
     cr_assert(eq(int, t.bad, 0), "seed %" PRIu64 ": %s", *seed, t.why);
     cr_assert(eq(u32, t.n, 400), "seed %" PRIu64 ": every op delivered once", *seed);
     sched_graph_destroy(g);
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Races the program's own synchronisation allows (sched_races_run)                           */
+/* ========================================================================================== */
+
+/* A CUDA trace (api CUDA): stream 1 the legacy stream, 2 a blocking created stream, 3 a
+ * non-blocking one (CU_STREAM_NON_BLOCKING), 4 a host thread; api TRACESMITH: an import. */
+static sbt_reader *build_api(const struct opspec *ops, size_t n, uint32_t api)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-race-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = api, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    static const uint32_t origin[] = {SBT_CUDA_STREAM_LEGACY, SBT_CUDA_STREAM_CREATED,
+                                      SBT_CUDA_STREAM_CREATED, 0};
+    static const uint32_t flags[] = {0, 0, 1, 0};
+    for (uint32_t i = 0; i < 4; i++) {
+        struct sbt_payload_enc e = {0};
+        sbt_payload_put(&e, SBT_CUDA_STREAM, (uint64_t[]){origin[i], flags[i], 0, i, 1}, 5, NULL,
+                        0);
+        struct sbt_stream s = {.device = 1,
+                               .kind = i == 3 ? SBT_STREAM_HOST_THREAD : SBT_STREAM_CUDA,
+                               .family = flags[i]};
+        if (i < 3)
+            s.ext = (struct sbt_ext){SBT_CUDA_EXT_STREAM, (uint32_t)e.len, e.buf};
+        cr_assert(eq(int, sbt_writer_add_stream(w, &s, &id), 0), "%s", sbt_errmsg());
+        sbt_payload_enc_free(&e);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sbt_op op;
+        to_op(&ops[i], i, &op);
+        cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "op %zu: %s", i, sbt_errmsg());
+    }
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    return r;
+}
+
+struct races {
+    struct sched_race v[8];
+    char msg[8][512]; /* v[i].msg is only valid in the call */
+    uint32_t n;
+    struct sched_race_stats st;
+};
+
+static void races_keep(void *ctx, const struct sched_race *f)
+{
+    struct races *g = ctx;
+    if (g->n >= 8)
+        return;
+    snprintf(g->msg[g->n], sizeof g->msg[g->n], "%s", f->msg);
+    g->v[g->n] = *f;
+    g->v[g->n].msg = g->msg[g->n];
+    g->n++;
+}
+
+static void races_of(const struct opspec *ops, size_t n, struct races *g)
+{
+    sbt_reader *r = build_api(ops, n, SBT_API_CUDA);
+    memset(g, 0, sizeof *g);
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, g, &g->st), 0), "%s", sched_errmsg());
+    cr_assert(g->st.declared);
+    cr_assert(eq(u64, g->st.n_findings, g->n));
+    sbt_reader_close(r);
+}
+
+#define HWRITE(s, ...)                                                                            \
+    {                                                                                             \
+        .kind = SBT_OP_HOST_WRITE, .stream = s,                                                   \
+        .n_acc = sizeof((struct sbt_access[]){__VA_ARGS__}) / sizeof(struct sbt_access), .acc = { \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+    }
+
+/* two streams, a missing event wait: named exactly; the wait removes it */
+Test(races, cuda_missing_event_wait)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    struct races g;
+    races_of(bad, 3, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, 0));
+    cr_expect(eq(u64, g.v[0].second, 2));
+    cr_expect(eq(u32, g.v[0].first_stream, 3));
+    cr_expect(eq(u32, g.v[0].second_stream, 2));
+    cr_expect(eq(u64, g.v[0].resource, 1));
+    cr_expect(eq(u64, g.v[0].lo, 64));
+    cr_expect(eq(u64, g.v[0].hi, 128));
+    cr_expect(eq(u32, g.v[0].first_mode, W));
+    cr_expect(eq(u32, g.v[0].second_mode, R));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    cr_expect(strstr(g.msg[0],
+                     "op 2 (kernel, stream s2) reads resource 1 bytes [64, 128) that op 0 "
+                     "(kernel, stream s3) writes: missing execution dependency") != NULL,
+              "%s", g.msg[0]);
+
+    struct opspec good[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        EWAIT(2, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    races_of(good, 4, &g);
+    cr_expect(eq(u32, g.n, 0));
+}
+
+/* the legacy stream waits for blocking streams and they for it; a non-blocking stream is
+ * ordered by nothing but events and syncs */
+Test(races, cuda_legacy_stream_implicit_sync)
+{
+    struct opspec ops[] = {
+        KERN(2, 10, ACC(1, 0, 64, W)), /* blocking */
+        KERN(1, 10, ACC(1, 0, 64, R)), /* legacy: after it */
+        KERN(2, 10, ACC(1, 0, 64, W)), /* blocking: after the legacy kernel's read */
+        KERN(3, 10, ACC(1, 0, 64, R)), /* non-blocking: unordered with the write before */
+    };
+    struct races g;
+    races_of(ops, 4, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, 2));
+    cr_expect(eq(u64, g.v[0].second, 3));
+}
+
+/* the host's writes: after a stream sync they are ordered, before it they race */
+Test(races, cuda_host_write_needs_a_sync)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 64, R)),
+        HWRITE(4, ACC(1, 0, 64, W)),
+    };
+    struct races g;
+    races_of(bad, 2, &g);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].first_mode, R));
+    cr_expect(eq(u32, g.v[0].second_mode, W));
+    struct opspec good[] = {
+        KERN(3, 10, ACC(1, 0, 64, R)), SSYNC(4, 3), HWRITE(4, ACC(1, 0, 64, W)),
+        KERN(3, 10, ACC(1, 0, 64, R)), /* the host's write before the launch: ordered */
+    };
+    races_of(good, 4, &g);
+    cr_expect(eq(u32, g.n, 0));
+    struct opspec dev[] = {
+        KERN(3, 10, ACC(1, 0, 64, W)),
+        KERN(2, 10, ACC(1, 0, 64, W)),
+        DSYNC(4, 1),
+        HWRITE(4, ACC(1, 0, 64, W)),
+    };
+    races_of(dev, 4, &g); /* two kernels' may-writes: counted, not reported */
+    cr_expect(eq(u32, g.n, 0));
+    cr_expect(eq(u64, g.st.n_maywaw, 1));
+}
+
+/* an imported trace records no synchronisation: it says so instead of reporting nothing */
+Test(races, no_declared_order_says_so)
+{
+    struct opspec ops[] = {
+        KERN(3, 10, ACC(1, 0, 64, W)),
+        KERN(2, 10, ACC(1, 0, 64, R)),
+    };
+    sbt_reader *r = build_api(ops, 2, SBT_API_TRACESMITH);
+    struct races g = {0};
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, &g, &g.st), 0), "%s", sched_errmsg());
+    cr_expect(eq(int, g.st.declared, 0));
+    cr_expect(g.st.why_not && strstr(g.st.why_not, "imported") != NULL);
+    cr_expect(eq(u32, g.n, 0));
+    sbt_reader_close(r);
+}
+
+/* The graph in the program's declared order: the edge the missing event wait would give is
+ * left out (and counted), the node names the op; in the order of the accesses it is there. */
+struct dg {
+    uint32_t raw_0_to_2, n_unord;
+    uint64_t unord;
+};
+
+static int dg_node(void *ctx, struct sched_node *n)
+{
+    struct dg *g = ctx;
+    if (n->op->seq != 2)
+        return 0;
+    for (uint32_t i = 0; i < n->n_in; i++)
+        if (n->in[i].reason == SCHED_DEP_RAW && n->in[i].from == 0)
+            g->raw_0_to_2 = 1;
+    g->n_unord = n->n_unordered;
+    if (n->n_unordered)
+        g->unord = n->unordered[0];
+    return 0;
+}
+
+Test(races, declared_graph)
+{
+    struct opspec bad[] = {
+        KERN(3, 10, ACC(1, 0, 256, W)),
+        REC(3, 7),
+        KERN(2, 10, ACC(1, 64, 64, R), ACC(2, 0, 64, W)),
+    };
+    sbt_reader *r = build_api(bad, 3, SBT_API_CUDA);
+    struct dg g = {0};
+    struct sched_visitor v = {.node = dg_node, .ctx = &g};
+    struct sched_graph_stats gs;
+    cr_assert(eq(int, sched_graph_run(r, SCHED_NONE, NULL, &v, &gs), 0), "%s", sched_errmsg());
+    cr_expect(eq(u32, g.raw_0_to_2, 1));
+    cr_expect(eq(u32, g.n_unord, 0));
+    memset(&g, 0, sizeof g);
+    cr_assert(eq(int,
+                 sched_graph_run(r, SCHED_NONE, &SCHED_GRAPH_OPTS(.order = SCHED_ORDER_DECLARED),
+                                 &v, &gs),
+                 0),
+              "%s", sched_errmsg());
+    cr_expect(eq(u32, g.raw_0_to_2, 0));
+    cr_expect(eq(u64, gs.n_undeclared, 1));
+    cr_expect(eq(u32, g.n_unord, 1));
+    cr_expect(eq(u64, g.unord, 0));
+    sbt_reader_close(r);
+    /* a trace without declared order cannot give one */
+    r = build_api(bad, 3, SBT_API_TRACESMITH);
+    sched_graph *gr = NULL;
+    cr_expect(eq(int,
+                 sched_graph_create(r, &SCHED_GRAPH_OPTS(.order = SCHED_ORDER_DECLARED), &v, &gr),
+                 SBT_EVERSION));
+    cr_expect(strstr(sched_errmsg(), "records none") != NULL, "%s", sched_errmsg());
+    cr_expect(gr == NULL);
+    sbt_reader_close(r);
+}
+
+/* ---- Vulkan barrier semantics on hand-built traces: one queue (stream 1), a host thread
+ * (stream 2); one submission of one command buffer whose recording holds the given barriers
+ * between dispatches. */
+
+/* A recording record: a barrier (sync1 form when the global stages are given, with one memory
+ * barrier carrying them and the access masks), or a dispatch. */
+struct vkrec {
+    int barrier;
+    uint64_t src, sa, dst, da; /* barrier */
+    int v2;                    /* barrier in the vkCmdPipelineBarrier2 form: global stages 0 */
+    struct sbt_access acc[2];  /* dispatch */
+    uint32_t n_acc;
+};
+
+static sbt_reader *build_vk(const struct vkrec *recs, uint32_t n, uint64_t *kseq)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-vk-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = SBT_API_VULKAN, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0), "%s", sbt_errmsg());
+    struct sbt_stream q = {.device = 1, .kind = SBT_STREAM_QUEUE};
+    struct sbt_stream h = {.device = 1, .kind = SBT_STREAM_HOST_THREAD};
+    cr_assert(eq(int, sbt_writer_add_stream(w, &q, &id), 0));
+    cr_assert(eq(int, sbt_writer_add_stream(w, &h, &id), 0));
+    /* the recording: CMD_BEGIN, then the records */
+    struct sbt_payload_enc rec = {0};
+    sbt_payload_enc_raw(&rec, SBT_VK_RECORDING_MAGIC, SBT_VK_RECORDING_MAGIC_LEN);
+    sbt_payload_put(&rec, SBT_VK_CMD_BEGIN, (uint64_t[]){100, 0, 0}, 3, NULL, 0);
+    uint32_t n_k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (recs[i].barrier) {
+            uint64_t gs = recs[i].v2 ? 0 : recs[i].src, gd = recs[i].v2 ? 0 : recs[i].dst;
+            sbt_payload_put(
+                &rec, SBT_VK_CMD_BARRIER,
+                (uint64_t[]){gs, gd, 0, 1, recs[i].src, recs[i].sa, recs[i].dst, recs[i].da, 0, 0},
+                10, NULL, 0);
+        } else {
+            sbt_payload_put(&rec, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, 1, 1, 1}, 6, NULL, 0);
+            n_k++;
+        }
+    }
+    cr_assert(eq(int, sbt_payload_enc_status(&rec), 0));
+    sbt_hash hr;
+    cr_assert(eq(int, sbt_writer_blob(w, rec.buf, rec.len, &hr), 0), "%s", sbt_errmsg());
+    struct sbt_payload_enc sub = {0};
+    sbt_payload_put(&sub, SBT_VK_SUBMIT, (uint64_t[]){1, 1, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&sub, SBT_VK_BATCH, (uint64_t[]){0, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&sub, SBT_VK_CMDBUF, (uint64_t[]){100, hr.lo, hr.hi, n_k}, 4, NULL, 0);
+    struct sbt_op op = {.kind = SBT_OP_SUBMIT,
+                        .stream = 1,
+                        .thread = 1,
+                        .host_begin = 10,
+                        .host_end = 20,
+                        .flags = SBT_OPF_OBJ | SBT_OPF_PAYLOAD,
+                        .value = n_k};
+    op.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)sub.len, sub.buf};
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (recs[i].barrier)
+            continue;
+        struct sbt_payload_enc dp = {0};
+        sbt_payload_put(&dp, SBT_VK_DISPATCH,
+                        (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 100, i + 1}, 12, NULL, 0);
+        struct sbt_op ko = {.kind = SBT_OP_KERNEL,
+                            .stream = 1,
+                            .thread = 1,
+                            .host_begin = 10,
+                            .host_end = 20,
+                            .flags = SBT_OPF_PAYLOAD};
+        ko.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)dp.len, dp.buf};
+        ko.n_access = recs[i].n_acc;
+        ko.access = recs[i].acc;
+        cr_assert(eq(int, sbt_writer_add_op(w, &ko, &kseq[k++]), 0), "%s", sbt_errmsg());
+        sbt_payload_enc_free(&dp);
+    }
+    sbt_payload_enc_free(&sub);
+    sbt_payload_enc_free(&rec);
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    return r;
+}
+
+#define ST_C  0x800ull  /* COMPUTE_SHADER */
+#define ST_T  0x1000ull /* TRANSFER */
+#define ST_TP 0x1ull    /* TOP_OF_PIPE */
+#define ST_BT 0x2000ull /* BOTTOM_OF_PIPE */
+#define AC_SW 0x40ull   /* SHADER_WRITE */
+#define AC_SR 0x20ull   /* SHADER_READ */
+#define AC_TW 0x1000ull /* TRANSFER_WRITE */
+#define WR(r)                                \
+    {                                        \
+        .n_acc = 1, .acc = { {r, 0, 64, W} } \
+    }
+#define RD(r)                                \
+    {                                        \
+        .n_acc = 1, .acc = { {r, 0, 64, R} } \
+    }
+#define BAR(s_, sa_, d_, da_)                                    \
+    {                                                            \
+        .barrier = 1, .src = s_, .sa = sa_, .dst = d_, .da = da_ \
+    }
+
+static void vk_races(const struct vkrec *recs, uint32_t n, struct races *g, uint64_t *kseq)
+{
+    sbt_reader *r = build_vk(recs, n, kseq);
+    memset(g, 0, sizeof *g);
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, g, &g->st), 0), "%s", sched_errmsg());
+    cr_assert(g->st.declared);
+    cr_assert(eq(u64, g->st.n_blind_ops, 0));
+    sbt_reader_close(r);
+}
+
+Test(races, vk_barrier_stages_and_masks)
+{
+    uint64_t k[2];
+    struct races g;
+    /* the right barrier */
+    struct vkrec ok[] = {WR(1), BAR(ST_C, AC_SW, ST_C, AC_SR), RD(1)};
+    vk_races(ok, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* none: execution */
+    struct vkrec none[] = {WR(1), RD(1)};
+    vk_races(none, 2, &g, k);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u64, g.v[0].first, k[0]));
+    cr_expect(eq(u64, g.v[0].second, k[1]));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    /* TOP_OF_PIPE as the source scope waits for nothing; BOTTOM_OF_PIPE as the destination
+     * blocks nothing */
+    struct vkrec top[] = {WR(1), BAR(ST_TP, 0, ST_C, 0), RD(1)};
+    vk_races(top, 3, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_EXEC));
+    struct vkrec bot[] = {WR(1), BAR(ST_C, AC_SW, ST_BT, 0), RD(1)};
+    vk_races(bot, 3, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    /* a source access mask that is not the shader's write: memory */
+    struct vkrec mask[] = {WR(1), BAR(ST_C, AC_TW, ST_C, AC_SR), RD(1)};
+    vk_races(mask, 3, &g, k);
+    cr_assert(eq(u32, g.n, 1));
+    cr_expect(eq(u32, g.v[0].missing, SCHED_RACE_MEMORY));
+    /* a chain: compute -> transfer (making the write available), transfer -> compute (making
+     * it visible): ordered and visible */
+    struct vkrec chain[] = {WR(1), BAR(ST_C, AC_SW, ST_T, 0), BAR(ST_T, 0, ST_C, AC_SR), RD(1)};
+    vk_races(chain, 4, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* ... but not when the second barrier's source stage misses the first's destination */
+    struct vkrec broken[] = {WR(1), BAR(ST_C, AC_SW, ST_T, 0), BAR(ST_TP, 0, ST_C, AC_SR), RD(1)};
+    vk_races(broken, 4, &g, k);
+    cr_expect(eq(u32, g.n, 1));
+    /* the synchronization2 form (stages in the memory barrier only) */
+    struct vkrec v2[] = {
+        WR(1), {.barrier = 1, .v2 = 1, .src = ST_C, .sa = AC_SW, .dst = ST_C, .da = AC_SR}, RD(1)};
+    vk_races(v2, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+    /* write after read needs no memory dependency */
+    struct vkrec war[] = {RD(1), BAR(ST_C, 0, ST_C, 0), WR(1)};
+    vk_races(war, 3, &g, k);
+    cr_expect(eq(u32, g.n, 0));
+}
+
+/* Two queues: queue 1 writes r1 and signals a binary semaphore; queue 2's submission has two
+ * batches, the first a command buffer ending in a barrier, the second waiting for the semaphore
+ * before reading r1. The read is ordered (a wait used to be joined after the first batch's
+ * barrier had been applied in the scratch clocks the semaphore's clock was in: a race). */
+static sbt_hash vk_recording(sbt_writer *w, uint64_t cb, int trailing_barrier)
+{
+    struct sbt_payload_enc rec = {0};
+    sbt_payload_enc_raw(&rec, SBT_VK_RECORDING_MAGIC, SBT_VK_RECORDING_MAGIC_LEN);
+    sbt_payload_put(&rec, SBT_VK_CMD_BEGIN, (uint64_t[]){cb, 0, 0}, 3, NULL, 0);
+    sbt_payload_put(&rec, SBT_VK_CMD_DISPATCH, (uint64_t[]){0, 0, 0, 1, 1, 1}, 6, NULL, 0);
+    if (trailing_barrier)
+        sbt_payload_put(&rec, SBT_VK_CMD_BARRIER,
+                        (uint64_t[]){ST_C, ST_C, 0, 1, ST_C, AC_SW, ST_C, AC_SR, 0, 0}, 10, NULL,
+                        0);
+    sbt_hash h;
+    cr_assert(eq(int, sbt_writer_blob(w, rec.buf, rec.len, &h), 0), "%s", sbt_errmsg());
+    sbt_payload_enc_free(&rec);
+    return h;
+}
+
+static void vk_add(sbt_writer *w, uint32_t kind, uint32_t stream, struct sbt_payload_enc *p,
+                   const struct sbt_access *acc, uint32_t n_acc, uint32_t subkind, uint64_t obj)
+{
+    struct sbt_op op = {.kind = kind,
+                        .stream = stream,
+                        .thread = 1,
+                        .host_begin = 10,
+                        .host_end = 20,
+                        .subkind = subkind,
+                        .obj = obj,
+                        .flags = (p ? SBT_OPF_PAYLOAD : 0) | (obj ? SBT_OPF_OBJ : 0)};
+    if (p)
+        op.payload = (struct sbt_ext){SBT_VK_PAYLOAD, (uint32_t)p->len, p->buf};
+    op.n_access = n_acc;
+    op.access = acc;
+    cr_assert(eq(int, sbt_writer_add_op(w, &op, NULL), 0), "%s", sbt_errmsg());
+    if (p)
+        sbt_payload_enc_reset(p);
+}
+
+Test(races, vk_semaphore_wait_in_a_second_batch)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/reprise-test-vk-%d-%d.sbt", (int)getpid(), n_written++);
+    sbt_writer *w;
+    cr_assert(eq(int, sbt_writer_open(path, NULL, &w), 0), "%s", sbt_errmsg());
+    uint32_t id, name;
+    sbt_writer_intern(w, "gpu", &name);
+    struct sbt_device d = {.api = SBT_API_VULKAN, .name = name};
+    cr_assert(eq(int, sbt_writer_add_device(w, &d, &id), 0));
+    for (int i = 0; i < 3; i++) {
+        struct sbt_stream s = {.device = 1,
+                               .kind = i < 2 ? SBT_STREAM_QUEUE : SBT_STREAM_HOST_THREAD};
+        cr_assert(eq(int, sbt_writer_add_stream(w, &s, &id), 0));
+    }
+    sbt_hash hx = vk_recording(w, 200, 0), hy = vk_recording(w, 300, 1),
+             hz = vk_recording(w, 400, 0);
+    struct sbt_payload_enc p = {0};
+    struct sbt_access w1 = {1, 0, 64, W}, w2 = {2, 0, 64, W}, r1 = {1, 0, 64, R};
+    /* queue 1 */
+    sbt_payload_put(&p, SBT_VK_SUBMIT, (uint64_t[]){1, 1, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){0, 1, 1, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){200, hx.lo, hx.hi, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_SIGNAL_SEM, (uint64_t[]){50, 0, 0}, 3, NULL, 0);
+    vk_add(w, SBT_OP_SUBMIT, 1, &p, NULL, 0, 0, 0);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 200, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 1, &p, &w1, 1, 0, 0);
+    vk_add(w, SBT_OP_SIGNAL, 1, NULL, NULL, 0, BIN, 50);
+    /* queue 2: two batches */
+    sbt_payload_put(&p, SBT_VK_SUBMIT, (uint64_t[]){2, 2, 0, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){0, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){300, hy.lo, hy.hi, 1}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_BATCH, (uint64_t[]){1, 1, 0, 0}, 4, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_WAIT_SEM, (uint64_t[]){50, 0, ST_C}, 3, NULL, 0);
+    sbt_payload_put(&p, SBT_VK_CMDBUF, (uint64_t[]){400, hz.lo, hz.hi, 1}, 4, NULL, 0);
+    vk_add(w, SBT_OP_SUBMIT, 2, &p, NULL, 0, 0, 0);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 300, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 2, &p, &w2, 1, 0, 0);
+    sbt_payload_put(&p, SBT_VK_SYNC_INFO, (uint64_t[]){ST_C}, 1, NULL, 0);
+    vk_add(w, SBT_OP_WAIT, 2, &p, NULL, 0, BIN, 50);
+    sbt_payload_put(&p, SBT_VK_DISPATCH, (uint64_t[]){0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 400, 1}, 12,
+                    NULL, 0);
+    vk_add(w, SBT_OP_KERNEL, 2, &p, &r1, 1, 0, 0);
+    sbt_payload_enc_free(&p);
+    cr_assert(eq(int, sbt_writer_close(w), 0), "%s", sbt_errmsg());
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    unlink(path);
+    struct races g = {0};
+    cr_assert(eq(int, sched_races_run(r, NULL, races_keep, &g, &g.st), 0), "%s", sched_errmsg());
+    cr_expect(eq(u32, g.n, 0), "%s", g.n ? g.msg[0] : "");
+    cr_expect(eq(u64, g.st.n_barriers, 1));
+    cr_expect(eq(u64, g.st.n_blind_ops, 0));
     sbt_reader_close(r);
 }

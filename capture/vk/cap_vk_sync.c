@@ -135,7 +135,7 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_ResetFences(VkDevice device, uint32_t n, cons
             struct cap_sync *s = cap_obj_find(CAP_H(f[i]), CAP_T_FENCE);
             sbt_payload_enc_arg(&enc, s ? s->o.id : 0);
             if (s)
-                s->n_sig = 0;
+                s->n_sig = s->polled_n_sig = 0; /* the next signal is one the host has not seen */
         }
         sbt_payload_enc_end(&enc, NULL, 0);
         cap_emit_marker(d, "vkResetFences", &enc, t0);

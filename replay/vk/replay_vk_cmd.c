@@ -23,6 +23,15 @@ static int overlap(const struct sbt_access *a, const struct sbt_access *c)
            c->offset < a->offset + a->len && ((a->mode | c->mode) & SBT_ACCESS_WRITE);
 }
 
+/* 1 if the graph (declared order) says the program leaves op seq unordered with n. */
+static int unordered(const struct sched_node *n, uint64_t seq)
+{
+    for (uint32_t i = 0; i < n->n_unordered; i++)
+        if (n->unordered[i] == seq)
+            return 1;
+    return 0;
+}
+
 void vkr_barrier(VkCommandBuffer cb)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -88,18 +97,25 @@ static int device_deps(struct vkbe *b, struct rq *q, const struct sched_node *n)
         return st;
     struct batch *x = q->open;
     const struct sbt_op *op = n->op;
+    /* a barrier where two ops' accesses conflict; under the declared order (replay --order
+     * declared) only where the program orders them: a pair it leaves unordered runs as a GPU
+     * would run it, without one */
     for (uint32_t i = 0; i < op->n_access && !need_barrier; i++)
         for (uint32_t k = 0; k < x->n_acc && !need_barrier; k++)
-            if (overlap(&op->access[i], &x->acc[k]))
+            if (overlap(&op->access[i], &x->acc[k]) && !unordered(n, x->acc_seq[k]))
                 need_barrier = 1;
     if (need_barrier && x->has_cmds) {
         vkr_barrier(x->cb);
         x->n_acc = 0;
     }
-    if (grow((void **)&x->acc, &x->cap_acc, x->n_acc + op->n_access, sizeof *x->acc) < 0)
+    if (grow((void **)&x->acc, &x->cap_acc, x->n_acc + op->n_access, sizeof *x->acc) < 0 ||
+        grow((void **)&x->acc_seq, &x->cap_acc_seq, x->n_acc + op->n_access, sizeof *x->acc_seq) <
+            0)
         return SBT_ENOMEM;
     if (op->n_access) /* else x->acc may still be NULL: memcpy(NULL, ...) is undefined */
         memcpy(x->acc + x->n_acc, op->access, op->n_access * sizeof *x->acc);
+    for (uint32_t i = 0; i < op->n_access; i++)
+        x->acc_seq[x->n_acc + i] = op->seq;
     x->n_acc += op->n_access;
     return 0;
 }
@@ -725,8 +741,10 @@ int vkr_exec_device(struct vkbe *b, const struct replay_x *rx, int32_t qi)
          * them in the batch's list for the overlap check (capacity: device_deps grew it) */
         uint32_t n_w = 0;
         for (uint32_t i = 0; i < op->n_access; i++)
-            if (op->access[i].mode & SBT_ACCESS_WRITE)
+            if (op->access[i].mode & SBT_ACCESS_WRITE) {
+                x->acc_seq[n_w] = op->seq;
                 x->acc[n_w++] = op->access[i];
+            }
         x->n_acc = n_w;
     }
     /* fast-forward: nothing to time or read back, so the device can start on what is recorded

@@ -179,9 +179,10 @@ struct batch {
     VkSemaphore *wait_sem;
     uint64_t *wait_val;
     uint32_t n_wait, cap_wait;
-    /* accesses since the last barrier (hazard check) */
+    /* accesses since the last barrier (hazard check), with the seq of the op of each */
     struct sbt_access *acc;
-    uint32_t n_acc, cap_acc;
+    uint64_t *acc_seq;
+    uint32_t n_acc, cap_acc, cap_acc_seq;
     int has_cmds;
     int had_base;          /* a dispatch with a nonzero base was recorded (see rec_dispatch) */
     VkPipeline bound_pipe; /* last compute pipeline bound in cb (VK_NULL_HANDLE = none) */

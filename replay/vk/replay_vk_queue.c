@@ -325,6 +325,7 @@ static void retire(struct vkbe *b, struct rq *q, struct batch *x)
     free(x->ops);
     free(x->rbs);
     free(x->acc);
+    free(x->acc_seq);
     free(x->wait_sem);
     free(x->wait_val);
     free(x->pools);

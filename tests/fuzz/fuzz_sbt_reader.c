@@ -1,14 +1,16 @@
 /*
  * tests/fuzz/fuzz_sbt_reader.c — the SBT reader on arbitrary bytes: open (footer and forced
- * scan), the clock fit of its metadata, every op, every blob, every state (and the blobs of its
- * chunks), validate. Any outcome is fine but a crash, a leak, a hang or a failure without a
- * message.
+ * scan), the clock fit of its metadata, every op (and a bulk read of every column
+ * against it), every blob, every state (and the blobs of its chunks), validate, and
+ * the race analysis (scheduler/sched_race.c) over it. Any outcome is fine but a crash,
+ * a leak, a hang or a failure without a message.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include "format/sbt.h"
 #include "format/sbt_align.h"
+#include "scheduler/sched.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -80,6 +82,13 @@ static void bulk_check(sbt_reader *r, const struct sbt_range *rg)
     sbt_cursor_close(b);
 }
 
+static void race(void *ctx, const struct sched_race *f)
+{
+    (void)ctx;
+    if (!f->msg || !*f->msg || f->first >= f->second)
+        abort();
+}
+
 static void report(void *ctx, int sev, const char *msg)
 {
     (void)ctx;
@@ -113,6 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sbt_cursor_close(c);
         }
         bulk_check(r, NULL);
+        /* the race analysis decodes Vulkan recordings and submissions, CUDA stream rows */
+        if (sched_races_run(r, NULL, race, NULL, NULL) < 0 && !strcmp(sched_errmsg(), "no error"))
+            abort();
         const struct sbt_info *in = sbt_reader_info(r);
         struct sbt_range rg = {.has_time = 1,
                                .t_begin = in->t_min + (in->t_max - in->t_min) / 2,
