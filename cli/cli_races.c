@@ -54,11 +54,12 @@ void cli_races_print(FILE *tx, const struct cli_races *c, uint32_t max)
             " only a memory dependency) from the program's own synchronisation (%" PRIu64
             " barriers)\n",
             s->n_findings, s->n_exec, s->n_memory, s->n_barriers);
-    if (s->n_maywaw || s->n_address)
+    if (s->n_maywaw || s->n_address || s->n_hostpage)
         fprintf(tx,
                 "            not findings: %" PRIu64 " unordered pairs of two kernels' may-writes, "
-                "%" PRIu64 " with an access through device addresses (whole buffers)\n",
-                s->n_maywaw, s->n_address);
+                "%" PRIu64 " with an access through device addresses (whole buffers), %" PRIu64
+                " with a host write recorded as whole pages\n",
+                s->n_maywaw, s->n_address, s->n_hostpage);
     if (s->n_blind_submits || s->n_blind_ops)
         fprintf(tx,
                 "            %" PRIu64 " submissions and %" PRIu64 " ops whose barriers the trace "
@@ -104,9 +105,9 @@ void cli_races_json(FILE *f, const struct cli_races *c)
             ",\"count\":%" PRIu64 ",\"execution\":%" PRIu64 ",\"memory\":%" PRIu64
             ",\"barriers\":%" PRIu64 ",\"blind_submits\":%" PRIu64 ",\"blind_ops\":%" PRIu64
             ",\"kernel_may_write_pairs\":%" PRIu64 ",\"device_address_pairs\":%" PRIu64
-            ",\"listed\":[",
+            ",\"host_page_pairs\":%" PRIu64 ",\"listed\":[",
             s->n_findings, s->n_exec, s->n_memory, s->n_barriers, s->n_blind_submits,
-            s->n_blind_ops, s->n_maywaw, s->n_address);
+            s->n_blind_ops, s->n_maywaw, s->n_address, s->n_hostpage);
     for (uint32_t i = 0; i < c->n; i++) {
         const struct sched_race *x = &c->v[i];
         fprintf(f,

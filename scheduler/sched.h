@@ -439,6 +439,8 @@ struct sched_race_stats {
     uint64_t n_grants_folded;    /* buffer/image barriers past 256 per queue taken as global ones
                                     (may hide a race) */
     uint64_t peak_segments;
+    uint64_t n_hostpage; /* unordered pairs with a host write recorded as whole pages (the capture
+                          * found the page written, not which of its bytes): not findings */
 };
 
 /* Runs the analysis over every op of r, calling fn(ctx, finding) for each (fn may be NULL: only

@@ -85,7 +85,8 @@ struct ent {
     uint32_t actor, stream;
     uint32_t kind, kernel; /* op kind, kernel id: for messages */
     uint16_t w;
-    uint16_t addr; /* a kernel's may-access through device addresses */
+    uint16_t addr; /* 1: a kernel's may-access through device addresses; 2: a host write
+                    * recorded as whole pages (a may-write) */
 };
 
 struct seg {
@@ -214,6 +215,7 @@ struct ra {
     uint32_t cap_x_addr;
     uint32_t x_acc; /* the access being analysed */
     int x_uses;     /* x_addr is valid for the current op */
+    int x_hostpage; /* the access being analysed is a host write of whole pages */
     /* the op being analysed */
     const struct sbt_op *x;
     uint32_t xs, xactor, xcls;
@@ -856,11 +858,14 @@ static void seg_visit(struct ra *a, struct seg *s, uint64_t res, int xw)
             int maywaw = e->w && xw && e->kind == SBT_OP_KERNEL && a->x->kind == SBT_OP_KERNEL;
             /* an access through device addresses is every buffer with an address, whatever
              * the shader touches: a pair with one is only counted too */
-            int addr = e->addr || (a->x_uses && a->x_addr[a->x_acc]);
+            int addr = e->addr == 1 || (a->x_uses && a->x_addr[a->x_acc]);
+            /* a host write recorded as whole pages (the capture saw the page written, without
+             * a copy to tell which bytes): a may-write, only counted */
+            int hpage = (e->w && e->addr == 2) || (xw && a->x_hostpage);
             int mem =
                 !e->w || e->pos < a->xmv[e->actor] || granted(a, e->actor, e->pos, res, s->b, s->e);
-            if ((maywaw || addr) && (!exec || !mem))
-                *(maywaw ? &a->st.n_maywaw : &a->st.n_address) += 1;
+            if ((maywaw || addr || hpage) && (!exec || !mem))
+                *(maywaw ? &a->st.n_maywaw : addr ? &a->st.n_address : &a->st.n_hostpage) += 1;
             else if (!exec)
                 pend_add(a, e, res, s->b, s->e, (uint32_t)xw, SCHED_RACE_EXEC);
             else if (!mem)
@@ -885,8 +890,10 @@ static void seg_visit(struct ra *a, struct seg *s, uint64_t res, int xw)
         a->st.n_forgotten++;
     }
     s->ent[s->n++] = (struct ent){
-        a->x->seq,  a->xpos,      a->xactor,    a->x->stream,
-        a->x->kind, a->x->kernel, (uint16_t)xw, (uint16_t)(a->x_uses && a->x_addr[a->x_acc])};
+        a->x->seq,    a->xpos,
+        a->xactor,    a->x->stream,
+        a->x->kind,   a->x->kernel,
+        (uint16_t)xw, (uint16_t)(a->x_uses && a->x_addr[a->x_acc] ? 1 : a->x_hostpage ? 2 : 0)};
 }
 
 static int access(struct ra *a, const struct sbt_access *acc)
@@ -898,6 +905,8 @@ static int access(struct ra *a, const struct sbt_access *acc)
         return SBT_ENOMEM;
     uint64_t b = acc->offset, e = sched__end(acc->offset, acc->len);
     int xw = (acc->mode & SBT_ACCESS_WRITE) != 0;
+    a->x_hostpage =
+        xw && a->x->kind == SBT_OP_HOST_WRITE && !(acc->offset % 4096) && !(acc->len % 4096);
     uint32_t i = seg_lower(h, b);
     uint64_t at = b;
     while (at < e) {
