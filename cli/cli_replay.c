@@ -19,7 +19,7 @@ static const char replay_help[] =
     "                            [--verify none|end|op] [--runs N] [-o result.sbt]\n"
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
     "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
-    "                            [--snapshots FILE | --no-snapshots]\n\n"
+    "                            [--snapshots FILE | --no-snapshots] [--perturb KIND:SEED]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -70,7 +70,17 @@ static const char replay_help[] =
     "  --snapshot-at S,.. full, no range: snapshots before these ops (same rule)\n"
     "  --snapshots FILE   the sidecar to write (full replay with snapshots) or to restore from\n"
     "                     (range replay); default TRACE-stem.snap.sbt\n"
-    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n\n"
+    "  --no-snapshots     a range replay ignores the sidecar and runs its whole slice\n"
+    "  --perturb K:S      full, no range: a perturbed replay, reproduced exactly by kind K and\n"
+    "                     seed S (S defaults to 1): poison (new device memory filled with a\n"
+    "                     pattern instead of zeros; output words still holding it digest as\n"
+    "                     zeros), split (each dispatch's workgroups in a seeded order, cut into\n"
+    "                     vkCmdDispatchBase pieces; a shader that reads NumWorkgroups is left\n"
+    "                     whole and counted), threads (lavapipe's LP_NUM_THREADS = 1 + S % 4),\n"
+    "                     order (a seeded choice among the ops the dependency graph leaves\n"
+    "                     unordered), declared (needs the declared order: not in this build).\n"
+    "                     The result records it (replay.perturb, replay.perturb_what); a\n"
+    "                     correct program gives the same outputs as a plain replay\n\n"
     "Verdict (full): verified only with positive evidence, outputs compared (with the\n"
     "capture's digests or between runs) and all equal; a replay that compared nothing (a\n"
     "range without a read-back of a trace captured without --digests, --verify none) is\n"
@@ -456,6 +466,7 @@ struct full_opts {
     uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
+    struct replay_perturb perturb;
 };
 
 static void full_progress(void *ctx, uint64_t done, uint64_t total)
@@ -498,17 +509,17 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
         }
     }
     struct replay_result res;
-    int st = replay_run(r,
-                        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
-                                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
-                                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
-                                     .progress = full_progress, .timing = fo->timing,
-                                     .allow_incomplete = fo->allow_incomplete,
-                                     .snapshot_out = taking ? sidecar : NULL,
-                                     .snapshot_every_ops = so->every_ops,
-                                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
-                                     .n_snapshot_at = so->n_at, .snapshots = snaps),
-                        &res);
+    int st = replay_run(
+        r,
+        &REPLAY_OPTS(.device = (uint32_t)fo->device, .verify = (uint32_t)fo->verify,
+                     .runs = (uint32_t)fo->runs, .range = has_range ? &rg : NULL,
+                     .out_path = fo->out, .dump_dir = fo->dump, .source_path = path,
+                     .progress = full_progress, .timing = fo->timing,
+                     .allow_incomplete = fo->allow_incomplete,
+                     .snapshot_out = taking ? sidecar : NULL, .snapshot_every_ops = so->every_ops,
+                     .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
+                     .n_snapshot_at = so->n_at, .snapshots = snaps, .perturb = fo->perturb),
+        &res);
     cli_progress_end();
     if (st < 0) {
         cli_err("replay", "%s", replay_errmsg());
@@ -572,6 +583,8 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
             printf(" (first at op %" PRIu64 ")", res.first_run_mismatch);
         printf("\n");
     }
+    if (res.perturb[0])
+        printf("perturbed   %s: %s\n", res.perturb, res.perturb_what);
     if (res.device_failed[0])
         printf("device      FAILED in %s; the ops after it were not run\n", res.device_failed);
     if (res.n_errors)
@@ -615,6 +628,7 @@ int cli_replay(int argc, char **argv)
                                        {"snapshot-at", required_argument, 0, 'A'},
                                        {"snapshots", required_argument, 0, 'S'},
                                        {"no-snapshots", no_argument, 0, 'N'},
+                                       {"perturb", required_argument, 0, 'X'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
@@ -700,6 +714,13 @@ int cli_replay(int argc, char **argv)
         case 'N':
             so.none = 1;
             break;
+        case 'X':
+            if (replay_perturb_parse(optarg, &fo.perturb) < 0) {
+                free(so.at);
+                return cli_usage("replay", "--perturb: %s", replay_errmsg());
+            }
+            full_only = 1;
+            break;
         case 'h':
             free(so.at);
             fputs(replay_help, stdout);
@@ -737,6 +758,7 @@ static int replay_cli_dispatch(int argc, char **argv, const char *mode, const ch
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
     if (full_only)
         return cli_usage("replay", "--verify, --runs, -o, --device, --dump, --timing, "
-                                   "--snapshot-every and --snapshot-at need --mode full");
+                                   "--snapshot-every, --snapshot-at and --perturb need --mode "
+                                   "full");
     return dry_run(argv[optind], cr, json, fo->allow_incomplete, so);
 }

@@ -317,6 +317,8 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     b->r = r;
     b->cb = *cb;
     b->verify = o->verify;
+    b->perturb = o->perturb;
+    b->ps = o->pstats;
     struct devreq req = {0};
     struct gfeat *chain = NULL;
     int st = make_instance(&b->inst);
