@@ -107,9 +107,13 @@ int replay_verify_parse(const char *s);
 /* A perturbed replay changes what the program's own synchronisation leaves free to change, and
  * nothing else, so that a correct program gives the same outputs and one that relies on what a
  * driver happens to do does not. Each is reproduced exactly by its kind and seed:
- *   poison:S   fresh device memory (every allocation the trace makes) starts filled with a
- *              32-bit pattern chosen by S (a signalling-NaN bit pattern) instead of zeros;
- *              what the trace's uploads, fills and stored contents write overwrites it as
+ *   poison:S   fresh device memory starts filled with a 32-bit pattern chosen by S (a
+ *              signalling-NaN bit pattern) instead of zeros: Vulkan memory the host never
+ *              writes or reads through a mapping (only device commands, all recorded,
+ *              initialise it) and CUDA device allocations (cuMemAlloc, pools, pitch, VMM).
+ *              Mapped memory keeps its zeros: the capture records host writes into it against
+ *              a shadow that starts at zero (a zero written over a zero is left out). What the
+ *              trace's uploads, fills and stored contents write overwrites the pattern as
  *              before. Output words that still hold the pattern (bytes of a kernel's bound
  *              range it never wrote) are digested as the zeros a plain replay has there, so
  *              only a value computed from, or derived from, bytes nothing wrote differs.

@@ -1003,6 +1003,11 @@ static void perturb_what(struct eng *e, const struct replay_opts *o)
             "poisoned %" PRIu64 " allocation%s (%" PRIu64 " bytes) with the word 0x%08x",
             p->poisoned_allocs, p->poisoned_allocs == 1 ? "" : "s", p->poisoned_bytes,
             e->poison_word);
+        if (p->zeroed_allocs)
+            put(b, cap, &pos,
+                "; %" PRIu64 " mapped allocation%s kept at zero (the trace records host writes "
+                "into mapped memory against zeros)",
+                p->zeroed_allocs, p->zeroed_allocs == 1 ? "" : "s");
         break;
     case REPLAY_PERTURB_SPLIT:
         put(b, cap, &pos, "split %" PRIu64 " dispatch%s into %" PRIu64 " pieces",

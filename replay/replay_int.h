@@ -87,10 +87,11 @@ struct replay_bk_opts {
 /* What a backend changed in a perturbed run (replay_bk_opts.pstats), per run. */
 struct replay__pstats {
     uint64_t poisoned_allocs, poisoned_bytes; /* poison: allocations filled with the pattern */
-    uint64_t split_dispatches, split_pieces;  /* split: dispatches cut, vkCmdDispatchBase calls */
-    uint64_t whole_dispatches;                /* split: dispatches left whole ... */
-    uint64_t first_whole_seq;                 /* ... the first of them (UINT64_MAX: none) */
-    char first_whole_why[160];                /* ... and why ("its shader reads NumWorkgroups") */
+    uint64_t zeroed_allocs; /* poison: host-visible allocations kept at zero (see replay.h) */
+    uint64_t split_dispatches, split_pieces; /* split: dispatches cut, vkCmdDispatchBase calls */
+    uint64_t whole_dispatches;               /* split: dispatches left whole ... */
+    uint64_t first_whole_seq;                /* ... the first of them (UINT64_MAX: none) */
+    char first_whole_why[160];               /* ... and why ("its shader reads NumWorkgroups") */
 };
 
 /* The seeded generator perturbations draw from (splitmix64): the same seed, the same choices. */

@@ -3052,3 +3052,135 @@ Test(replays, flipped_upload_byte_is_divergent_where_it_is_read)
     cr_expect(n_fail >= 2);
     free(json);
 }
+
+/* ========================================================================================== */
+/* Perturbed replays (check --perturb), on lavapipe                                           */
+/* ========================================================================================== */
+
+/* tests/vk/vk_orderdep MODE (ok, atomics, uninit, numwg): programs whose outputs lavapipe
+ * keeps stable with LP_NUM_THREADS=0 although they rely on what no driver promises, and their
+ * correct versions. Captured and checked with LP_NUM_THREADS=0 so that the plain runs agree:
+ * `check --runs 2` passes every one of them (what it did before --perturb); with --perturb the
+ * buggy ones fail with the finding class of the perturbation that exposed them, at their
+ * dispatch, and the correct ones pass. */
+
+static void capture_mode(const char *mode, const char *out)
+{
+    int rc = sh("env LP_NUM_THREADS=0 '%s' capture --digests -o %s -- '%s/tests/vk/vk_orderdep' "
+                "%s >/dev/null 2>capture.err",
+                vk_bin, out, vk_build, mode);
+    cr_assert(eq(int, rc, 0), "capture of vk_orderdep %s failed (exit %d), see %s/capture.err",
+              mode, rc, dir);
+}
+
+/* `check TRACE --runs 2 EXTRA` under LP_NUM_THREADS=0, reports in p.json, p.xml, p.txt, p.pf:
+ * the exit status, the JSON (validated) in *json and the JUnit failures in *n_fail. */
+static int check_perturb(const char *trace, const char *extra, char **json, int *n_fail)
+{
+    sh("rm -rf pk p.json p.xml p.pf");
+    int rc = sh("env LP_NUM_THREADS=0 '%s' check %s --runs 2 --keep pk %s --json p.json --junit "
+                "p.xml --perfetto p.pf >p.txt 2>p.err",
+                vk_bin, trace, extra);
+    size_t len;
+    char *b = slurp(pathf("p.json"), &len);
+    struct js j = {b, b + len};
+    cr_assert(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    *json = b;
+    b = slurp(pathf("p.xml"), &len);
+    int n_tc;
+    cr_assert(eq(int, xml_ok(b, &n_tc, n_fail), 0), "%s", b);
+    free(b);
+    return rc;
+}
+
+/* The first divergence of the failed check is dispatch seq, of class cls, exposed by the
+ * perturbation want (kind:seed), in every report. */
+static void expect_first(const char *json, uint64_t seq, const char *cls, const char *want)
+{
+    char got[64];
+    js_str(json, "first_divergence", "class", got, sizeof got);
+    cr_expect(eq(str, got, (char *)cls), "first divergence class %s, want %s", got, cls);
+    cr_expect(eq(i64, js_num(json, "first_divergence", "seq"), (int64_t)seq),
+              "the first divergence is the dispatch, op %" PRIu64, seq);
+    js_str(json, "first_divergence", "perturb", got, sizeof got);
+    cr_expect(eq(str, got, (char *)want));
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0), "the plain runs agree");
+    cr_expect(eq(i64, js_num(json, "counts", "divergent"), 0), "and match the capture");
+    cr_expect(eq(int,
+                 sh("grep -q 'first divergence: op %" PRIu64 " .*%s.*(%s)' p.txt", seq, cls, want),
+                 0),
+              "the summary names op %" PRIu64 ", %s and %s; see %s/p.txt", seq, cls, want, dir);
+    cr_expect(eq(int, sh("grep -q 'name=\"%s\">' p.xml", cls), 0), "the JUnit testcase of %s fails",
+              cls);
+    cr_expect(eq(int, sh("grep -q '%s' p.pf", want), 0), "the Perfetto diff names %s", want);
+}
+
+Test(replays, perturb_split_names_order_dependent_float_atomics)
+{
+    need_vulkan("vk_orderdep");
+    capture_mode("atomics", "a.sbt");
+    uint64_t d = dispatch_of("a.sbt", "orderdep.spv");
+    char *json;
+    int n_fail;
+    /* before --perturb: the gate passes what the first GPU changes */
+    cr_expect(eq(int, check_perturb("a.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    int rc = check_perturb("a.sbt", "--perturb split:1", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb split: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, d, "order-dependence", "split:1");
+    cr_expect(strstr(json, "\"perturb\":\"split:1\",\"what\":\"split 1 dispatch into 64 pieces") !=
+                  NULL,
+              "%s", json);
+    cr_expect(n_fail >= 3, "the trace, the perturbed run and the class fail");
+    free(json);
+}
+
+Test(replays, perturb_poison_names_an_uninitialised_read)
+{
+    need_vulkan("vk_orderdep");
+    capture_mode("uninit", "u.sbt");
+    uint64_t d = dispatch_of("u.sbt", "orderdep.spv");
+    char *json;
+    int n_fail;
+    cr_expect(eq(int, check_perturb("u.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    int rc = check_perturb("u.sbt", "--perturb poison:3", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb poison: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, d, "uninitialised-read", "poison:3");
+    free(json);
+}
+
+/* The correct programs pass every perturbation: vk_orderdep ok (exact float sums, every byte
+ * it reads written), numwg (reads NumWorkgroups: split leaves it whole, and says so) and
+ * vk_compute (two queues, events, indirect dispatches). */
+Test(replays, perturb_passes_correct_programs)
+{
+    need_vulkan("vk_orderdep");
+    const char *modes[] = {"ok", "numwg"};
+    for (int i = 0; i < 2; i++) {
+        capture_mode(modes[i], "ok.sbt");
+        char *json;
+        int n_fail;
+        int rc = check_perturb("ok.sbt", "--perturb", &json, &n_fail);
+        cr_expect(eq(int, rc, 0), "%s: exit %d; see %s/p.txt", modes[i], rc, dir);
+        cr_expect(strstr(json, "\"result\":\"pass\"") != NULL, "%s: %s", modes[i], json);
+        const char *cls[] = {"race", "order-dependence", "uninitialised-read"};
+        for (int k = 0; k < 3; k++)
+            cr_expect(eq(i64, js_num(json, "counts", cls[k]), 0), "%s: %s", modes[i], cls[k]);
+        cr_expect(eq(int, sh("test $(ls pk/perturb-*.sbt | wc -l) -eq 4"), 0),
+                  "%s: poison, split, threads, order: one run each", modes[i]);
+        if (i == 1)
+            cr_expect(strstr(json, "1 left whole (first: op ") != NULL &&
+                          strstr(json, "its shader reads NumWorkgroups") != NULL,
+                      "split says it left the NumWorkgroups dispatch whole: %s", json);
+        free(json);
+    }
+    need_vulkan("vk_compute");
+    capture_prog("vk_compute", "c.sbt");
+    char *json;
+    int n_fail;
+    int rc = check_perturb("c.sbt", "--perturb", &json, &n_fail);
+    cr_expect(eq(int, rc, 0), "vk_compute: exit %d; see %s/p.txt", rc, dir);
+    cr_expect(eq(int, n_fail, 0));
+    free(json);
+}

@@ -209,6 +209,7 @@ struct vkbe {
      * changed is counted into *ps */
     struct replay_perturb perturb;
     struct replay__pstats *ps;
+    struct sbt_map host_mems; /* poison: memory ids the host writes or reads (mapped) */
     VkInstance inst;
     VkPhysicalDevice phys;
     VkDevice dev;

@@ -140,7 +140,11 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
     /* the capture's page shadow starts at zero: so must the replay's memory (but for poison,
      * which fills it with a pattern a correct program overwrites before it reads) */
     uint32_t word = 0;
-    if (b->perturb.kind == REPLAY_PERTURB_POISON) {
+    if (b->perturb.kind == REPLAY_PERTURB_POISON && sbt_map_get(&b->host_mems, id)) {
+        /* memory the program maps keeps its zeros (host_memories says why) */
+        if (b->ps)
+            b->ps->zeroed_allocs++;
+    } else if (b->perturb.kind == REPLAY_PERTURB_POISON) {
         word = replay_perturb_poison_word(b->perturb.seed);
         if (b->ps) {
             b->ps->poisoned_allocs++;
