@@ -545,7 +545,7 @@ int cli_check(int argc, char **argv)
                 list = argv[optind++];
             pert_asked = 1;
             if (list) {
-                if (parse_perturb(list, pert + n_pert, &n_pert) < 0)
+                if (parse_perturb(list, pert + n_pert, &n_pert) != 0)
                     return CLI_USAGE;
                 pert_asked = 2;
             }

@@ -3184,3 +3184,120 @@ Test(replays, perturb_passes_correct_programs)
     cr_expect(eq(int, n_fail, 0));
     free(json);
 }
+
+/* ========================================================================================== */
+/* Perturbed runs, synthetic                                                                  */
+/* ========================================================================================== */
+
+TestSuite(perturbed, .init = mkdir_tmp, .fini = rm_tmp);
+
+static int confirm_calls;
+
+static int confirm_stub(void *ctx, const struct chk_finding *f, char *out, size_t cap)
+{
+    confirm_calls++;
+    snprintf(out, cap, "%s %" PRIu64, (const char *)ctx, f->seq);
+    return 1;
+}
+
+/* cap, two plain runs (digests p0, p1 of op consume) and one run perturbed as kind with class
+ * cls (digest pd of consume), checked with the confirm hook. */
+static struct chk_report *check_perturbed(uint64_t p0, uint64_t p1, uint64_t pd, const char *kind,
+                                          const char *cls, int *st)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    struct top r0[] = CHAIN(10, 20, 30, 40), r1[] = CHAIN(10, 20, 30, 40),
+               rp[] = CHAIN(10, 20, 30, 40);
+    r0[1].digest = p0, r1[1].digest = p1, rp[1].digest = pd;
+    /* what reads consume's output differs wherever it does */
+    r0[3].digest = p0 == 20 ? 30 : 31, r1[3].digest = p1 == 20 ? 30 : 31;
+    rp[3].digest = pd == 20 ? 30 : 32;
+    write_trace(pathf("cap.sbt"), cap, 4);
+    write_trace(pathf("r0.sbt"), r0, 4);
+    write_trace(pathf("r1.sbt"), r1, 4);
+    tx_meta[0][0] = "replay.perturb", tx_meta[0][1] = kind;
+    tx_meta[1][0] = "replay.perturb_class", tx_meta[1][1] = cls;
+    tx_meta[2][0] = "replay.perturb_what", tx_meta[2][1] = "split 1 dispatch into 4 pieces";
+    write_trace(pathf("rp.sbt"), rp, 4);
+    memset(tx_meta, 0, sizeof tx_meta);
+    sbt_reader *rc = open_r(pathf("cap.sbt"));
+    sbt_reader *rr[3] = {open_r(pathf("r0.sbt")), open_r(pathf("r1.sbt")), open_r(pathf("rp.sbt"))};
+    struct chk_report *rep = NULL;
+    confirm_calls = 0;
+    *st = chk_check(rc, rr, 3, NULL, 0,
+                    &CHK_OPTS(.confirm = confirm_stub, .confirm_ctx = (void *)"static finding"),
+                    &rep);
+    for (int i = 0; i < 3; i++)
+        sbt_reader_close(rr[i]);
+    sbt_reader_close(rc);
+    return rep;
+}
+
+/* The plain runs agree with the capture and the perturbed one does not: a finding of the class
+ * its replay recorded, at consume, naming the run's kind and seed and what it changed, with the
+ * static finding the hook names; the first divergence; what reads consume is downstream. The
+ * pass bound counts the plain runs only. */
+Test(perturbed, a_divergence_only_a_perturbation_shows_is_its_class)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 20, 21, "split:1", "order-dependence", &st);
+    cr_assert(eq(int, st, 0), "%s", chk_errmsg());
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->count[CHK_ORDER_DEPENDENCE], 2));
+    cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC] + rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(int, rep->not_verified, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u32, rep->n_perturbed, 1));
+    cr_expect(eq(u32, rep->n_compared_runs, 2), "the bound's N: the plain runs");
+    cr_assert(eq(int, rep->has_first, 1));
+    cr_expect(eq(u32, rep->first.cls, CHK_ORDER_DEPENDENCE));
+    cr_expect(eq(u64, rep->first.seq, 1));
+    cr_expect(eq(u32, rep->first.run, 3));
+    cr_expect(eq(str, rep->first.perturb, "split:1"));
+    cr_expect(eq(str, rep->first.perturb_what, "split 1 dispatch into 4 pieces"));
+    cr_expect(eq(str, rep->first.confirms, "static finding 1"));
+    cr_expect(eq(int, confirm_calls, 2), "once per perturbed finding");
+    cr_expect(eq(u64, rep->n_roots, 1), "finish reads consume's output: downstream");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    chk_report_json(rep, f);
+    fclose(f);
+    cr_expect(strstr(buf, "\"perturbed_runs\":[{\"run\":") != NULL, "%s", buf);
+    cr_expect(strstr(buf, "\"perturb\":\"split:1\",\"perturb_what\":\"split 1 dispatch into 4 "
+                          "pieces\",\"confirms\":\"static finding 1\"") != NULL,
+              "%s", buf);
+    free(buf);
+    chk_report_free(rep);
+}
+
+/* Plain runs that disagree keep today's verdict: nondeterministic, whatever the perturbed run
+ * says at that op; the same perturbed difference with the plain runs agreeing is a race when
+ * the run was an order perturbation. A perturbed run that agrees passes. */
+Test(perturbed, plain_disagreement_stays_nondeterministic)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 22, 21, "order:4", "race", &st);
+    cr_assert(eq(int, st, 0), "%s", chk_errmsg());
+    cr_expect(eq(u64, rep->count[CHK_RACE], 0));
+    cr_expect(rep->count[CHK_NONDETERMINISTIC] >= 1);
+    cr_expect(eq(u32, rep->first.cls, CHK_NONDETERMINISTIC));
+    chk_report_free(rep);
+    rep = check_perturbed(20, 20, 21, "order:4", "race", &st);
+    cr_expect(eq(u64, rep->count[CHK_RACE], 2));
+    cr_expect(eq(u32, rep->first.cls, CHK_RACE));
+    chk_report_free(rep);
+    rep = check_perturbed(20, 20, 20, "poison:2", "uninitialised-read", &st);
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u64, rep->count[CHK_UNINIT_READ], 0));
+    chk_report_free(rep);
+}
+
+/* A perturbed result whose class is none of the three is refused, naming it. */
+Test(perturbed, an_unknown_perturbation_class_is_refused)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 20, 21, "split:1", "bad-class", &st);
+    cr_expect(eq(int, st, SBT_ECORRUPT));
+    cr_expect(strstr(chk_errmsg(), "bad-class") != NULL, "%s", chk_errmsg());
+    cr_expect(rep == NULL);
+}
