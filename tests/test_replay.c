@@ -1103,6 +1103,40 @@ Test(engine, perturbation_kinds_parse_with_their_seeds)
     }
 }
 
+/* split leaves whole the dispatches of a module that decorates something BuiltIn
+ * NumWorkgroups (24), by OpDecorate (71) or OpMemberDecorate (72); a stream it cannot walk
+ * (a word count of 0, or past the end) counts as reading it. */
+Test(engine, spirv_scan_finds_the_num_workgroups_builtin)
+{
+#define HDR 0x07230203u, 0x00010000u, 0u, 16u, 0u
+    const uint32_t deco[] = {HDR, 4u << 16 | 71, 5, 11, 24};
+    const uint32_t member[] = {HDR, 5u << 16 | 72, 5, 0, 11, 24};
+    const uint32_t other[] = {HDR, 4u << 16 | 71, 5, 11, 28, 4u << 16 | 71, 6, 30, 0};
+    const uint32_t zero_wc[] = {HDR, 0u << 16 | 71, 5, 11, 24};
+    const uint32_t past[] = {HDR, 9u << 16 | 71, 5, 11, 24};
+#undef HDR
+    cr_expect_eq(vkr_spirv_reads_numwg(deco, sizeof deco), 1);
+    cr_expect_eq(vkr_spirv_reads_numwg(member, sizeof member), 1);
+    cr_expect_eq(vkr_spirv_reads_numwg(other, sizeof other), 0, "GlobalInvocationId is not it");
+    cr_expect_eq(vkr_spirv_reads_numwg(zero_wc, sizeof zero_wc), -1);
+    cr_expect_eq(vkr_spirv_reads_numwg(past, sizeof past), -1);
+    /* the glslang output of the test shaders, where built */
+    const char *b = getenv("REPRISE_BUILD");
+    const char *names[] = {"numwg.spv", "orderdep.spv"};
+    for (int i = 0; b && i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/vk/%s", b, names[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        static uint8_t code[1 << 16];
+        size_t n = fread(code, 1, sizeof code, f);
+        fclose(f);
+        cr_expect_eq(vkr_check_spirv(code, n), 0, "%s", replay_errmsg());
+        cr_expect_eq(vkr_spirv_reads_numwg(code, n), i == 0, "%s", names[i]);
+    }
+}
+
 /* Every op's digest of a replay of r (on the fake backend) with perturbation p into dig. */
 static void replay_digests(sbt_reader *r, struct replay_perturb p, struct coll *c,
                            struct replay_result *res)
