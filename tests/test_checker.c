@@ -3301,3 +3301,25 @@ Test(perturbed, an_unknown_perturbation_class_is_refused)
     cr_expect(strstr(chk_errmsg(), "bad-class") != NULL, "%s", chk_errmsg());
     cr_expect(rep == NULL);
 }
+
+/* threads: racy (a cross-workgroup data race) captured and replayed with LP_NUM_THREADS=0 is
+ * stable, and `check --runs 2` passes it; threads:3 replays it with LP_NUM_THREADS=4, and the
+ * racy dispatch is the first divergence, order-dependence, naming the thread count. */
+Test(replays, perturb_threads_names_the_racy_dispatch)
+{
+    need_vulkan("racy");
+    int rc = sh("env LP_NUM_THREADS=0 '%s' capture --digests -o r.sbt -- '%s/tests/vk/racy' "
+                ">/dev/null 2>capture.err",
+                vk_bin, vk_build);
+    cr_assert(eq(int, rc, 0), "capture of racy failed, see %s/capture.err", dir);
+    uint64_t racy = dispatch_of("r.sbt", "racy.spv");
+    char *json;
+    int n_fail;
+    cr_expect(eq(int, check_perturb("r.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    rc = check_perturb("r.sbt", "--perturb threads:3", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb threads:3: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, racy, "order-dependence", "threads:3");
+    cr_expect(strstr(json, "LP_NUM_THREADS=4 for the device") != NULL, "%s", json);
+    free(json);
+}
