@@ -47,6 +47,19 @@
  *   MISSING, EXTRA    see alignment
  *   REPLAY_ERROR      a run (diff: either side) recorded an error at the op (SBT_OPF_ERROR)
  *   TIMING            a kernel group slower than the reference (see Timing)
+ *   RACE, ORDER_DEPENDENCE, UNINIT_READ   a perturbed run differs (see Perturbed runs)
+ *
+ * Perturbed runs (check). A result whose metadata has replay.perturb (replay --perturb
+ * KIND:SEED, replay/replay.h) is a perturbed run; the others are plain. The plain runs are
+ * compared as above (a divergence among them stays NONDETERMINISTIC, one from the reference
+ * DIVERGENT). Then each perturbed run's digest is compared with the plain runs' (where they
+ * agree; with the reference's when no plain run has the op), bitwise: an op no plain finding
+ * names whose outputs a perturbed run changed is a finding of the class its replay recorded
+ * (replay.perturb_class: race, order-dependence, uninitialised-read), naming the run, its
+ * kind and seed (finding.perturb) and what it changed; opts.confirm may name the static
+ * finding it confirms (finding.confirms). Perturbed runs take no part in timings, regimes, the
+ * expectations written, nor the pass bound's N; a perturbed finding is a mismatch like any
+ * other for the first divergence.
  *
  * Coverage: what a pass means
  *   Device ops are those whose outputs a replay can digest: kernels, copies, fills and host
@@ -199,13 +212,18 @@ extern "C" {
 const char *chk_errmsg(void);
 
 /* X(name, short name, description) */
-#define CHK_CLASS_MAP(X)                                                                    \
-    X(NONDETERMINISTIC, "nondeterministic", "runs disagree among themselves")               \
-    X(DIVERGENT, "divergent", "runs agree, the reference (capture or expectation) differs") \
-    X(MISSING, "missing", "op of the reference absent from a run")                          \
-    X(EXTRA, "extra", "op of a run absent from the reference")                              \
-    X(REPLAY_ERROR, "replay-error", "a run reported an error at the op")                    \
-    X(TIMING, "timing-regression", "kernel group slower than the reference, significantly")
+#define CHK_CLASS_MAP(X)                                                                     \
+    X(NONDETERMINISTIC, "nondeterministic", "runs disagree among themselves")                \
+    X(DIVERGENT, "divergent", "runs agree, the reference (capture or expectation) differs")  \
+    X(MISSING, "missing", "op of the reference absent from a run")                           \
+    X(EXTRA, "extra", "op of a run absent from the reference")                               \
+    X(REPLAY_ERROR, "replay-error", "a run reported an error at the op")                     \
+    X(TIMING, "timing-regression", "kernel group slower than the reference, significantly")  \
+    X(RACE, "race", "a perturbed order (order, declared) changed outputs the runs agree on") \
+    X(ORDER_DEPENDENCE, "order-dependence",                                                  \
+      "a perturbed workgroup order or thread count (split, threads) changed outputs")        \
+    X(UNINIT_READ, "uninitialised-read",                                                     \
+      "outputs changed with fresh memory poisoned: a read of bytes nothing wrote")
 
 enum chk_class {
 #define CHK__CLASS_ENUM(name, s, d) CHK_##name,
@@ -355,6 +373,8 @@ enum chk_timing_ref {
     CHK_TREF_BASELINE = 3, /* the baseline results (what AUTO means when there are some) */
 };
 
+struct chk_finding; /* below */
+
 struct chk_opts {
     size_t sz;                     /* = sizeof(struct chk_opts); set by CHK_OPTS() */
     const struct sbt_range *range; /* reference ops to compare; NULL = all */
@@ -381,6 +401,13 @@ struct chk_opts {
     double timing_quantile;        /* each run's value per group: this quantile of its launches;
                                     * 0 = 0.5 (the median) */
     int require_timing; /* a timing verdict that is not gated fails the check (see Timing) */
+    /* Perturbed findings (see Perturbed runs): called once per RACE / ORDER_DEPENDENCE /
+     * UNINIT_READ finding listed, to name the static finding it confirms into out[cap] (a
+     * sentence such as "static finding 3: ops 12 and 14 on buffer 5 [0, 4096), no barrier");
+     * return 1 when it wrote one, 0 when none matches. NULL: none is looked for. The static
+     * findings come from the scheduler's declared-order pass (issue 22's static half). */
+    int (*confirm)(void *ctx, const struct chk_finding *f, char *out, size_t cap);
+    void *confirm_ctx;
 };
 #define CHK_OPTS(...) ((struct chk_opts){.sz = sizeof(struct chk_opts), __VA_ARGS__})
 
@@ -398,6 +425,12 @@ struct chk_finding {
     int bytes_compared; /* the bytes were compared under the tolerance */
     double max_diff;    /* largest element difference found (bytes_compared) */
     char note[120];     /* error message, "bytes unavailable", ... */
+    /* RACE, ORDER_DEPENDENCE, UNINIT_READ: the perturbation of the run that exposed it
+     * ("split:1") and what that run changed (its replay.perturb_what) */
+    char perturb[48];
+    char perturb_what[200];
+    /* the static finding this one confirms (opts.confirm), "" when none is known */
+    char confirms[200];
 };
 
 /* Why a device op was not compared. */
@@ -495,6 +528,10 @@ struct chk_report {
     double pass_bound;        /* chk_no_difference_bound(n_compared_runs, confidence) */
     uint64_t count[CHK__NCLASS];
     double max_diff; /* largest element difference over tolerated ops */
+    /* perturbed runs (check): per run, its replay.perturb ("" for a plain run) and what it
+     * changed (replay.perturb_what); n_perturbed of them */
+    char **run_perturb, **run_perturb_what;
+    uint32_t n_perturbed;
     /* findings, in reference seq order (EXTRA by run seq); at most max_findings */
     struct chk_finding *findings;
     uint32_t n_findings;

@@ -55,6 +55,42 @@ static const char *base_name(const struct chk_check_ctx *c, uint32_t i, char *bu
 /* Options                                                                                    */
 /* ========================================================================================== */
 
+/* Which runs are perturbed (replay.perturb), the class of their divergences and what they
+ * changed, into c->pcls and the report. */
+static int perturbed_runs(struct chk_check_ctx *c)
+{
+    struct chk_report *rep = c->rep;
+    rep->run_perturb = chk__calloc(c->n_runs + 1, sizeof *rep->run_perturb);
+    rep->run_perturb_what = chk__calloc(c->n_runs + 1, sizeof *rep->run_perturb_what);
+    if (!rep->run_perturb || !rep->run_perturb_what)
+        return chk__fail(SBT_ENOMEM, "out of memory for the report");
+    for (uint32_t i = 0; i < c->n_runs; i++) {
+        const char *p = sbt_reader_meta_get(c->runs[i], "replay.perturb");
+        const char *k = sbt_reader_meta_get(c->runs[i], "replay.perturb_class");
+        const char *w = sbt_reader_meta_get(c->runs[i], "replay.perturb_what");
+        c->pcls[i] = -1;
+        if (p && *p) {
+            uint32_t cls = CHK__NCLASS;
+            for (uint32_t j = CHK_RACE; k && j <= CHK_UNINIT_READ; j++)
+                if (!strcmp(k, chk_class_name(j)))
+                    cls = j;
+            if (cls == CHK__NCLASS)
+                return chk__fail(SBT_ECORRUPT,
+                                 "check: %s: a perturbed run (%s) whose replay.perturb_class "
+                                 "'%s' is no perturbed finding class (race, order-dependence, "
+                                 "uninitialised-read)",
+                                 rep->run_names[i], p, k ? k : "");
+            c->pcls[i] = (int32_t)cls;
+            c->n_pert++;
+        }
+        if (!(rep->run_perturb[i] = chk__strdup(p ? p : "")) ||
+            !(rep->run_perturb_what[i] = chk__strdup(w ? w : "")))
+            return chk__fail(SBT_ENOMEM, "out of memory for the report");
+    }
+    rep->n_perturbed = c->n_pert;
+    return 0;
+}
+
 /* Checks the arguments, allocates the report (which reads the options it keeps) and reads
  * every other option into c. */
 static int check_opts(struct chk_check_ctx *c, const struct chk_opts *o)
@@ -93,6 +129,10 @@ static int check_opts(struct chk_check_ctx *c, const struct chk_opts *o)
     c->progress = CHK_OPT(o, progress, NULL);
     c->pctx = CHK_OPT(o, progress_ctx, (void *)NULL);
     c->thr = c->rep->threshold;
+    c->confirm = CHK_OPT(o, confirm, NULL);
+    c->confirm_ctx = CHK_OPT(o, confirm_ctx, (void *)NULL);
+    if ((st = perturbed_runs(c)))
+        return st;
     c->rep->timing_ref = tref;
     c->rep->n_ref_runs = tref == CHK_TREF_BASELINE ? c->n_base : tref == CHK_TREF_CAPTURE ? 1 : 0;
     return 0;
@@ -134,8 +174,9 @@ static int check_regimes(struct chk_check_ctx *c)
     for (uint32_t i = 0; i < c->n_runs + c->n_base; i++) {
         sbt_reader *r = i < c->n_runs ? c->runs[i] : c->base[i - c->n_runs];
         char why[300], nb[32];
-        if (r == first || chk_regime_same(first, r, why, sizeof why))
-            continue;
+        if (r == first || (i < c->n_runs && c->pcls[i] >= 0) ||
+            chk_regime_same(first, r, why, sizeof why))
+            continue; /* a perturbed run's timings are not compared */
         const char *name =
             i < c->n_runs ? rep->run_names[i] : base_name(c, i - c->n_runs, nb, sizeof nb);
         if (!c->allow_regime)
@@ -440,10 +481,10 @@ static int op_timing(struct chk_check_ctx *c, const struct chk_check_op *o)
     int has_ref_t = c->tref == CHK_TREF_CAPTURE && chk__op_dur(op, &ref_ns);
     uint32_t n_t = 0;
     for (uint32_t i = 0; i < c->n_runs; i++)
-        if (c->rop[i] && chk__op_dur(c->rop[i], &c->dur[i]))
+        if (c->rop[i] && c->pcls[i] < 0 && chk__op_dur(c->rop[i], &c->dur[i]))
             n_t++;
         else
-            c->dur[i] = UINT64_MAX;
+            c->dur[i] = UINT64_MAX; /* perturbed runs: another regime, not timed */
     const char *g = has_ref_t || n_t ? chk_group_name(c->cap, op, c->gbuf, sizeof c->gbuf) : NULL;
     if (g) {
         struct chk_tgroup *tg;
@@ -590,9 +631,9 @@ static int verdict(struct chk_check_ctx *c)
         return st;
     /* what a pass means: with a reference, each run is a trial; across runs only, the first
      * run is the yardstick of the others */
-    uint32_t n_used = 0;
+    uint32_t n_used = 0, n_any = 0;
     for (uint32_t i = 0; i < c->n_runs; i++)
-        n_used += c->run_used[i];
+        n_used += c->run_used[i] && c->pcls[i] < 0, n_any += c->run_used[i]; /* N: plain */
     rep->n_compared_runs = c->ref_compared ? n_used : n_used ? n_used - 1 : 0;
     rep->pass_bound = chk_no_difference_bound(rep->n_compared_runs, rep->confidence);
     /* with a range, the entries of ops outside it are unused: that says nothing */
@@ -620,7 +661,7 @@ static int verdict(struct chk_check_ctx *c)
                               .n_device_ops = rep->n_device_ops,
                               .n_compared = rep->n_verified,
                               .n_runs = c->n_runs,
-                              .n_runs_used = n_used,
+                              .n_runs_used = n_any,
                               .run_unused = unused,
                               .no_reference = c->no_ref[0] ? c->no_ref : NULL,
                               .how_to = "replay with --verify op, or capture with --digests",

@@ -282,6 +282,49 @@ static void against_reference(struct chk_check_ctx *c, struct chk_check_op *o, i
         o->opst = CHK_ST_MATCHED;
 }
 
+/* The perturbed runs against what the plain runs agree on (their digest; the reference's where
+ * no plain run has one), bitwise: the first that differs is a finding of its run's class, at
+ * an op no plain finding names. */
+static void perturbed(struct chk_check_ctx *c, struct chk_check_op *o)
+{
+    struct chk_report *rep = c->rep;
+    if (o->unv == CHK_UNV_SKIPPED || o->varied >= 0 || o->opst == CHK_ST_MISMATCH)
+        return;
+    sbt_hash want;
+    if (o->first >= 0)
+        want = c->rop[o->first]->digest;
+    else if (o->cap_d)
+        want = o->op->digest;
+    else
+        return;
+    for (uint32_t i = 0; i < c->n_runs; i++) {
+        const struct sbt_op *r = c->rop[i];
+        if (c->pcls[i] < 0 || !r || !(r->flags & SBT_OPF_DIGEST) || (r->flags & SBT_OPF_ERROR))
+            continue;
+        o->compared = 1;
+        if (sbt_hash_eq(r->digest, want))
+            continue;
+        char note[sizeof((struct chk_finding *)0)->note];
+        snprintf(note, sizeof note, "%s (%s) differs from %s", rep->run_names[i],
+                 rep->run_perturb[i], o->first >= 0 ? "the plain runs" : "the capture");
+        struct chk_finding *f = chk__finding_add(rep, c->max_f, (uint32_t)c->pcls[i]);
+        chk__finding_op(f, c->cap, o->op);
+        if (f) {
+            f->run = i + 1;
+            f->has_ref = 1;
+            f->ref_digest = want;
+            f->got_digest = r->digest;
+            snprintf(f->note, sizeof f->note, "%s", note);
+            snprintf(f->perturb, sizeof f->perturb, "%s", rep->run_perturb[i]);
+            snprintf(f->perturb_what, sizeof f->perturb_what, "%s", rep->run_perturb_what[i]);
+            if (c->confirm && c->confirm(c->confirm_ctx, f, f->confirms, sizeof f->confirms) != 1)
+                f->confirms[0] = 0;
+        }
+        o->opst = CHK_ST_MISMATCH;
+        return;
+    }
+}
+
 /* The outputs: the runs' digests compared among themselves, then with the reference (the
  * expected digest where the expectations say ok, else the capture's), under the tolerance
  * where the bytes can be had. Every run takes part, so the verdict does not depend on their
@@ -290,7 +333,7 @@ void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
 {
     for (uint32_t i = 0; i < c->n_runs; i++) {
         const struct sbt_op *r = c->rop[i];
-        if (!r || !(r->flags & SBT_OPF_DIGEST) || (r->flags & SBT_OPF_ERROR))
+        if (!r || !(r->flags & SBT_OPF_DIGEST) || (r->flags & SBT_OPF_ERROR) || c->pcls[i] >= 0)
             continue;
         o->n_d++;
         if (o->first < 0)
@@ -321,6 +364,8 @@ void chk__check_outputs(struct chk_check_ctx *c, struct chk_check_op *o)
         o->compared = 1;
         c->rep->n_matched++;
     }
+    if (c->n_pert)
+        perturbed(c, o);
     c->rep->n_tolerated += o->tolerated != 0;
     slots_free(c);
 }

@@ -218,6 +218,12 @@ struct chk_check_ctx {
     uint64_t n_exp_hits;       /* ops checked that an expectation applied to */
     char no_ref[400];          /* the expectations do not apply: why */
     char name[160], gbuf[160], idbuf[512]; /* the current op's name, group, identity */
+    /* perturbed runs: per run the finding class its divergences are (replay.perturb_class),
+     * -1 for a plain run; n_pert of them */
+    int32_t pcls[CHK_MAX_RUNS];
+    uint32_t n_pert;
+    int (*confirm)(void *ctx, const struct chk_finding *f, char *out, size_t cap);
+    void *confirm_ctx;
 };
 
 /* What the walk learns about the current reference op. */

@@ -340,6 +340,11 @@ int chk_perfetto_write(const struct chk_report *rep, sbt_reader *ref, sbt_reader
              .type = SBT_EXPORT_ARG_STR,
              .v.s = x->has_ref ? sbt_hash_hex(x->got_digest, h2) : ""},
             {.name = "root_causes", .type = SBT_EXPORT_ARG_UINT, .v.u = rep->n_roots},
+            /* a perturbed finding: the run's kind:seed, what it changed, the static finding
+             * it confirms ("" for none) */
+            {.name = "perturb", .type = SBT_EXPORT_ARG_STR, .v.s = x->perturb},
+            {.name = "perturb_what", .type = SBT_EXPORT_ARG_STR, .v.s = x->perturb_what},
+            {.name = "confirms", .type = SBT_EXPORT_ARG_STR, .v.s = x->confirms},
         };
         char name[160];
         snprintf(name, sizeof name, "first divergence: op %" PRIu64 " %s", x->seq, x->name);

@@ -59,6 +59,12 @@ void chk_report_free(struct chk_report *rep)
         for (uint32_t i = 0; i < rep->n_runs; i++)
             free(rep->run_names[i]);
     free(rep->run_names);
+    for (uint32_t i = 0; rep->run_perturb && i < rep->n_runs; i++)
+        free(rep->run_perturb[i]);
+    for (uint32_t i = 0; rep->run_perturb_what && i < rep->n_runs; i++)
+        free(rep->run_perturb_what[i]);
+    free(rep->run_perturb);
+    free(rep->run_perturb_what);
     free(rep->device);
     free(rep->findings);
     free(rep->unverified);
@@ -110,6 +116,10 @@ static void finding_line(FILE *f, const struct chk_finding *x)
         fprintf(f, " - %s", x->note);
     if (x->bytes_compared)
         fprintf(f, " (largest difference %g)", x->max_diff);
+    if (x->perturb[0] && x->perturb_what[0])
+        fprintf(f, "; that run %s", x->perturb_what);
+    if (x->confirms[0])
+        fprintf(f, "; confirms %s", x->confirms);
     fputc('\n', f);
 }
 
@@ -248,8 +258,13 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
     if (rep->mode == CHK_MODE_CHECK) {
         fprintf(f, "  runs:");
         for (uint32_t i = 0; i < rep->n_runs; i++)
-            fprintf(f, " %s", rep->run_names[i]);
+            if (!rep->run_perturb || !rep->run_perturb[i][0])
+                fprintf(f, " %s", rep->run_names[i]);
         fprintf(f, "%s\n", rep->n_runs ? "" : " none (capture digests only)");
+        for (uint32_t i = 0; rep->n_perturbed && i < rep->n_runs; i++)
+            if (rep->run_perturb[i][0])
+                fprintf(f, "  perturbed run %s: %s: %s\n", rep->run_names[i], rep->run_perturb[i],
+                        rep->run_perturb_what[i]);
     }
     fprintf(f, "  outputs (%s): %" PRIu64 " of %" PRIu64 " device ops compared, %" PRIu64 " agreed",
             tol_str(&rep->tol, tb, sizeof tb), rep->n_verified, rep->n_device_ops, rep->n_matched);
@@ -304,6 +319,8 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
                     sbt_hash_hex(x->got_digest, h2));
         if (x->note[0])
             fprintf(f, " - %s", x->note);
+        if (x->confirms[0])
+            fprintf(f, "; confirms %s", x->confirms);
         if (rep->first_after != UINT64_MAX)
             fprintf(f,
                     "; NOT LOCATED: what it read came from ops whose outputs were not compared, "
@@ -383,6 +400,17 @@ static void jfinding(FILE *f, const struct chk_finding *x)
     }
     fputs(",\"note\":", f);
     jstr(f, x->note);
+    if (x->perturb[0]) { /* a perturbed finding: the run's kind:seed, what it changed */
+        fputs(",\"perturb\":", f);
+        jstr(f, x->perturb);
+        fputs(",\"perturb_what\":", f);
+        jstr(f, x->perturb_what);
+        fputs(",\"confirms\":", f);
+        if (x->confirms[0])
+            jstr(f, x->confirms);
+        else
+            fputs("null", f);
+    }
     fputc('}', f);
 }
 
@@ -418,6 +446,18 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
     for (uint32_t i = 0; i < rep->n_runs; i++) {
         fputs(i ? "," : "", f);
         jstr(f, rep->run_names[i]);
+    }
+    fputs("],\"perturbed_runs\":[", f);
+    for (uint32_t i = 0, k = 0; rep->n_perturbed && i < rep->n_runs; i++) {
+        if (!rep->run_perturb[i][0])
+            continue;
+        fputs(k++ ? ",{\"run\":" : "{\"run\":", f);
+        jstr(f, rep->run_names[i]);
+        fputs(",\"perturb\":", f);
+        jstr(f, rep->run_perturb[i]);
+        fputs(",\"what\":", f);
+        jstr(f, rep->run_perturb_what[i]);
+        fputc('}', f);
     }
     fputs("],\"device\":", f);
     jstr(f, rep->device ? rep->device : "");
@@ -718,9 +758,10 @@ int chk_report_junit(const struct chk_report *rep, FILE *f)
             const struct chk_finding *x = &rep->findings[k];
             if (x->cls != c)
                 continue;
-            snprintf(line, sizeof line, "%sop %" PRIu64 " %s \"%s\" stream %u%s%s\n",
+            snprintf(line, sizeof line, "%sop %" PRIu64 " %s \"%s\" stream %u%s%s%s%.200s\n",
                      x->is_root ? "[root] " : "", x->seq, sbt_op_kind_name(x->op_kind), x->name,
-                     x->stream, x->note[0] ? ": " : "", x->note);
+                     x->stream, x->note[0] ? ": " : "", x->note,
+                     x->confirms[0] ? "; confirms " : "", x->confirms);
             xstr(f, line);
             shown++;
         }

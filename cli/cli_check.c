@@ -94,6 +94,18 @@ static const char check_help[] =
     "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
     "  --perfetto F          a diff trace of the capture vs the first result\n"
     "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
+    "  --perturb [KINDS]     after the plain runs, one perturbed replay per KIND[:SEED] of the\n"
+    "                        comma-separated list (default: poison,split,threads,order,declared\n"
+    "                        for a Vulkan trace, poison,order,declared for CUDA; seed 1), each into\n"
+    "                        DIR/perturb-KIND-SEED.sbt and named by kind and seed in every\n"
+    "                        report (`reprise replay --perturb KIND:SEED` reproduces it; see\n"
+    "                        its --help for the kinds). An op whose outputs only a perturbed\n"
+    "                        run changes is a finding of its own class: race (order, declared),\n"
+    "                        order-dependence (split, threads: e.g. float atomics whose sum\n"
+    "                        depends on workgroup order), uninitialised-read (poison: a value\n"
+    "                        computed from memory nothing wrote). A kind the device cannot\n"
+    "                        apply is skipped when defaulted, refused (exit 3/4) when named.\n"
+    "                        Perturbed runs are compared bitwise and take no part in timing\n"
     "  -q, --quiet           no summary\n\n"
     "JOB (the capture's manifest TRACE-stem.procs, or a directory of traces; see reprise info):\n"
     "each process's trace is checked by `reprise check TRACE` with the same options, in rank\n"
@@ -263,6 +275,91 @@ static int run_batch(sbt_reader *cap, const char *path, const struct cli_range *
             return cli_replay_exit_for(st);
         }
     }
+    return CLI_OK;
+}
+
+/* ---- --perturb -------------------------------------------------------------------------- */
+
+/* Perturbed runs one check makes at most. */
+#define MAX_PERTURB 32
+
+/* "poison,split:7,...": each KIND[:SEED] into out[*n] (out NULL: only checks). 0, or < 0
+ * after a usage message (when out is given). */
+static int parse_perturb(const char *list, struct replay_perturb *out, uint32_t *n)
+{
+    char buf[1024];
+    if (strlen(list) >= sizeof buf)
+        return out ? cli_usage("check", "--perturb: list longer than %zu bytes", sizeof buf - 1)
+                   : -1;
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    uint32_t k = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
+        struct replay_perturb p;
+        if (replay_perturb_parse(t, &p) < 0)
+            return out ? cli_usage("check", "--perturb: %s", replay_errmsg()) : -1;
+        if (!out)
+            continue;
+        if (*n >= MAX_PERTURB)
+            return cli_usage("check", "--perturb: more than %d perturbed runs", MAX_PERTURB);
+        out[(*n)++] = p;
+    }
+    return k ? 0 : out ? cli_usage("check", "--perturb: an empty list") : -1;
+}
+
+/* --perturb without a list: every kind the trace's API has, seed 1. */
+static int default_perturb(sbt_reader *cap, struct replay_perturb *out, uint32_t *n)
+{
+    uint32_t nd = 0;
+    const struct sbt_device *d = sbt_reader_devices(cap, &nd);
+    static const uint32_t vk[] = {REPLAY_PERTURB_POISON, REPLAY_PERTURB_SPLIT,
+                                  REPLAY_PERTURB_THREADS, REPLAY_PERTURB_ORDER,
+                                  REPLAY_PERTURB_DECLARED};
+    static const uint32_t cuda[] = {REPLAY_PERTURB_POISON, REPLAY_PERTURB_ORDER,
+                                    REPLAY_PERTURB_DECLARED};
+    int is_cuda = nd && d[0].api == SBT_API_CUDA;
+    const uint32_t *k = is_cuda ? cuda : vk;
+    /* declared needs the program's own order in the trace: Vulkan and CUDA captures */
+    int declared = nd && (d[0].api == SBT_API_VULKAN || d[0].api == SBT_API_CUDA);
+    uint32_t nk = (is_cuda ? 3 : 5) - !declared;
+    for (uint32_t i = 0; i < nk; i++)
+        out[(*n)++] = (struct replay_perturb){.kind = k[i], .seed = 1};
+    return CLI_OK;
+}
+
+/* One perturbed replay of cap with per-op verification into DIR/perturb-KIND-SEED.sbt (path).
+ * *done = 1 when it ran. A kind this device or backend cannot apply (REPLAY_EUNSUPPORTED) is
+ * refused when it was named (named), else skipped with a note. */
+static int run_perturbed(sbt_reader *cap, const char *trace, const struct cli_range *cr,
+                         const char *dir, const struct replay_perturb *p, int named, int allow,
+                         int quiet, char *path, int *done)
+{
+    *done = 0;
+    if (cr->has_time || cr->has_ops || cr->stream) {
+        cli_err("check", "--perturb replays the whole trace: drop --time-range, --ops");
+        return CLI_USAGE;
+    }
+    snprintf(path, 4200, "%s/perturb-%s-%" PRIu64 ".sbt", dir, replay_perturb_name(p->kind),
+             p->seed);
+    struct replay_result res;
+    int st =
+        replay_run(cap,
+                   &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .runs = 1, .allow_incomplete = allow,
+                                .out_path = path, .source_path = trace, .perturb = *p),
+                   &res);
+    replay_result_free(&res);
+    if (st == REPLAY_EUNSUPPORTED && !named) {
+        if (!quiet)
+            fprintf(stderr, "reprise: check: perturbation %s:%" PRIu64 " skipped: %s\n",
+                    replay_perturb_name(p->kind), p->seed, replay_errmsg());
+        return CLI_OK;
+    }
+    if (st < 0) {
+        cli_err("check", "perturbed replay %s:%" PRIu64 " (%s): %s", replay_perturb_name(p->kind),
+                p->seed, path, replay_errmsg());
+        return cli_replay_exit_for(st);
+    }
+    *done = 1;
     return CLI_OK;
 }
 
@@ -628,8 +725,9 @@ int cli_check(int argc, char **argv)
                                        {"timing-quantile", required_argument, 0, 'Q'},
                                        {"no-confirm", no_argument, 0, 'N'},
                                        {"require-timing", no_argument, 0, 'W'},
+                                       {"perturb", optional_argument, 0, 'X'},
                                        {"quiet", no_argument, 0, 'q'},
-                                       {"parallel", required_argument, 0, 'X'},
+                                       {"parallel", required_argument, 0, 'Y'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     uint64_t parallel = 0;
@@ -643,6 +741,9 @@ int cli_check(int argc, char **argv)
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
     struct chk_opts o = CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check");
+    struct replay_perturb pert[MAX_PERTURB];
+    uint32_t n_pert = 0;
+    int pert_asked = 0; /* --perturb given: 1 with the default kinds, 2 with named ones */
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
         switch (c) {
@@ -745,11 +846,26 @@ int cli_check(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
-        case 'X':
+        case 'Y':
             par_arg = optarg;
             if (cli_parse_u64(optarg, &parallel) || !parallel || parallel > 256)
                 return cli_usage("check", "--parallel '%s': expected 1..256", optarg);
             break;
+        case 'X': {
+            /* --perturb=KINDS, --perturb KINDS (the next argument when it is a list of
+             * kinds), or --perturb alone (the defaults for the trace's API) */
+            const char *list = optarg;
+            if (!list && optind < argc && argv[optind][0] != '-' &&
+                parse_perturb(argv[optind], NULL, NULL) == 0)
+                list = argv[optind++];
+            pert_asked = 1;
+            if (list) {
+                if (parse_perturb(list, pert + n_pert, &n_pert) != 0)
+                    return CLI_USAGE;
+                pert_asked = 2;
+            }
+            break;
+        }
         case 'h':
             fputs(check_help, stdout);
             return CLI_OK;
@@ -782,6 +898,13 @@ int cli_check(int argc, char **argv)
         return cli_usage("check", "--dump-dirs: %u directories for %u results", n_dumps, n_results);
     if (n_results && (runs_given || keep))
         return cli_usage("check", "--results replaces --runs and --keep (replays run here)");
+    if (n_results && pert_asked)
+        return cli_usage("check", "--perturb replays here; with --results, pass the perturbed "
+                                  "results (reprise replay --perturb KIND:SEED -o R.sbt) among "
+                                  "them");
+    if (pert_asked && o.tol.kind != CHK_TOL_BITWISE)
+        return cli_usage("check", "--perturb compares perturbed runs bitwise; a --tolerance "
+                                  "other than bitwise is not supported with it");
     if (keep && strlen(keep) > 4000)
         return cli_usage("check", "--keep: path longer than 4000 bytes");
     if (o.require_timing && o.timing_threshold < 0)
@@ -800,6 +923,7 @@ int cli_check(int argc, char **argv)
     struct chk_report *rep = NULL;
     static char run_paths[MAX_RESULTS][4200], dump_paths[MAX_RESULTS][4200];
     static char conf_paths[MAX_RESULTS][4200], conf_dumps[MAX_RESULTS][4200];
+    static char pert_paths[MAX_PERTURB][4200];
     char run_dir[4100] = "";
     sbt_reader *conf[MAX_RESULTS] = {0};
     uint32_t n_conf = 0;
@@ -893,6 +1017,16 @@ int cli_check(int argc, char **argv)
         if (!quiet)
             fprintf(stderr, "reprise: check: %" PRIu64 " replay results kept in %s (run*.sbt%s)\n",
                     runs, dir, dumps_wanted ? ", their outputs in run*.dump" : "");
+        if (pert_asked == 1 && (rc = default_perturb(cap, pert, &n_pert)) != CLI_OK)
+            goto done;
+        for (uint32_t k = 0; k < n_pert && n_results < MAX_RESULTS; k++) {
+            int done_k = 0;
+            if ((rc = run_perturbed(cap, path, &cr, run_dir, &pert[k], pert_asked == 2,
+                                    allow_incomplete, quiet, pert_paths[k], &done_k)) != CLI_OK)
+                goto done;
+            if (done_k)
+                results[n_results++] = pert_paths[k];
+        }
     }
     for (uint32_t i = 0; rc == CLI_OK && i < n_results; i++) {
         rc = cli_open_trace("check", results[i], &rs[i]);

@@ -20,7 +20,7 @@ static const char replay_help[] =
     "                            [--device N] [--dump DIR] [--timing op|none]\n"
     "                            [--allow-incomplete] [--snapshot-every N|T] [--snapshot-at S,...]\n"
     "                            [--snapshots FILE | --no-snapshots]\n"
-    "                            [--order accesses|declared]\n\n"
+    "                            [--order accesses|declared] [--perturb KIND:SEED]\n\n"
     "Dry run (no device): builds the dependency graph and validates it (cycles, waits nothing\n"
     "satisfies, use after free, reads of bytes never written, ops on destroyed streams,\n"
     "unsupported ops), computes the backward slice of the range (the earlier ops a range replay\n"
@@ -78,7 +78,19 @@ static const char replay_help[] =
     "                     semaphores, fences, stream order; pairs it leaves unordered run as a\n"
     "                     GPU would run them, which is what the dry run's races name; with\n"
     "                     --verify op each op's outputs are read back behind a barrier, which\n"
-    "                     orders them again: use end)\n\n"
+    "                     orders them again: use end)\n"
+    "  --perturb K:S      full, no range: a perturbed replay, reproduced exactly by kind K and\n"
+    "                     seed S (S defaults to 1): poison (device memory the program never\n"
+    "                     maps starts as a pattern instead of zeros; output words still\n"
+    "                     holding it digest as zeros), split (each dispatch's workgroups in a\n"
+    "                     seeded order, cut into vkCmdDispatchBase pieces; a shader that reads\n"
+    "                     NumWorkgroups is left whole and counted), threads (lavapipe's LP_NUM_THREADS = 1 + S % 4),\n"
+    "                     order (a seeded choice among the ops the dependency graph leaves\n"
+    "                     unordered), declared (as --order declared: only the program's own\n"
+    "                     barriers and syncs, and a seeded order among what they leave\n"
+    "                     unordered).\n"
+    "                     The result records it (replay.perturb, replay.perturb_what); a\n"
+    "                     correct program gives the same outputs as a plain replay\n\n"
     "Verdict (full): verified only with positive evidence, outputs compared (with the\n"
     "capture's digests or between runs) and all equal; a replay that compared nothing (a\n"
     "range without a read-back of a trace captured without --digests, --verify none) is\n"
@@ -479,6 +491,7 @@ struct full_opts {
     uint32_t timing;
     uint64_t runs, device;
     const char *out, *dump;
+    struct replay_perturb perturb;
 };
 
 static void full_progress(void *ctx, uint64_t done, uint64_t total)
@@ -530,7 +543,7 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
                      .allow_incomplete = fo->allow_incomplete, .order = (uint32_t)fo->order,
                      .snapshot_out = taking ? sidecar : NULL, .snapshot_every_ops = so->every_ops,
                      .snapshot_every_ns = so->every_ns, .snapshot_at = so->at,
-                     .n_snapshot_at = so->n_at, .snapshots = snaps),
+                     .n_snapshot_at = so->n_at, .snapshots = snaps, .perturb = fo->perturb),
         &res);
     cli_progress_end();
     if (st < 0) {
@@ -595,6 +608,8 @@ static int full_run(const char *path, const struct cli_range *cr, const struct f
             printf(" (first at op %" PRIu64 ")", res.first_run_mismatch);
         printf("\n");
     }
+    if (res.perturb[0])
+        printf("perturbed   %s: %s\n", res.perturb, res.perturb_what);
     if (res.device_failed[0])
         printf("device      FAILED in %s; the ops after it were not run\n", res.device_failed);
     if (res.n_errors)
@@ -639,6 +654,7 @@ int cli_replay(int argc, char **argv)
                                        {"snapshots", required_argument, 0, 'S'},
                                        {"no-snapshots", no_argument, 0, 'N'},
                                        {"order", required_argument, 0, 'O'},
+                                       {"perturb", required_argument, 0, 'X'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
     struct cli_range cr = {0};
@@ -730,6 +746,13 @@ int cli_replay(int argc, char **argv)
         case 'N':
             so.none = 1;
             break;
+        case 'X':
+            if (replay_perturb_parse(optarg, &fo.perturb) < 0) {
+                free(so.at);
+                return cli_usage("replay", "--perturb: %s", replay_errmsg());
+            }
+            full_only = 1;
+            break;
         case 'h':
             free(so.at);
             fputs(replay_help, stdout);
@@ -767,6 +790,7 @@ static int replay_cli_dispatch(int argc, char **argv, const char *mode, const ch
         return cli_usage("replay", "--mode '%s': expected dry-run or full", mode);
     if (full_only)
         return cli_usage("replay", "--verify, --runs, -o, --device, --dump, --timing, "
-                                   "--snapshot-every and --snapshot-at need --mode full");
+                                   "--snapshot-every, --snapshot-at and --perturb need --mode "
+                                   "full");
     return dry_run(argv[optind], cr, json, fo->allow_incomplete, so);
 }

@@ -101,6 +101,62 @@ const char *replay_verify_name(uint32_t v);
 int replay_verify_parse(const char *s);
 
 /* ========================================================================================== */
+/* Perturbed replays                                                                          */
+/* ========================================================================================== */
+
+/* A perturbed replay changes what the program's own synchronisation leaves free to change, and
+ * nothing else, so that a correct program gives the same outputs and one that relies on what a
+ * driver happens to do does not. Each is reproduced exactly by its kind and seed:
+ *   poison:S   fresh device memory starts filled with a 32-bit pattern chosen by S (a
+ *              signalling-NaN bit pattern) instead of zeros: Vulkan memory the host never
+ *              writes or reads through a mapping (only device commands, all recorded,
+ *              initialise it) and CUDA device allocations (cuMemAlloc, pools, pitch, VMM).
+ *              Mapped memory keeps its zeros: the capture records host writes into it against
+ *              a shadow that starts at zero (a zero written over a zero is left out). What the
+ *              trace's uploads, fills and stored contents write overwrites the pattern as
+ *              before. Output words that still hold the pattern (bytes of a kernel's bound
+ *              range it never wrote) are digested as the zeros a plain replay has there, so
+ *              only a value computed from, or derived from, bytes nothing wrote differs.
+ *   split:S    each dispatch's workgroups run in an order chosen by S: the grid is cut into
+ *              pieces issued as vkCmdDispatchBase calls in a permuted order (workgroup ids
+ *              stay as they were). A dispatch whose shader reads NumWorkgroups (which would
+ *              see a piece's count) or that is indirect is left whole, and counted.
+ *   threads:S  the driver's thread-count knob (lavapipe: LP_NUM_THREADS = 1 + S % 4) for
+ *              the run; refused on a driver that has none reprise knows.
+ *   order:S    among the ops the dependency graph leaves unordered (other streams, host
+ *              threads, whole submissions), a seeded choice of the next one, within a window
+ *              of ops; the edges the graph gives are all kept.
+ *   declared:S only the program's own synchronisation (the declared-order graph, as
+ *              REPLAY_ORDER_DECLARED: barriers, events, semaphores, fences, stream order)
+ *              plus order:S over what it leaves unordered: a missing barrier can then let two
+ *              dependent ops run the other way round. A trace without declared order (an
+ *              import) is refused.
+ * A divergence only a perturbation exposes means, by kind (replay.perturb_class): race
+ * (order, declared), order-dependence (split, threads), uninitialised-read (poison). */
+enum replay_perturb_kind {
+    REPLAY_PERTURB_NONE = 0,
+    REPLAY_PERTURB_POISON = 1,
+    REPLAY_PERTURB_SPLIT = 2,
+    REPLAY_PERTURB_THREADS = 3,
+    REPLAY_PERTURB_ORDER = 4,
+    REPLAY_PERTURB_DECLARED = 5,
+};
+struct replay_perturb {
+    uint32_t kind; /* enum replay_perturb_kind */
+    uint64_t seed;
+};
+/* "KIND:SEED" (SEED a whole number, default 1 when ":SEED" is left out) -> *out; SBT_EINVAL
+ * with a message naming the kinds otherwise. */
+int replay_perturb_parse(const char *s, struct replay_perturb *out);
+/* "poison", "split", "threads", "order", "declared"; "none"; "?" if unknown. */
+const char *replay_perturb_name(uint32_t kind);
+/* The finding class a divergence under this kind is: "race", "order-dependence",
+ * "uninitialised-read" ("" for NONE). */
+const char *replay_perturb_class(uint32_t kind);
+/* The 32-bit word poison:seed fills memory with. */
+uint32_t replay_perturb_poison_word(uint64_t seed);
+
+/* ========================================================================================== */
 /* Devices                                                                                    */
 /* ========================================================================================== */
 
@@ -187,6 +243,10 @@ struct replay_opts {
      * barriers, events, semaphores, fences, stream order), so a pair it leaves unordered runs
      * as a GPU would run it (a trace without declared order is refused). */
     uint32_t order;
+    /* A perturbed replay (see Perturbed replays): kind NONE = a plain one. Not with a range,
+     * snapshots or trim (REPLAY_EUNSUPPORTED... SBT_EINVAL naming it). The result records it as
+     * replay.perturb (KIND:SEED), replay.perturb_class and replay.perturb_what. */
+    struct replay_perturb perturb;
 };
 enum replay_order { REPLAY_ORDER_ACCESSES = 0, REPLAY_ORDER_DECLARED = 1 };
 enum replay_timing { REPLAY_TIMING_OP = 0, REPLAY_TIMING_NONE = 1 };
@@ -254,6 +314,11 @@ struct replay_result {
     uint64_t snapshot_new_bytes;        /* stored as new blobs (the rest was deduplicated) */
     uint64_t snapshot_ns;               /* time spent on them (in wall_ns) */
     uint64_t state_bytes, state_chunks; /* state_out */
+    /* opts.perturb: "KIND:SEED" ("" for a plain replay) and what it changed, in a sentence
+     * ("poisoned 5 allocations (1.2 MiB) with 0x7fa3c2d1"; "split 3 dispatches into 40
+     * pieces; 1 left whole: op 12 reads NumWorkgroups") */
+    char perturb[48];
+    char perturb_what[600];
 };
 
 /* What a replay proved. Every verdict of reprise follows one rule: no positive evidence, no

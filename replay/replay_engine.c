@@ -156,6 +156,14 @@ struct eng {
     sbt_hasher *h;
     uint64_t t_run0, t_range0;
     int dump_ok;
+    /* a perturbed run: the poison word (outputs still holding it are digested as zeros), the
+     * order window, what the backend changed */
+    int poison;
+    uint32_t poison_word;
+    uint8_t *mask;
+    size_t cap_mask;
+    struct replay__reorder *ro;
+    struct replay__pstats ps;
 };
 
 static int want_dump(const struct eng *e)
@@ -177,6 +185,28 @@ static void dump_bytes(struct eng *e, uint64_t seq, const struct replay_done *d)
         e->out->n_dumped++;
 }
 
+/* poison: the bytes with every aligned word that still holds the pattern (nothing wrote it)
+ * turned back into the zeros a plain replay has there, so that only values computed from
+ * unwritten bytes differ; NULL when out of memory (the raw bytes are digested then) */
+static const void *unpoison(struct eng *e, const void *bytes, uint64_t len)
+{
+    if (len > e->cap_mask) {
+        uint8_t *m = realloc(e->mask, len);
+        if (!m)
+            return NULL;
+        e->mask = m;
+        e->cap_mask = len;
+    }
+    memcpy(e->mask, bytes, len);
+    for (uint64_t i = 0; i + 4 <= len; i += 4) {
+        uint32_t w;
+        memcpy(&w, e->mask + i, 4);
+        if (w == e->poison_word)
+            memset(e->mask + i, 0, 4);
+    }
+    return e->mask;
+}
+
 static void on_done(void *ctx, const struct replay_done *d)
 {
     struct eng *e = ctx;
@@ -196,7 +226,8 @@ static void on_done(void *ctx, const struct replay_done *d)
     sbt_hasher_reset(e->h);
     for (uint32_t i = 0; i < d->n_access; i++)
         if (d->bytes[i]) {
-            sbt_hasher_update(e->h, d->bytes[i], d->len[i]);
+            const void *p = e->poison ? unpoison(e, d->bytes[i], d->len[i]) : d->bytes[i];
+            sbt_hasher_update(e->h, p ? p : d->bytes[i], d->len[i]);
             any = 1;
         }
     if (!any)
@@ -204,7 +235,7 @@ static void on_done(void *ctx, const struct replay_done *d)
     x->has_digest = 1;
     x->digest = sbt_hasher_digest(e->h);
     e->out->n_digests++;
-    if (want_dump(e))
+    if (want_dump(e) && !e->poison)
         dump_bytes(e, x->seq, d);
 }
 
@@ -493,17 +524,31 @@ int replay_preflight(sbt_reader *r, const struct sbt_range *range, uint64_t *n_g
     return st < 0 ? st : refuse(incomplete, why, ng, gmsg);
 }
 
+static int reorder_visit(void *ctx, struct sched_node *n)
+{
+    struct eng *e = ctx;
+    int st = replay__reorder_add(e->ro, n);
+    if (st < 0 && e->fatal == 0)
+        e->fatal = st;
+    return st;
+}
+
 /* One pass of the graph over [seq_first, hi), draining before the range starts. */
 static int run_graph(struct eng *e)
 {
     /* the graph's findings were looked at before (replay_preflight) */
     struct sched_visitor v = {.node = node_visit, .ctx = e};
+    if (e->ro) /* order: the window takes the nodes and hands them on to node_visit */
+        v = (struct sched_visitor){.node = reorder_visit, .ctx = e};
     sched_graph *g = NULL;
     int st = sched_graph_create(
         e->r,
-        &SCHED_GRAPH_OPTS(.keep_implied = 1, .order = e->o->order == REPLAY_ORDER_DECLARED
-                                                          ? SCHED_ORDER_DECLARED
-                                                          : SCHED_ORDER_ACCESSES),
+        &SCHED_GRAPH_OPTS(.keep_implied = 1,
+                          /* declared:SEED is order:SEED over the program's own order */
+                          .order = e->o->order == REPLAY_ORDER_DECLARED ||
+                                           e->o->perturb.kind == REPLAY_PERTURB_DECLARED
+                                       ? SCHED_ORDER_DECLARED
+                                       : SCHED_ORDER_ACCESSES),
         &v, &g);
     if (st < 0)
         return replay__fail(st, "%s", sched_errmsg());
@@ -546,6 +591,8 @@ static int run_graph(struct eng *e)
                           st == SBT_ECORRUPT || st == SBT_EIO ? sbt_errmsg() : sched_errmsg());
     if (st == 0 && !e->stopped)
         st = sched_graph_finish(g);
+    if (st == 0 && e->ro && (st = replay__reorder_flush(e->ro)) < 0 && e->fatal == 0)
+        e->fatal = st;
     if (st > 0)
         st = 0;
     if (st == 0) {
@@ -666,6 +713,11 @@ static int write_result(struct eng *e, const char *path)
         TRY(sbt_writer_meta(w, "replay.restored_from", e->out->restore_from));
     }
     TRY(sbt_writer_meta(w, "replay.timing", e->o->timing == REPLAY_TIMING_NONE ? "none" : "op"));
+    if (e->o->perturb.kind) { /* what the checker names a divergence of this run by */
+        TRY(sbt_writer_meta(w, "replay.perturb", e->out->perturb));
+        TRY(sbt_writer_meta(w, "replay.perturb_class", replay_perturb_class(e->o->perturb.kind)));
+        TRY(sbt_writer_meta(w, "replay.perturb_what", e->out->perturb_what));
+    }
     {
         char env[256];
         TRY(sbt_writer_meta(w, "replay.env", replay_env_settings(env, sizeof env)));
@@ -891,6 +943,91 @@ static void report_ops(struct eng *e, struct first_run *fr)
     }
 }
 
+/* ========================================================================================== */
+/* Perturbed runs                                                                             */
+/* ========================================================================================== */
+
+/* Ops the order perturbation draws the next one from. */
+#define ORDER_WINDOW 16
+
+static uint64_t count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    uint64_t n = 0;
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* What o.perturb may not be combined with, and the kinds a backend cannot apply. */
+static int perturb_check(const struct replay_opts *o, const struct replay_backend *bk,
+                         const struct sbt_info *in)
+{
+    uint32_t k = o->perturb.kind;
+    if (!k)
+        return 0;
+    const char *name = replay_perturb_name(k);
+    if (k > REPLAY_PERTURB_DECLARED)
+        return replay__fail(SBT_EINVAL, "perturbation kind %u: unknown", k);
+    if (o->range || o->snapshot_out || o->snapshots || o->state_out)
+        return replay__fail(SBT_EINVAL,
+                            "perturbation %s: a perturbed replay runs the whole trace (no range, "
+                            "snapshots or trim)",
+                            name);
+    if ((k == REPLAY_PERTURB_ORDER || k == REPLAY_PERTURB_DECLARED) &&
+        (in->required_features & SBT_FEATURE_INITIAL_STATE))
+        return replay__fail(REPLAY_EUNSUPPORTED,
+                            "perturbation %s: not on a trace that starts from stored "
+                            "contents (a trimmed trace)",
+                            name);
+    if ((k == REPLAY_PERTURB_SPLIT || k == REPLAY_PERTURB_THREADS) && bk->api != SBT_API_VULKAN)
+        return replay__fail(REPLAY_EUNSUPPORTED, "perturbation %s: the %s backend has no %s", name,
+                            bk->name,
+                            k == REPLAY_PERTURB_SPLIT ? "workgroup split (Vulkan's "
+                                                        "vkCmdDispatchBase)"
+                                                      : "driver thread-count knob");
+    return 0;
+}
+
+/* replay_result.perturb_what from the first run. */
+static void perturb_what(struct eng *e, const struct replay_opts *o)
+{
+    char *b = e->out->perturb_what;
+    size_t cap = sizeof e->out->perturb_what, pos = strlen(b);
+    const struct replay__pstats *p = &e->ps;
+    switch (o->perturb.kind) {
+    case REPLAY_PERTURB_POISON:
+        put(b, cap, &pos,
+            "poisoned %" PRIu64 " allocation%s (%" PRIu64 " bytes) with the word 0x%08x",
+            p->poisoned_allocs, p->poisoned_allocs == 1 ? "" : "s", p->poisoned_bytes,
+            e->poison_word);
+        if (p->zeroed_allocs)
+            put(b, cap, &pos,
+                "; %" PRIu64 " mapped allocation%s kept at zero (the trace records host writes "
+                "into mapped memory against zeros)",
+                p->zeroed_allocs, p->zeroed_allocs == 1 ? "" : "s");
+        break;
+    case REPLAY_PERTURB_SPLIT:
+        put(b, cap, &pos, "split %" PRIu64 " dispatch%s into %" PRIu64 " pieces",
+            p->split_dispatches, p->split_dispatches == 1 ? "" : "es", p->split_pieces);
+        if (p->whole_dispatches)
+            put(b, cap, &pos, "; %" PRIu64 " left whole (first: op %" PRIu64 ", %s)",
+                p->whole_dispatches, p->first_whole_seq, p->first_whole_why);
+        break;
+    case REPLAY_PERTURB_ORDER:
+        put(b, cap, &pos,
+            "%" PRIu64 " ops run before an op the graph had delivered earlier (window %u)",
+            replay__reorder_moved(e->ro), ORDER_WINDOW);
+        break;
+    default:
+        break;
+    }
+}
+
 int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -961,6 +1098,8 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     struct replay_plan plan;
     int64_t snap_i = -1;
     struct sched_slice trim = {0};
+    char *saved_threads = NULL;
+    int had_threads = 0, threads_set = 0;
     if ((o.snapshot_out || o.snapshot_every_ops || o.snapshot_every_ns || o.n_snapshot_at) &&
         (o.range || !o.snapshot_out)) {
         st = replay__fail(SBT_EINVAL, "snapshots are taken by a full replay of the whole trace "
@@ -970,6 +1109,14 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
     if (o.state_out && !o.range) {
         st = replay__fail(SBT_EINVAL, "state_out needs a range");
         goto out;
+    }
+    if ((st = perturb_check(&o, bk, in)) < 0)
+        goto out;
+    if (o.perturb.kind) {
+        snprintf(out->perturb, sizeof out->perturb, "%s:%" PRIu64,
+                 replay_perturb_name(o.perturb.kind), o.perturb.seed);
+        e.poison = o.perturb.kind == REPLAY_PERTURB_POISON;
+        e.poison_word = replay_perturb_poison_word(o.perturb.seed);
     }
     if ((st = sbt_hasher_create(&e.h)) < 0) {
         st = replay__fail(st, "%s", sbt_errmsg());
@@ -1005,11 +1152,45 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         e.dump_ok = 1;
     }
 
-    struct replay_bk_opts bo = {.device = o.device, .verify = o.verify, .timing = o.timing};
+    struct replay_bk_opts bo = {.device = o.device,
+                                .verify = o.verify,
+                                .timing = o.timing,
+                                .perturb = o.perturb,
+                                .pstats = &e.ps};
     struct replay_bk_cb cb = {.done = on_done, .eng = &e};
     struct replay_device_info di = {0};
+    uint64_t threads_before = 0;
+    if (o.perturb.kind == REPLAY_PERTURB_THREADS) {
+        /* lavapipe reads LP_NUM_THREADS when the device is created: set for this run's device
+         * (and recorded in replay.env), as it was again after it */
+        const char *old = getenv("LP_NUM_THREADS");
+        if (old && !(saved_threads = strdup(old))) {
+            st = replay__fail(SBT_ENOMEM, "out of memory");
+            goto out;
+        }
+        had_threads = old != NULL;
+        char v[24];
+        snprintf(v, sizeof v, "%" PRIu64, 1 + o.perturb.seed % 4);
+        setenv("LP_NUM_THREADS", v, 1);
+        threads_set = 1;
+        threads_before = count_threads();
+    }
     if ((st = bk->open(r, &bo, &cb, &di, &e.be)) < 0)
         goto out;
+    if (o.perturb.kind == REPLAY_PERTURB_THREADS) {
+        if (!strstr(di.name, "llvmpipe") && !strstr(di.driver, "llvmpipe") &&
+            !strstr(di.driver, "lavapipe") && !strstr(di.name, "lavapipe")) {
+            st = replay__fail(REPLAY_EUNSUPPORTED,
+                              "perturbation threads: the device '%s' (driver %s) has no "
+                              "thread-count knob reprise knows (lavapipe's LP_NUM_THREADS)",
+                              di.name, di.driver);
+            goto out;
+        }
+        snprintf(out->perturb_what, sizeof out->perturb_what,
+                 "LP_NUM_THREADS=%s for the device (the process had %" PRIu64
+                 " threads before it opened, %" PRIu64 " after)",
+                 getenv("LP_NUM_THREADS"), threads_before, count_threads());
+    }
     snprintf(out->device, sizeof out->device, "%s", di.name);
     snprintf(out->driver, sizeof out->driver, "%s", di.driver);
     out->device_index = o.device;
@@ -1050,6 +1231,13 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
         e.fatal = 0;
         if (e.sp)
             replay__snap_rewind(e.sp, e.run);
+        e.ps = (struct replay__pstats){.first_whole_seq = UINT64_MAX};
+        replay__reorder_destroy(e.ro);
+        e.ro = NULL;
+        if ((o.perturb.kind == REPLAY_PERTURB_ORDER || o.perturb.kind == REPLAY_PERTURB_DECLARED) &&
+            (st = replay__reorder_create(o.perturb.seed + e.run, ORDER_WINDOW, node_visit, &e,
+                                         &e.ro)) < 0)
+            goto out;
         struct replay_run_stats *rs = &out->run[e.run];
         uint64_t t0 = replay__now_ns();
         char why[400] = "";
@@ -1100,6 +1288,8 @@ int replay_run(sbt_reader *r, const struct replay_opts *opts, struct replay_resu
             }
         }
         report_ops(&e, runs > 1 ? &fr : NULL);
+        if (o.perturb.kind && e.run == 0)
+            perturb_what(&e, &o);
         if (o.out_path) {
             char *p = run_path(o.out_path, e.run);
             if (!p) {
@@ -1142,6 +1332,15 @@ out:
     }
     if (e.be)
         bk->close(e.be);
+    if (threads_set) {
+        if (had_threads)
+            setenv("LP_NUM_THREADS", saved_threads, 1);
+        else
+            unsetenv("LP_NUM_THREADS");
+    }
+    free(saved_threads);
+    replay__reorder_destroy(e.ro);
+    free(e.mask);
     for (uint32_t i = 0; i < e.n_errs; i++)
         free(e.errs[i]);
     free(e.errs);

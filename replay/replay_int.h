@@ -78,7 +78,42 @@ struct replay_bk_opts {
     uint32_t verify; /* enum replay_verify of the run: a backend may skip timestamp or
                         read-back setup it will not need */
     uint32_t timing; /* enum replay_timing: REPLAY_TIMING_NONE = no device timestamps */
+    /* a perturbed replay (replay.h): the backend applies the kinds it executes (poison,
+     * split) and counts what it changed into *pstats (zeroed by the engine per run) */
+    struct replay_perturb perturb;
+    struct replay__pstats *pstats;
 };
+
+/* What a backend changed in a perturbed run (replay_bk_opts.pstats), per run. */
+struct replay__pstats {
+    uint64_t poisoned_allocs, poisoned_bytes; /* poison: allocations filled with the pattern */
+    uint64_t zeroed_allocs; /* poison: host-visible allocations kept at zero (see replay.h) */
+    uint64_t split_dispatches, split_pieces; /* split: dispatches cut, vkCmdDispatchBase calls */
+    uint64_t whole_dispatches;               /* split: dispatches left whole ... */
+    uint64_t first_whole_seq;                /* ... the first of them (UINT64_MAX: none) */
+    char first_whole_why[160];               /* ... and why ("its shader reads NumWorkgroups") */
+};
+
+/* The seeded generator perturbations draw from (splitmix64): the same seed, the same choices. */
+uint64_t replay__rand(uint64_t *state);
+
+/* ---- the order perturbation (replay_perturb.c) -------------------------------------------- */
+
+/* A window of nodes the graph delivered, handed on in a seeded order that keeps every edge:
+ * the next node is drawn among those whose predecessors were all handed on. Nodes are copied
+ * (op, accesses, payload, edges); each gets a token as its val, and its edges' from_val are
+ * turned back into the val emit gave the predecessor when it is handed on. */
+struct replay__reorder;
+int replay__reorder_create(uint64_t seed, uint32_t window,
+                           int (*emit)(void *ctx, struct sched_node *n), void *ctx,
+                           struct replay__reorder **out);
+/* Takes node n (valid during the call only); may hand on others. emit's status, or < 0. */
+int replay__reorder_add(struct replay__reorder *ro, struct sched_node *n);
+/* Hands on every node still held, in a seeded order. */
+int replay__reorder_flush(struct replay__reorder *ro);
+/* Nodes handed on before a node the graph had delivered earlier (out of delivery order). */
+uint64_t replay__reorder_moved(const struct replay__reorder *ro);
+void replay__reorder_destroy(struct replay__reorder *ro); /* NULL accepted */
 
 /* What the engine asks for one op. */
 enum replay_x_flags {

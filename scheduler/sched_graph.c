@@ -64,6 +64,7 @@ struct res_hist {
 
 struct strm {
     struct sref last;
+    struct sref prev; /* the op before last (SCHED_ORDER_DECLARED, Vulkan queues) */
     uint64_t destroyed_by;
     uint32_t device, kind;
 };
@@ -1404,6 +1405,7 @@ int sched_graph_create(sbt_reader *r, const struct sched_graph_opts *opts,
         goto oom;
     for (uint32_t i = 0; i <= ns; i++) {
         g->streams[i].last = NOREF;
+        g->streams[i].prev = NOREF;
         g->streams[i].destroyed_by = NONE;
         if (i) {
             g->streams[i].device = st[i - 1].device;
@@ -1497,7 +1499,19 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
                 opname(g, x, nb, sizeof nb), x->stream, sx->destroyed_by);
     }
 
-    if ((st = add_edge(g, &sx->last, SCHED_DEP_STREAM, x->stream, 0, 0, 0)))
+    /* Declared order: a Vulkan queue runs its commands in any order the program's barriers
+     * allow, so the op just before this one on the queue, when the program leaves the two
+     * unordered (their accesses conflict and nothing it declared orders them), is not a
+     * predecessor: this one follows the op before it instead (and so everything earlier) */
+    struct sref *pred = &sx->last;
+    if (g->ra && sx->kind == SBT_STREAM_QUEUE && sx->last.seq != NONE)
+        for (uint32_t i = 0; i < g->n_unord; i++)
+            if (g->unord[i] == sx->last.seq) {
+                pred = &sx->prev;
+                g->st.n_undeclared++;
+                break;
+            }
+    if ((st = add_edge(g, pred, SCHED_DEP_STREAM, x->stream, 0, 0, 0)))
         return st;
     if (sx->kind != SBT_STREAM_HOST_THREAD && x->thread && x->thread < g->n_threads &&
         (st = add_edge(g, &g->threads[x->thread], SCHED_DEP_HOST, x->thread, 0, 0, 0)))
@@ -1581,6 +1595,7 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
                 *k = g->eb[i].from + 1;
         }
 
+    sx->prev = sx->last;
     sx->last = xr;
     if (sx->kind == SBT_STREAM_HOST_THREAD && x->thread && x->thread < THREADS_MAX) {
         if (x->thread >= g->n_threads) {

@@ -3251,3 +3251,312 @@ Test(replays, flipped_upload_byte_is_divergent_where_it_is_read)
     cr_expect(n_fail >= 2);
     free(json);
 }
+
+/* ========================================================================================== */
+/* Perturbed replays (check --perturb), on lavapipe                                           */
+/* ========================================================================================== */
+
+/* tests/vk/vk_orderdep MODE (ok, atomics, uninit, numwg): programs whose outputs lavapipe
+ * keeps stable with LP_NUM_THREADS=0 although they rely on what no driver promises, and their
+ * correct versions. Captured and checked with LP_NUM_THREADS=0 so that the plain runs agree:
+ * `check --runs 2` passes every one of them (what it did before --perturb); with --perturb the
+ * buggy ones fail with the finding class of the perturbation that exposed them, at their
+ * dispatch, and the correct ones pass. */
+
+static void capture_mode(const char *mode, const char *out)
+{
+    int rc = sh("env LP_NUM_THREADS=0 '%s' capture --digests -o %s -- '%s/tests/vk/vk_orderdep' "
+                "%s >/dev/null 2>capture.err",
+                vk_bin, out, vk_build, mode);
+    cr_assert(eq(int, rc, 0), "capture of vk_orderdep %s failed (exit %d), see %s/capture.err",
+              mode, rc, dir);
+}
+
+/* `check TRACE --runs 2 EXTRA` under LP_NUM_THREADS=0, reports in p.json, p.xml, p.txt, p.pf:
+ * the exit status, the JSON (validated) in *json and the JUnit failures in *n_fail. */
+static int check_perturb(const char *trace, const char *extra, char **json, int *n_fail)
+{
+    sh("rm -rf pk p.json p.xml p.pf");
+    int rc = sh("env LP_NUM_THREADS=0 '%s' check %s --runs 2 --keep pk %s --json p.json --junit "
+                "p.xml --perfetto p.pf >p.txt 2>p.err",
+                vk_bin, trace, extra);
+    size_t len;
+    char *b = slurp(pathf("p.json"), &len);
+    struct js j = {b, b + len};
+    cr_assert(eq(int, js_value(&j), 0), "JSON does not parse near: %.40s", j.p);
+    *json = b;
+    b = slurp(pathf("p.xml"), &len);
+    int n_tc;
+    cr_assert(eq(int, xml_ok(b, &n_tc, n_fail), 0), "%s", b);
+    free(b);
+    return rc;
+}
+
+/* The first divergence of the failed check is dispatch seq, of class cls, exposed by the
+ * perturbation want (kind:seed), in every report. */
+static void expect_first(const char *json, uint64_t seq, const char *cls, const char *want)
+{
+    char got[64];
+    js_str(json, "first_divergence", "class", got, sizeof got);
+    cr_expect(eq(str, got, (char *)cls), "first divergence class %s, want %s", got, cls);
+    cr_expect(eq(i64, js_num(json, "first_divergence", "seq"), (int64_t)seq),
+              "the first divergence is the dispatch, op %" PRIu64, seq);
+    js_str(json, "first_divergence", "perturb", got, sizeof got);
+    cr_expect(eq(str, got, (char *)want));
+    cr_expect(eq(i64, js_num(json, "counts", "nondeterministic"), 0), "the plain runs agree");
+    cr_expect(eq(i64, js_num(json, "counts", "divergent"), 0), "and match the capture");
+    cr_expect(eq(int,
+                 sh("grep -q 'first divergence: op %" PRIu64 " .*%s.*(%s)' p.txt", seq, cls, want),
+                 0),
+              "the summary names op %" PRIu64 ", %s and %s; see %s/p.txt", seq, cls, want, dir);
+    cr_expect(eq(int, sh("grep -q 'name=\"%s\">' p.xml", cls), 0), "the JUnit testcase of %s fails",
+              cls);
+    cr_expect(eq(int, sh("grep -q '%s' p.pf", want), 0), "the Perfetto diff names %s", want);
+}
+
+Test(replays, perturb_split_names_order_dependent_float_atomics)
+{
+    need_vulkan("vk_orderdep");
+    capture_mode("atomics", "a.sbt");
+    uint64_t d = dispatch_of("a.sbt", "orderdep.spv");
+    char *json;
+    int n_fail;
+    /* before --perturb: the gate passes what the first GPU changes */
+    cr_expect(eq(int, check_perturb("a.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    int rc = check_perturb("a.sbt", "--perturb split:1", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb split: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, d, "order-dependence", "split:1");
+    cr_expect(strstr(json, "\"perturb\":\"split:1\",\"what\":\"split 1 dispatch into 64 pieces") !=
+                  NULL,
+              "%s", json);
+    cr_expect(n_fail >= 3, "the trace, the perturbed run and the class fail");
+    free(json);
+}
+
+Test(replays, perturb_poison_names_an_uninitialised_read)
+{
+    need_vulkan("vk_orderdep");
+    capture_mode("uninit", "u.sbt");
+    uint64_t d = dispatch_of("u.sbt", "orderdep.spv");
+    char *json;
+    int n_fail;
+    cr_expect(eq(int, check_perturb("u.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    int rc = check_perturb("u.sbt", "--perturb poison:3", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb poison: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, d, "uninitialised-read", "poison:3");
+    free(json);
+}
+
+/* declared:SEED replays with only the program's own synchronisation and a seeded order among
+ * what it leaves unordered, inside a queue too (a Vulkan queue runs commands in any order its
+ * barriers allow): vk_hazards nobarrier (a saxpy chain missing two barriers) passes its plain
+ * runs on lavapipe, which runs a queue's commands in order, and fails as a race under a seed
+ * that runs the unordered commands the other way round, the first divergence one of them (the
+ * second dispatch before the first, or the copy before the second); with its barriers (ok)
+ * every seed passes. Before
+ * the stream order of a queue was kept in the declared graph: no seed could reorder. */
+Test(replays, declared_order_exposes_a_missing_barrier)
+{
+    need_vulkan("vk_hazards");
+    const char *seeds = "--perturb declared:1,declared:3,declared:5,declared:6";
+    for (int bad = 1; bad >= 0; bad--) {
+        int rc = sh("env LP_NUM_THREADS=0 '%s' capture --digests -o h.sbt -- "
+                    "'%s/tests/vk/vk_hazards' %s >/dev/null 2>capture.err",
+                    vk_bin, vk_build, bad ? "nobarrier" : "ok");
+        cr_assert(eq(int, rc, 0), "capture failed, see %s/capture.err", dir);
+        char *json;
+        int n_fail;
+        rc = check_perturb("h.sbt", seeds, &json, &n_fail);
+        if (bad) {
+            cr_expect(eq(int, rc, 1), "nobarrier: exit %d; see %s/p.txt", rc, dir);
+            cr_expect(js_num(json, "counts", "race") > 0, "no race: see %s/p.txt", dir);
+            char kind[32], cls[32];
+            js_str(json, "first_divergence", "kind", kind, sizeof kind);
+            js_str(json, "first_divergence", "class", cls, sizeof cls);
+            cr_expect(eq(str, cls, "race"));
+            /* the second saxpy, run before the first, or the copy, before the second */
+            int pair_op = !strcmp(kind, "kernel") || !strcmp(kind, "copy");
+            cr_expect(pair_op, "the first divergence is a dispatch or the copy: %s", kind);
+        } else {
+            cr_expect(eq(int, rc, 0), "ok: exit %d; see %s/p.txt", rc, dir);
+            cr_expect(eq(i64, js_num(json, "counts", "race"), 0));
+        }
+        free(json);
+    }
+}
+
+/* The correct programs pass every perturbation: vk_orderdep ok (exact float sums, every byte
+ * it reads written), numwg (reads NumWorkgroups: split leaves it whole, and says so) and
+ * vk_compute (two queues, events, indirect dispatches). */
+Test(replays, perturb_passes_correct_programs)
+{
+    need_vulkan("vk_orderdep");
+    const char *modes[] = {"ok", "numwg"};
+    for (int i = 0; i < 2; i++) {
+        capture_mode(modes[i], "ok.sbt");
+        char *json;
+        int n_fail;
+        int rc = check_perturb("ok.sbt", "--perturb", &json, &n_fail);
+        cr_expect(eq(int, rc, 0), "%s: exit %d; see %s/p.txt", modes[i], rc, dir);
+        cr_expect(strstr(json, "\"result\":\"pass\"") != NULL, "%s: %s", modes[i], json);
+        const char *cls[] = {"race", "order-dependence", "uninitialised-read"};
+        for (int k = 0; k < 3; k++)
+            cr_expect(eq(i64, js_num(json, "counts", cls[k]), 0), "%s: %s", modes[i], cls[k]);
+        cr_expect(eq(int, sh("test $(ls pk/perturb-*.sbt | wc -l) -eq 5"), 0),
+                  "%s: poison, split, threads, order, declared: one run each", modes[i]);
+        if (i == 1)
+            cr_expect(strstr(json, "1 left whole (first: op ") != NULL &&
+                          strstr(json, "its shader reads NumWorkgroups") != NULL,
+                      "split says it left the NumWorkgroups dispatch whole: %s", json);
+        free(json);
+    }
+    need_vulkan("vk_compute");
+    capture_prog("vk_compute", "c.sbt");
+    char *json;
+    int n_fail;
+    int rc = check_perturb("c.sbt", "--perturb", &json, &n_fail);
+    cr_expect(eq(int, rc, 0), "vk_compute: exit %d; see %s/p.txt", rc, dir);
+    cr_expect(eq(int, n_fail, 0));
+    free(json);
+}
+
+/* ========================================================================================== */
+/* Perturbed runs, synthetic                                                                  */
+/* ========================================================================================== */
+
+TestSuite(perturbed, .init = mkdir_tmp, .fini = rm_tmp);
+
+static int confirm_calls;
+
+static int confirm_stub(void *ctx, const struct chk_finding *f, char *out, size_t cap)
+{
+    confirm_calls++;
+    snprintf(out, cap, "%s %" PRIu64, (const char *)ctx, f->seq);
+    return 1;
+}
+
+/* cap, two plain runs (digests p0, p1 of op consume) and one run perturbed as kind with class
+ * cls (digest pd of consume), checked with the confirm hook. */
+static struct chk_report *check_perturbed(uint64_t p0, uint64_t p1, uint64_t pd, const char *kind,
+                                          const char *cls, int *st)
+{
+    const struct top cap[] = CHAIN(10, 20, 30, 40);
+    struct top r0[] = CHAIN(10, 20, 30, 40), r1[] = CHAIN(10, 20, 30, 40),
+               rp[] = CHAIN(10, 20, 30, 40);
+    r0[1].digest = p0, r1[1].digest = p1, rp[1].digest = pd;
+    /* what reads consume's output differs wherever it does */
+    r0[3].digest = p0 == 20 ? 30 : 31, r1[3].digest = p1 == 20 ? 30 : 31;
+    rp[3].digest = pd == 20 ? 30 : 32;
+    write_trace(pathf("cap.sbt"), cap, 4);
+    write_trace(pathf("r0.sbt"), r0, 4);
+    write_trace(pathf("r1.sbt"), r1, 4);
+    tx_meta[0][0] = "replay.perturb", tx_meta[0][1] = kind;
+    tx_meta[1][0] = "replay.perturb_class", tx_meta[1][1] = cls;
+    tx_meta[2][0] = "replay.perturb_what", tx_meta[2][1] = "split 1 dispatch into 4 pieces";
+    write_trace(pathf("rp.sbt"), rp, 4);
+    memset(tx_meta, 0, sizeof tx_meta);
+    sbt_reader *rc = open_r(pathf("cap.sbt"));
+    sbt_reader *rr[3] = {open_r(pathf("r0.sbt")), open_r(pathf("r1.sbt")), open_r(pathf("rp.sbt"))};
+    struct chk_report *rep = NULL;
+    confirm_calls = 0;
+    *st = chk_check(rc, rr, 3, NULL, 0,
+                    &CHK_OPTS(.confirm = confirm_stub, .confirm_ctx = (void *)"static finding"),
+                    &rep);
+    for (int i = 0; i < 3; i++)
+        sbt_reader_close(rr[i]);
+    sbt_reader_close(rc);
+    return rep;
+}
+
+/* The plain runs agree with the capture and the perturbed one does not: a finding of the class
+ * its replay recorded, at consume, naming the run's kind and seed and what it changed, with the
+ * static finding the hook names; the first divergence; what reads consume is downstream. The
+ * pass bound counts the plain runs only. */
+Test(perturbed, a_divergence_only_a_perturbation_shows_is_its_class)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 20, 21, "split:1", "order-dependence", &st);
+    cr_assert(eq(int, st, 0), "%s", chk_errmsg());
+    cr_expect(eq(int, rep->failed, 1));
+    cr_expect(eq(u64, rep->count[CHK_ORDER_DEPENDENCE], 2));
+    cr_expect(eq(u64, rep->count[CHK_NONDETERMINISTIC] + rep->count[CHK_DIVERGENT], 0));
+    cr_expect(eq(int, rep->not_verified, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u32, rep->n_perturbed, 1));
+    cr_expect(eq(u32, rep->n_compared_runs, 2), "the bound's N: the plain runs");
+    cr_assert(eq(int, rep->has_first, 1));
+    cr_expect(eq(u32, rep->first.cls, CHK_ORDER_DEPENDENCE));
+    cr_expect(eq(u64, rep->first.seq, 1));
+    cr_expect(eq(u32, rep->first.run, 3));
+    cr_expect(eq(str, rep->first.perturb, "split:1"));
+    cr_expect(eq(str, rep->first.perturb_what, "split 1 dispatch into 4 pieces"));
+    cr_expect(eq(str, rep->first.confirms, "static finding 1"));
+    cr_expect(eq(int, confirm_calls, 2), "once per perturbed finding");
+    cr_expect(eq(u64, rep->n_roots, 1), "finish reads consume's output: downstream");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    chk_report_json(rep, f);
+    fclose(f);
+    cr_expect(strstr(buf, "\"perturbed_runs\":[{\"run\":") != NULL, "%s", buf);
+    cr_expect(strstr(buf, "\"perturb\":\"split:1\",\"perturb_what\":\"split 1 dispatch into 4 "
+                          "pieces\",\"confirms\":\"static finding 1\"") != NULL,
+              "%s", buf);
+    free(buf);
+    chk_report_free(rep);
+}
+
+/* Plain runs that disagree keep today's verdict: nondeterministic, whatever the perturbed run
+ * says at that op; the same perturbed difference with the plain runs agreeing is a race when
+ * the run was an order perturbation. A perturbed run that agrees passes. */
+Test(perturbed, plain_disagreement_stays_nondeterministic)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 22, 21, "order:4", "race", &st);
+    cr_assert(eq(int, st, 0), "%s", chk_errmsg());
+    cr_expect(eq(u64, rep->count[CHK_RACE], 0));
+    cr_expect(rep->count[CHK_NONDETERMINISTIC] >= 1);
+    cr_expect(eq(u32, rep->first.cls, CHK_NONDETERMINISTIC));
+    chk_report_free(rep);
+    rep = check_perturbed(20, 20, 21, "order:4", "race", &st);
+    cr_expect(eq(u64, rep->count[CHK_RACE], 2));
+    cr_expect(eq(u32, rep->first.cls, CHK_RACE));
+    chk_report_free(rep);
+    rep = check_perturbed(20, 20, 20, "poison:2", "uninitialised-read", &st);
+    cr_expect(eq(int, rep->failed, 0), "%s", rep->fail_reason);
+    cr_expect(eq(u64, rep->count[CHK_UNINIT_READ], 0));
+    chk_report_free(rep);
+}
+
+/* A perturbed result whose class is none of the three is refused, naming it. */
+Test(perturbed, an_unknown_perturbation_class_is_refused)
+{
+    int st;
+    struct chk_report *rep = check_perturbed(20, 20, 21, "split:1", "bad-class", &st);
+    cr_expect(eq(int, st, SBT_ECORRUPT));
+    cr_expect(strstr(chk_errmsg(), "bad-class") != NULL, "%s", chk_errmsg());
+    cr_expect(rep == NULL);
+}
+
+/* threads: racy (a cross-workgroup data race) captured and replayed with LP_NUM_THREADS=0 is
+ * stable, and `check --runs 2` passes it; threads:3 replays it with LP_NUM_THREADS=4, and the
+ * racy dispatch is the first divergence, order-dependence, naming the thread count. */
+Test(replays, perturb_threads_names_the_racy_dispatch)
+{
+    need_vulkan("racy");
+    int rc = sh("env LP_NUM_THREADS=0 '%s' capture --digests -o r.sbt -- '%s/tests/vk/racy' "
+                ">/dev/null 2>capture.err",
+                vk_bin, vk_build);
+    cr_assert(eq(int, rc, 0), "capture of racy failed, see %s/capture.err", dir);
+    uint64_t racy = dispatch_of("r.sbt", "racy.spv");
+    char *json;
+    int n_fail;
+    cr_expect(eq(int, check_perturb("r.sbt", "", &json, &n_fail), 0), "see %s/p.txt", dir);
+    free(json);
+    rc = check_perturb("r.sbt", "--perturb threads:3", &json, &n_fail);
+    cr_expect(eq(int, rc, 1), "check --perturb threads:3: exit %d; see %s/p.txt", rc, dir);
+    expect_first(json, racy, "order-dependence", "threads:3");
+    cr_expect(strstr(json, "LP_NUM_THREADS=4 for the device") != NULL, "%s", json);
+    free(json);
+}

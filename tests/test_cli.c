@@ -302,6 +302,23 @@ Test(cli, timing_not_gated_is_skipped_and_require_timing_fails_it)
     cr_expect(strstr(out, "--require-timing") != NULL, "%s", out);
 }
 
+/* --perturb: kinds and seeds are checked before anything runs; perturbed runs are made here,
+ * so not with --results, and compared bitwise, so not under a tolerance. */
+Test(cli, perturb_usage_is_checked)
+{
+    cr_assert(eq(int, run("gen -o g.sbt --ops 300 --seed 1 --digests"), 0), "%s", out);
+    cr_expect(eq(int, run("check g.sbt --perturb=shuffle"), 2), "%s", out);
+    cr_expect(strstr(out, "poison, split, threads, order, declared") != NULL, "%s", out);
+    cr_expect(eq(int, run("check g.sbt --perturb=split:x"), 2), "%s", out);
+    cr_expect(eq(int, run("check g.sbt --results g.sbt --perturb"), 2), "%s", out);
+    cr_expect(strstr(out, "--perturb replays here") != NULL, "%s", out);
+    cr_expect(eq(int, run("check g.sbt --perturb split --tolerance ulp:2"), 2), "%s", out);
+    cr_expect(eq(int, run("replay g.sbt --perturb poison:1"), 2), "%s", out);
+    cr_expect(strstr(out, "need --mode full") != NULL, "%s", out);
+    cr_assert(eq(int, run("check --help"), 0));
+    cr_expect(strstr(out, "--perturb [KINDS]") != NULL, "%s", out);
+}
+
 /* ========================================================================================== */
 /* make dist and scripts/gpu-check.sh                                                         */
 /* ========================================================================================== */

@@ -1077,6 +1077,146 @@ Test(engine, no_backend_for_a_synthetic_trace)
 }
 
 /* ========================================================================================== */
+/* Perturbed replays on the fake backend                                                      */
+/* ========================================================================================== */
+
+Test(engine, perturbation_kinds_parse_with_their_seeds)
+{
+    struct replay_perturb p;
+    cr_expect_eq(replay_perturb_parse("split:42", &p), 0);
+    cr_expect(p.kind == REPLAY_PERTURB_SPLIT && p.seed == 42);
+    cr_expect_eq(replay_perturb_parse("poison", &p), 0, "the seed defaults to 1");
+    cr_expect(p.kind == REPLAY_PERTURB_POISON && p.seed == 1);
+    const char *bad[] = {"", "split:", "split:x", "split:1x", "shuffle:1", "poisonous", ":3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(replay_perturb_parse(bad[i], &p), SBT_EINVAL, "'%s' accepted", bad[i]);
+        cr_expect(strstr(replay_errmsg(), "perturbation") != NULL, "%s", replay_errmsg());
+    }
+    cr_expect_str_eq(replay_perturb_class(REPLAY_PERTURB_ORDER), "race");
+    cr_expect_str_eq(replay_perturb_class(REPLAY_PERTURB_SPLIT), "order-dependence");
+    cr_expect_str_eq(replay_perturb_class(REPLAY_PERTURB_POISON), "uninitialised-read");
+    /* the poison word is a signalling NaN: exponent all ones, quiet bit clear, payload != 0 */
+    for (uint64_t seed = 0; seed < 64; seed++) {
+        uint32_t w = replay_perturb_poison_word(seed);
+        cr_expect((w & 0x7f800000u) == 0x7f800000u && !(w & 0x400000u) && (w & 0x3fffffu),
+                  "seed %" PRIu64 ": 0x%08x", seed, w);
+    }
+}
+
+/* split leaves whole the dispatches of a module that decorates something BuiltIn
+ * NumWorkgroups (24), by OpDecorate (71) or OpMemberDecorate (72); a stream it cannot walk
+ * (a word count of 0, or past the end) counts as reading it. */
+Test(engine, spirv_scan_finds_the_num_workgroups_builtin)
+{
+#define HDR 0x07230203u, 0x00010000u, 0u, 16u, 0u
+    const uint32_t deco[] = {HDR, 4u << 16 | 71, 5, 11, 24};
+    const uint32_t member[] = {HDR, 5u << 16 | 72, 5, 0, 11, 24};
+    const uint32_t other[] = {HDR, 4u << 16 | 71, 5, 11, 28, 4u << 16 | 71, 6, 30, 0};
+    const uint32_t zero_wc[] = {HDR, 0u << 16 | 71, 5, 11, 24};
+    const uint32_t past[] = {HDR, 9u << 16 | 71, 5, 11, 24};
+#undef HDR
+    cr_expect_eq(vkr_spirv_reads_numwg(deco, sizeof deco), 1);
+    cr_expect_eq(vkr_spirv_reads_numwg(member, sizeof member), 1);
+    cr_expect_eq(vkr_spirv_reads_numwg(other, sizeof other), 0, "GlobalInvocationId is not it");
+    cr_expect_eq(vkr_spirv_reads_numwg(zero_wc, sizeof zero_wc), -1);
+    cr_expect_eq(vkr_spirv_reads_numwg(past, sizeof past), -1);
+    /* the glslang output of the test shaders, where built */
+    const char *b = getenv("REPRISE_BUILD");
+    const char *names[] = {"numwg.spv", "orderdep.spv"};
+    for (int i = 0; b && i < 2; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/vk/%s", b, names[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        static uint8_t code[1 << 16];
+        size_t n = fread(code, 1, sizeof code, f);
+        fclose(f);
+        cr_expect_eq(vkr_check_spirv(code, n), 0, "%s", replay_errmsg());
+        cr_expect_eq(vkr_spirv_reads_numwg(code, n), i == 0, "%s", names[i]);
+    }
+}
+
+/* Every op's digest of a replay of r (on the fake backend) with perturbation p into dig. */
+static void replay_digests(sbt_reader *r, struct replay_perturb p, struct coll *c,
+                           struct replay_result *res)
+{
+    int st = replay_run(r,
+                        &REPLAY_OPTS(.backend_impl = &fake_backend, .verify = REPLAY_VERIFY_OP,
+                                     .on_op = coll_on_op, .ctx = c, .perturb = p),
+                        res);
+    cr_assert_eq(st, 0, "%s", replay_errmsg());
+}
+
+/* The fake kernel writes a hash of what it read: an op run before one whose outputs it reads
+ * (an edge not kept) changes its digest. order:S must move ops (across streams and host
+ * threads) and keep every digest; the same seed must move them the same way. */
+Test(engine, order_perturbation_moves_ops_and_keeps_every_edge)
+{
+    sbt_reader *r = gen_trace("g.sbt", 3000);
+    struct coll plain, a, b;
+    coll_init(&plain, 3000);
+    coll_init(&a, 3000);
+    coll_init(&b, 3000);
+    struct replay_result res;
+    replay_digests(r, (struct replay_perturb){0}, &plain, &res);
+    cr_expect_str_eq(res.perturb, "");
+    replay_result_free(&res);
+    replay_digests(r, (struct replay_perturb){REPLAY_PERTURB_ORDER, 5}, &a, &res);
+    cr_expect_str_eq(res.perturb, "order:5");
+    uint64_t moved = strtoull(res.perturb_what, NULL, 10);
+    cr_expect_gt(moved, 100, "ops run out of the graph's order: %s", res.perturb_what);
+    cr_expect_eq(res.n_errors, 0, "%s", res.first_error_msg);
+    replay_result_free(&res);
+    replay_digests(r, (struct replay_perturb){REPLAY_PERTURB_ORDER, 5}, &b, &res);
+    cr_expect_eq(strtoull(res.perturb_what, NULL, 10), moved, "the same seed, the same order");
+    replay_result_free(&res);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < 3000; i++) {
+        if (!plain.has[i])
+            continue;
+        n++;
+        cr_expect(a.has[i] && sbt_hash_eq(a.dig[i], plain.dig[i]), "op %" PRIu64 " differs", i);
+        cr_expect(b.has[i] && sbt_hash_eq(b.dig[i], a.dig[i]), "op %" PRIu64 " not reproduced", i);
+    }
+    cr_expect_gt(n, 100);
+    coll_free(&plain);
+    coll_free(&a);
+    coll_free(&b);
+    sbt_reader_close(r);
+}
+
+/* What a perturbed replay cannot be combined with, or this backend cannot do, is refused
+ * naming it. */
+Test(engine, perturbations_a_backend_cannot_apply_are_refused)
+{
+    sbt_reader *r = gen_trace("g.sbt", 300);
+    struct replay_result res;
+    struct sbt_range rg = {.has_seq = 1, .seq_begin = 10, .seq_end = 20};
+    struct {
+        struct replay_perturb p;
+        const struct sbt_range *range;
+        int st;
+        const char *msg;
+    } c[] = {
+        {{REPLAY_PERTURB_DECLARED, 1}, &rg, SBT_EINVAL, "runs the whole trace"},
+        {{REPLAY_PERTURB_SPLIT, 1}, NULL, REPLAY_EUNSUPPORTED, "vkCmdDispatchBase"},
+        {{REPLAY_PERTURB_THREADS, 1}, NULL, REPLAY_EUNSUPPORTED, "thread-count knob"},
+        {{REPLAY_PERTURB_ORDER, 1}, &rg, SBT_EINVAL, "runs the whole trace"},
+        {{9, 1}, NULL, SBT_EINVAL, "unknown"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int st = replay_run(
+            r, &REPLAY_OPTS(.backend_impl = &fake_backend, .perturb = c[i].p, .range = c[i].range),
+            &res);
+        cr_expect_eq(st, c[i].st, "case %zu: %d %s", i, st, replay_errmsg());
+        cr_expect(strstr(replay_errmsg(), c[i].msg) != NULL, "case %zu: %s", i, replay_errmsg());
+        replay_result_free(&res);
+    }
+    sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
 /* Vulkan, on lavapipe                                                                        */
 /* ========================================================================================== */
 
@@ -2906,4 +3046,66 @@ Test(vulkan, a_corrupted_blob_is_reported_at_the_op_that_reads_it)
     cr_expect(strstr(res.first_error_msg, "hash"), "%s", res.first_error_msg);
     replay_result_free(&res);
     sbt_reader_close(r);
+}
+
+/* ========================================================================================== */
+/* Perturbed replays on lavapipe                                                              */
+/* ========================================================================================== */
+
+/* The digest of op seq in a replay of r with perturbation p (kind 0: a plain one). */
+static sbt_hash perturbed_digest(sbt_reader *r, struct replay_perturb p, uint64_t seq,
+                                 struct replay_result *res)
+{
+    uint64_t n = sbt_reader_info(r)->seq_end;
+    struct coll c;
+    coll_init(&c, n);
+    int st = replay_run(
+        r, &REPLAY_OPTS(.verify = REPLAY_VERIFY_OP, .on_op = coll_on_op, .ctx = &c, .perturb = p),
+        res);
+    cr_assert_eq(st, 0, "%s", replay_errmsg());
+    cr_assert(seq < n && c.has[seq], "op %" PRIu64 " has no digest", seq);
+    sbt_hash d = c.dig[seq];
+    coll_free(&c);
+    return d;
+}
+
+/* `replay --perturb KIND:SEED` reproduces a perturbed replay exactly: vk_orderdep atomics
+ * split by seed 3 (its float sum rounds in another workgroup order) and uninit poisoned by
+ * seed 3 (it reads memory nothing wrote) give the same outputs twice, outputs that differ
+ * from the plain replay's (so something was perturbed), and another seed gives others. With
+ * LP_NUM_THREADS=0, as the plain replay is stable then. */
+Test(vulkan, perturbed_replays_reproduce_with_their_seed)
+{
+    need_vulkan();
+    char exe[1024];
+    snprintf(exe, sizeof exe, "%s/tests/vk/vk_orderdep", build);
+    if (access(exe, X_OK))
+        cr_skip_test("%s not built", exe);
+    setenv("LP_NUM_THREADS", "0", 1);
+    const char *modes[] = {"atomics", "uninit"};
+    uint32_t kinds[] = {REPLAY_PERTURB_SPLIT, REPLAY_PERTURB_POISON};
+    for (int i = 0; i < 2; i++) {
+        capture("vk_orderdep", modes[i], "o.sbt");
+        sbt_reader *r = open_tmp("o.sbt");
+        uint64_t k = UINT64_MAX;
+        first_kernel(r, &k);
+        struct replay_result res;
+        sbt_hash plain = perturbed_digest(r, (struct replay_perturb){0}, k, &res);
+        cr_expect_eq(res.n_mismatch, 0, "%s: the plain replay is the capture", modes[i]);
+        replay_result_free(&res);
+        struct replay_perturb p = {kinds[i], 3}, q = {kinds[i], 4};
+        sbt_hash a = perturbed_digest(r, p, k, &res);
+        cr_expect_str_eq(res.perturb, i ? "poison:3" : "split:3");
+        cr_expect(res.perturb_what[0] != 0);
+        replay_result_free(&res);
+        sbt_hash b = perturbed_digest(r, p, k, &res);
+        replay_result_free(&res);
+        sbt_hash c = perturbed_digest(r, q, k, &res);
+        replay_result_free(&res);
+        cr_expect(!sbt_hash_eq(a, plain), "%s: the perturbation changed op %" PRIu64, modes[i], k);
+        cr_expect(sbt_hash_eq(a, b), "%s: the same seed gives the same outputs", modes[i]);
+        cr_expect(!sbt_hash_eq(c, a), "%s: another seed, other outputs", modes[i]);
+        sbt_reader_close(r);
+    }
+    unsetenv("LP_NUM_THREADS");
 }

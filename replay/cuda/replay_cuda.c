@@ -187,6 +187,9 @@ struct be {
     struct drv d;
     sbt_reader *r;
     struct replay_bk_cb cb;
+    /* a perturbed run: poison fills new allocations (replay.h); counted into *ps */
+    struct replay_perturb perturb;
+    struct replay__pstats *ps;
     CUdevice dev;
     CUcontext ctx;
     CUmodule *mods; /* by program id - 1 */
@@ -330,6 +333,8 @@ static int cuda_open(sbt_reader *r, const struct replay_bk_opts *o, const struct
     }
     b->r = r;
     b->cb = *cb;
+    b->perturb = o->perturb;
+    b->ps = o->pstats;
     int n = 0, ver = 0;
     b->d.cuDeviceGetCount(&n);
     b->d.cuDriverGetVersion(&ver);
@@ -627,6 +632,26 @@ static int exec_op(struct be *b, const struct replay_x *x, const struct sbt_cuda
         } else { /* cuMemAlloc, pools, pitch, VMM mappings: memory of the same size */
             CU(b->d.cuMemAlloc_v2(&a, o->size), "cuMemAlloc");
             st = res_add(b, op->resource, a, op->bytes, 1);
+            if (st == 0 && b->perturb.kind == REPLAY_PERTURB_POISON && o->size) {
+                /* the pattern instead of what the driver left there; the trailing bytes of a
+                 * size that is no multiple of 4 get its low bytes */
+                uint32_t w = replay_perturb_poison_word(b->perturb.seed);
+                size_t nw = o->size / 4, tail = o->size % 4;
+                CUresult r =
+                    nw ? (o->pt ? b->d.cuMemsetD32Async_ptsz : b->d.cuMemsetD32Async)(a, w, nw, s)
+                       : CUDA_SUCCESS;
+                if (r == CUDA_SUCCESS && tail)
+                    r = (o->pt ? b->d.cuMemsetD8Async_ptsz
+                               : b->d.cuMemsetD8Async)(a + nw * 4, (unsigned char)w, tail, s);
+                if (r == CUDA_SUCCESS)
+                    r = (o->pt ? b->d.cuStreamSynchronize_ptsz : b->d.cuStreamSynchronize)(s);
+                if (r != CUDA_SUCCESS)
+                    return cu_fail(&b->d, r, "poisoning an allocation (cuMemsetD32Async)");
+                if (b->ps) {
+                    b->ps->poisoned_allocs++;
+                    b->ps->poisoned_bytes += o->size;
+                }
+            }
         }
         return st < 0 ? st : report(b, x, 0, 0, 0);
     }

@@ -222,6 +222,7 @@ static void vk_reset(void *be)
     sbt_map_free(&b->bufs);
     sbt_map_free(&b->views);
     sbt_map_free(&b->mems);
+    sbt_map_free(&b->host_mems);
     sbt_map_free(&b->pipes);
     sbt_map_free(&b->playouts);
     sbt_map_free(&b->setlayouts);

@@ -404,6 +404,29 @@ int vkr_check_spirv(const void *code, size_t len)
     return 0;
 }
 
+int vkr_spirv_reads_numwg(const void *code, size_t len)
+{
+    /* instructions after the 5-word header: word 0 = word count << 16 | opcode;
+     * OpDecorate (71) target BuiltIn(11) b, OpMemberDecorate (72) type member BuiltIn(11) b */
+    const uint8_t *p = code;
+    size_t n = len / 4;
+    for (size_t i = 5; i < n;) {
+        uint32_t w[5] = {0};
+        memcpy(&w[0], p + i * 4, 4);
+        uint32_t wc = w[0] >> 16, opc = w[0] & 0xffff;
+        if (!wc || wc > n - i)
+            return -1;
+        for (uint32_t k = 1; k < wc && k < 5; k++)
+            memcpy(&w[k], p + (i + k) * 4, 4);
+        if (opc == 71 && wc >= 4 && w[2] == 11 && w[3] == 24)
+            return 1;
+        if (opc == 72 && wc >= 5 && w[3] == 11 && w[4] == 24)
+            return 1;
+        i += wc;
+    }
+    return 0;
+}
+
 /* ---- memory and buffers ------------------------------------------------------------------- */
 
 int vkr_check_buffer(const struct sbt_payload_rec *r)

@@ -364,6 +364,61 @@ static int scratch_bindings(struct vkbe *b, uint32_t n)
     return 0;
 }
 
+/* ---- split (a perturbed replay) ---------------------------------------------------------- */
+
+/* Pieces a dispatch is cut into at most: each piece is one vkCmdDispatchBase. */
+#define SPLIT_PIECES 64
+
+static void left_whole(struct vkbe *b, const struct sbt_op *op, const char *why)
+{
+    if (!b->ps)
+        return;
+    if (!b->ps->whole_dispatches++) {
+        b->ps->first_whole_seq = op->seq;
+        snprintf(b->ps->first_whole_why, sizeof b->ps->first_whole_why, "%s", why);
+    }
+}
+
+/* The workgroups of the dispatch (base g[0..2], counts g[3..5]) as up to SPLIT_PIECES pieces
+ * along its longest dimension, issued in an order drawn from the seed and the op's seq (so
+ * that each dispatch is cut the same way whatever ran before it). WorkgroupId and
+ * GlobalInvocationId are what they were (the base adds back each piece's offset); only
+ * NumWorkgroups would see a piece's count, and shaders that read it are not cut. */
+static void split_dispatch(struct vkbe *b, VkCommandBuffer cb, const struct sbt_op *op,
+                           const uint64_t *g)
+{
+    uint32_t d = g[4] > g[3] ? (g[5] > g[4] ? 2 : 1) : (g[5] > g[3] ? 2 : 0);
+    uint64_t len = g[3 + d];
+    uint32_t n = len < SPLIT_PIECES ? (uint32_t)len : SPLIT_PIECES;
+    if (len <= 1) { /* cut along no dimension: the pieces are the other dimensions' rows */
+        d = g[3] > 1 ? 0 : g[4] > 1 ? 1 : 2;
+        len = g[3 + d];
+        n = len < SPLIT_PIECES ? (uint32_t)len : SPLIT_PIECES;
+    }
+    uint32_t order[SPLIT_PIECES];
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = i;
+    uint64_t rng = b->perturb.seed * 0x9e3779b97f4a7c15ull ^ op->seq;
+    for (uint32_t i = n; i > 1; i--) { /* Fisher-Yates */
+        uint32_t j = (uint32_t)(replay__rand(&rng) % i);
+        uint32_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t lo = len * order[i] / n, hi = len * (order[i] + 1) / n;
+        uint64_t base[3] = {g[0], g[1], g[2]}, cnt[3] = {g[3], g[4], g[5]};
+        base[d] += lo;
+        cnt[d] = hi - lo;
+        vkCmdDispatchBase(cb, (uint32_t)base[0], (uint32_t)base[1], (uint32_t)base[2],
+                          (uint32_t)cnt[0], (uint32_t)cnt[1], (uint32_t)cnt[2]);
+    }
+    if (b->ps) {
+        b->ps->split_dispatches++;
+        b->ps->split_pieces += n;
+    }
+}
+
 /* Records a DISPATCH payload into the open batch: its sets are allocated and written from
  * its BINDING records (whatever bound or pushed them at capture), then bound with every
  * dynamic offset 0 (the bindings' offsets have them applied). */
@@ -524,11 +579,21 @@ static int rec_dispatch(struct vkbe *b, struct batch *x, const struct sbt_op *op
     } else {
         /* always with an explicit base: lavapipe (Mesa 22.3) keeps the base of an earlier
          * vkCmdDispatchBase for later dispatches of the command buffer */
+        if (b->perturb.kind == REPLAY_PERTURB_SPLIT && !p->reads_numwg &&
+            (uint64_t)g[3] * g[4] * g[5] > 1) {
+            split_dispatch(b, cb, op, g);
+            x->had_base = 1;
+            return 0;
+        }
+        if (b->perturb.kind == REPLAY_PERTURB_SPLIT && p->reads_numwg)
+            left_whole(b, op, "its shader reads NumWorkgroups");
         vkCmdDispatchBase(cb, (uint32_t)g[0], (uint32_t)g[1], (uint32_t)g[2], (uint32_t)g[3],
                           (uint32_t)g[4], (uint32_t)g[5]);
         if (g[0] | g[1] | g[2])
             x->had_base = 1;
     }
+    if (ind_buf && b->perturb.kind == REPLAY_PERTURB_SPLIT)
+        left_whole(b, op, "an indirect dispatch (its group counts are on the device)");
     return 0;
 }
 

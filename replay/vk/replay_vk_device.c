@@ -345,16 +345,46 @@ static int chain_enable(struct gfeat *chain, uint32_t stype, const char *field)
     return 0;
 }
 
+/* poison: the memories the program maps (its host writes and reads name them). The trace's
+ * mapped memory starts at zero: the capture leaves out host writes of zeros over bytes its
+ * shadow holds as zero, so these keep their zeros, and only memory the host never touches
+ * (initialised by device commands alone, all recorded) is poisoned. */
+static int host_memories(struct vkbe *b)
+{
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    int st = sbt_cursor_open(b->r, NULL, &c);
+    while (st >= 0 && (st = sbt_cursor_next(c, &op)) == 1)
+        for (uint32_t i = 0;
+             (op->kind == SBT_OP_HOST_WRITE || op->kind == SBT_OP_HOST_READ) && i < op->n_access;
+             i++)
+            if (!sbt_map_put(&b->host_mems, op->access[i].resource, NULL))
+                st = SBT_ENOMEM;
+    sbt_cursor_close(c);
+    if (st < 0) {
+        sbt_map_free(&b->host_mems);
+        return replay__fail(st, "poison: reading the trace's host accesses: %s", sbt_errmsg());
+    }
+    return 0;
+}
+
 int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_bk_cb *cb,
              struct replay_device_info *info, void **out)
 {
     *out = NULL;
+    int st0;
     struct vkbe *b = calloc(1, sizeof *b);
     if (!b)
         return replay__fail(SBT_ENOMEM, "out of memory");
     b->r = r;
     b->cb = *cb;
     b->verify = o->verify;
+    b->perturb = o->perturb;
+    b->ps = o->pstats;
+    if (b->perturb.kind == REPLAY_PERTURB_POISON && (st0 = host_memories(b)) < 0) {
+        free(b);
+        return st0;
+    }
     struct devreq req = {0};
     struct gfeat *chain = NULL;
     int st = make_instance(&b->inst);

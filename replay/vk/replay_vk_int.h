@@ -132,6 +132,7 @@ struct pipe {
     uint64_t *used;
     uint32_t n_used;
     int used_all;
+    int reads_numwg; /* its module declares the NumWorkgroups built-in (split leaves it whole) */
 };
 
 /* Staging memory for read-backs (host-visible, mapped). */
@@ -205,6 +206,11 @@ struct vkbe {
     sbt_reader *r;
     struct replay_bk_cb cb;
     uint32_t verify;
+    /* a perturbed run (replay.h): poison fills new memory, split cuts dispatches; what they
+     * changed is counted into *ps */
+    struct replay_perturb perturb;
+    struct replay__pstats *ps;
+    struct sbt_map host_mems; /* poison: memory ids the host writes or reads (mapped) */
     VkInstance inst;
     VkPhysicalDevice phys;
     VkDevice dev;
@@ -324,6 +330,10 @@ int vkr_check_pipeline(const struct vkr_limits *l, const struct sbt_payload_rec 
                        uint32_t *flags);
 int vkr_check_spec_entry(const struct sbt_payload_rec *r, uint32_t data_len);
 int vkr_check_spirv(const void *code, size_t len);
+/* 1 if the SPIR-V module (checked by vkr_check_spirv) decorates something BuiltIn
+ * NumWorkgroups, 0 if not, -1 if its instruction stream is malformed (word count 0 or past
+ * the end): then nobody can tell, and callers treat it as reading it. */
+int vkr_spirv_reads_numwg(const void *code, size_t len);
 int vkr_check_buffer(const struct sbt_payload_rec *r);
 int vkr_check_view(const struct vkr_limits *l, const struct sbt_payload_rec *r, uint64_t buf_size);
 int vkr_check_access(const struct sbt_access *a, uint64_t mem_size, uint64_t seq);

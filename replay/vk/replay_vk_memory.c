@@ -137,9 +137,29 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
                             " bytes: allocation failed (VkResult %d)",
                             id, size, (int)vr);
     }
-    /* the capture's page shadow starts at zero: so must the replay's memory */
+    /* the capture's page shadow starts at zero: so must the replay's memory (but for poison,
+     * which fills it with a pattern a correct program overwrites before it reads) */
+    uint32_t word = 0;
+    if (b->perturb.kind == REPLAY_PERTURB_POISON && sbt_map_get(&b->host_mems, id)) {
+        /* memory the program maps keeps its zeros (host_memories says why) */
+        if (b->ps)
+            b->ps->zeroed_allocs++;
+    } else if (b->perturb.kind == REPLAY_PERTURB_POISON) {
+        word = replay_perturb_poison_word(b->perturb.seed);
+        if (b->ps) {
+            b->ps->poisoned_allocs++;
+            b->ps->poisoned_bytes += size;
+        }
+    }
     if (m->map) {
-        memset(m->map, 0, size);
+        if (word) {
+            uint64_t i = 0;
+            for (; i + 4 <= size; i += 4)
+                memcpy(m->map + i, &word, 4);
+            memcpy(m->map + i, &word, size - i);
+        } else {
+            memset(m->map, 0, size);
+        }
         if (!m->coherent) {
             VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
                                       .memory = m->mem,
@@ -151,7 +171,7 @@ int vkr_mem_alloc(struct vkbe *b, const struct sbt_op *op)
         int st = vkr_oneshot_begin(b, &cb);
         if (st < 0)
             return st;
-        vkCmdFillBuffer(cb, m->whole, 0, VK_WHOLE_SIZE, 0);
+        vkCmdFillBuffer(cb, m->whole, 0, VK_WHOLE_SIZE, word);
         if ((st = vkr_oneshot_end(b, cb)) < 0)
             return st;
     }

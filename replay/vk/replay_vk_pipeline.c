@@ -344,6 +344,9 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         snprintf(msg, sizeof msg, "pipeline %" PRIu64 ": %s", id, replay_errmsg());
         goto bad;
     }
+    int reads_numwg = vkr_spirv_reads_numwg(code, code_len) != 0;
+    if (b->perturb.kind == REPLAY_PERTURB_SPLIT) /* its dispatches are cut with a base */
+        flags |= VK_PIPELINE_CREATE_DISPATCH_BASE_BIT;
     VkShaderModuleCreateInfo mci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_len, .pCode = code};
     VkResult vr = vkCreateShaderModule(b->dev, &mci, NULL, &mod);
@@ -438,6 +441,7 @@ static int make_pipeline(struct vkbe *b, const struct sbt_kernel *k)
         return 0;
     }
     p->layout = layout;
+    p->reads_numwg = reads_numwg;
     if (used_bindings(prog, p) < 0 || sbt_map_putp(&b->pipes, id, p) < 0) {
         vkDestroyPipeline(b->dev, p->pipe, NULL);
         free(p->used);

@@ -3,13 +3,18 @@
  * with the CUDA headers and run against the fake driver (tests/cuda/fake_cuda.h), with and
  * without the capture shim in front. It prints its results; capture must not change a byte.
  *
- * Usage: prog_saxpy [racy]
+ * Usage: prog_saxpy [racy|uninit|init]
  *   (default) module load, allocations, H2D, saxpy through kernelParams, iota through the extra
  *             buffer, a by-value struct holding a device pointer, memsets, a second stream with
  *             an event edge, async D2H resolved at a stream sync, a D2D copy, an entry point
  *             fetched through cuGetProcAddress, two host threads with streams of their own,
  *             cuLaunchKernelEx, context sync
  *   racy      the racy_sum kernel, whose result varies from run to run
+ *   uninit    saxpy y = a x + y with y allocated and never written: it reads memory nothing
+ *             wrote (zeros from the fake driver; a replay with poison:S shows it), read back
+ *   init      the same with y uploaded first: correct
+ * (The default run's second saxpy, z = -y + z, reads z[0..16), which iota never wrote: a
+ * replay with poison:S names it.)
  */
 #include <cuda.h>
 #include <pthread.h>
@@ -75,6 +80,28 @@ static int racy(CUmodule mod)
     return 0;
 }
 
+static int uninit(CUmodule mod, int init)
+{
+    CUfunction f;
+    CK(cuModuleGetFunction(&f, mod, "saxpy"));
+    CUdeviceptr x, y;
+    static float hx[N], out[N];
+    for (int i = 0; i < N; i++)
+        hx[i] = (float)i * 0.5f;
+    CK(cuMemAlloc(&x, sizeof hx));
+    CK(cuMemAlloc(&y, sizeof hx));
+    CK(cuMemcpyHtoD(x, hx, sizeof hx));
+    if (init)
+        CK(cuMemcpyHtoD(y, hx, sizeof hx));
+    float a = 2.5f;
+    unsigned n = N;
+    void *p[] = {&a, &x, &y, &n};
+    CK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, NULL, p, NULL));
+    CK(cuMemcpyDtoH(out, y, sizeof out));
+    print_words("uninit y", out, sizeof out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     CUdevice dev;
@@ -86,6 +113,8 @@ int main(int argc, char **argv)
     CK(cuModuleLoadData(&mod, FAKE_IMAGE));
     if (argc > 1 && !strcmp(argv[1], "racy"))
         return racy(mod);
+    if (argc > 1 && (!strcmp(argv[1], "uninit") || !strcmp(argv[1], "init")))
+        return uninit(mod, !strcmp(argv[1], "init"));
 
     /* an allocation through an entry point fetched by cuGetProcAddress, as cudart does */
     CUresult (*alloc)(CUdeviceptr *, size_t) = NULL;
