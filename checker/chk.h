@@ -408,6 +408,11 @@ struct chk_opts {
      * findings come from the scheduler's declared-order pass (issue 22's static half). */
     int (*confirm)(void *ctx, const struct chk_finding *f, char *out, size_t cap);
     void *confirm_ctx;
+    /* Run the scheduler's race analysis over the capture (sched_races_run: pairs of ops whose
+     * accesses conflict and that nothing the program declared orders): the report counts and
+     * lists them (never failing by themselves), and, when confirm is NULL, a perturbed finding
+     * on either op of one names it as the static finding it confirms. */
+    int static_races;
 };
 #define CHK_OPTS(...) ((struct chk_opts){.sz = sizeof(struct chk_opts), __VA_ARGS__})
 
@@ -500,6 +505,15 @@ struct chk_timing_row {
 
 enum chk_mode { CHK_MODE_CHECK = 1, CHK_MODE_DIFF = 2 };
 
+/* A static race finding as the report keeps it (see chk_opts.static_races). */
+struct chk_race_note {
+    uint64_t first, second; /* seqs */
+    uint64_t resource, lo, hi;
+    uint32_t missing; /* enum sched_race_missing: 1 execution, 2 memory only */
+    int confirmed;    /* a perturbed finding on one of its ops confirms it */
+    char msg[240];
+};
+
 struct chk_report {
     uint32_t mode; /* enum chk_mode */
     char *ref_name;
@@ -570,6 +584,13 @@ struct chk_report {
     int not_verified;        /* no positive evidence for a pass (fail_reason says what
                               * lacks; failed is set too): see chk_report_gate */
     struct chk_priv *priv;   /* internal: collected events */
+    /* static races (opts.static_races): whether the analysis ran and the trace declares its
+     * order (else why not), the counts, the first max_findings of them */
+    int races_run, races_declared;
+    char races_why_not[160];
+    uint64_t n_races, n_races_exec, n_races_memory, n_races_confirmed;
+    struct chk_race_note *races;
+    uint32_t n_races_listed;
 };
 
 /* Compares reference ops (capture) with n_runs result traces, aligned by seq, and gates the

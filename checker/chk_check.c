@@ -93,6 +93,82 @@ static int perturbed_runs(struct chk_check_ctx *c)
 
 /* Checks the arguments, allocates the report (which reads the options it keeps) and reads
  * every other option into c. */
+/* ---- static races (opts.static_races) --------------------------------------------------- */
+
+struct race_keep {
+    struct chk_report *rep;
+    uint32_t cap;
+    int oom;
+};
+
+static void race_keep(void *ctx, const struct sched_race *f)
+{
+    struct race_keep *k = ctx;
+    struct chk_report *rep = k->rep;
+    if (k->oom || rep->n_races_listed >= k->cap)
+        return;
+    if (!(rep->n_races_listed & (rep->n_races_listed + 1))) { /* 0, 1, 3, 7, ...: grow */
+        uint32_t n = rep->n_races_listed ? 2 * (rep->n_races_listed + 1) : 4;
+        struct chk_race_note *v = realloc(rep->races, n * sizeof *v);
+        if (!v) {
+            k->oom = 1;
+            return;
+        }
+        rep->races = v;
+    }
+    struct chk_race_note *r = &rep->races[rep->n_races_listed++];
+    *r = (struct chk_race_note){f->first, f->second, f->resource, f->lo, f->hi, f->missing, 0, ""};
+    snprintf(r->msg, sizeof r->msg, "%s", f->msg ? f->msg : "");
+}
+
+/* The static finding a perturbed finding on op f->seq confirms: the first listed race with
+ * that op on either side. */
+static int confirm_static(void *ctx, const struct chk_finding *f, char *out, size_t cap)
+{
+    struct chk_report *rep = ctx;
+    for (uint32_t i = 0; i < rep->n_races_listed; i++) {
+        struct chk_race_note *r = &rep->races[i];
+        if (r->first != f->seq && r->second != f->seq)
+            continue;
+        if (!r->confirmed) {
+            r->confirmed = 1;
+            rep->n_races_confirmed++;
+        }
+        snprintf(out, cap,
+                 "static race %u: ops %" PRIu64 " and %" PRIu64 ", resource %" PRIu64 " [%" PRIu64
+                 ", %" PRIu64 "), missing %s",
+                 i + 1, r->first, r->second, r->resource, r->lo, r->hi,
+                 sched_race_missing_name(r->missing));
+        return 1;
+    }
+    return 0;
+}
+
+/* The scheduler's race analysis over the capture: counts and the first max_findings into the
+ * report; a perturbed finding on one of their ops then confirms it (unless opts.confirm). */
+static int static_races(struct chk_check_ctx *c)
+{
+    struct chk_report *rep = c->rep;
+    struct race_keep k = {rep, c->max_f, 0};
+    struct sched_race_stats st = {0};
+    int rc = sched_races_run(c->cap, &SCHED_RACE_OPTS(), race_keep, &k, &st);
+    if (rc < 0)
+        return chk__fail(rc, "check: race analysis: %s", sched_errmsg());
+    if (k.oom)
+        return chk__fail(SBT_ENOMEM, "check: out of memory listing the static races");
+    rep->races_run = 1;
+    rep->races_declared = st.declared;
+    snprintf(rep->races_why_not, sizeof rep->races_why_not, "%s", st.why_not ? st.why_not : "");
+    rep->n_races = st.n_findings;
+    rep->n_races_exec = st.n_exec;
+    rep->n_races_memory = st.n_memory;
+    if (!c->confirm) {
+        c->confirm = confirm_static;
+        c->confirm_ctx = rep;
+    }
+    return 0;
+}
+
 static int check_opts(struct chk_check_ctx *c, const struct chk_opts *o)
 {
     if (!c->cap || (c->n_runs && !c->runs) || (c->n_base && !c->base))
@@ -131,6 +207,8 @@ static int check_opts(struct chk_check_ctx *c, const struct chk_opts *o)
     c->thr = c->rep->threshold;
     c->confirm = CHK_OPT(o, confirm, NULL);
     c->confirm_ctx = CHK_OPT(o, confirm_ctx, (void *)NULL);
+    if (CHK_OPT(o, static_races, 0) && (st = static_races(c)) < 0)
+        return st;
     if ((st = perturbed_runs(c)))
         return st;
     c->rep->timing_ref = tref;

@@ -67,6 +67,7 @@ void chk_report_free(struct chk_report *rep)
     free(rep->run_perturb_what);
     free(rep->device);
     free(rep->findings);
+    free(rep->races);
     free(rep->unverified);
     free(rep->kernels);
     if (rep->priv) {
@@ -266,6 +267,18 @@ int chk_report_text(const struct chk_report *rep, FILE *f, uint32_t max_lines)
                 fprintf(f, "  perturbed run %s: %s: %s\n", rep->run_names[i], rep->run_perturb[i],
                         rep->run_perturb_what[i]);
     }
+    if (rep->races_run && !rep->races_declared)
+        fprintf(f, "  static races: not analysed: %s\n", rep->races_why_not);
+    else if (rep->races_run)
+        fprintf(f,
+                "  static races: %" PRIu64 " possible (%" PRIu64
+                " missing an execution dependency, "
+                "%" PRIu64 " only a memory dependency) that nothing the program declared orders; "
+                "%" PRIu64 " confirmed by a perturbed run (check --perturb); unconfirmed ones "
+                "fail nothing\n",
+                rep->n_races, rep->n_races_exec, rep->n_races_memory, rep->n_races_confirmed);
+    for (uint32_t i = 0; rep->races_run && i < rep->n_races_listed && i < 5; i++)
+        fprintf(f, "    %s%s\n", rep->races[i].confirmed ? "CONFIRMED " : "", rep->races[i].msg);
     fprintf(f, "  outputs (%s): %" PRIu64 " of %" PRIu64 " device ops compared, %" PRIu64 " agreed",
             tol_str(&rep->tol, tb, sizeof tb), rep->n_verified, rep->n_device_ops, rep->n_matched);
     if (rep->n_tolerated)
@@ -459,7 +472,33 @@ int chk_report_json(const struct chk_report *rep, FILE *f)
         jstr(f, rep->run_perturb_what[i]);
         fputc('}', f);
     }
-    fputs("],\"device\":", f);
+    fputs("],\"static_races\":", f);
+    if (!rep->races_run) {
+        fputs("null", f);
+    } else {
+        fprintf(f, "{\"declared\":%s,\"why_not\":", rep->races_declared ? "true" : "false");
+        jstr(f, rep->races_why_not);
+        fprintf(f,
+                ",\"count\":%" PRIu64 ",\"execution\":%" PRIu64 ",\"memory\":%" PRIu64
+                ",\"confirmed\":%" PRIu64 ",\"listed\":[",
+                rep->n_races, rep->n_races_exec, rep->n_races_memory, rep->n_races_confirmed);
+        /* the first 20 and every confirmed one (the rest are counted) */
+        for (uint32_t i = 0, k = 0; i < rep->n_races_listed; i++) {
+            const struct chk_race_note *r = &rep->races[i];
+            if (i >= 20 && !r->confirmed)
+                continue;
+            fprintf(f,
+                    "%s{\"first\":%" PRIu64 ",\"second\":%" PRIu64 ",\"resource\":%" PRIu64
+                    ",\"lo\":%" PRIu64 ",\"hi\":%" PRIu64 ",\"missing\":\"%s\","
+                    "\"confirmed\":%s,\"msg\":",
+                    k++ ? "," : "", r->first, r->second, r->resource, r->lo, r->hi,
+                    r->missing == 2 ? "memory" : "execution", r->confirmed ? "true" : "false");
+            jstr(f, r->msg);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    }
+    fputs(",\"device\":", f);
     jstr(f, rep->device ? rep->device : "");
     fprintf(f, ",\"tolerance\":\"%s\",\"timing_threshold\":", tol_str(&rep->tol, tb, sizeof tb));
     jnum(f, rep->threshold);

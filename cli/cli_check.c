@@ -118,6 +118,9 @@ static const char check_help[] =
     "trace, exit code, log and report; JUnit: a test case per rank, failures naming it).\n"
     "--results, --baseline, --dump-dirs and --expect name files of one trace and are refused\n"
     "for a job.\n\n"
+    "Static races: the pairs of ops whose accesses conflict that nothing the program declared\n"
+    "orders (as `reprise analyze` lists them) are counted and listed in every report; they\n"
+    "fail nothing, and a perturbed finding on one of their ops names the race it confirms.\n\n"
     "Outputs. Classes: nondeterministic (results disagree), divergent (results agree, the\n"
     "capture or the expectation differs), missing / extra op, replay-error. Under a tolerance\n"
     "every result's outputs are compared with every other's and with the capture's, so the\n"
@@ -740,7 +743,8 @@ int cli_check(int argc, char **argv)
     int confirm = 1;
     uint64_t runs = 3, max_f = 0;
     struct cli_range cr = {0};
-    struct chk_opts o = CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check");
+    struct chk_opts o =
+        CHK_OPTS(.progress = progress, .progress_ctx = (void *)"check", .static_races = 1);
     struct replay_perturb pert[MAX_PERTURB];
     uint32_t n_pert = 0;
     int pert_asked = 0; /* --perturb given: 1 with the default kinds, 2 with named ones */

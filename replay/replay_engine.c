@@ -1019,8 +1019,12 @@ static void perturb_what(struct eng *e, const struct replay_opts *o)
                 p->whole_dispatches, p->first_whole_seq, p->first_whole_why);
         break;
     case REPLAY_PERTURB_ORDER:
+    case REPLAY_PERTURB_DECLARED:
         put(b, cap, &pos,
-            "%" PRIu64 " ops run before an op the graph had delivered earlier (window %u)",
+            "%s%" PRIu64 " ops run before an op the graph had delivered earlier (window %u)",
+            o->perturb.kind == REPLAY_PERTURB_DECLARED
+                ? "only the program's own synchronisation orders the ops; "
+                : "",
             replay__reorder_moved(e->ro), ORDER_WINDOW);
         break;
     default:

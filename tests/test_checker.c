@@ -3355,8 +3355,9 @@ Test(replays, perturb_poison_names_an_uninitialised_read)
  * runs on lavapipe, which runs a queue's commands in order, and fails as a race under a seed
  * that runs the unordered commands the other way round, the first divergence one of them (the
  * second dispatch before the first, or the copy before the second); with its barriers (ok)
- * every seed passes. Before
- * the stream order of a queue was kept in the declared graph: no seed could reorder. */
+ * every seed passes. The report lists the static races (check runs the analysis) and the
+ * divergence names the one it confirms. Before the stream order of a queue was kept in the
+ * declared graph: no seed could reorder. */
 Test(replays, declared_order_exposes_a_missing_barrier)
 {
     need_vulkan("vk_hazards");
@@ -3379,9 +3380,16 @@ Test(replays, declared_order_exposes_a_missing_barrier)
             /* the second saxpy, run before the first, or the copy, before the second */
             int pair_op = !strcmp(kind, "kernel") || !strcmp(kind, "copy");
             cr_expect(pair_op, "the first divergence is a dispatch or the copy: %s", kind);
+            /* the static analysis listed both pairs; the divergence confirms one of them */
+            cr_expect(eq(i64, js_num(json, "static_races", "count"), 2));
+            cr_expect(js_num(json, "static_races", "confirmed") >= 1);
+            char conf[200];
+            js_str(json, "first_divergence", "confirms", conf, sizeof conf);
+            cr_expect(strstr(conf, "static race") != NULL, "confirms: '%s'", conf);
         } else {
             cr_expect(eq(int, rc, 0), "ok: exit %d; see %s/p.txt", rc, dir);
             cr_expect(eq(i64, js_num(json, "counts", "race"), 0));
+            cr_expect(eq(i64, js_num(json, "static_races", "count"), 0));
         }
         free(json);
     }
