@@ -71,21 +71,6 @@ void cli_races_print(FILE *tx, const struct cli_races *c, uint32_t max)
         fprintf(tx, "  ... %" PRIu64 " possible races in all\n", s->n_findings);
 }
 
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static const char *mode_name(uint32_t m)
 {
     return m == SBT_ACCESS_READ ? "read" : m == SBT_ACCESS_WRITE ? "write" : "read-write";
@@ -97,7 +82,7 @@ void cli_races_json(FILE *f, const struct cli_races *c)
     fprintf(f, "{\"declared\":%s", s->declared ? "true" : "false");
     if (!s->declared) {
         fprintf(f, ",\"why_not\":");
-        jstr(f, s->why_not ? s->why_not : "?");
+        cli_json_str(f, s->why_not ? s->why_not : "?");
         fprintf(f, "}");
         return;
     }
@@ -118,7 +103,7 @@ void cli_races_json(FILE *f, const struct cli_races *c)
                 i ? "," : "", x->first, x->second, x->first_stream, x->second_stream,
                 mode_name(x->first_mode), mode_name(x->second_mode), x->resource, x->lo, x->hi,
                 x->missing == SCHED_RACE_MEMORY ? "memory" : "execution");
-        jstr(f, x->msg);
+        cli_json_str(f, x->msg);
         fprintf(f, "}");
     }
     fprintf(f, "]}");

@@ -212,21 +212,6 @@ static void on_finding(void *ctx, const struct sched_finding *f)
     rep->v[rep->n++].msg = m;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* The graph visitor has one ctx: nodes go to the simulation, findings to the report. */
 struct both {
     sched_sim *sim;
@@ -273,7 +258,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
         return CLI_USAGE;
     }
     fprintf(f, "{\"trace\":");
-    json_str(f, trace);
+    cli_json_str(f, trace);
     uint64_t inc_err = incomplete && !allow, inc_warn = incomplete && allow;
     fprintf(f,
             ",\"mode\":\"dry-run\",\"n_ops\":%" PRIu64 ",\"complete\":%s,\"replayable\":%s,"
@@ -294,7 +279,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
     if (incomplete) {
         fprintf(f, "{\"kind\":\"incomplete\",\"severity\":\"%s\",\"message\":",
                 allow ? "warning" : "error");
-        json_str(f, incomplete);
+        cli_json_str(f, incomplete);
         fprintf(f, "}");
     }
     for (size_t i = 0; i < rep->n; i++) {
@@ -305,7 +290,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
         if (x->other != SCHED_NONE)
             fprintf(f, ",\"other\":%" PRIu64, x->other);
         fprintf(f, ",\"message\":");
-        json_str(f, x->msg);
+        cli_json_str(f, x->msg);
         fprintf(f, "}");
     }
     fprintf(f,
@@ -333,7 +318,7 @@ static int write_json(const char *path, const char *trace, const sbt_reader *r,
                     pl->snapshot_seq, pl->restore_bytes, pl->restore_allocs);
         else {
             fprintf(f, ",\"why\":");
-            json_str(f, pl->why);
+            cli_json_str(f, pl->why);
         }
         fprintf(f, ",\"snapshots\":%" PRIu64 ",\"ops_before_range\":%" PRIu64 "}", pl->n_snapshots,
                 pl->slice_ops);
