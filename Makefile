@@ -161,8 +161,8 @@ $(BUILD)/fuzzmode/%.o: %.c | $(PROTO_C)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) -MMD -MP -c $< -o $@
 # a target may fuzz a parser outside the library: its sources in FUZZ_SRC_<name>
-FUZZ_SRC_spirv := capture/vk/cap_vk_spirv.c
-$(BUILD)/tests/fuzz/replay_spirv: $(FUZZ_SRC_spirv)
+FUZZ_SRC_cap_spirv := capture/vk/cap_vk_spirv.c
+$(BUILD)/tests/fuzz/replay_cap_spirv: $(FUZZ_SRC_cap_spirv)
 $(BUILD)/tests/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/corpus_driver.c $(FUZZMODE_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(FUZZ_DEF) $(CFLAGS) $< tests/fuzz/corpus_driver.c \

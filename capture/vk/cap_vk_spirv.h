@@ -2,7 +2,7 @@
  * capture/vk/cap_vk_spirv.h — the SPIR-V reflection the Vulkan layer needs (cap_vk_spirv.c):
  * descriptor variables and how the shader may access them, entry points' local sizes, and
  * whether it reads or writes through buffer device addresses. Self-contained (no layer
- * state), so the tests and a fuzz target (tests/fuzz/fuzz_spirv.c) link it alone.
+ * state), so the tests and a fuzz target (tests/fuzz/fuzz_cap_spirv.c) link it alone.
  */
 #ifndef REPRISE_CAP_VK_SPIRV_H
 #define REPRISE_CAP_VK_SPIRV_H

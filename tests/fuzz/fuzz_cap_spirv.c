@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/fuzz_spirv.c — the Vulkan layer's SPIR-V reflection (capture/vk/cap_vk_spirv.c) on
+ * tests/fuzz/fuzz_cap_spirv.c — the Vulkan layer's SPIR-V reflection (capture/vk/cap_vk_spirv.c) on
  * arbitrary words: a shader module comes from the program the layer observes, so any input
  * must give a reflection (ok or not), never a crash, a read past the words or a leak. What it
  * says must hold together: access modes that are READ, WRITE or RW (or 0: no addresses),
