@@ -91,7 +91,7 @@ static const char check_help[] =
     "                        the section of their device; with a range, only the range's\n"
     "                        entries change. Not when a run had a replay error (exit 1, FILE\n"
     "                        unchanged)\n"
-    "  --json F, --junit F   reports for CI systems ('-' = stdout)\n"
+    "  --json F, --junit F   reports for CI systems ('-' = stdout, the summary then on stderr)\n"
     "  --perfetto F          a diff trace of the capture vs the first result\n"
     "  --max-findings N      findings and unverified ops listed (default 1000; all counted)\n"
     "  --perturb [KINDS]     after the plain runs, one perturbed replay per KIND[:SEED] of the\n"
@@ -1118,8 +1118,8 @@ int cli_check(int argc, char **argv)
             goto done;
         }
     }
-    if (!quiet)
-        chk_report_text(rep, stdout, 10);
+    if (!quiet) /* with --json - (or --junit -) the report owns stdout: the text goes to stderr */
+        chk_report_text(rep, cli_report_stdout(json, junit) ? stderr : stdout, 10);
     if ((rc = cli_check_outputs("check", rep, json, junit, pf, cap, rs[0])) != CLI_OK)
         goto done;
     if (upd && rep->count[CHK_REPLAY_ERROR]) {

@@ -29,7 +29,7 @@ static const char diff_help[] =
     "plus the script's (edit distance)^2, at most 16 MiB.\n\n"
     "  --perfetto F          both runs on one timeline plus a diff group (verdict tracks,\n"
     "                        delta and drift counters, the first divergence, linked pairs)\n"
-    "  --json F, --junit F   reports ('-' = stdout)\n"
+    "  --json F, --junit F   reports ('-' = stdout, the summary then on stderr)\n"
     "  --window W            alignment window per stream (default 256, 2..4096)\n"
     "  --timing-threshold P% relative change marked slower/faster (default 10%; 'off')\n"
     "  --confidence C        of the bounds in the reports (default 0.95)\n"
@@ -74,8 +74,8 @@ static int diff_pair(const char *pa, const char *pb, const struct cli_range *cr,
         rc = st == SBT_ENOMEM ? CLI_INTERNAL : CLI_BADINPUT;
         goto done;
     }
-    if (!quiet)
-        chk_report_text(rep, stdout, 10);
+    if (!quiet) /* with --json - (or --junit -) the report owns stdout: the text goes to stderr */
+        chk_report_text(rep, cli_report_stdout(json, junit) ? stderr : stdout, 10);
     if ((rc = cli_check_outputs("diff", rep, json, junit, pf, a, b)) != CLI_OK)
         goto done;
     rc = rep->failed ? CLI_FAIL : CLI_OK;

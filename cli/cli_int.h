@@ -182,6 +182,9 @@ void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct s
 
 /* s as a JSON string (quoted, escaped) on f; NULL as "". */
 void cli_json_str(FILE *f, const char *s);
+/* Whether a report goes to standard output ('-' as --json or --junit): the text summary then
+ * goes to stderr, so that stdout holds the report alone. */
+int cli_report_stdout(const char *json, const char *junit);
 /* Formats ns as a short human string ("12.3 ms") into buf; returns buf. */
 char *cli_fmt_ns(double ns, char *buf, size_t len);
 /* Formats a byte count ("1.5 MiB") into buf; returns buf. */

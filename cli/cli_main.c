@@ -378,6 +378,11 @@ void cli_range_resolve(const struct cli_range *cr, const sbt_reader *r, struct s
 /* Formatting and progress                                                                    */
 /* ========================================================================================== */
 
+int cli_report_stdout(const char *json, const char *junit)
+{
+    return (json && !strcmp(json, "-")) || (junit && !strcmp(junit, "-"));
+}
+
 void cli_json_str(FILE *f, const char *s)
 {
     fputc('"', f);

@@ -99,6 +99,23 @@ Test(cli, gen_info_view_validate)
     cr_assert(eq(int, run("gen -o u.sbt --ops 5000 --seed 3 && cmp t.sbt u.sbt"), 0), "%s", out);
 }
 
+/* `--json -` gives stdout to the report alone (the text summary goes to stderr): check and
+ * diff printed their summary before the JSON, so stdout did not parse (found writing the Python
+ * API). The JSON is the only thing on stdout: it starts with '{', ends with '}'. */
+Test(cli, json_to_stdout_is_the_report_alone)
+{
+    cr_assert(eq(int, run("gen -o t.sbt --ops 200 --seed 3"), 0), "%s", out);
+    const char *cmds[] = {"check t.sbt --results t.sbt --json -", "diff t.sbt t.sbt --json -"};
+    for (int i = 0; i < 2; i++) {
+        run("%s 2>/dev/null", cmds[i]);
+        size_t n = strlen(out);
+        while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+            n--;
+        cr_expect(n && out[0] == '{' && out[n - 1] == '}',
+                  "%s: stdout is not the JSON alone: %.80s", cmds[i], out);
+    }
+}
+
 Test(cli, usage_errors_exit_2)
 {
     cr_assert(eq(int, run("view"), 2));
