@@ -1228,13 +1228,15 @@ static void track_end(struct cap_mem *m, int keep_copy)
     if (!t)
         return;
     m->tr = NULL;
-    trk_tab_remove(t);
     if (t->uffd) {
         struct uffdio_range r = {(uintptr_t)page_at(t, t->lo), (t->hi - t->lo) * PG};
         ioctl(trk_hm.uffd, UFFDIO_UNREGISTER, &r);
     }
+    /* writable first, out of the fault table after: a thread still writing (at exit, or while
+     * another destroys the device) must never fault on a page the handler no longer knows */
     if (t->lo < t->hi && (trk_armed_by_prot(t) || t->cofw) && (!t->copy || keep_copy))
         trk_prot(t, t->lo, t->hi, 1);
+    trk_tab_remove(t);
     if (t->copy && !keep_copy)
         munmap(t->base, t->copy_len);
     if (t->sh)
