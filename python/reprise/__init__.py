@@ -648,6 +648,43 @@ class Trace:
             return t
         return {"findings": t, "counts": counts}
 
+    def races(self, format="frame"):
+        """The races the program's own synchronisation allows (`reprise analyze`, the dry run and
+        check's reports list them: sched_races_run): pairs of ops whose accesses conflict that
+        nothing the program declared orders, one row each (both seqs, streams and op kinds, the
+        resource and bytes [lo, hi), what is missing: 'execution dependency' or 'memory
+        dependency', the one-line message). Possible races, never failures. The frame's attrs
+        'stats' (with format='records' a dict {'races', 'stats'}) has the counts: declared (0:
+        the trace records no declared order, why_not says why), count, execution, memory,
+        barriers, and the pairs left out as may-writes."""
+        rows = []
+
+        def race(ctx, f):
+            f = f.contents
+            rows.append({"first": f.first, "second": f.second,
+                         "first_stream": f.first_stream, "second_stream": f.second_stream,
+                         "first_kind": _s(lib.sbt_op_kind_name(f.first_kind)),
+                         "second_kind": _s(lib.sbt_op_kind_name(f.second_kind)),
+                         "resource": f.resource, "lo": f.lo, "hi": f.hi,
+                         "missing": _s(lib.sched_race_missing_name(f.missing)),
+                         "message": _s(f.msg)})
+
+        cb = _lib.RACE_FN(race)
+        st = _lib.SchedRaceStats()
+        opts = _lib.SchedRaceOpts(ctypes.sizeof(_lib.SchedRaceOpts))
+        _check(lib.sched_races_run(self._h(), byref(opts), cb, None, byref(st)), self.path,
+               "sched")
+        stats = {"declared": bool(st.declared), "why_not": _s(st.why_not) if st.why_not else "",
+                 "count": st.n_findings, "execution": st.n_exec, "memory": st.n_memory,
+                 "barriers": st.n_barriers, "kernel_may_write_pairs": st.n_maywaw,
+                 "device_address_pairs": st.n_address, "host_page_pairs": st.n_hostpage}
+        t = _table(rows, ["first", "second", "first_stream", "second_stream", "first_kind",
+                          "second_kind", "resource", "lo", "hi", "missing", "message"], format)
+        if format == "frame":
+            t.attrs["stats"] = stats
+            return t
+        return {"races": t, "stats": stats}
+
     def identities(self, seqs):
         """The checker's stable op identities ("s<stream>/<key>#<occurrence>", as
         expectations files key ops) of these op seqs: a dict seq -> identity (chk_op_identities)."""

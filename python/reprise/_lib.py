@@ -210,6 +210,31 @@ class SchedVisitor(Structure):
     _fields_ = [("node", c_void_p), ("finding", FINDING_FN), ("ctx", c_void_p)]
 
 
+class SchedRace(Structure):
+    _fields_ = [("first", c_uint64), ("second", c_uint64), ("first_stream", c_uint32),
+                ("second_stream", c_uint32), ("first_kind", c_uint32), ("second_kind", c_uint32),
+                ("first_kernel", c_uint32), ("second_kernel", c_uint32), ("first_mode", c_uint32),
+                ("second_mode", c_uint32), ("resource", c_uint64), ("lo", c_uint64),
+                ("hi", c_uint64), ("missing", c_uint32), ("msg", c_char_p)]
+
+
+class SchedRaceOpts(Structure):
+    _fields_ = [("sz", c_size_t)]
+
+
+class SchedRaceStats(Structure):
+    _fields_ = [("declared", c_int), ("why_not", c_char_p), ("n_ops", c_uint64),
+                ("n_findings", c_uint64), ("n_exec", c_uint64), ("n_memory", c_uint64),
+                ("n_barriers", c_uint64), ("n_blind_submits", c_uint64),
+                ("n_blind_ops", c_uint64), ("n_forgotten", c_uint64), ("n_dropped", c_uint64),
+                ("n_maywaw", c_uint64), ("n_address", c_uint64), ("n_events_forgotten", c_uint64),
+                ("n_grants_folded", c_uint64), ("peak_segments", c_uint64),
+                ("n_hostpage", c_uint64)]
+
+
+RACE_FN = ctypes.CFUNCTYPE(None, c_void_p, POINTER(SchedRace))
+
+
 class SchedGraphOpts(Structure):
     _fields_ = [("sz", c_size_t), ("max_held_ops", c_uint64), ("max_findings_per_kind", c_uint32),
                 ("keep_implied", c_int), ("max_events", c_uint64)]
@@ -347,6 +372,9 @@ _proto("sched_severity_name", c_char_p, c_uint32)
 _proto("sched_why", c_int, R, c_uint64, POINTER(POINTER(SchedEdge)), POINTER(c_uint32))
 _proto("sched_why_path", c_int, R, c_uint64, c_uint64, POINTER(POINTER(SchedEdge)),
        POINTER(POINTER(c_uint64)), POINTER(c_uint32))
+_proto("sched_races_run", c_int, R, POINTER(SchedRaceOpts), RACE_FN, c_void_p,
+       POINTER(SchedRaceStats))
+_proto("sched_race_missing_name", c_char_p, c_uint32)
 _proto("sched_graph_run", c_int, R, c_uint64, POINTER(SchedGraphOpts), POINTER(SchedVisitor),
        POINTER(SchedGraphStats))
 _proto("sched_sim_create", c_int, R, POINTER(Range), POINTER(SchedSimOpts), POINTER(c_void_p))

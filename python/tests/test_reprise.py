@@ -681,3 +681,24 @@ def test_readme_example_runs(scratch):
     assert p.returncode == 0, p.stderr
     assert "first divergence: op" in p.stdout and "nondeterministic" in p.stdout
     assert re.search(r"main \[spirv:[0-9a-f]+\]", p.stdout)
+
+
+def test_races_equal_analyze(scratch):
+    """The static races of a program missing its barriers (tests/vk/vk_hazards nobarrier) as
+    `reprise analyze --json` lists them; none for the same program with them (ok)."""
+    exe = vulkan_or_skip("vk_hazards")
+    for mode, n in (("nobarrier", 2), ("ok", 0)):
+        p = scratch / (mode + ".sbt")
+        run("capture", "-o", p, "--", exe, mode, cwd=scratch)
+        r = reprise.open(p).races(format="records")
+        _, out, _ = run("analyze", p, "--json", "-")
+        want = json.loads(out)["races"]
+        assert r["stats"]["declared"] and want["declared"]
+        assert r["stats"]["count"] == want["count"] == n
+        assert len(r["races"]) == n
+        got = sorted((x["first"], x["second"], x["resource"], x["lo"], x["hi"])
+                     for x in r["races"])
+        listed = sorted((x["first"], x["second"], x["resource"], x["lo"], x["hi"])
+                        for x in want["listed"])
+        assert got == listed
+        assert all(x["missing"] == "execution dependency" for x in r["races"])
