@@ -327,14 +327,19 @@ Test(capture, vk_images_timing)
  * ops, which resource and bytes, and what is missing; the correct ones must give nothing. */
 struct race_got {
     struct sched_race v[8];
+    char msg[8][512]; /* v[i].msg points here: the analysis's is valid during the call only */
     uint32_t n;
 };
 
 static void race_keep(void *ctx, const struct sched_race *f)
 {
     struct race_got *g = ctx;
-    if (g->n < 8)
-        g->v[g->n++] = *f;
+    if (g->n < 8) {
+        snprintf(g->msg[g->n], sizeof g->msg[g->n], "%s", f->msg);
+        g->v[g->n] = *f;
+        g->v[g->n].msg = g->msg[g->n];
+        g->n++;
+    }
     fprintf(stderr, "  race: %s\n", f->msg);
 }
 
