@@ -17,7 +17,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 logs=$build/sanitizer
 rm -rf "$logs"
 mkdir -p "$logs"
-ASAN_OPTIONS="log_path=$logs/log:log_exe_name=1:verify_asan_link_order=0:stack_trace_format=\"#%n %p %F {%m}\"${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# max_malloc_fill_size=0: a fresh allocation holds what the allocator hands out, not ASan's
+# 0xbe fill: lavapipe allocates device memory with malloc, and a program reading device memory
+# nothing wrote (tests/vk/vk_orderdep uninit) must read there what it reads without ASan
+ASAN_OPTIONS="log_path=$logs/log:log_exe_name=1:verify_asan_link_order=0:max_malloc_fill_size=0:stack_trace_format=\"#%n %p %F {%m}\"${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 LSAN_OPTIONS="exitcode=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 LD_PRELOAD="$build/tests/lsan/libkeep_loaded.so${LD_PRELOAD:+ $LD_PRELOAD}"
