@@ -65,6 +65,11 @@ struct res_hist {
 struct strm {
     struct sref last;
     struct sref prev; /* the op before last (SCHED_ORDER_DECLARED, Vulkan queues) */
+    /* SCHED_ORDER_DECLARED, Vulkan queues: ops a later op did not follow (the program leaves
+     * the two unordered), still to join the first op after them that is ordered with them (a
+     * signal, the next barrier-ordered command): every later op still follows them */
+    struct sref dangling[4];
+    uint32_t n_dangling;
     uint64_t destroyed_by;
     uint32_t device, kind;
 };
@@ -1358,6 +1363,15 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
 /* The pass                                                                                   */
 /* ========================================================================================== */
 
+/* SCHED_ORDER_DECLARED: whether the current op is unordered with op seq. */
+static int unord_has(const sched_graph *g, uint64_t seq)
+{
+    for (uint32_t i = 0; i < g->n_unord; i++)
+        if (g->unord[i] == seq)
+            return 1;
+    return 0;
+}
+
 /* SCHED_ORDER_DECLARED: a race finding of the current op: its first op is unordered with it. */
 static void unord_add(void *ctx, const struct sched_race *f)
 {
@@ -1504,15 +1518,28 @@ int sched_graph_add(sched_graph *g, const struct sbt_op *x)
      * unordered (their accesses conflict and nothing it declared orders them), is not a
      * predecessor: this one follows the op before it instead (and so everything earlier) */
     struct sref *pred = &sx->last;
-    if (g->ra && sx->kind == SBT_STREAM_QUEUE && sx->last.seq != NONE)
-        for (uint32_t i = 0; i < g->n_unord; i++)
-            if (g->unord[i] == sx->last.seq) {
-                pred = &sx->prev;
-                g->st.n_undeclared++;
-                break;
+    int skipped = 0;
+    if (g->ra && sx->kind == SBT_STREAM_QUEUE) {
+        if (sx->last.seq != NONE && sx->n_dangling < 4 && unord_has(g, sx->last.seq)) {
+            pred = &sx->prev;
+            skipped = 1;
+            g->st.n_undeclared++;
+        }
+        /* what earlier ops did not follow joins here unless this one is unordered with it */
+        uint32_t keep = 0;
+        for (uint32_t i = 0; i < sx->n_dangling; i++) {
+            if (unord_has(g, sx->dangling[i].seq)) {
+                sx->dangling[keep++] = sx->dangling[i];
+            } else if ((st = add_edge(g, &sx->dangling[i], SCHED_DEP_STREAM, x->stream, 0, 0, 0))) {
+                return st;
             }
+        }
+        sx->n_dangling = keep;
+    }
     if ((st = add_edge(g, pred, SCHED_DEP_STREAM, x->stream, 0, 0, 0)))
         return st;
+    if (skipped) /* the op this one did not follow: a later one must */
+        sx->dangling[sx->n_dangling++] = sx->last;
     if (sx->kind != SBT_STREAM_HOST_THREAD && x->thread && x->thread < g->n_threads &&
         (st = add_edge(g, &g->threads[x->thread], SCHED_DEP_HOST, x->thread, 0, 0, 0)))
         return st;
