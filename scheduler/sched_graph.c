@@ -252,6 +252,15 @@ static uint64_t *known_at(sched_graph *g, uint32_t a, uint32_t b)
 }
 
 /* Adds an edge p -> x unless it is implied or a duplicate. 0 or SBT_ENOMEM. */
+/* SCHED_ORDER_DECLARED: whether the current op is unordered with op seq. */
+static int unord_has(const sched_graph *g, uint64_t seq)
+{
+    for (uint32_t i = 0; i < g->n_unord; i++)
+        if (g->unord[i] == seq)
+            return 1;
+    return 0;
+}
+
 static int add_edge(sched_graph *g, const struct sref *p, uint32_t reason, uint64_t obj,
                     uint64_t lo, uint64_t hi, uint32_t sync_kind)
 {
@@ -259,11 +268,10 @@ static int add_edge(sched_graph *g, const struct sref *p, uint32_t reason, uint6
     if (p->seq == NONE || p->seq == x->seq)
         return 0;
     if (g->ra && reason >= SCHED_DEP_RAW && reason <= SCHED_DEP_WAW) {
-        for (uint32_t i = 0; i < g->n_unord; i++)
-            if (g->unord[i] == p->seq) {
-                g->st.n_undeclared++;
-                return 0; /* the program does not order them */
-            }
+        if (unord_has(g, p->seq)) {
+            g->st.n_undeclared++;
+            return 0; /* the program does not order them */
+        }
     }
     if (reason != SCHED_DEP_STREAM && p->stream == g->xs && p->seq < x->seq)
         return 0; /* stream order implies it */
@@ -1363,22 +1371,12 @@ static int resolve_stuck(sched_graph *g, uint64_t keep, int final)
 /* The pass                                                                                   */
 /* ========================================================================================== */
 
-/* SCHED_ORDER_DECLARED: whether the current op is unordered with op seq. */
-static int unord_has(const sched_graph *g, uint64_t seq)
-{
-    for (uint32_t i = 0; i < g->n_unord; i++)
-        if (g->unord[i] == seq)
-            return 1;
-    return 0;
-}
-
 /* SCHED_ORDER_DECLARED: a race finding of the current op: its first op is unordered with it. */
 static void unord_add(void *ctx, const struct sched_race *f)
 {
     sched_graph *g = ctx;
-    for (uint32_t i = 0; i < g->n_unord; i++)
-        if (g->unord[i] == f->first)
-            return;
+    if (unord_has(g, f->first))
+        return;
     if (sched__grow((void **)&g->unord, sizeof *g->unord, &g->cap_unord,
                     (uint64_t)g->n_unord + 1)) {
         g->unord_oom = 1;
