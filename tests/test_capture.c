@@ -1053,21 +1053,25 @@ Test(capture, segv_goes_through_a_handler_installed_later)
  * barrier: 1000 faults): they go to its handler, the trace records no crash and is complete,
  * and the output is the program's. Before, each fault forced a synchronous flush and the trace
  * said capture.flush_reason "signal 11 (SIGSEGV)". */
-Test(capture, faults_the_program_handles_are_no_crash)
+/* vk_dies gc N [again] under capture with ENV: the program's output unchanged, its 200N
+ * faults handled by its own handler, the trace complete and no crash recorded. */
+static void gc_program(const char *n, const char *again, const char *env)
 {
     if (!have_device())
         cr_skip_test("no Vulkan device with a compute queue here");
     char trace[] = "/tmp/reprise-test-gc-XXXXXX.sbt", plain[4096], pe[4096], cap[4096], ce[8192];
-    char cmd[8192];
+    char cmd[8192], want[64];
     int fd = mkstemps(trace, 4);
     cr_assert(fd >= 0);
     close(fd);
-    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_dies gc 5", build);
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_dies gc %s %s", build, n, again);
     cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s", pe);
-    snprintf(cmd, sizeof cmd, "%s capture -o %s -- %s/tests/vk/vk_dies gc 5", bin, trace, build);
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/vk_dies gc %s %s", env, bin,
+             trace, build, n, again);
     cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "%s", ce);
     cr_assert_str_eq(cap, plain);
-    cr_assert_not_null(strstr(cap, "faults handled 1000"), "%s", cap);
+    snprintf(want, sizeof want, "faults handled %d", 200 * atoi(n));
+    cr_assert_not_null(strstr(cap, want), "%s", cap);
     sbt_reader *r = NULL;
     cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
     cr_expect(sbt_reader_info(r)->complete);
@@ -1075,6 +1079,20 @@ Test(capture, faults_the_program_handles_are_no_crash)
     cr_expect_null(why, "a crash recorded: capture.flush_reason %s", why);
     sbt_reader_close(r);
     unlink(trace);
+}
+
+Test(capture, faults_the_program_handles_are_no_crash)
+{
+    gc_program("5", "", "");
+}
+
+/* The same program putting its handler (one that hands no fault on) over ours before every
+ * submission, while the layer write-protects the buffer the host fills each round: ours goes
+ * back on top each time, however often (before, it stopped after 8 times, and the program's
+ * handler took the layer's fault as its own crash). */
+Test(capture, a_handler_installed_again_and_again_never_takes_our_faults)
+{
+    gc_program("24", "again", "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0");
 }
 
 Test(capture, abort_keeps_the_ops_before_it)
@@ -1091,6 +1109,7 @@ typedef int (*cap_fault_claim_fn)(int sig, siginfo_t *si, void *uctx);
 int cap_fault_claim_add(cap_fault_claim_fn fn);
 void cap__signals_install(void);
 void cap__signals_reassert(void);
+void cap__signals_reassert_now(void);
 
 static volatile sig_atomic_t calls_below, calls_above, order[8], n_order;
 static void *page;
@@ -1165,6 +1184,88 @@ Test(signals, reasserted_over_a_later_handler_without_a_cycle)
     cr_assert(n_order == 2 && order[0] == 2 && order[1] == 1, "order %d %d", order[0], order[1]);
 }
 
+static struct sigaction other_old;
+static void other_handler(int sig, siginfo_t *si, void *uc)
+{
+    calls_above++;
+    note_call(3);
+    other_old.sa_sigaction(sig, si, uc);
+}
+
+/* a program that puts a handler handing faults on over ours again and again (each time it
+ * saves ours as its old action): ours goes back on top every time, and a signal runs each of
+ * the program's handlers once, then the one from before the capture (before: no more levels
+ * after 8, and the handler on top called itself through ours until the stack ran out) */
+Test(signals, a_handler_put_over_ours_again_and_again_runs_once)
+{
+    install(SIGTERM, below_handler, 0, NULL);
+    cap__signals_install();
+    for (int i = 0; i < 40; i++) {
+        install(SIGTERM, above_handler, 0, &above_old);
+        cap__signals_reassert_now();
+        struct sigaction cur;
+        handler_of(SIGTERM, &cur);
+        cr_assert_neq((void *)cur.sa_sigaction, (void *)above_handler, "not re-asserted (%d)", i);
+    }
+    raise(SIGTERM);
+    cr_assert_eq(calls_above, 1);
+    cr_assert_eq(calls_below, 1);
+    cr_assert(n_order == 2 && order[0] == 2 && order[1] == 1, "order %d %d", order[0], order[1]);
+}
+
+/* two handlers taking turns over ours, 40 times: each runs once, newest first */
+Test(signals, handlers_taking_turns_over_ours_run_once_each)
+{
+    install(SIGTERM, below_handler, 0, NULL);
+    cap__signals_install();
+    for (int i = 0; i < 40; i++) {
+        if (i % 2)
+            install(SIGTERM, above_handler, 0, &above_old);
+        else
+            install(SIGTERM, other_handler, 0, &other_old);
+        cap__signals_reassert_now();
+    }
+    raise(SIGTERM);
+    cr_assert_eq(calls_below, 1);
+    cr_assert(n_order == 3 && order[0] == 2 && order[1] == 3 && order[2] == 1,
+              "order %d %d %d (of %d)", order[0], order[1], order[2], (int)n_order);
+}
+
+/* a handler that takes only its own faults (a write barrier's), put over ours 40 times: the
+ * capture's faults are still claimed, the program's still reach it */
+static void *own_page;
+static void own_faults_only(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if ((char *)si->si_addr < (char *)own_page || (char *)si->si_addr >= (char *)own_page + 4096)
+        _exit(94); /* the capture's fault reached the program */
+    calls_above++;
+    mprotect(own_page, 4096, PROT_READ | PROT_WRITE);
+}
+
+static int claimed;
+static int claim_page(int sig, siginfo_t *si, void *uc);
+
+Test(signals, a_handler_installed_again_and_again_never_takes_claimed_faults)
+{
+    page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    own_page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(page != MAP_FAILED && own_page != MAP_FAILED);
+    cr_assert_eq(cap_fault_claim_add(claim_page), 0);
+    cap__signals_install();
+    for (int i = 0; i < 40; i++) {
+        install(SIGSEGV, own_faults_only, 0, NULL);
+        cap__signals_reassert_now();
+        cr_assert_eq(mprotect(page, 4096, PROT_READ), 0);
+        *(volatile int *)page = i; /* the capture's */
+        cr_assert_eq(mprotect(own_page, 4096, PROT_READ), 0);
+        *(volatile int *)own_page = i; /* the program's */
+    }
+    cr_assert_eq(claimed, 40);
+    cr_assert_eq(calls_above, 40);
+}
+
 /* an ignored signal stays ignored (children started with exec inherit SIG_IGN) */
 Test(signals, ignored_signals_are_left_alone)
 {
@@ -1176,7 +1277,6 @@ Test(signals, ignored_signals_are_left_alone)
     raise(SIGHUP); /* nothing happens */
 }
 
-static int claimed;
 static int claim_page(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;

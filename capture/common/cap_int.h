@@ -127,5 +127,9 @@ void cap__signals_reassert(void);
  * understands (a handler the program installed since the last look, which would take them
  * without chaining, goes under ours first). */
 void cap__signals_reassert_now(void);
+/* SIGSEGV and SIGBUS only, now (two sigaction calls): each time pages are write-protected
+ * again, so a handler the program installed since (a runtime entering a phase) goes under ours
+ * before it could take their faults, however often it does. */
+void cap__signals_reassert_faults(void);
 
 #endif

@@ -46,27 +46,50 @@
  * waits at most CAP_FLUSH_WAIT_MS and then goes on as if we were not there, so a crash never
  * becomes a hang; the trace then keeps what the timer flushed.
  *
- * Chaining. Each time we put our handler on top of another one we use a new "level": handler
- * function i calls what was installed just before it (next[i]). Handlers installed after ours
- * keep our function of the level below as their "old action" and call it when a fault is not
- * theirs; that function calls the next level down, so no cycle can form (a single handler
- * function chaining to "whatever was there when we last looked" would call itself). Levels are
- * never reused; after N_LEVELS re-assertions of one signal we stop re-asserting it.
+ * Chaining. Everything we put our handler over is kept in one list, oldest first; a handler
+ * put back over us again is one handler (its older entry is marked gone: it saved us as its
+ * old action again, so it must be called once, at its newest place). Each of the first
+ * N_LEVELS - 1 times we use a new handler function, a "level", whose fault starts at its own
+ * entry; after that the last level is put back on top as often as the program puts its
+ * handlers over it (a runtime that re-installs its handler at every phase must never end up
+ * above our write faults), starting at the newest entry. A handler the program installed after
+ * ours keeps one of our functions as its old action and calls it when a fault is not its own:
+ * we then go on below the entry we called, not from the start (a function chaining to "what
+ * is there now" would call the same handler again, for ever). That is told per thread: a
+ * frame records the fault it is running (its siginfo and context) and the stack depth; an
+ * entry for the same signal on the same thread, further down the stack, with the same siginfo
+ * or context, is the handler we called handing it on. A handler left by siglongjmp leaves its
+ * frame behind: a new fault at or above that point of the stack discards it. Without a frame
+ * (none free, or a handler that hands on a copy of both), a level starts at its own entry,
+ * which is right whenever no handler was put over us twice.
  *
  * Our sigaction mirrors the target's sa_mask, SA_NODEFER, SA_RESTART and SA_ONSTACK, so the
  * program's handler runs with the mask, restart behaviour and stack it asked for; SA_RESETHAND
  * is emulated (the second call takes the default action), SA_SIGINFO decides how it is called.
  */
 #define N_LEVELS 8
+#define N_BELOW  (N_LEVELS - 1 + 64) /* the first levels' entries, then the last one's newest */
+#define N_FRAMES 64                  /* threads running a chain at once */
 #define N_CLAIMS 4
 static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP};
 #define N_FATAL ((int)(sizeof fatal_sigs / sizeof fatal_sigs[0]))
 
+/* What we were put over; once: it has SA_RESETHAND and was called; gone: put over again. */
+struct below {
+    struct sigaction a;
+    atomic_int once, gone;
+};
 static struct {
-    atomic_int n;                    /* levels installed */
-    struct sigaction next[N_LEVELS]; /* what level i's handler chains to */
-    atomic_int once[N_LEVELS];       /* next[i] has SA_RESETHAND and was called */
+    atomic_int n; /* entries; levels installed: at most N_LEVELS */
+    struct below e[N_BELOW];
 } sigs[N_FATAL];
+/* A thread running a fault through the chain: the entry it reached. */
+static struct frame {
+    atomic_int tid; /* 0: free */
+    int sig, pos;
+    const void *si, *uc;
+    uintptr_t sp;
+} frames[N_FRAMES];
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER; /* install and re-assert */
 static atomic_int sig_pid; /* the process that installed them (a forked child does not) */
 static _Atomic(cap_fault_claim_fn) claims[N_CLAIMS];
@@ -111,13 +134,13 @@ static void default_action(int sig, const siginfo_t *si)
         raise(sig);
 }
 
-static void chain(int k, int level, int sig, siginfo_t *si, void *uc)
+static void chain(struct below *b, int sig, siginfo_t *si, void *uc)
 {
-    const struct sigaction *a = &sigs[k].next[level];
+    const struct sigaction *a = &b->a;
     if (a->sa_handler == SIG_IGN && !kernel_fault(sig, si))
         return; /* as the kernel: an ignored signal does nothing, an ignored fault kills */
     if (a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN ||
-        ((a->sa_flags & SA_RESETHAND) && atomic_exchange(&sigs[k].once[level], 1))) {
+        ((a->sa_flags & SA_RESETHAND) && atomic_exchange(&b->once, 1))) {
         default_action(sig, si);
         return;
     }
@@ -125,6 +148,78 @@ static void chain(int k, int level, int sig, siginfo_t *si, void *uc)
         a->sa_sigaction(sig, si, uc);
     else
         a->sa_handler(sig);
+}
+
+/* The entry at or below i that is not gone; -1: none. */
+static int live_at_or_below(int k, int i)
+{
+    while (i >= 0 && atomic_load(&sigs[k].e[i].gone))
+        i--;
+    return i;
+}
+
+/* The frame of the fault this thread is running that this entry hands on (*fresh = 0), or a
+ * new one (*fresh = 1; NULL when none is free). See "Chaining". */
+static struct frame *frame_of(int sig, const void *si, const void *uc, int *fresh)
+{
+    int tid = (int)syscall(SYS_gettid);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    *fresh = 0;
+    for (int i = 0; i < N_FRAMES; i++) {
+        struct frame *f = &frames[i];
+        if (atomic_load(&f->tid) != tid || f->sig != sig)
+            continue;
+        if (sp < f->sp && (f->si == si || f->uc == uc))
+            return f;
+        if (f->sp <= sp)
+            atomic_store(&f->tid, 0); /* left by siglongjmp: this fault is above it */
+    }
+    *fresh = 1;
+    for (int i = 0; i < N_FRAMES; i++) {
+        int none = 0;
+        if (atomic_compare_exchange_strong(&frames[i].tid, &none, tid)) {
+            struct frame *f = &frames[i];
+            f->sig = sig;
+            f->si = si;
+            f->uc = uc;
+            f->sp = sp;
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* Hands a fault nobody claimed to entry b: the program's handler first, the default action
+ * last (what we hold written first). b NULL: below everything, the default action. */
+static void run_below(struct below *b, int sig, siginfo_t *si, void *uc)
+{
+    static struct below dfl; /* zeroed: SIG_DFL */
+    if (!b)
+        b = &dfl;
+    const struct sigaction *a = &b->a;
+    int handler = a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN && sig != SIGABRT &&
+                  !((a->sa_flags & SA_RESETHAND) && atomic_load(&b->once));
+    if (handler) {
+        /* The program's handler first: a JVM, a GC or V8 take faults routinely, a server
+         * handles SIGTERM, and a signal it handles is no crash to record or to flush for. Only
+         * when it leaves the default action behind (it restored it, or was SA_RESETHAND: the
+         * fault repeats, or a signal it raised again arrives, once we return) does the
+         * process end: then what we hold is written first. */
+        chain(b, sig, si, uc);
+        struct sigaction now;
+        int ends = (a->sa_flags & SA_RESETHAND) ||
+                   (sigaction(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL);
+        if (ends) {
+            cap__pump_note_signal(sig);
+            cap__flush_wait(CAP_FLUSH_WAIT_MS);
+        } else {
+            cap__pump_kick(); /* an early flush, not waited for */
+        }
+        return;
+    }
+    cap__pump_note_signal(sig); /* the default action ends the process: write what we hold */
+    cap__flush_wait(CAP_FLUSH_WAIT_MS);
+    chain(b, sig, si, uc);
 }
 
 static void on_fatal(int level, int sig, siginfo_t *si, void *uc)
@@ -141,31 +236,15 @@ static void on_fatal(int level, int sig, siginfo_t *si, void *uc)
                 return;
             }
         }
-    const struct sigaction *a = &sigs[k].next[level];
-    int handler = a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN && sig != SIGABRT &&
-                  !((a->sa_flags & SA_RESETHAND) && atomic_load(&sigs[k].once[level]));
-    if (handler) {
-        /* The program's handler first: a JVM, a GC or V8 take faults routinely, a server
-         * handles SIGTERM, and a signal it handles is no crash to record or to flush for. Only
-         * when it leaves the default action behind (it restored it, or was SA_RESETHAND: the
-         * fault repeats, or a signal it raised again arrives, once we return) does the
-         * process end: then what we hold is written first. */
-        chain(k, level, sig, si, uc);
-        struct sigaction now;
-        int ends = (a->sa_flags & SA_RESETHAND) ||
-                   (sigaction(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL);
-        if (ends) {
-            cap__pump_note_signal(sig);
-            cap__flush_wait(CAP_FLUSH_WAIT_MS);
-        } else {
-            cap__pump_kick(); /* an early flush, not waited for */
-        }
-        errno = saved;
-        return;
-    }
-    cap__pump_note_signal(sig); /* the default action ends the process: write what we hold */
-    cap__flush_wait(CAP_FLUSH_WAIT_MS);
-    chain(k, level, sig, si, uc);
+    int fresh, n = atomic_load(&sigs[k].n);
+    struct frame *f = frame_of(sig, si, uc, &fresh);
+    int start = !fresh ? f->pos - 1 : level < N_LEVELS - 1 ? level : n - 1;
+    int pos = live_at_or_below(k, start < n ? start : n - 1);
+    if (f)
+        f->pos = pos;
+    run_below(pos >= 0 ? &sigs[k].e[pos] : NULL, sig, si, uc);
+    if (f && fresh)
+        atomic_store(&f->tid, 0);
     errno = saved;
 }
 
@@ -227,17 +306,48 @@ static int same_action(const struct sigaction *a, const struct sigaction *b)
            !memcmp(&a->sa_mask, &b->sa_mask, sizeof a->sa_mask);
 }
 
-/* Puts a new level of ours on top of *below (sig_mu held). */
+/* Adds what we are put over to the list (sig_mu held): an older entry of the same handler
+ * is gone (among the last level's entries, taken out); when the list is full, the last
+ * level's oldest entry goes. */
+static void below_push(int k, const struct sigaction *a)
+{
+    int n = atomic_load(&sigs[k].n), j = 0;
+    for (int i = 0; i < n; i++) {
+        struct below *e = &sigs[k].e[i];
+        int same = !atomic_load(&e->gone) && same_action(&e->a, a);
+        if (same && i < N_LEVELS - 1)
+            atomic_store(&e->gone, 1);
+        if (same && i >= N_LEVELS - 1)
+            continue; /* taken out */
+        if (j != i) {
+            sigs[k].e[j].a = e->a;
+            atomic_store(&sigs[k].e[j].once, atomic_load(&e->once));
+            atomic_store(&sigs[k].e[j].gone, atomic_load(&e->gone));
+        }
+        j++;
+    }
+    if (j == N_BELOW) {
+        for (int i = N_LEVELS; i < N_BELOW; i++) {
+            sigs[k].e[i - 1].a = sigs[k].e[i].a;
+            atomic_store(&sigs[k].e[i - 1].once, atomic_load(&sigs[k].e[i].once));
+            atomic_store(&sigs[k].e[i - 1].gone, atomic_load(&sigs[k].e[i].gone));
+        }
+        j--;
+    }
+    sigs[k].e[j].a = *a;
+    atomic_store(&sigs[k].e[j].once, 0);
+    atomic_store(&sigs[k].e[j].gone, 0);
+    atomic_store(&sigs[k].n, j + 1);
+}
+
+/* Puts a level of ours on top of *below (sig_mu held): a new one while there are, then the
+ * last one again. */
 static void push_level(int k, const struct sigaction *below)
 {
     int n = atomic_load(&sigs[k].n);
-    if (n >= N_LEVELS)
-        return;
-    sigs[k].next[n] = *below;
-    atomic_store(&sigs[k].once[n], 0);
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = level_fn[n];
+    ours.sa_sigaction = level_fn[n < N_LEVELS - 1 ? n : N_LEVELS - 1];
     if (below->sa_handler == SIG_DFL || below->sa_handler == SIG_IGN) {
         sigemptyset(&ours.sa_mask);
         ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
@@ -245,27 +355,30 @@ static void push_level(int k, const struct sigaction *below)
         ours.sa_mask = below->sa_mask;
         ours.sa_flags = SA_SIGINFO | (below->sa_flags & (SA_ONSTACK | SA_RESTART | SA_NODEFER));
     }
-    atomic_store(&sigs[k].n, n + 1); /* next[n] is ready before anything can call level n */
+    below_push(k, below); /* what it chains to is there before anything can call it */
     struct sigaction prev;
-    if (sigaction(fatal_sigs[k], &ours, &prev) != 0) {
-        atomic_store(&sigs[k].n, n);
-        return;
-    }
+    if (sigaction(fatal_sigs[k], &ours, &prev) != 0)
+        return; /* the entry stays: harmless, and put over again it is one handler */
     if (!same_action(&prev, below)) /* the program changed it between our look and ours */
-        sigs[k].next[n] = prev;
+        sigs[k].e[atomic_load(&sigs[k].n) - 1].a = prev;
+}
+
+/* Puts ours on top of signal k if its handler is not ours (sig_mu held). */
+static void assert_one(int k)
+{
+    struct sigaction cur;
+    if (sigaction(fatal_sigs[k], NULL, &cur) != 0)
+        return;
+    if (cur.sa_handler == SIG_IGN || is_ours(&cur) || is_other_reprise(&cur))
+        return;
+    push_level(k, &cur);
 }
 
 /* Puts ours on top of every fatal signal whose handler is not ours (sig_mu held). */
 static void assert_all(void)
 {
-    for (int k = 0; k < N_FATAL; k++) {
-        struct sigaction cur;
-        if (sigaction(fatal_sigs[k], NULL, &cur) != 0)
-            continue;
-        if (cur.sa_handler == SIG_IGN || is_ours(&cur) || is_other_reprise(&cur))
-            continue;
-        push_level(k, &cur);
-    }
+    for (int k = 0; k < N_FATAL; k++)
+        assert_one(k);
 }
 
 void cap__signals_install(void)
@@ -309,4 +422,13 @@ void cap__signals_reassert(void)
     if (now - last < 10 || !atomic_compare_exchange_strong(&last_ms, &last, now))
         return; /* one look per 10 ms is enough (8 system calls, about 4 us) */
     cap__signals_reassert_now();
+}
+
+void cap__signals_reassert_faults(void)
+{
+    if (atomic_load(&sig_pid) != (int)getpid() || pthread_mutex_trylock(&sig_mu) != 0)
+        return;
+    assert_one(fatal_index(SIGSEGV));
+    assert_one(fatal_index(SIGBUS));
+    pthread_mutex_unlock(&sig_mu);
 }

@@ -695,6 +695,7 @@ static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_
 static void collect_prot(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
 {
     trk_set_busy(t, i, j);
+    cap__signals_reassert_faults();
     trk_prot(t, i, j, 0);
     for (uint64_t k = i; k < j; k++)
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
@@ -1011,8 +1012,6 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
     uint8_t *sh0 = sh_at0(m, t);
     uint64_t run = UINT64_MAX; /* first of a run of DEV pages going stale */
     int watched = !t->copy && !m->o.dev->cpu && t->mode != CAP_TRACK_SCAN, touched = 0;
-    if (t->cofw) /* a write to a stale page must reach our SIGSEGV handler first */
-        cap__signals_reassert();
     for (uint64_t k = i; k <= j; k++) {
         uint64_t x = 0, y = 0;
         uint8_t s = 0;

@@ -11,10 +11,14 @@
  *                            device exists (the layer puts its own back on top at a wait); the
  * handler prints "handler ran", restores the default and returns, so the fault repeats and ends the
  * process vk_dies abort N          calls abort() after N submissions
- *   vk_dies gc N             lives well: between submissions it takes 200 write faults on a
+ *   vk_dies gc N [again]     lives well: between submissions it takes 200 write faults on a
  *                            page it keeps read-only and handles each (its handler makes the
  *                            page writable, as a garbage collector's write barrier does), then
- *                            exits 0 ("faults handled 200N")
+ *                            exits 0 ("faults handled 200N"); with "again" it installs its
+ *                            handler again before each submission (a runtime entering a
+ *                            phase), a handler that hands no fault on: one not its own is
+ *                            fatal; it fills the input every other round only (so that a
+ *                            capture write-protecting it again takes a fault each time)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +63,16 @@ static void on_gc_fault(int sig, siginfo_t *si, void *uc)
     mprotect(gc_page, 4096, PROT_READ | PROT_WRITE);
 }
 
+static int gc_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_gc_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGSEGV, &sa, NULL);
+}
+
 static void gc_round(void)
 {
     for (int i = 0; i < 200; i++) {
@@ -79,7 +93,7 @@ static void install_handler(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: vk_dies slow|segv|abort|gc N [early|late]\n");
+        fprintf(stderr, "usage: vk_dies slow|segv|abort|gc N [early|late|again]\n");
         return 2;
     }
     const char *mode = argv[1], *when = argc > 3 ? argv[3] : "";
@@ -89,12 +103,7 @@ int main(int argc, char **argv)
         install_handler();
     if (!strcmp(mode, "gc")) {
         gc_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_gc_fault;
-        sa.sa_flags = SA_SIGINFO;
-        sigemptyset(&sa.sa_mask);
-        if (gc_page == MAP_FAILED || sigaction(SIGSEGV, &sa, NULL) != 0)
+        if (gc_page == MAP_FAILED || gc_install() != 0)
             return 1;
     }
     struct vkt v;
@@ -149,7 +158,7 @@ int main(int argc, char **argv)
     uint64_t h = 0;
     for (int k = 1; k <= n; k++) {
         uint32_t *p = in.map;
-        for (uint32_t i = 0; i < N_ELEMS; i++)
+        for (uint32_t i = 0; i < N_ELEMS && (k % 2 || strcmp(when, "again")); i++)
             p[i] = i + (uint32_t)k * 7919u;
         VkCommandBufferBeginInfo bb = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -163,6 +172,8 @@ int main(int argc, char **argv)
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                            .commandBufferCount = 1,
                            .pCommandBuffers = &cb};
+        if (!strcmp(mode, "gc") && !strcmp(when, "again") && gc_install() != 0)
+            return 1;
         VKT_CHECK(vkQueueSubmit(v.queue[0], 1, &si, fence));
         VKT_CHECK(vkWaitForFences(v.dev, 1, &fence, VK_TRUE, UINT64_MAX));
         VKT_CHECK(vkResetFences(v.dev, 1, &fence));
