@@ -1478,8 +1478,9 @@ Test(capture, host_write_under_running_device_output_is_loud)
 
 /* The SPIR-V reflection's view of buffer device addresses (capture/vk/cap_vk_spirv.c): a
  * shader that writes through a PhysicalStorageBuffer pointer only with a cooperative-matrix
- * store (KHR 4458, NV 5360: ggml's matrix kernels on GPUs that have them) may write (before:
- * READ, and the dispatch's address accesses missed its writes: issue 21); one that only loads
+ * store (KHR 4458, NV 5360: ggml's matrix kernels on GPUs that have them) or a cooperative-vector
+ * store or accumulation (NV 5303, 5290, 5291) may write (before: READ, and the dispatch's
+ * address accesses missed its writes: issue 21); one that only loads
  * through such a pointer reads. A minimal module: the capability, a pointer type, a value of
  * it, and the instruction under test. */
 static uint32_t refl_addresses(uint32_t op, uint32_t n_operands)
@@ -1488,7 +1489,7 @@ static uint32_t refl_addresses(uint32_t op, uint32_t n_operands)
         0x07230203u,
         0x00010600u,
         0,
-        8,
+        9, /* bound */
         0,
         2u << 16 | 17,
         5347, /* OpCapability PhysicalStorageBufferAddresses */
@@ -1510,9 +1511,11 @@ static uint32_t refl_addresses(uint32_t op, uint32_t n_operands)
         3,
         4,
         5,
-        6, /* OP %3 %4 %5 %6 (pointer first) */
+        6,
+        7,
+        8, /* OP %3 %4 %5 %6 %7 %8 (pointer first) */
     };
-    size_t n = sizeof code / sizeof code[0] - (4 - n_operands);
+    size_t n = sizeof code / sizeof code[0] - (6 - n_operands);
     struct cap_refl refl;
     cap_spirv_reflect(code, n, &refl);
     uint32_t a = refl.addresses;
@@ -1520,10 +1523,15 @@ static uint32_t refl_addresses(uint32_t op, uint32_t n_operands)
     return a;
 }
 
-Test(capture, cooperative_matrix_stores_through_addresses_are_writes)
+Test(capture, cooperative_matrix_and_vector_stores_through_addresses_are_writes)
 {
     cr_expect_eq(refl_addresses(4458, 3), SBT_ACCESS_RW, "OpCooperativeMatrixStoreKHR");
     cr_expect_eq(refl_addresses(5360, 4), SBT_ACCESS_RW, "OpCooperativeMatrixStoreNV");
+    cr_expect_eq(refl_addresses(5303, 3), SBT_ACCESS_RW, "OpCooperativeVectorStoreNV");
+    cr_expect_eq(refl_addresses(5290, 6), SBT_ACCESS_RW,
+                 "OpCooperativeVectorOuterProductAccumulateNV");
+    cr_expect_eq(refl_addresses(5291, 3), SBT_ACCESS_RW,
+                 "OpCooperativeVectorReduceSumAccumulateNV");
     cr_expect_eq(refl_addresses(62, 2), SBT_ACCESS_RW, "OpStore");
     /* %5 = OpLoad %1 %3: only reads through the pointer */
     uint32_t code[] = {0x07230203u,

@@ -51,6 +51,11 @@ enum {
     OP_ATOMIC_FADD_EXT = 6035,
     OP_COOPMAT_STORE_KHR = 4458, /* SPV_KHR_cooperative_matrix: pointer, object, layout, ... */
     OP_COOPMAT_STORE_NV = 5360,  /* SPV_NV_cooperative_matrix: pointer, object, stride, major */
+    /* SPV_NV_cooperative_vector: pointer, offset, ... (a store, or an atomic accumulation of a
+     * matrix or vector into memory) */
+    OP_COOPVEC_OUTER_PRODUCT_ACCUMULATE_NV = 5290,
+    OP_COOPVEC_REDUCE_SUM_ACCUMULATE_NV = 5291,
+    OP_COOPVEC_STORE_NV = 5303,
     CAP_PHYSICAL_STORAGE_BUFFER = 5347,
     SC_PHYSICAL_STORAGE_BUFFER = 5349,
     DEC_SPEC_ID = 1,
@@ -119,7 +124,9 @@ static uint32_t address_access(const uint32_t *code, size_t n_words, const struc
         uint32_t ptr = UINT32_MAX; /* the pointer written through */
         if ((op == OP_STORE || op == OP_COPY_MEMORY || op == OP_COPY_MEMORY_SIZED ||
              op == OP_ATOMIC_STORE || op == OP_ATOMIC_FLAG_CLEAR || op == OP_COOPMAT_STORE_KHR ||
-             op == OP_COOPMAT_STORE_NV) &&
+             op == OP_COOPMAT_STORE_NV || op == OP_COOPVEC_STORE_NV ||
+             op == OP_COOPVEC_OUTER_PRODUCT_ACCUMULATE_NV ||
+             op == OP_COOPVEC_REDUCE_SUM_ACCUMULATE_NV) &&
             wc >= 2)
             ptr = w[1];
         else if (((op >= OP_ATOMIC_FIRST && op <= OP_ATOMIC_LAST) ||
