@@ -8,7 +8,8 @@ capture/vk/cap_vk_classes.txt, and writes into OUTDIR:
                    (every typed command of that dispatch level), the command table and the
                    prototypes of the hand-written wrappers (class "recorded")
   cap_vk_gen.c     a typed pass-through wrapper for every unmodelled command, the command
-                   table, the name -> command lookup (aliases included) and the table loaders
+                   table, the name -> command lookup (aliases included), the table loaders
+                   and the name of the structure each VkStructureType value declares
   cap_vk_classes.txt  every command of the registry's "vulkan" API with its dispatch level,
                    class and the reason (listed, or the rule that decided); then the names
                    the registry has that are not part of the "vulkan" API, and why
@@ -44,7 +45,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "format"))
-from vkxml import vulkan_api  # noqa: E402  (the registry reading format/ shares)
+from vkxml import vulkan_api, enum_values  # noqa: E402  (the registry reading format/ shares)
 import xml.etree.ElementTree as ET
 
 CLASSES = ('recorded', 'query', 'harmless', 'affecting')
@@ -308,6 +309,24 @@ def write_if_changed(path, text):
     os.replace(tmp, path)
 
 
+def stype_names(xml):
+    """(value, structure name) of every VkStructureType value a Vulkan structure declares as its
+    sType, sorted by value (an alias structure's name is left for the one it aliases)."""
+    root = ET.parse(xml).getroot()
+    value = enum_values(root, 'VkStructureType')
+    names = {}
+    for t in root.iter('type'):
+        if t.get('category') != 'struct' or t.get('alias') or not vulkan_api(t):
+            continue
+        for m in t.findall('member'):
+            st = m.get('values')
+            if m.findtext('name') == 'sType' and st and vulkan_api(m):
+                v = value(st.split(',')[0])
+                if v is not None and v not in names:
+                    names[v] = t.get('name')
+    return sorted(names.items())
+
+
 def generate(version, complete, cmds, skipped, out, xml, classes):
     order = sorted(cmds.values(), key=lambda c: c.name)
     typed = [c for c in order if c.typed]
@@ -371,6 +390,9 @@ def generate(version, complete, cmds, skipped, out, xml, classes):
           ' VkInstance inst);',
           'void cap_dev_fns_load(struct cap_dev_fns *f, PFN_vkGetDeviceProcAddr gdpa, VkDevice'
           ' dev);', '',
+          '/* The structure a VkStructureType value names ("VkPipelineRobustnessCreateInfo"), or',
+          ' * NULL when the registry has none. */',
+          'const char *cap_vk_stype_name(uint32_t stype);', '',
           '/* The hand-written wrappers (class recorded), in capture/vk/cap_vk_*.c. */']
     for c in order:
         if c.cls == 'recorded':
@@ -470,6 +492,25 @@ def generate(version, complete, cmds, skipped, out, xml, classes):
                 inst_fns)
     g += loader('cap_dev_fns_load', 'cap_dev_fns', 'PFN_vkGetDeviceProcAddr', 'VkDevice',
                 dev_fns)
+
+    stypes = stype_names(xml)
+    g += ['/* Every VkStructureType value with the structure that declares it, by value. */',
+          'static const struct {', '    uint32_t stype;', '    const char *name;',
+          '} stype_tab[] = {']
+    g += ['    {%du, "%s"},' % (v, n) for v, n in stypes]
+    g += ['};', '',
+          'const char *cap_vk_stype_name(uint32_t stype)', '{',
+          '    size_t a = 0, b = sizeof stype_tab / sizeof stype_tab[0];',
+          '    while (a < b) {',
+          '        size_t m = a + (b - a) / 2;',
+          '        if (stype_tab[m].stype == stype)',
+          '            return stype_tab[m].name;',
+          '        if (stype_tab[m].stype < stype)',
+          '            a = m + 1;',
+          '        else',
+          '            b = m;',
+          '    }',
+          '    return NULL;', '}', '']
 
     listing = ['# %s' % src,
                '# command level class typed reason [aliases]']

@@ -575,6 +575,11 @@ uint32_t cap_unmod_id(const char *what, uint32_t flags, int copy);
 /* One occurrence of what; the first of an affecting one puts its marker on d's stream of the
  * calling thread (d NULL: a stream of no device). */
 void cap_unmodelled(struct cap_dev *d, const char *what, uint32_t flags);
+/* Each structure of a pNext chain the layer does not know (its sType not among known[n]) is
+ * one affecting occurrence of "CALL (VkStructureName)": what it asks of the driver is neither
+ * recorded nor replayed, so the trace is incomplete, naming it. */
+void cap_chain_check(struct cap_dev *d, const char *call, const void *pnext, const uint32_t *known,
+                     size_t n);
 /* The first call of affecting id happened (once per id; later calls return at once). */
 void cap_unmod_first(uint32_t id, struct cap_dev *d);
 /* The MARKER op of id for a chain the caller builds (on d's host stream of this thread; set

@@ -69,6 +69,15 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_AllocateMemory(VkDevice device, const VkMemor
     }
     if (foreign) /* contents another API or process writes: not in the trace */
         cap_unmodelled(d, "vkAllocateMemory (external memory)", SBT_UNMODELLED_AFFECTS);
+    static const uint32_t known[] = {
+        VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,          /* recorded */
+        VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,      /* recorded */
+        VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT, /* the host's pages: tracked */
+        VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,           /* external: counted above */
+        VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,         /* external: counted above */
+        VK_STRUCTURE_TYPE_MEMORY_PRIORITY_ALLOCATE_INFO_EXT,   /* a residency hint (ggml-vulkan) */
+    };
+    cap_chain_check(d, "vkAllocateMemory", ai->pNext, known, sizeof known / sizeof known[0]);
     pthread_mutex_lock(&cap.mu);
     struct cap_mem *m = cap_mem_new(d, CAP_H(*out), ai->allocationSize, ai->memoryTypeIndex);
     if (m) {
@@ -263,6 +272,16 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferC
     uint64_t opaque = r == VK_SUCCESS ? cap_addr_buffer_opaque(d, &ci2, *out) : 0;
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
+    static const uint32_t known[] = {
+#ifdef VK_KHR_maintenance5
+        VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR, /* recorded (the usage) */
+#endif
+        /* the handle types the memory may be imported from or exported to: what it holds is
+         * the allocation's matter (vkAllocateMemory) */
+        VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+        VK_STRUCTURE_TYPE_DEDICATED_ALLOCATION_BUFFER_CREATE_INFO_NV, /* a hint */
+    };
+    cap_chain_check(d, "vkCreateBuffer", ci->pNext, known, sizeof known / sizeof known[0]);
     pthread_mutex_lock(&cap.mu);
     struct cap_buf *b = cap_obj_new(sizeof *b, CAP_T_BUF, VK_OBJECT_TYPE_BUFFER, CAP_H(*out), d);
     if (b) {

@@ -78,6 +78,11 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_CreateShaderModule(VkDevice device,
         cap_vk_result(d->fn.CreateShaderModule(device, ci, alloc, out), "vkCreateShaderModule");
     if (r != VK_SUCCESS || !CAP_ON())
         return r;
+    static const uint32_t known[] = {
+        VK_STRUCTURE_TYPE_SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT, /* a cache: a hint */
+        VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+    };
+    cap_chain_check(d, "vkCreateShaderModule", ci->pNext, known, sizeof known / sizeof known[0]);
     struct cap_refl refl;
     cap_spirv_reflect(ci->pCode, ci->codeSize / 4, &refl);
     pthread_mutex_lock(&cap.mu);
@@ -179,33 +184,21 @@ VKAPI_ATTR void VKAPI_CALL cap_DestroyPipelineLayout(VkDevice device, VkPipeline
     d->fn.DestroyPipelineLayout(device, h, alloc);
 }
 
-/* What a compute pipeline's create info chains that replay leaves out: counted by sType (one
- * the layer does not know may change what the shader computes: affecting). */
-static void pipeline_chain(struct cap_dev *d, const void *pnext, const char *where)
-{
-    for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
-        switch ((uint32_t)s->sType) {
+/* What a compute pipeline's create info and its stage may chain: recorded (required subgroup
+ * size, flags2, an inline module, robustness), or feedback and hints results do not depend on.
+ * Any other structure is counted as affecting, by name (cap_chain_check). */
+static const uint32_t pipeline_known[] = {
 #ifdef VK_KHR_maintenance5
-        case VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR:
+    VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR,
 #endif
-        case VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO:
-        case VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO: /* recorded */
-        case VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO:
-        case VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT:
-        case VK_STRUCTURE_TYPE_PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD:
-        case VK_STRUCTURE_TYPE_SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT:
-            break; /* feedback and hints: results do not depend on them */
-        case VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT: /* recorded (robustness) */
-            break;
-        default: {
-            char what[160];
-            snprintf(what, sizeof what, "vkCreateComputePipelines (%s.pNext structure %u)", where,
-                     (unsigned)s->sType);
-            cap_vk_count_affecting(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1), d);
-        }
-        }
-    }
-}
+    VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+    VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+    VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT,
+    VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+    VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+    VK_STRUCTURE_TYPE_PIPELINE_COMPILER_CONTROL_CREATE_INFO_AMD,
+    VK_STRUCTURE_TYPE_SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT,
+};
 
 /* A VkPipelineRobustnessCreateInfo of chain (the pipeline's: where 0, its stage's: 1): out-of-
  * bounds accesses read and write what it says, so replay must ask for the same. */
@@ -243,8 +236,10 @@ static void pipeline_row(struct cap_dev *d, const VkComputePipelineCreateInfo *c
             has_flags2 = 1;
         }
 #endif
-    pipeline_chain(d, ci->pNext, "VkComputePipelineCreateInfo");
-    pipeline_chain(d, st->pNext, "VkPipelineShaderStageCreateInfo");
+    cap_chain_check(d, "vkCreateComputePipelines", ci->pNext, pipeline_known,
+                    sizeof pipeline_known / sizeof pipeline_known[0]);
+    cap_chain_check(d, "vkCreateComputePipelines", st->pNext, pipeline_known,
+                    sizeof pipeline_known / sizeof pipeline_known[0]);
     /* maintenance5: the module's create info chained to the stage instead of a module; it gets
      * a program row of its own, not tracked as an object */
     struct cap_module inl;

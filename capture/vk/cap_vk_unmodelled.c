@@ -108,6 +108,25 @@ void cap_unmodelled(struct cap_dev *d, const char *what, uint32_t flags)
     cap_vk_count_affecting(cap_unmod_id(what, flags, 0), d);
 }
 
+void cap_chain_check(struct cap_dev *d, const char *call, const void *pnext, const uint32_t *known,
+                     size_t n)
+{
+    for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
+        size_t i = 0;
+        while (i < n && known[i] != (uint32_t)s->sType)
+            i++;
+        if (i < n)
+            continue;
+        const char *name = cap_vk_stype_name((uint32_t)s->sType);
+        char what[192];
+        if (name)
+            snprintf(what, sizeof what, "%s (%s)", call, name);
+        else
+            snprintf(what, sizeof what, "%s (pNext structure %u)", call, (unsigned)s->sType);
+        cap_vk_count_affecting(cap_unmod_id(what, SBT_UNMODELLED_AFFECTS, 1), d);
+    }
+}
+
 void cap_unmod_seen(uint32_t id, uint64_t seq)
 {
     if (id < CAP_UNMOD_MAX && !first_seq[id])

@@ -14,6 +14,9 @@
  *   unknown        vkReprisetestSumREPRISE, a command only the test layer
  *                  VK_LAYER_REPRISE_fakecmd (tests/vk/layer_fakecmd.c) provides, called twice
  *                  with arguments in every kind of register and on the stack
+ *   chain          plain, its allocations chaining a structure the layer does not know
+ *                  (VkMemoryOpaqueCaptureAddressAllocateInfo, asking for no address: valid
+ *                  Vulkan 1.2, and what it would ask of the driver is not in the trace)
  *   lost           three rounds like plain, where the test layer makes the third wait return
  *                  VK_ERROR_DEVICE_LOST (REPRISE_FAKECMD_LOSE_WAIT=3): the program then dies at
  *                  once (_exit(3)), as programs with a hung GPU do, without closing anything
@@ -382,6 +385,12 @@ int main(int argc, char **argv)
         return mode_plain(argv[0], 0);
     if (!strcmp(m, "lost"))
         return mode_plain(argv[0], 1);
+    if (!strcmp(m, "chain")) {
+        static const VkMemoryOpaqueCaptureAddressAllocateInfo no_address = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_OPAQUE_CAPTURE_ADDRESS_ALLOCATE_INFO};
+        vkt_alloc_chain = &no_address;
+        return mode_plain(argv[0], 0);
+    }
     if (!strcmp(m, "push"))
         return mode_push(argv[0], 0);
     if (!strcmp(m, "push-template"))
@@ -394,7 +403,8 @@ int main(int argc, char **argv)
         return mode_image(argv[0]);
     if (!strcmp(m, "unknown"))
         return mode_unknown(argv[0]);
-    fprintf(stderr,
-            "usage: vk_unmodelled plain|push|push-template|query|address|image|unknown|lost\n");
+    fprintf(
+        stderr,
+        "usage: vk_unmodelled plain|push|push-template|query|address|image|unknown|lost|chain\n");
     return 2;
 }

@@ -149,6 +149,7 @@ void vkt_buffer(struct vkt *v, VkDeviceSize size, int host_visible, struct vkt_b
         host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
                      : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .pNext = vkt_alloc_chain,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = vkt_mem_type(v, req.memoryTypeBits, want)};
     VKT_CHECK(vkAllocateMemory(v->dev, &mai, NULL, &out->mem));
@@ -167,6 +168,7 @@ void vkt_buffer_free(struct vkt *v, struct vkt_buf *b)
 
 int vkt_clean_structs;
 VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
+const void *vkt_alloc_chain;
 
 size_t vkt_spirv(struct vkt *v, const char *name, uint32_t *code, size_t cap)
 {

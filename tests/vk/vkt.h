@@ -73,6 +73,8 @@ struct vkt_pipe {
 extern int vkt_clean_structs;
 /* Flags of the descriptor set layout vkt_pipeline makes (push descriptors), 0 by default. */
 extern VkDescriptorSetLayoutCreateFlags vkt_set_layout_flags;
+/* A pNext chain for the allocations vkt_buffer makes (NULL by default). */
+extern const void *vkt_alloc_chain;
 void vkt_pipeline(struct vkt *v, const char *name, uint32_t n, const VkDescriptorType *types,
                   uint32_t pc_bytes, const uint32_t *spec, struct vkt_pipe *out);
 /* The same with the set layout's bindings given (images, immutable samplers, arrays). */
