@@ -274,7 +274,7 @@ static void drop_robustness(struct devreq *q, uint32_t i)
  * features structure the trace enabled, VkPhysicalDeviceFeatures2 among them when the program
  * chained one (then *core_in_chain = 1 and pEnabledFeatures must stay NULL). Each structure is
  * allocated at the registry's size, never at a size from the trace. Returns 0, or
- * REPLAY_ENODEV naming the first missing feature, or SBT_ENOMEM. */
+ * REPLAY_ENODEV naming how many features are missing and the first 8, or SBT_ENOMEM. */
 static int features_build(VkPhysicalDevice p, const char *dev_name, const struct devreq *q,
                           struct gfeat **chain, VkPhysicalDeviceFeatures *core, int *core_in_chain)
 {
@@ -283,6 +283,8 @@ static int features_build(VkPhysicalDevice p, const char *dev_name, const struct
     memset(core, 0, sizeof *core);
     *chain = NULL;
     *core_in_chain = 0;
+    char missing[1024] = "";
+    size_t n_missing = 0, len = 0;
     for (uint32_t i = 0; i < q->n_feat; i++) {
         const struct sbt_vk_feature_struct *t = q->feat[i].t;
         const VkBool32 *on = q->feat[i].on;
@@ -297,14 +299,12 @@ static int features_build(VkPhysicalDevice p, const char *dev_name, const struct
         }
         const VkBool32 *hv = is_core ? (const VkBool32 *)&have_core : have->v;
         for (uint32_t k = 0; k < t->n; k++)
-            if (on[k] && !hv[k]) {
-                int st = replay__fail(REPLAY_ENODEV,
-                                      "%s lacks feature %s (%s) that the trace's device enabled",
-                                      dev_name, t->fields[k], t->name);
-                free(have);
-                return st;
-            }
+            if (on[k] && !hv[k] && n_missing++ < 8 && len < sizeof missing)
+                len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%s (%s)",
+                                        n_missing > 1 ? ", " : "", t->fields[k], t->name);
         free(have);
+        if (n_missing)
+            continue;
         if (t->stype == 0) {
             VkBool32 *w = (VkBool32 *)core;
             for (uint32_t k = 0; k < t->n && k < sizeof *core / sizeof(VkBool32); k++)
@@ -318,6 +318,13 @@ static int features_build(VkPhysicalDevice p, const char *dev_name, const struct
         w->pNext = *chain;
         *chain = w;
         *core_in_chain |= t->stype == SBT_VK_STYPE_FEATURES2;
+    }
+    if (n_missing) {
+        free_chain(*chain);
+        *chain = NULL;
+        return replay__fail(
+            REPLAY_ENODEV, "%s lacks %zu feature%s the trace's device enabled: %s%s", dev_name,
+            n_missing, n_missing > 1 ? "s" : "", missing, n_missing > 8 ? ", ..." : "");
     }
     if (*core_in_chain) { /* VkPhysicalDeviceFeatures given both ways: one structure holds all */
         struct gfeat *f2 = *chain;
