@@ -300,10 +300,16 @@ static int is_other_reprise(const struct sigaction *a)
     return 1;
 }
 
+/* The same disposition: handler, flags and the signals of the mask (sigaction(2) fills only
+ * the kernel's part of a sigset_t: the rest is whatever the caller's memory held). */
 static int same_action(const struct sigaction *a, const struct sigaction *b)
 {
-    return a->sa_handler == b->sa_handler && a->sa_flags == b->sa_flags &&
-           !memcmp(&a->sa_mask, &b->sa_mask, sizeof a->sa_mask);
+    if (a->sa_handler != b->sa_handler || a->sa_flags != b->sa_flags)
+        return 0;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&a->sa_mask, sig) != sigismember(&b->sa_mask, sig))
+            return 0;
+    return 1;
 }
 
 /* Adds what we are put over to the list (sig_mu held): an older entry of the same handler
@@ -357,6 +363,7 @@ static void push_level(int k, const struct sigaction *below)
     }
     below_push(k, below); /* what it chains to is there before anything can call it */
     struct sigaction prev;
+    memset(&prev, 0, sizeof prev);
     if (sigaction(fatal_sigs[k], &ours, &prev) != 0)
         return; /* the entry stays: harmless, and put over again it is one handler */
     if (!same_action(&prev, below)) /* the program changed it between our look and ours */
@@ -367,6 +374,7 @@ static void push_level(int k, const struct sigaction *below)
 static void assert_one(int k)
 {
     struct sigaction cur;
+    memset(&cur, 0, sizeof cur);
     if (sigaction(fatal_sigs[k], NULL, &cur) != 0)
         return;
     if (cur.sa_handler == SIG_IGN || is_ours(&cur) || is_other_reprise(&cur))
