@@ -110,6 +110,13 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
 $(BUILD)/gen/format/sbt_vk_%.c: format/gen_vk_%.py format/vkxml.py $(VK_XML) $(VK_CHOICE)
 	@mkdir -p $(@D)
 	python3 $< $(VK_XML) $@
+# the features also with the SPIR-V grammar (spirv-headers, fetched beside the Vulkan headers
+# by scripts/vulkan-headers.sh; else the system's, if installed; else none)
+SPIRV_GRAMMAR := $(firstword $(wildcard build/vulkan-headers/spirv/root/usr/include/spirv/unified1/spirv.core.grammar.json \
+                   /usr/include/spirv/unified1/spirv.core.grammar.json))
+$(BUILD)/gen/format/sbt_vk_features.c: format/gen_vk_features.py format/vkxml.py $(VK_XML) $(VK_CHOICE) $(SPIRV_GRAMMAR)
+	@mkdir -p $(@D)
+	python3 $< $(VK_XML) $@ $(SPIRV_GRAMMAR)
 
 $(VK_GEN_C:.c=.o): %.o: %.c
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """format/gen_vk_features.py — the Vulkan features structures, generated from the registry.
 
-Usage: gen_vk_features.py VK_XML OUT.c
+Usage: gen_vk_features.py VK_XML OUT.c [SPIRV_GRAMMAR]
 
 Writes the table format/sbt_vk.h declares (struct sbt_vk_feature_struct): every structure that
 extends VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo and holds only VkBool32 members after
@@ -10,15 +10,54 @@ VkPhysicalDeviceFeatures itself (structure type 0) and VkPhysicalDeviceFeatures2
 member is a VkPhysicalDeviceFeatures). The capture layer records a device's enabled features
 with it, whatever structures the program chains; replay rebuilds the chain from it, allocates
 each structure at the size the registry gives (never at a size read from a trace) and names a
-missing feature by its member name. Python's standard library only.
+missing feature by its member name.
+
+Also the features SPIR-V capabilities need (vk.xml's <spirvcapabilities>: a capability is
+allowed by an <enable> naming a features structure's member, or by versions, extensions or
+properties), by member name, with the capabilities' numbers from the SPIR-V grammar
+(spirv.core.grammar.json of spirv-headers) when one is given: replay leaves off a feature the
+device lacks when no shader of the trace declares a capability that needs it. A capability the
+grammar does not number marks its features unknown (needed whenever enabled). Python's standard
+library only.
 """
+import json
 import sys
 import xml.etree.ElementTree as ET
 
 from vkxml import enum_values, header_version, vulkan_api
 
 
-def main(xml_path, out_path):
+def feature_caps(reg, grammar_path):
+    """{feature member name: (sorted capability numbers, unknown)} and the grammar's version."""
+    numbers, version = {}, ""
+    if grammar_path:
+        with open(grammar_path) as f:
+            g = json.load(f)
+        version = "%s.%s rev %s" % (g.get("major_version"), g.get("minor_version"),
+                                    g.get("revision"))
+        for kind in g.get("operand_kinds", []):
+            if kind.get("kind") == "Capability":
+                for e in kind.get("enumerants", []):
+                    v = e["value"] if isinstance(e["value"], int) else int(e["value"], 0)
+                    numbers[e["enumerant"]] = v
+                    for a in e.get("aliases", []):
+                        numbers[a] = v
+    out = {}
+    caps = reg.find("spirvcapabilities")
+    for c in (caps.findall("spirvcapability") if caps is not None else []):
+        for en in c.findall("enable"):
+            feat = en.get("feature")
+            if not feat or not en.get("struct"):
+                continue
+            nums, unknown = out.setdefault(feat, (set(), [False]))
+            if c.get("name") in numbers:
+                nums.add(numbers[c.get("name")])
+            else:
+                unknown[0] = True
+    return {k: (sorted(v[0]), v[1][0]) for k, v in out.items()}, version
+
+
+def main(xml_path, out_path, grammar_path=None):
     reg = ET.parse(xml_path).getroot()
 
     stype_value = enum_values(reg, "VkStructureType")
@@ -93,9 +132,25 @@ def main(xml_path, out_path):
         f.write("};\n")
         f.write("const uint32_t sbt_vk_n_feature_structs = %d;\n" % len(table))
         f.write('const char sbt_vk_registry_version[] = "%s";\n' % version)
+        caps, gversion = feature_caps(reg, grammar_path)
+        f.write("\n/* The features SPIR-V capabilities need, by member name (vk.xml "
+                "<spirvcapabilities>, numbers from %s). */\n"
+                % (("the SPIR-V grammar " + gversion) if grammar_path else "no SPIR-V grammar: "
+                   "every one unknown"))
+        for i, (feat, (nums, _)) in enumerate(sorted(caps.items())):
+            if nums:
+                f.write("static const uint32_t caps_%d[] = {%s};\n"
+                        % (i, ", ".join("%du" % n for n in nums)))
+        f.write("const struct sbt_vk_feature_caps sbt_vk_feature_caps[] = {\n")
+        for i, (feat, (nums, unknown)) in enumerate(sorted(caps.items())):
+            f.write('    {"%s", %d, %s, %d},\n' % (feat, len(nums), "caps_%d" % i if nums else "0",
+                                               1 if unknown or not grammar_path else 0))
+        f.write("};\n")
+        f.write("const uint32_t sbt_vk_n_feature_caps = %d;\n" % len(caps))
+        f.write('const char sbt_vk_spirv_grammar[] = "%s";\n' % gversion)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: gen_vk_features.py VK_XML OUT.c")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: gen_vk_features.py VK_XML OUT.c [SPIRV_GRAMMAR]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None)

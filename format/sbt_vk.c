@@ -54,6 +54,22 @@ int sbt_vk_dump(const void *buf, size_t len, void (*line)(void *ctx, const char 
     return st < 0 ? st : 0;
 }
 
+const struct sbt_vk_feature_caps *sbt_vk_feature_caps_of(const char *feature)
+{
+    uint32_t lo = 0, hi = sbt_vk_n_feature_caps;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sbt_vk_feature_caps[mid].feature, feature);
+        if (!c)
+            return &sbt_vk_feature_caps[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
 const struct sbt_vk_feature_struct *sbt_vk_feature_struct(uint32_t stype)
 {
     uint32_t lo = 0, hi = sbt_vk_n_feature_structs;

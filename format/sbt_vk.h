@@ -314,6 +314,22 @@ extern const char sbt_vk_registry_version[]; /* VK_HEADER_VERSION of the vk.xml 
 const struct sbt_vk_feature_struct *sbt_vk_feature_struct(uint32_t stype);
 #define SBT_VK_STYPE_FEATURES2 1000059000u /* VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 */
 
+/* A device feature SPIR-V capabilities need (generated from vk.xml's <spirvcapabilities> and the
+ * SPIR-V grammar): a shader declaring one of caps needs it (or an alternative the registry
+ * lists); unknown: a capability needing it has no number in the grammar the build used (or
+ * there was none), so whether a shader needs it cannot be told. */
+struct sbt_vk_feature_caps {
+    const char *feature; /* the member's name, the same in every features structure with it */
+    uint32_t n;
+    const uint32_t *caps; /* SPIR-V capability numbers, ascending */
+    int unknown;
+};
+extern const struct sbt_vk_feature_caps sbt_vk_feature_caps[]; /* sorted by feature */
+extern const uint32_t sbt_vk_n_feature_caps;
+extern const char sbt_vk_spirv_grammar[]; /* "1.6 rev 4", or "" when built without one */
+/* The capabilities that need feature, or NULL when none does (vk.xml ties it to none). */
+const struct sbt_vk_feature_caps *sbt_vk_feature_caps_of(const char *feature);
+
 /* ---- Images: formats and the packed layout (format/sbt_vk_image.c) ---------------------------
  * An image's bytes, as the trace defines them (FORMAT.md "Images"), are its subresources one
  * after the other: for each aspect of its format in VkImageAspectFlagBits order (color; or

@@ -164,7 +164,7 @@ struct replay_device_info {
     uint32_t api;   /* enum sbt_api */
     uint32_t index; /* what --device takes */
     char name[256];
-    char driver[128]; /* driver name and version as the API reports them */
+    char driver[256]; /* driver name and version as the API reports them */
     uint32_t vendor_id, device_id;
     uint32_t api_version;
     char type[32]; /* "integrated", "discrete", "cpu", ... */
@@ -268,7 +268,7 @@ struct replay_run_stats {
 struct replay_result {
     char backend[16];
     char device[256];
-    char driver[128]; /* the device's driver name and version (replay_device_info.driver) */
+    char driver[256]; /* the device's driver name and version, and what replay left out */
     uint32_t device_index;
     uint32_t runs;
     /* what was executed (per run) */

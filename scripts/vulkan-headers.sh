@@ -9,8 +9,14 @@
 # VkPhysicalDeviceShaderMaximalReconvergenceFeaturesKHR and VK_KHR_maintenance5 on Mesa 25;
 # with 1.3.239 those would be structures and commands reprise cannot record. Only headers and
 # data are taken: the loader (libvulkan1) stays Debian 12's.
-# Idempotent. Exit 0 done; 4 when the package cannot be had.
+# With them, spirv-headers of the same suite under DIR/spirv (the SPIR-V grammar: the numbers
+# of the SPIR-V capabilities vk.xml ties to device features, so that replay can tell a feature
+# no shader of a trace uses; without it, every feature a trace enabled stays required).
+# Idempotent. Exit 0 done; 4 when a package cannot be had.
 set -eu
 dir=${1:?usage: scripts/vulkan-headers.sh DIR}
-[ -f "$dir/root/usr/share/vulkan/registry/vk.xml" ] && [ -f "$dir/root/usr/include/vulkan/vulkan_core.h" ] && exit 0
-"$(dirname "$0")/debfetch.sh" trixie "$dir" libvulkan-dev
+if ! [ -f "$dir/root/usr/share/vulkan/registry/vk.xml" ] || ! [ -f "$dir/root/usr/include/vulkan/vulkan_core.h" ]; then
+    "$(dirname "$0")/debfetch.sh" trixie "$dir" libvulkan-dev
+fi
+[ -f "$dir/spirv/root/usr/include/spirv/unified1/spirv.core.grammar.json" ] ||
+    "$(dirname "$0")/debfetch.sh" trixie "$dir/spirv" spirv-headers

@@ -1822,12 +1822,19 @@ struct progmode { /* arrays: Criterion copies parameters into another process */
 ParameterizedTestParameters(capture, binding_and_pipeline_programs_are_complete)
 {
     static struct progmode p[] = {
-        {"vk_descriptors", "push", 0},     {"vk_descriptors", "push-template", 0},
-        {"vk_descriptors", "template", 0}, {"vk_descriptors", "dynamic", 0},
-        {"vk_descriptors", "push2", 1},    {"vk_descriptors", "indexing", 1},
-        {"vk_pipelines", "subgroup", 0},   {"vk_pipelines", "spec", 0},
-        {"vk_pipelines", "flags", 0},      {"vk_pipelines", "maint5", 1},
-        {"vk_pipelines", "robust", 1},     {"vk_address", "", 0},
+        {"vk_descriptors", "push", 0},
+        {"vk_descriptors", "push-template", 0},
+        {"vk_descriptors", "template", 0},
+        {"vk_descriptors", "dynamic", 0},
+        {"vk_descriptors", "push2", 1},
+        {"vk_descriptors", "indexing", 1},
+        {"vk_pipelines", "subgroup", 0},
+        {"vk_pipelines", "spec", 0},
+        {"vk_pipelines", "flags", 0},
+        {"vk_pipelines", "maint5", 1},
+        {"vk_pipelines", "robust", 1},
+        {"vk_pipelines", "nonuniform", 1},
+        {"vk_address", "", 0},
     };
     return cr_make_param_array(struct progmode, p, sizeof p / sizeof p[0]);
 }

@@ -1736,6 +1736,47 @@ Test(vulkan, pipeline_robustness_across_drivers)
     }
 }
 
+/* Features a trace's device enabled and the trace never used (issue 21): ggml-vulkan enables
+ * every feature a device offers, so its traces could replay nowhere with fewer. vk_pipelines
+ * enables shaderStorageBufferArrayNonUniformIndexing on Mesa 25 (Debian 12's Mesa 22.3 lacks
+ * it): when no shader declares a SPIR-V capability needing it (vk.xml), replay on 22.3 leaves
+ * it off, says so, and reproduces the read-back; when the shader indexes a descriptor array
+ * non-uniformly, replay refuses, naming that one feature (before: both refused). */
+Test(vulkan, features_the_trace_never_used_are_left_off_across_drivers)
+{
+    need_vulkan();
+    char why[512], cmd[4096];
+    const char *mesa = tenv_mesa25(why, sizeof why);
+    if (!mesa)
+        cr_skip_test("%s", why);
+    snprintf(cmd, sizeof cmd, "'%s/tests/vk/vk_pipelines' nonuniform >/dev/null 2>&1", build);
+    int own = system(cmd);
+    if (!WIFEXITED(own) || WEXITSTATUS(own) != 4)
+        cr_skip_test("this machine's own driver has shaderStorageBufferArrayNonUniformIndexing");
+    for (int used = 0; used < 2; used++) {
+        const char *mode = used ? "nonuniform" : "nonuniform-unused";
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && (%s '%s' capture -o %s.sbt -- '%s/tests/vk/vk_pipelines' %s) "
+                 ">out 2>&1",
+                 tmpdir, mesa, bin, mode, build, mode);
+        cr_assert_eq(system(cmd), 0, "capture of vk_pipelines %s on Mesa 25 failed", mode);
+        int rc = cli("replay %s.sbt --mode full --verify op -o x%s.sbt", mode, mode);
+        if (!used) {
+            cr_assert_eq(rc, 0, "replay of %s on this driver failed", mode);
+            cr_expect(out_has(" 1 compared with the capture, 0 differ"), "%s: not verified", mode);
+            cr_assert_eq(cli("info x%s.sbt", mode), 0);
+            cr_expect(out_has("1 unused feature left off "
+                              "(shaderStorageBufferArrayNonUniformIndexing)"),
+                      "the result does not say the feature was left off");
+        } else {
+            cr_expect_eq(rc, 4, "a feature the shader needs was left off");
+            cr_expect(out_has("lacks 1 feature the trace") &&
+                          out_has("enabled: shaderStorageBufferArrayNonUniformIndexing ("),
+                      "the refusal does not name the feature");
+        }
+    }
+}
+
 /* A program that chains its core features in a VkPhysicalDeviceFeatures2 to
  * VkDeviceCreateInfo (Dawn does) replays: replay rebuilds the chain from the registry's table
  * instead of nesting the structure in its own query. */

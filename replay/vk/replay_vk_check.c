@@ -404,6 +404,27 @@ int vkr_check_spirv(const void *code, size_t len)
     return 0;
 }
 
+int vkr_spirv_capabilities(const void *code, size_t len, void (*fn)(void *ctx, uint32_t cap),
+                           void *ctx)
+{
+    /* OpCapability (17): word count 2, the capability */
+    const uint8_t *p = code;
+    size_t n = len / 4;
+    for (size_t i = 5; i < n;) {
+        uint32_t w0, w1 = 0;
+        memcpy(&w0, p + i * 4, 4);
+        uint32_t wc = w0 >> 16;
+        if (!wc || wc > n - i)
+            return -1;
+        if ((w0 & 0xffff) == 17 && wc >= 2) {
+            memcpy(&w1, p + (i + 1) * 4, 4);
+            fn(ctx, w1);
+        }
+        i += wc;
+    }
+    return 0;
+}
+
 int vkr_spirv_reads_numwg(const void *code, size_t len)
 {
     /* instructions after the 5-word header: word 0 = word count << 16 | opcode;

@@ -257,6 +257,115 @@ static int robustness_droppable(sbt_reader *r)
     return 1;
 }
 
+/* What a trace shows of the features its device enabled, for telling one it never used
+ * (feature_unused): the SPIR-V capabilities its programs declare, the binding flags of the set
+ * layouts its pipelines use, whether it is complete, and whether the program made a sampler
+ * Y'CbCr conversion. known = 0 when a program could not be read: then every feature counts as
+ * used. */
+struct featuse {
+    uint32_t caps[256], n_caps;
+    uint32_t binding_flags, layout_flags;
+    int complete, ycbcr, known;
+};
+
+static void featuse_cap(void *ctx, uint32_t cap)
+{
+    struct featuse *u = ctx;
+    for (uint32_t i = 0; i < u->n_caps; i++)
+        if (u->caps[i] == cap)
+            return;
+    if (u->n_caps < sizeof u->caps / sizeof u->caps[0])
+        u->caps[u->n_caps++] = cap;
+    else
+        u->known = 0; /* more than that: nobody can tell */
+}
+
+static void featuse_scan(sbt_reader *r, struct featuse *u)
+{
+    memset(u, 0, sizeof *u);
+    u->known = 1;
+    uint32_t np = 0, nk = 0, nu = 0;
+    const struct sbt_program *pv = sbt_reader_programs(r, &np);
+    for (uint32_t i = 0; i < np && u->known; i++) {
+        void *code = NULL;
+        size_t len = 0;
+        if (sbt_hash_is_zero(pv[i].blob) || sbt_reader_blob(r, &pv[i].blob, &code, &len) < 0 ||
+            vkr_check_spirv(code, len) < 0 || vkr_spirv_capabilities(code, len, featuse_cap, u) < 0)
+            u->known = 0;
+        free(code);
+    }
+    const struct sbt_kernel *k = sbt_reader_kernels(r, &nk);
+    for (uint32_t i = 0; i < nk; i++) {
+        if (k[i].ext.kind != SBT_VK_EXT_PIPELINE)
+            continue;
+        struct sbt_payload_dec dec;
+        struct sbt_payload_rec rec;
+        sbt_payload_dec_init(&dec, k[i].ext.data, k[i].ext.len);
+        while (sbt_payload_dec_next(&dec, &rec) == 1)
+            if (rec.call == SBT_VK_SET_BINDING)
+                u->binding_flags |= (uint32_t)sbt_payload_arg(&rec, 4);
+            else if (rec.call == SBT_VK_SET_LAYOUT)
+                u->layout_flags |= (uint32_t)sbt_payload_arg(&rec, 1);
+        sbt_payload_dec_free(&dec);
+    }
+    const struct sbt_unsupported *un = sbt_reader_unsupported(r, &nu);
+    for (uint32_t i = 0; i < nu; i++) {
+        const char *name = sbt_reader_string(r, un[i].what);
+        u->ycbcr |= name && !strncmp(name, "vkCreateSamplerYcbcrConversion", 30);
+    }
+    u->complete = sbt_reader_info(r)->complete;
+}
+
+/* Whether the trace never used feature `field` its device enabled, so that a device lacking it
+ * replays it all the same (ggml-vulkan enables every feature a device offers). Only what the
+ * trace can show: a feature SPIR-V capabilities need (vk.xml) that no program declares, and
+ * beyond the shaders the binding flags of the set layouts, sparse resources (which only a
+ * vkQueueBindSparse, unmodelled, makes usable: a complete trace has none), Y'CbCr conversion,
+ * and descriptorIndexing (which only says the others are there). Anything else was used. */
+static int feature_unused(const char *field, const struct featuse *u)
+{
+    if (!u->known)
+        return 0;
+    static const struct {
+        const char *feature;
+        uint32_t flag; /* VkDescriptorBindingFlagBits */
+    } flagged[] = {
+        {"descriptorBindingUniformBufferUpdateAfterBind", 0x1},
+        {"descriptorBindingSampledImageUpdateAfterBind", 0x1},
+        {"descriptorBindingStorageImageUpdateAfterBind", 0x1},
+        {"descriptorBindingStorageBufferUpdateAfterBind", 0x1},
+        {"descriptorBindingUniformTexelBufferUpdateAfterBind", 0x1},
+        {"descriptorBindingStorageTexelBufferUpdateAfterBind", 0x1},
+        {"descriptorBindingInlineUniformBlockUpdateAfterBind", 0x1},
+        {"descriptorBindingUpdateUnusedWhilePending", 0x2},
+        {"descriptorBindingPartiallyBound", 0x4},
+        {"descriptorBindingVariableDescriptorCount", 0x8},
+    };
+    for (size_t i = 0; i < sizeof flagged / sizeof flagged[0]; i++)
+        if (!strcmp(field, flagged[i].feature))
+            return !(u->binding_flags & flagged[i].flag) &&
+                   !(flagged[i].flag == 0x1 &&
+                     (u->layout_flags &
+                      VK_DESCRIPTOR_SET_LAYOUT_CREATE_UPDATE_AFTER_BIND_POOL_BIT));
+    if (!strcmp(field, "descriptorIndexing"))
+        return 1;
+    if (!strncmp(field, "sparseBinding", 13) || !strncmp(field, "sparseResidency", 15))
+        return u->complete;
+    if (!strcmp(field, "samplerYcbcrConversion"))
+        return !u->ycbcr;
+    /* features that also let the API hand out addresses stay, whatever the shaders declare */
+    if (strstr(field, "bufferDeviceAddress") || strstr(field, "CaptureReplay"))
+        return 0;
+    const struct sbt_vk_feature_caps *c = sbt_vk_feature_caps_of(field);
+    if (!c || c->unknown)
+        return 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t j = 0; j < u->n_caps; j++)
+            if (c->caps[i] == u->caps[j])
+                return 0;
+    return 1;
+}
+
 /* Takes extension i out of q, and the pipelineRobustness feature wherever q enables it. */
 static void drop_robustness(struct devreq *q, uint32_t i)
 {
@@ -273,10 +382,14 @@ static void drop_robustness(struct devreq *q, uint32_t i)
  * vkCreateDevice gets: *core (for pEnabledFeatures) and a chain with one structure per
  * features structure the trace enabled, VkPhysicalDeviceFeatures2 among them when the program
  * chained one (then *core_in_chain = 1 and pEnabledFeatures must stay NULL). Each structure is
- * allocated at the registry's size, never at a size from the trace. Returns 0, or
- * REPLAY_ENODEV naming how many features are missing and the first 8, or SBT_ENOMEM. */
+ * allocated at the registry's size, never at a size from the trace. A feature p lacks that
+ * the trace never used (feature_unused) is left off, and counted in *n_off (*first_off the
+ * first). Returns 0, or REPLAY_ENODEV naming how many features are missing and the first 8, or
+ * SBT_ENOMEM. */
 static int features_build(VkPhysicalDevice p, const char *dev_name, const struct devreq *q,
-                          struct gfeat **chain, VkPhysicalDeviceFeatures *core, int *core_in_chain)
+                          const struct featuse *use, struct gfeat **chain,
+                          VkPhysicalDeviceFeatures *core, int *core_in_chain, uint32_t *n_off,
+                          const char **first_off)
 {
     VkPhysicalDeviceFeatures have_core;
     vkGetPhysicalDeviceFeatures(p, &have_core);
@@ -285,9 +398,11 @@ static int features_build(VkPhysicalDevice p, const char *dev_name, const struct
     *core_in_chain = 0;
     char missing[1024] = "";
     size_t n_missing = 0, len = 0;
+    *n_off = 0;
+    *first_off = NULL;
     for (uint32_t i = 0; i < q->n_feat; i++) {
         const struct sbt_vk_feature_struct *t = q->feat[i].t;
-        const VkBool32 *on = q->feat[i].on;
+        VkBool32 *on = q->feat[i].on;
         int is_core = t->stype == 0 || t->stype == SBT_VK_STYPE_FEATURES2;
         struct gfeat *have = NULL;
         if (!is_core) {
@@ -299,7 +414,11 @@ static int features_build(VkPhysicalDevice p, const char *dev_name, const struct
         }
         const VkBool32 *hv = is_core ? (const VkBool32 *)&have_core : have->v;
         for (uint32_t k = 0; k < t->n; k++)
-            if (on[k] && !hv[k] && n_missing++ < 8 && len < sizeof missing)
+            if (on[k] && !hv[k] && feature_unused(t->fields[k], use)) {
+                on[k] = VK_FALSE; /* left off: the trace never used it */
+                if (!(*n_off)++)
+                    *first_off = t->fields[k];
+            } else if (on[k] && !hv[k] && n_missing++ < 8 && len < sizeof missing)
                 len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%s (%s)",
                                         n_missing > 1 ? ", " : "", t->fields[k], t->name);
         free(have);
@@ -484,9 +603,19 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     free(ep);
     VkPhysicalDeviceFeatures core;
     int core_in_chain;
-    if ((st = features_build(b->phys, b->props.deviceName, &req, &chain, &core, &core_in_chain)) <
-        0)
+    struct featuse use;
+    uint32_t n_off;
+    const char *first_off;
+    featuse_scan(r, &use);
+    if ((st = features_build(b->phys, b->props.deviceName, &req, &use, &chain, &core,
+                             &core_in_chain, &n_off, &first_off)) < 0)
         goto fail;
+    if (n_off) { /* the result says so (replay.driver) */
+        size_t dl = strlen(info->driver);
+        snprintf(info->driver + dl, sizeof info->driver - dl,
+                 "; %u unused feature%s left off (%s%s)", n_off, n_off > 1 ? "s" : "", first_off,
+                 n_off > 1 ? ", ..." : "");
+    }
 
     /* queues: each trace queue stream onto a family with at least its family's flags */
     uint32_t ns = 0;

@@ -334,6 +334,10 @@ int vkr_check_spirv(const void *code, size_t len);
  * NumWorkgroups, 0 if not, -1 if its instruction stream is malformed (word count 0 or past
  * the end): then nobody can tell, and callers treat it as reading it. */
 int vkr_spirv_reads_numwg(const void *code, size_t len);
+/* Calls fn(ctx, capability) for each OpCapability of the module (checked by vkr_check_spirv).
+ * 0, or -1 if its instruction stream is malformed (then nobody can tell which it declares). */
+int vkr_spirv_capabilities(const void *code, size_t len, void (*fn)(void *ctx, uint32_t cap),
+                           void *ctx);
 int vkr_check_buffer(const struct sbt_payload_rec *r);
 int vkr_check_view(const struct vkr_limits *l, const struct sbt_payload_rec *r, uint64_t buf_size);
 int vkr_check_access(const struct sbt_access *a, uint64_t mem_size, uint64_t seq);

@@ -17,6 +17,11 @@
  *             the dispatch: reads past it give 0, which the output shows
  *   robust-off the same structure asking for no robustness (DISABLED, as ggml-vulkan asks),
  *             every access in bounds
+ *   nonuniform the shaderStorageBufferArrayNonUniformIndexing feature enabled (Mesa 25 has it,
+ *             22.3 not) and used: the shader indexes a descriptor array non-uniformly
+ *             (nonuniform.comp)
+ *   nonuniform-unused  the feature enabled, as ggml-vulkan enables every feature, and not used
+ *             (scale.comp): the same results
  *
  * Prints what it computed (checksums), the same with or without capture; exits 4 when the
  * device lacks what the mode needs.
@@ -337,6 +342,30 @@ static int mode_robust(const char *argv0, int off)
     return 0;
 }
 
+/* ---- nonuniform -------------------------------------------------------------------------- */
+
+static int mode_nonuniform(const char *argv0, int used)
+{
+    struct vkt_opts o = {.f12 = {.shaderStorageBufferArrayNonUniformIndexing = 1}};
+    struct prog g;
+    setup(&g, argv0, &o);
+    static uint32_t code[1 << 16];
+    size_t len = vkt_spirv(&g.v, used ? "nonuniform" : "scale", code, sizeof code);
+    VkShaderModuleCreateInfo smci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = len, .pCode = code};
+    VkShaderModule m;
+    VKT_CHECK(vkCreateShaderModule(g.v.dev, &smci, NULL, &m));
+    VkComputePipelineCreateInfo ci = pipe_info(&g, m, 0);
+    VkPipeline p;
+    VKT_CHECK(vkCreateComputePipelines(g.v.dev, VK_NULL_HANDLE, 1, &ci, NULL, &p));
+    uint32_t pc[2] = {5, N};
+    run(&g, "nonuniform", p, 0, N / 64, pc);
+    vkDestroyPipeline(g.v.dev, p, NULL);
+    vkDestroyShaderModule(g.v.dev, m, NULL);
+    done(&g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -350,6 +379,9 @@ int main(int argc, char **argv)
         return mode_maint5(argv[0]);
     if (!strcmp(m, "robust") || !strcmp(m, "robust-off"))
         return mode_robust(argv[0], !strcmp(m, "robust-off"));
-    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5|robust|robust-off\n");
+    if (!strcmp(m, "nonuniform") || !strcmp(m, "nonuniform-unused"))
+        return mode_nonuniform(argv[0], !strcmp(m, "nonuniform"));
+    fprintf(stderr, "usage: vk_pipelines subgroup|spec|flags|maint5|robust|robust-off|"
+                    "nonuniform|nonuniform-unused\n");
     return 2;
 }
