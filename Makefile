@@ -367,6 +367,12 @@ $(LSAN_DIR)/leaky: tests/lsan/leaky.c
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS) -ldl
 EXTRA += $(LSAN_DIR)/libkeep_loaded.so $(LSAN_DIR)/libleak.so $(LSAN_DIR)/leaky
+# tests/preload/*.c: LD_PRELOAD libraries for the capture tests (each says what it changes);
+# like keep_loaded, built without sanitizer flags
+$(BUILD)/tests/preload/lib%.so: tests/preload/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -O2 -fPIC -shared $< -o $@ -ldl
+EXTRA += $(patsubst tests/preload/%.c,$(BUILD)/tests/preload/lib%.so,$(wildcard tests/preload/*.c))
 SAN_RUN := $(if $(findstring sanitize=address,$(CFLAGS)),tests/lsan/run.sh $(BUILD))
 
 extra: $(EXTRA)

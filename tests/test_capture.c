@@ -1095,6 +1095,40 @@ Test(capture, a_handler_installed_again_and_again_never_takes_our_faults)
     gc_program("24", "again", "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0");
 }
 
+/* A thread writing a mapping while the capture stops tracking it (issue 21): `vk_dies busy`
+ * exits while its thread writes every page of a 1 MiB mapping the layer write-protects
+ * (REPRISE_HOST_WRITES=protect); at exit the layer publishes (the pages it had opened go back
+ * under protection) and makes the whole mapping writable. The preloaded tests/preload/slow_rw.c
+ * holds that last mprotect 100 ms, so the thread writes pages still protected meanwhile: they
+ * must still be the layer's faults to take (writable first, out of the fault table after;
+ * before, the other way round, and the thread died of a fault nobody claimed). */
+Test(capture, a_thread_writing_while_tracking_ends)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-busy-XXXXXX.sbt", plain[4096], pe[4096], cap[4096];
+    char ce[8192], cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_dies busy 3", build);
+    cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s", pe);
+    snprintf(cmd, sizeof cmd,
+             "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0 "
+             "REPRISE_TEST_SLOW_RW_BYTES=524288 LD_PRELOAD=%s/tests/preload/libslow_rw.so "
+             "%s capture -o %s -- %s/tests/vk/vk_dies busy 3",
+             build, bin, trace, build);
+    cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "%s", ce);
+    cr_assert_str_eq(cap, plain);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    cr_expect(sbt_reader_info(r)->complete);
+    const char *how = sbt_reader_meta_get(r, "capture.host_writes_used");
+    cr_expect(how && strstr(how, "protect"), "%s", how ? how : "(none)");
+    sbt_reader_close(r);
+    unlink(trace);
+}
+
 Test(capture, abort_keeps_the_ops_before_it)
 {
     crash("abort", NULL, "SIGABRT");

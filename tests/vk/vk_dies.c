@@ -11,6 +11,10 @@
  *                            device exists (the layer puts its own back on top at a wait); the
  * handler prints "handler ran", restores the default and returns, so the fault repeats and ends the
  * process vk_dies abort N          calls abort() after N submissions
+ *   vk_dies busy N           after N submissions, starts a thread that writes the pages of a
+ *                            1 MiB mapping one a millisecond, and exits (0) while it writes, with
+ *                            the device still open: a capture stops tracking the mapping at
+ *                            exit under its writes
  *   vk_dies gc N [again]     lives well: between submissions it takes 200 write faults on a
  *                            page it keeps read-only and handles each (its handler makes the
  *                            page writable, as a garbage collector's write barrier does), then
@@ -20,6 +24,7 @@
  *                            fatal; it fills the input every other round only (so that a
  *                            capture write-protecting it again takes a fault each time)
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,19 @@ __attribute__((noinline, no_sanitize("undefined"))) static void write_null(void)
 {
     volatile int *volatile null = NULL;
     *null = 1;
+}
+
+/* busy: the mapping its thread writes until the process ends */
+static volatile uint32_t *busy_map;
+
+static void *busy_writer(void *arg)
+{
+    (void)arg;
+    for (uint32_t k = 1;; k++) { /* a page a millisecond: pages it never wrote until then */
+        busy_map[(k % 256) * 1024] = k;
+        nanosleep(&(struct timespec){0, 1000000L}, NULL);
+    }
+    return NULL;
 }
 
 /* gc: a write barrier's page and the faults its handler took */
@@ -93,7 +111,7 @@ static void install_handler(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: vk_dies slow|segv|abort|gc N [early|late|again]\n");
+        fprintf(stderr, "usage: vk_dies slow|segv|abort|busy|gc N [early|late|again]\n");
         return 2;
     }
     const char *mode = argv[1], *when = argc > 3 ? argv[3] : "";
@@ -118,9 +136,13 @@ int main(int argc, char **argv)
                                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     struct vkt_pipe ps;
     vkt_pipeline(&v, "scale", 2, types, 8, NULL, &ps);
-    struct vkt_buf in, out;
+    struct vkt_buf in, out, big;
     vkt_buffer(&v, N_ELEMS * 4, 1, &in);
     vkt_buffer(&v, N_ELEMS * 4, 1, &out);
+    if (!strcmp(mode, "busy")) {
+        vkt_buffer(&v, 1u << 20, 1, &big);
+        memset(big.map, 0, 1u << 20);
+    }
     VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
     VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                        .maxSets = 1,
@@ -190,6 +212,15 @@ int main(int argc, char **argv)
         write_null();
     if (!strcmp(mode, "abort"))
         abort();
+    if (!strcmp(mode, "busy")) {
+        busy_map = big.map;
+        pthread_t th;
+        if (pthread_create(&th, NULL, busy_writer, NULL) != 0)
+            return 1;
+        nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+        printf("vk_dies checksum %016llx, exits while a thread writes\n", (unsigned long long)h);
+        exit(0);
+    }
     printf("vk_dies checksum %016llx\n", (unsigned long long)h);
     vkDestroyFence(v.dev, fence, NULL);
     vkDestroyCommandPool(v.dev, cpool, NULL);
