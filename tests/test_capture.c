@@ -1115,7 +1115,8 @@ Test(capture, a_thread_writing_while_tracking_ends)
     cr_assert_eq(run(cmd, plain, sizeof plain, pe, sizeof pe), 0, "%s", pe);
     snprintf(cmd, sizeof cmd,
              "REPRISE_HOST_WRITES=protect REPRISE_CPU_DEVICE_WAIT=0 "
-             "REPRISE_TEST_SLOW_RW_BYTES=524288 LD_PRELOAD=%s/tests/preload/libslow_rw.so "
+             "REPRISE_TEST_SLOW_RW_BYTES=524288 "
+             "LD_PRELOAD=\"%s/tests/preload/libslow_rw.so ${LD_PRELOAD:-}\" "
              "%s capture -o %s -- %s/tests/vk/vk_dies busy 3",
              build, bin, trace, build);
     cr_assert_eq(run(cmd, cap, sizeof cap, ce, sizeof ce), 0, "%s", ce);
