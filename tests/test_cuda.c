@@ -941,6 +941,49 @@ Test(capture, unmodelled_call_is_marked_where_it_happened)
     sbt_reader_close(r);
 }
 
+/* A synchronous copy that waits for a stream blocked on a memory value, which another thread
+ * releases through the driver (issue 21): the shim must not hold its lock across the copy, or
+ * the releasing thread's call waits for the lock and the program never ends; nor may it wait
+ * where the program does not (a synchronous memset and device copy behind the wait, released
+ * by the same thread after them). The program runs under a timeout (killed: status 137); the
+ * trace is incomplete, naming the wait. */
+Test(capture, copy_waiting_for_a_value_another_thread_writes_does_not_deadlock, .timeout = 120)
+{
+    paths();
+    const char *path = tpath("waitvalue.sbt");
+    const char *kill20 = "timeout -s KILL 20 env";
+    char *plain, *cap;
+    cr_assert(eq(int, run_prog("prog_memkinds", "waitvalue", NULL, kill20, &plain), 0),
+              "prog_memkinds waitvalue failed (or hung) on the fake");
+    cr_assert(strstr(plain, "released by cuStreamWriteValue32: 000003e8") &&
+                  strstr(plain, "released by a memset: 000007d0") &&
+                  strstr(plain, "released after a memset and a device copy: 00000bb8"),
+              "the copies did not wait for the kernels behind the waits: %s", plain);
+    int st = run_prog("prog_memkinds", "waitvalue", path, kill20, &cap);
+    int killed = (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL) ||
+                 (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    cr_assert(eq(int, st, 0), "prog_memkinds waitvalue under capture: %s (wait status %d)",
+              killed ? "killed after 20 s: deadlocked" : "failed", st);
+    cr_assert(eq(str, plain, cap), "capture changed what waitvalue printed");
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    cr_assert(eq(int, sbt_reader_info(r)->complete, 0), "the trace says complete");
+    uint32_t n;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+    uint32_t i = 0;
+    while (i < n && !strstr(sbt_reader_string(r, u[i].what), "cuStreamWaitValue32"))
+        i++;
+    cr_assert(lt(u32, i, n), "no unmodelled entry naming cuStreamWaitValue32");
+    cr_assert(u[i].flags & SBT_UNMODELLED_AFFECTS);
+    uint64_t k[SBT_OP__COUNT] = {0}, n_ptr, n_pt;
+    count_ops(r, k, &n_ptr, &n_pt);
+    cr_assert(eq(u64, k[SBT_OP_KERNEL], 3));
+    cr_assert(eq(u64, k[SBT_OP_HOST_READ], 3)); /* each copy's bytes, read after it */
+    sbt_reader_close(r);
+    free(plain);
+    free(cap);
+}
+
 /* ========================================================================================== */
 /* Replay decoding: every value from the file is checked (no device)                          */
 /* ========================================================================================== */

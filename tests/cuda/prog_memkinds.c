@@ -40,11 +40,21 @@
  *                synchronisation (a synchronous device-to-host copy on it returns once the
  *                blocking streams' earlier work is done); the host
  *                reuses the buffer after each: the trace must read it before that
+ *   waitvalue    a blocking stream waits on a memory value (cuStreamWaitValue32) ahead of a
+ *                kernel; the main thread's synchronous cuMemcpyDtoH on the legacy stream waits
+ *                for that stream's earlier work, so it blocks until another thread, a little
+ *                later, writes the value on a non-blocking stream: cuStreamWriteValue32, then
+ *                (second round) cuMemsetD32Async; third round, a synchronous memset and
+ *                device-to-device copy behind the wait, which the host does not wait for, then
+ *                the same thread releases it. The capture must not deadlock, nor wait for more
+ *                than the program does (the trace is incomplete: the wait is not modelled)
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/cuda/ck.h"
 #include "tests/cuda/fake_cuda.h"
@@ -299,6 +309,73 @@ static int xsync(void)
     CK(cuMemFree(x));
     CK(cuMemFree(y));
     CK(cuMemFree(z));
+    return 0;
+}
+
+struct release {
+    CUcontext ctx;
+    CUstream nb;
+    CUdeviceptr flag;
+    unsigned value;
+    int memset;
+};
+
+static void *releaser(void *arg)
+{
+    const struct release *r = arg;
+    CK(cuCtxSetCurrent(r->ctx));
+    usleep(200 * 1000); /* the main thread is in its copy by then (if not, it does not wait) */
+    if (r->memset)
+        CK(cuMemsetD32Async(r->flag, r->value, 1, r->nb));
+    else
+        CK(cuStreamWriteValue32(r->nb, r->flag, r->value, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CK(cuStreamSynchronize(r->nb));
+    return NULL;
+}
+
+static int waitvalue(void)
+{
+    static unsigned h[N];
+    CUdeviceptr flag, d;
+    CUstream s, nb;
+    struct release rel = {0};
+    CK(cuCtxGetCurrent(&rel.ctx));
+    CK(cuMemAlloc(&flag, 4));
+    CK(cuMemAlloc(&d, N * 4));
+    CK(cuMemsetD32(flag, 0, 1));
+    CK(cuMemsetD32(d, 0, N));
+    CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+    CK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    rel.nb = nb, rel.flag = flag;
+    for (unsigned round = 1; round <= 2; round++) {
+        CK(cuStreamWaitValue32(s, flag, round, CU_STREAM_WAIT_VALUE_GEQ));
+        iota(d, N, 1000 * round, s); /* runs once the value is there */
+        rel.value = round, rel.memset = round == 2;
+        pthread_t t;
+        if (pthread_create(&t, NULL, releaser, &rel) != 0)
+            return 1;
+        CK(cuMemcpyDtoH(h, d, N * 4)); /* the legacy stream: after s's earlier work */
+        pthread_join(t, NULL);
+        print_words(round == 1 ? "released by cuStreamWriteValue32" : "released by a memset", h,
+                    N * 4);
+    }
+    /* a synchronous memset and device-to-device copy on the legacy stream are ordered after
+     * s's wait, but the host does not wait for them (NVIDIA's rules): this thread releases the
+     * wait itself after them, so a capture that waits for them hangs */
+    CUdeviceptr e;
+    CK(cuMemAlloc(&e, N * 4));
+    CK(cuStreamWaitValue32(s, flag, 3, CU_STREAM_WAIT_VALUE_GEQ));
+    iota(d, N, 3000, s);
+    CK(cuMemsetD32(e, 5, N));
+    CK(cuMemcpyDtoD(e, d, N * 4));
+    CK(cuStreamWriteValue32(nb, flag, 3, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CK(cuMemcpyDtoH(h, e, N * 4));
+    print_words("released after a memset and a device copy", h, N * 4);
+    CK(cuStreamDestroy(s));
+    CK(cuStreamDestroy(nb));
+    CK(cuMemFree(flag));
+    CK(cuMemFree(d));
+    CK(cuMemFree(e));
     return 0;
 }
 
@@ -602,6 +679,7 @@ int main(int argc, char **argv)
             : !strcmp(m, "enumerate")   ? enumerate()
             : !strcmp(m, "reload")      ? reload()
             : !strcmp(m, "xsync")       ? xsync()
+            : !strcmp(m, "waitvalue")   ? waitvalue()
                                         : 2;
     if (r == 2)
         fprintf(stderr, "prog_memkinds: unknown mode %s\n", m);
