@@ -182,7 +182,8 @@ uint64_t cap_cuda_ord(void);
 /* Synchronous copies and fills that make the host wait: the wait done before the lock is taken
  * (cap_cuda_rec.c explains). What the call is: */
 enum cap_cuda_prewait {
-    CAP_PREWAIT_HOST, /* cuMemcpyDtoH / cuMemcpyHtoD: a host side, always waits */
+    CAP_PREWAIT_HOST, /* cuMemcpyDtoH / cuMemcpyHtoD, dst: the host side; waits unless the
+                       * "host" pointer is device memory */
     CAP_PREWAIT_ANY,  /* cuMemcpy: waits when a side is host memory (by the addresses) */
     CAP_PREWAIT_FILL, /* cuMemsetD*: waits when the target is pinned host or managed memory */
 };

@@ -1365,6 +1365,8 @@ static int host_memory(uint64_t p, int managed_too)
 
 void cap_cuda_prewait(int pt, int kind, uint64_t dst, uint64_t src)
 {
+    if (kind == CAP_PREWAIT_HOST && !host_memory(dst, 0))
+        return; /* the "host" side is device memory: a device copy, by the addresses */
     if (kind == CAP_PREWAIT_ANY && !host_memory(dst, 0) && !host_memory(src, 0))
         return;
     if (kind == CAP_PREWAIT_FILL && !host_memory(dst, 1))

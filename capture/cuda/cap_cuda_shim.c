@@ -662,13 +662,13 @@ FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
     }                                                                                           \
     CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr dst, const void *src, size_t n)                   \
     {                                                                                           \
-        ENQ_BEGIN_WAIT(cuMemcpyHtoD_v2, PT, NULL, CAP_PREWAIT_HOST, dst, 0)                     \
+        ENQ_BEGIN_WAIT(cuMemcpyHtoD_v2, PT, NULL, CAP_PREWAIT_HOST, (uintptr_t)src, 0)          \
         CUresult r = CAP_NEXT(cuMemcpyHtoD_v2##SFX)(dst, src, n);                               \
         ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 0))                                 \
     }                                                                                           \
     CUresult cuMemcpyDtoH_v2##SFX(void *dst, CUdeviceptr src, size_t n)                         \
     {                                                                                           \
-        ENQ_BEGIN_WAIT(cuMemcpyDtoH_v2, PT, NULL, CAP_PREWAIT_HOST, 0, src)                     \
+        ENQ_BEGIN_WAIT(cuMemcpyDtoH_v2, PT, NULL, CAP_PREWAIT_HOST, (uintptr_t)dst, 0)          \
         CUresult r = CAP_NEXT(cuMemcpyDtoH_v2##SFX)(dst, src, n);                               \
         ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 0))                                 \
     }                                                                                           \

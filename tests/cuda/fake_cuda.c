@@ -1918,14 +1918,18 @@ static int fq_task(CUstream st, const struct task *t, int wait, CUresult *r)
     return fq_submit(st, &e, wait, r, NULL, NULL);
 }
 
-/* Whether a synchronous copy blocks the host until it is done: one with a host side (cuMemcpy
- * goes by the addresses). Fills and device-to-device copies do not. */
+/* Whether a synchronous copy blocks the host until it is done: one with a host side, by the
+ * addresses (a "host" pointer that is device memory makes a device copy). Fills and
+ * device-to-device copies do not. */
 static int host_waits(const struct task *t)
 {
-    if (t->kind == T_DTOH || t->kind == T_HTOD)
-        return 1;
-    return t->kind == T_ANY &&
-           !(store && t->d - heap_base < heap_size && t->s - heap_base < heap_size);
+    int dev_d = store && t->d - heap_base < heap_size,
+        dev_s = store && t->s - heap_base < heap_size;
+    if (t->kind == T_DTOH)
+        return !dev_d;
+    if (t->kind == T_HTOD)
+        return !dev_s;
+    return t->kind == T_ANY && !(dev_d && dev_s);
 }
 
 /* A copy or fill on stream st (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the NULL stream of

@@ -44,8 +44,9 @@
  *                kernel; the main thread's synchronous cuMemcpyDtoH on the legacy stream waits
  *                for that stream's earlier work, so it blocks until another thread, a little
  *                later, writes the value on a non-blocking stream: cuStreamWriteValue32, then
- *                (second round) cuMemsetD32Async; third round, a synchronous memset and
- *                device-to-device copy behind the wait, which the host does not wait for, then
+ *                (second round) cuMemsetD32Async; third round, a synchronous memset, a
+ *                device-to-device copy and a cuMemcpyHtoD from device memory behind the wait,
+ *                which the host does not wait for, then
  *                the same thread releases it; fourth, the wait and the copy on the default
  *                stream (prog_memkinds_ptds: the per-thread one, whose synchronous copies are
  *                the _ptds variants; it runs only this round). The capture must not deadlock,
@@ -377,6 +378,7 @@ static int waitvalue(void)
     iota(d, N, 3000, s);
     CK(cuMemsetD32(e, 5, N));
     CK(cuMemcpyDtoD(e, d, N * 4));
+    CK(cuMemcpyHtoD(e, (const void *)(uintptr_t)d, N * 4)); /* device memory: a device copy */
     CK(cuStreamWriteValue32(nb, flag, 3, CU_STREAM_WRITE_VALUE_DEFAULT));
     CK(cuMemcpyDtoH(h, e, N * 4));
     print_words("released after a memset and a device copy", h, N * 4);
