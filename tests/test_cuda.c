@@ -947,13 +947,15 @@ Test(capture, unmodelled_call_is_marked_where_it_happened)
  * where the program does not (a synchronous memset and device copy behind the wait, released
  * by the same thread after them). The program runs under a timeout (killed: status 137); the
  * trace is incomplete, naming the wait. */
-static void waitvalue_run(const char *prog, int legacy)
+static void waitvalue_run(const char *prog, int legacy, int timing)
 {
     paths();
     char trace[64];
-    snprintf(trace, sizeof trace, "%s_waitvalue.sbt", prog);
+    snprintf(trace, sizeof trace, "%s_waitvalue%d.sbt", prog, timing);
     const char *path = tpath(trace);
     const char *kill20 = "timeout -s KILL 20 env";
+    /* with device timing, the first launch also makes the capture wait for a reference event */
+    const char *cap_env = timing ? "timeout -s KILL 20 env REPRISE_TIMING=1" : kill20;
     char *plain, *cap;
     cr_assert(eq(int, run_prog(prog, "waitvalue", NULL, kill20, &plain), 0),
               "%s waitvalue failed (or hung) on the fake", prog);
@@ -964,7 +966,7 @@ static void waitvalue_run(const char *prog, int legacy)
                       strstr(plain, "released by a memset: 000007d0") &&
                       strstr(plain, "released after a memset and a device copy: 00000bb8"),
                   "%s", plain);
-    int st = run_prog(prog, "waitvalue", path, kill20, &cap);
+    int st = run_prog(prog, "waitvalue", path, cap_env, &cap);
     int killed = (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL) ||
                  (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     cr_assert(eq(int, st, 0), "%s waitvalue under capture: %s (wait status %d)", prog,
@@ -992,12 +994,17 @@ static void waitvalue_run(const char *prog, int legacy)
 
 Test(capture, copy_waiting_for_a_value_another_thread_writes_does_not_deadlock, .timeout = 120)
 {
-    waitvalue_run("prog_memkinds", 1);
+    waitvalue_run("prog_memkinds", 1, 0);
+}
+
+Test(capture, copy_waiting_for_a_value_does_not_deadlock_with_device_timing, .timeout = 120)
+{
+    waitvalue_run("prog_memkinds", 1, 1);
 }
 
 Test(capture, per_thread_copy_waiting_for_a_value_does_not_deadlock, .timeout = 120)
 {
-    waitvalue_run("prog_memkinds_ptds", 0);
+    waitvalue_run("prog_memkinds_ptds", 0, 0);
 }
 
 /* A host sync covers the work issued before it, not what another thread issues while it

@@ -2,13 +2,14 @@
  * tests/cuda/fake_cuda.c — a test-only fake CUDA driver (libcuda.so.1 ABI) with no GPU behind
  * it: device memory sits behind addresses the program cannot touch, at a configurable base
  * (fake_cuda.h), "kernels" are host functions found
- * by name in fake module images, streams run each op as it is enqueued, events carry host
- * timestamps. It implements the entry points the shim wraps and the test programs and the
- * replay backend call, answers cuGetProcAddress_v2 by (name, version, flags) the way the real
- * driver does (the version tables of cudaTypedefs.h for those names), and returns a dummy
- * private table from cuGetExportTable. Every other stub symbol is a weak 801 stub
- * (fake_stubs.c). Built with -Bsymbolic so that the addresses it hands out are its own even
- * when the shim exports the same names. Never installed. See fake_cuda.h for the contract.
+ * by name in fake module images, streams run each op as it is enqueued (unless it is behind an
+ * unmet cuStreamWaitValue: then it is deferred), events carry host timestamps. It implements the
+ * entry points the shim wraps and the test programs and the replay backend call, answers
+ * cuGetProcAddress_v2 by (name, version, flags) the way the real driver does (the version tables of
+ * cudaTypedefs.h for those names), and returns a dummy private table from cuGetExportTable. Every
+ * other stub symbol is a weak 801 stub (fake_stubs.c). Built with -Bsymbolic so that the addresses
+ * it hands out are its own even when the shim exports the same names. Never installed. See
+ * fake_cuda.h for the contract.
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
