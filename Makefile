@@ -287,10 +287,12 @@ $(FAKE_CUDA): tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c tests/cuda/fake_cud
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -shared -Wl,-Bsymbolic -Wl,-z,nodelete -Wl,-soname,libcuda.so.1 \
 	  tests/cuda/fake_cuda.c tests/cuda/fake_stubs.c -o $@ -lpthread -ldl
+# -MMD: a program that includes another (prog_ptds.c, prog_memkinds_ptds.c) is rebuilt with it
 $(BUILD)/tests/cuda/prog_%: tests/cuda/prog_%.c tests/cuda/fake_cuda.h $(FAKE_CUDA)
 	@mkdir -p $(@D)
-	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) $< -o $@ $(LDFLAGS) \
+	$(CC) $(XCFLAGS) $(CPPFLAGS) -I$(CUDA_INC) $(CFLAGS) -MMD -MP $< -o $@ $(LDFLAGS) \
 	  -L$(dir $(FAKE_CUDA)) -l:libcuda.so.1 -lpthread -lm
+-include $(CUDA_PROGS:=.d)
 EXTRA += $(FAKE_CUDA) $(CUDA_PROGS)
 $(BUILD)/tests/test_cuda: CPPFLAGS += -I$(CUDA_INC)
 # The engine names replay__cuda_backend weakly, which does not pull replay_cuda.o out of the

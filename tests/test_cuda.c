@@ -941,6 +941,109 @@ Test(capture, unmodelled_call_is_marked_where_it_happened)
     sbt_reader_close(r);
 }
 
+/* A synchronous copy that waits for a stream blocked on a memory value, which another thread
+ * releases through the driver (issue 21): the shim must not hold its lock across the copy, or
+ * the releasing thread's call waits for the lock and the program never ends; nor may it wait
+ * where the program does not (a synchronous memset and device copy behind the wait, released
+ * by the same thread after them). The program runs under a timeout (killed: status 137); the
+ * trace is incomplete, naming the wait. */
+static void waitvalue_run(const char *prog, int legacy, int timing)
+{
+    paths();
+    char trace[64];
+    snprintf(trace, sizeof trace, "%s_waitvalue%d.sbt", prog, timing);
+    const char *path = tpath(trace);
+    const char *kill20 = "timeout -s KILL 20 env";
+    /* with device timing, the first launch also makes the capture wait for a reference event */
+    const char *cap_env = timing ? "timeout -s KILL 20 env REPRISE_TIMING=1" : kill20;
+    char *plain, *cap;
+    cr_assert(eq(int, run_prog(prog, "waitvalue", NULL, kill20, &plain), 0),
+              "%s waitvalue failed (or hung) on the fake", prog);
+    /* the copies saw the kernels behind the waits (prog_memkinds_ptds runs the last round) */
+    cr_assert(strstr(plain, "released on the default stream: 00000fa0") != NULL, "%s", plain);
+    if (legacy)
+        cr_assert(strstr(plain, "released by cuStreamWriteValue32: 000003e8") &&
+                      strstr(plain, "released by a memset: 000007d0") &&
+                      strstr(plain, "released after a memset and a device copy: 00000bb8"),
+                  "%s", plain);
+    int st = run_prog(prog, "waitvalue", path, cap_env, &cap);
+    int killed = (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL) ||
+                 (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    cr_assert(eq(int, st, 0), "%s waitvalue under capture: %s (wait status %d)", prog,
+              killed ? "killed after 20 s: deadlocked" : "failed", st);
+    cr_assert(eq(str, plain, cap), "capture changed what %s waitvalue printed", prog);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    cr_assert(eq(int, sbt_reader_info(r)->complete, 0), "the trace says complete");
+    uint32_t n;
+    const struct sbt_unsupported *u = sbt_reader_unsupported(r, &n);
+    uint32_t i = 0;
+    while (i < n && !strstr(sbt_reader_string(r, u[i].what), "cuStreamWaitValue32"))
+        i++;
+    cr_assert(lt(u32, i, n), "no unmodelled entry naming cuStreamWaitValue32");
+    cr_assert(u[i].flags & SBT_UNMODELLED_AFFECTS);
+    uint64_t k[SBT_OP__COUNT] = {0}, n_ptr, n_pt;
+    count_ops(r, k, &n_ptr, &n_pt);
+    cr_assert(eq(u64, k[SBT_OP_KERNEL], legacy ? 4 : 1));
+    cr_assert(eq(u64, k[SBT_OP_HOST_READ], legacy ? 4 : 1)); /* each copy's, read after it */
+    cr_assert(eq(u64, n_pt, legacy ? 0 : 1));                /* launches through _ptsz */
+    sbt_reader_close(r);
+    free(plain);
+    free(cap);
+}
+
+Test(capture, copy_waiting_for_a_value_another_thread_writes_does_not_deadlock, .timeout = 120)
+{
+    waitvalue_run("prog_memkinds", 1, 0);
+}
+
+Test(capture, copy_waiting_for_a_value_does_not_deadlock_with_device_timing, .timeout = 120)
+{
+    waitvalue_run("prog_memkinds", 1, 1);
+}
+
+Test(capture, per_thread_copy_waiting_for_a_value_does_not_deadlock, .timeout = 120)
+{
+    waitvalue_run("prog_memkinds_ptds", 0, 0);
+}
+
+/* A host sync covers the work issued before it, not what another thread issues while it
+ * waits: an async device-to-host copy queued (behind a second wait) during a
+ * cuStreamSynchronize is read when the host learns it finished, at the next sync, so the
+ * HOST_READ holds the copied bytes (an iota from 700), not the buffer's earlier 0x11 bytes. */
+Test(capture, sync_covers_only_what_was_issued_before_it, .timeout = 120)
+{
+    paths();
+    const char *path = tpath("syncwindow.sbt");
+    const char *kill20 = "timeout -s KILL 20 env";
+    char *plain, *cap;
+    cr_assert(eq(int, run_prog("prog_memkinds", "syncwindow", NULL, kill20, &plain), 0));
+    cr_assert(strstr(plain, "read after the second sync: 000002bc") != NULL, "%s", plain);
+    cr_assert(eq(int, run_prog("prog_memkinds", "syncwindow", path, kill20, &cap), 0));
+    cr_assert(eq(str, plain, cap));
+    static unsigned want[1024];
+    for (unsigned i = 0; i < 1024; i++)
+        want[i] = 700 + i;
+    sbt_hash digest = sbt_hash_bytes(want, sizeof want);
+    sbt_reader *r;
+    cr_assert(eq(int, sbt_reader_open(path, NULL, &r), 0), "%s", sbt_errmsg());
+    sbt_cursor *cu;
+    const struct sbt_op *op;
+    cr_assert(eq(int, sbt_cursor_open(r, NULL, &cu), 0));
+    int reads = 0, right = 0;
+    while (sbt_cursor_next(cu, &op) == 1)
+        if (op->kind == SBT_OP_HOST_READ) {
+            reads++;
+            right += sbt_hash_eq(op->digest, digest);
+        }
+    sbt_cursor_close(cu);
+    sbt_reader_close(r);
+    cr_assert(eq(int, reads, 1));
+    cr_assert(eq(int, right, 1), "the copy's bytes were read before it ran");
+    free(plain);
+    free(cap);
+}
+
 /* ========================================================================================== */
 /* Replay decoding: every value from the file is checked (no device)                          */
 /* ========================================================================================== */

@@ -12,7 +12,9 @@
  *
  * Threads: every recorder entry point takes one mutex (cap_cuda_lock); wrappers of calls that
  * only enqueue work hold it across the real call so that the trace's order is the order the
- * driver saw, and never hold it across a call that can block on other threads' work.
+ * driver saw, and never hold it across a call that can block on other threads' work: host
+ * waits (cuStreamSynchronize and the like) run without it, and a synchronous copy or fill
+ * first waits without it for what it would wait for (cap_cuda_prewait).
  */
 #ifndef REPRISE_CAP_CUDA_INT_H
 #define REPRISE_CAP_CUDA_INT_H
@@ -116,6 +118,8 @@ struct cap_cuda_call {
     int pt;       /* the _ptsz/_ptds variant */
     CUstream stream;
     uint64_t t0, t1; /* host ns around the real call */
+    uint64_t before; /* host waits: 1 + the ordinal of the last op issued before the call
+                      * (cap_cuda_ord), 0: not taken */
 };
 
 void cap_cuda_rec_device(CUdevice dev);
@@ -168,8 +172,24 @@ void cap_cuda_rec_event_destroy(const struct cap_cuda_call *c, CUevent e);
 void cap_cuda_rec_event_record(const struct cap_cuda_call *c, CUevent e, unsigned flags);
 void cap_cuda_rec_stream_wait(const struct cap_cuda_call *c, CUevent e, unsigned flags);
 /* Host-side completion: stream sync (e = NULL, c->stream), event sync (e), context sync
- * (e = NULL, is_ctx). Called without the lock, after the real call returned success. */
+ * (e = NULL, is_ctx). Called without the lock, after the real call returned success. What the
+ * wait covers is the work issued before the call (c->before), not what other threads issued
+ * while it waited. */
 void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx);
+/* 1 + the ordinal of the last op recorded so far (takes the lock briefly). */
+uint64_t cap_cuda_ord(void);
+
+/* Synchronous copies and fills that make the host wait: the wait done before the lock is taken
+ * (cap_cuda_rec.c explains). What the call is: */
+enum cap_cuda_prewait {
+    CAP_PREWAIT_HOST, /* cuMemcpyDtoH / cuMemcpyHtoD, dst: the host side; waits unless the
+                       * "host" pointer is device memory */
+    CAP_PREWAIT_ANY,  /* cuMemcpy: waits when a side is host memory (by the addresses) */
+    CAP_PREWAIT_FILL, /* cuMemsetD*: waits when the target is pinned host or managed memory */
+};
+/* Without the lock: waits for the work a synchronous call of variant pt (the per-thread
+ * stream, else the legacy stream) would wait for before it runs, never for more. */
+void cap_cuda_prewait(int pt, int kind, uint64_t dst, uint64_t src);
 
 /* A launch: captured before the real call (parameters may change after), finished after. */
 struct cap_cuda_launch {

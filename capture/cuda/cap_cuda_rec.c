@@ -546,7 +546,7 @@ static uint64_t unsupported_marker(const char *what)
     uint64_t seq = g.n_emitted;
     if (!g.on)
         return seq;
-    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0};
+    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0, 0};
     c.t1 = c.t0;
     struct sbt_op op;
     op_init(&op, SBT_OP_MARKER, &c);
@@ -1032,7 +1032,11 @@ void cap_cuda_rec_global(CUdeviceptr p, size_t size, CUmodule mod, CUlibrary lib
     uint64_t res = alloc_insert(p, size, SBT_CUDA_ALLOC_GLOBAL, 0);
     struct cap_cuda_call c = {mod ? SBT_CUDA_API_cuModuleGetGlobal_v2
                                   : SBT_CUDA_API_cuLibraryGetGlobal,
-                              0, NULL, cap_cuda_now(), 0};
+                              0,
+                              NULL,
+                              cap_cuda_now(),
+                              0,
+                              0};
     c.t1 = c.t0;
     if (!prog)
         cap_cuda_unsupported("global of a module the capture did not see loaded", 1);
@@ -1117,7 +1121,7 @@ static int classify(uint64_t p, uint64_t n, int declared_host, uint64_t *res, ui
 static void host_read(uint64_t res, uint64_t off, const void *host, uint64_t len)
 {
     struct sbt_op op;
-    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0};
+    struct cap_cuda_call c = {0, 0, NULL, cap_cuda_now(), 0, 0};
     c.t1 = c.t0;
     op_init(&op, SBT_OP_HOST_READ, &c);
     op.name = intern("host read");
@@ -1319,6 +1323,61 @@ static void resolve_closure(uint32_t stream, uint64_t before)
         resolve_reads(c.v[i].stream, c.v[i].before);
 }
 
+uint64_t cap_cuda_ord(void)
+{
+    cap_cuda_lock();
+    uint64_t o = g.ord + 1;
+    cap_cuda_unlock();
+    return o;
+}
+
+/* ---- synchronous calls: their wait, without the lock ------------------------------------------
+ * A synchronous copy or fill blocks the host until the work it is ordered after is done: the
+ * earlier work of its stream — the legacy stream (and through it every blocking stream's
+ * earlier work), or this thread's per-thread stream (_ptds) — when NVIDIA's rules make it wait
+ * at all (docs.nvidia.com/cuda/cuda-driver-api/api-sync-behavior.html): copies with a host side
+ * do (pageable: "a stream sync is performed before the copy is initiated"; pinned: synchronous;
+ * to the host: "returns only once the copy has completed"); device-to-device copies do not;
+ * memsets only onto pinned host or managed memory. Held under the lock, that wait deadlocks a
+ * program whose earlier work waits on a value another thread writes through the driver
+ * (cuStreamWaitValue32 released by cuStreamWriteValue32 or a copy on a non-blocking stream):
+ * that thread's wrapper waits for the lock. So the wrapper first waits without the lock — a
+ * cuStreamSynchronize of the same stream, which waits for exactly that earlier work (for a
+ * per-thread stream: its own, perhaps less than the copy, which also waits for the legacy
+ * stream's) and never more: waiting for more could itself deadlock a program that releases the
+ * wait after the call — then makes the real call under the lock, so that the trace's order is
+ * still the driver's. Residual: work another thread enqueues between the two (on the stream,
+ * or on a blocking stream for a legacy copy) is waited for under the lock; if it is itself
+ * behind a value that a third call releases, that call waits until the copy returns. Skipped
+ * while a stream capture is under way (the capture knows of it): a stream synchronisation
+ * there can invalidate the program's capture, and waiting less is always safe. A pointer the
+ * driver cannot classify counts as device memory (no wait). */
+static int host_memory(uint64_t p, int managed_too)
+{
+    unsigned type;
+    int managed;
+    if (ptr_attrs(p, &type, &managed) < 0)
+        return 0;
+    if (managed)
+        return managed_too;
+    return type == 0 || type == CU_MEMORYTYPE_HOST;
+}
+
+void cap_cuda_prewait(int pt, int kind, uint64_t dst, uint64_t src)
+{
+    if (kind == CAP_PREWAIT_HOST && !host_memory(dst, 0))
+        return; /* the "host" side is device memory: a device copy, by the addresses */
+    if (kind == CAP_PREWAIT_ANY && !host_memory(dst, 0) && !host_memory(src, 0))
+        return;
+    if (kind == CAP_PREWAIT_FILL && !host_memory(dst, 1))
+        return;
+    cap_cuda_lock();
+    int capturing = sbt_map_count(&g.cap_streams) > 0;
+    cap_cuda_unlock();
+    if (!capturing)
+        (void)CAP_NEXT(cuStreamSynchronize)(pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
+}
+
 void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx)
 {
     cap_cuda_lock();
@@ -1333,7 +1392,7 @@ void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx)
     op.stream = host_stream();
     op.flags = SBT_OPF_OBJ;
     uint32_t covered = 0;
-    uint64_t before = g.ord + 1;
+    uint64_t before = c->before ? c->before : g.ord + 1;
     if (is_ctx) {
         op.obj = g.dev[dev].id;
     } else if (e) {
@@ -1630,11 +1689,22 @@ static void timing_begin(const struct cap_cuda_call *c, uint32_t dev, CUevent *e
     __typeof__(&cuEventRecord) record =
         c->pt ? CAP_NEXT(cuEventRecord_ptsz) : CAP_NEXT(cuEventRecord);
     if (!g.dev[dev].ref) {
+        /* the reference point: recorded on a stream of our own that waits for nothing (no
+         * blocking stream: it must not wait for the program's work, which may wait for another
+         * thread that needs the lock), so that waiting for it under the lock is immediate */
         CUevent ref;
-        if (CAP_NEXT(cuEventCreate)(&ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        CUstream own;
+        if (CAP_NEXT(cuStreamCreate)(&own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
             return;
-        if (record(ref, c->stream) != CUDA_SUCCESS ||
-            CAP_NEXT(cuEventSynchronize)(ref) != CUDA_SUCCESS) {
+        if (CAP_NEXT(cuEventCreate)(&ref, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+            CAP_NEXT(cuStreamDestroy_v2)(own);
+            return;
+        }
+        CUresult rr = CAP_NEXT(cuEventRecord)(ref, own);
+        if (rr == CUDA_SUCCESS)
+            rr = CAP_NEXT(cuEventSynchronize)(ref);
+        CAP_NEXT(cuStreamDestroy_v2)(own);
+        if (rr != CUDA_SUCCESS) {
             CAP_NEXT(cuEventDestroy_v2)(ref);
             return;
         }

@@ -330,17 +330,20 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, uns
 /* Synchronisation                                                                            */
 /* ========================================================================================== */
 
-/* Host-side waits: never under the lock (they block on device work). */
-#define SYNC_WRAP(API, PT, STREAM, EV, IS_CTX, CALL)                              \
-    int rec = cap_cuda_enter();                                                   \
-    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0}; \
-    CUresult r = CALL;                                                            \
-    if (rec) {                                                                    \
-        c.t1 = cap_cuda_now();                                                    \
-        if (r == CUDA_SUCCESS)                                                    \
-            cap_cuda_rec_sync(&c, EV, IS_CTX);                                    \
-        cap_cuda_leave();                                                         \
-    }                                                                             \
+/* Host-side waits: never under the lock (they block on device work, which may wait for
+ * another thread's call). What they cover is what was issued before them (c.before). */
+#define SYNC_WRAP(API, PT, STREAM, EV, IS_CTX, CALL)                                 \
+    int rec = cap_cuda_enter();                                                      \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0, 0}; \
+    if (rec)                                                                         \
+        c.before = cap_cuda_ord();                                                   \
+    CUresult r = CALL;                                                               \
+    if (rec) {                                                                       \
+        c.t1 = cap_cuda_now();                                                       \
+        if (r == CUDA_SUCCESS)                                                       \
+            cap_cuda_rec_sync(&c, EV, IS_CTX);                                       \
+        cap_cuda_leave();                                                            \
+    }                                                                                \
     return r;
 
 CUresult cuCtxSynchronize(void){
@@ -375,12 +378,21 @@ CUresult cuEventQuery(CUevent hEvent)
 /* Enqueueing calls: the lock is held across the real call, so trace order = driver order     */
 /* ========================================================================================== */
 
-#define ENQ_BEGIN(API, PT, STREAM)                                                \
-    int rec = cap_cuda_enter();                                                   \
-    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0}; \
-    (void)c;                                                                      \
-    if (rec)                                                                      \
-        cap_cuda_lock();
+/* A synchronous copy or fill (PREWAIT: enum cap_cuda_prewait) first waits without the lock for
+ * what it would wait for anyway (cap_cuda_prewait), so that the real call, made under the lock,
+ * does not block on work that another thread's call releases. Launches and asynchronous calls
+ * take the lock at once: they do not wait for device work (a driver whose launch queue is full
+ * blocks a launch until the device drains some: that wait stays under the lock). */
+#define ENQ_BEGIN_WAIT(API, PT, STREAM, PREWAIT, DST, SRC)                           \
+    int rec = cap_cuda_enter();                                                      \
+    struct cap_cuda_call c = {SBT_CUDA_API_##API, PT, STREAM, cap_cuda_now(), 0, 0}; \
+    (void)c;                                                                         \
+    if (rec) {                                                                       \
+        if (PREWAIT >= 0)                                                            \
+            cap_cuda_prewait(PT, PREWAIT, DST, SRC);                                 \
+        cap_cuda_lock();                                                             \
+    }
+#define ENQ_BEGIN(API, PT, STREAM) ENQ_BEGIN_WAIT(API, PT, STREAM, -1, 0, 0)
 #define ENQ_END(RECORD)        \
     if (rec) {                 \
         c.t1 = cap_cuda_now(); \
@@ -644,19 +656,19 @@ FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
 #define COPY_WRAPPERS(SFX, ASFX, PT)                                                            \
     CUresult cuMemcpy##SFX(CUdeviceptr dst, CUdeviceptr src, size_t n)                          \
     {                                                                                           \
-        ENQ_BEGIN(cuMemcpy, PT, NULL)                                                           \
+        ENQ_BEGIN_WAIT(cuMemcpy, PT, NULL, CAP_PREWAIT_ANY, dst, src)                           \
         CUresult r = CAP_NEXT(cuMemcpy##SFX)(dst, src, n);                                      \
         ENQ_END(cap_cuda_rec_copy(&c, dst, src, NULL, NULL, n, 0))                              \
     }                                                                                           \
     CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr dst, const void *src, size_t n)                   \
     {                                                                                           \
-        ENQ_BEGIN(cuMemcpyHtoD_v2, PT, NULL)                                                    \
+        ENQ_BEGIN_WAIT(cuMemcpyHtoD_v2, PT, NULL, CAP_PREWAIT_HOST, (uintptr_t)src, 0)          \
         CUresult r = CAP_NEXT(cuMemcpyHtoD_v2##SFX)(dst, src, n);                               \
         ENQ_END(cap_cuda_rec_copy(&c, dst, 0, src, NULL, n, 0))                                 \
     }                                                                                           \
     CUresult cuMemcpyDtoH_v2##SFX(void *dst, CUdeviceptr src, size_t n)                         \
     {                                                                                           \
-        ENQ_BEGIN(cuMemcpyDtoH_v2, PT, NULL)                                                    \
+        ENQ_BEGIN_WAIT(cuMemcpyDtoH_v2, PT, NULL, CAP_PREWAIT_HOST, (uintptr_t)dst, 0)          \
         CUresult r = CAP_NEXT(cuMemcpyDtoH_v2##SFX)(dst, src, n);                               \
         ENQ_END(cap_cuda_rec_copy(&c, 0, src, NULL, dst, n, 0))                                 \
     }                                                                                           \
@@ -696,7 +708,7 @@ COPY_WRAPPERS(_ptds, _ptsz, 1)
 #define FILL_WRAPPERS(BITS, T, SFX, ASFX, PT)                                         \
     CUresult cuMemsetD##BITS##_v2##SFX(CUdeviceptr dst, T v, size_t n)                \
     {                                                                                 \
-        ENQ_BEGIN(cuMemsetD##BITS##_v2, PT, NULL)                                     \
+        ENQ_BEGIN_WAIT(cuMemsetD##BITS##_v2, PT, NULL, CAP_PREWAIT_FILL, dst, 0)      \
         CUresult r = CAP_NEXT(cuMemsetD##BITS##_v2##SFX)(dst, v, n);                  \
         ENQ_END(cap_cuda_rec_fill(&c, dst, BITS / 8, v, n))                           \
     }                                                                                 \
@@ -804,19 +816,19 @@ CUresult cuStreamBeginCapture(CUstream s) BEGIN_CAPTURE(cuStreamBeginCapture, 0,
         BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, 1, s, mode)
 
 /* A capture that fails (invalidated) ends too: its streams stop capturing. */
-#define END_CAPTURE(NAME, PT)                                                    \
-    {                                                                            \
-        int rec = cap_cuda_enter();                                              \
-        struct cap_cuda_call c = {SBT_CUDA_API_cuStreamEndCapture, PT, s, 0, 0}; \
-        if (rec)                                                                 \
-            cap_cuda_lock();                                                     \
-        CUresult r = CAP_NEXT(NAME)(s, g);                                       \
-        if (rec) {                                                               \
-            cap_cuda_rec_capture_end(&c, r == CUDA_SUCCESS && g ? *g : NULL);    \
-            cap_cuda_unlock();                                                   \
-            cap_cuda_leave();                                                    \
-        }                                                                        \
-        return r;                                                                \
+#define END_CAPTURE(NAME, PT)                                                       \
+    {                                                                               \
+        int rec = cap_cuda_enter();                                                 \
+        struct cap_cuda_call c = {SBT_CUDA_API_cuStreamEndCapture, PT, s, 0, 0, 0}; \
+        if (rec)                                                                    \
+            cap_cuda_lock();                                                        \
+        CUresult r = CAP_NEXT(NAME)(s, g);                                          \
+        if (rec) {                                                                  \
+            cap_cuda_rec_capture_end(&c, r == CUDA_SUCCESS && g ? *g : NULL);       \
+            cap_cuda_unlock();                                                      \
+            cap_cuda_leave();                                                       \
+        }                                                                           \
+        return r;                                                                   \
     }
             CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
                 END_CAPTURE(cuStreamEndCapture, 0) CUresult
@@ -901,7 +913,7 @@ static CUresult launch(uint32_t api, int pt, void *next, int kind, const CUlaunc
     struct launch_args a = {next, kind, l, config, s};
     if (!cap_cuda_enter())
         return issue_launch(&a);
-    struct cap_cuda_call c = {api, pt, s, 0, 0};
+    struct cap_cuda_call c = {api, pt, s, 0, 0, 0};
     CUresult r = cap_cuda_rec_launch(&c, l, issue_launch, &a);
     cap_cuda_leave();
     return r;

@@ -353,6 +353,32 @@ REPRISE__CUDA_COPY_DECLS(, )
 REPRISE__CUDA_COPY_DECLS(_ptds, _ptsz)
 #undef REPRISE__CUDA_COPY_DECLS
 
+typedef enum CUstreamWaitValue_flags_enum {
+    CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+    CU_STREAM_WAIT_VALUE_EQ = 0x1,
+    CU_STREAM_WAIT_VALUE_AND = 0x2,
+    CU_STREAM_WAIT_VALUE_NOR = 0x3,
+    CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30
+} CUstreamWaitValue_flags;
+typedef enum CUstreamWriteValue_flags_enum {
+    CU_STREAM_WRITE_VALUE_DEFAULT = 0x0,
+    CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER = 0x1
+} CUstreamWriteValue_flags;
+#define REPRISE__CUDA_VALUE_DECLS(v, sfx)                                                      \
+    CUresult cuStreamWaitValue32##v##sfx(CUstream stream, CUdeviceptr addr, cuuint32_t value,  \
+                                         unsigned int flags);                                  \
+    CUresult cuStreamWaitValue64##v##sfx(CUstream stream, CUdeviceptr addr, cuuint64_t value,  \
+                                         unsigned int flags);                                  \
+    CUresult cuStreamWriteValue32##v##sfx(CUstream stream, CUdeviceptr addr, cuuint32_t value, \
+                                          unsigned int flags);                                 \
+    CUresult cuStreamWriteValue64##v##sfx(CUstream stream, CUdeviceptr addr, cuuint64_t value, \
+                                          unsigned int flags);
+REPRISE__CUDA_VALUE_DECLS(, )
+REPRISE__CUDA_VALUE_DECLS(, _ptsz)
+REPRISE__CUDA_VALUE_DECLS(_v2, )
+REPRISE__CUDA_VALUE_DECLS(_v2, _ptsz)
+#undef REPRISE__CUDA_VALUE_DECLS
+
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority);
 CUresult cuStreamDestroy_v2(CUstream hStream);
@@ -501,6 +527,10 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 #define cuStreamWaitEvent            REPRISE__PTSZ(cuStreamWaitEvent)
 #define cuEventRecord                REPRISE__PTSZ(cuEventRecord)
 #define cuEventRecordWithFlags       REPRISE__PTSZ(cuEventRecordWithFlags)
+#define cuStreamWaitValue32          REPRISE__PTSZ(cuStreamWaitValue32_v2)
+#define cuStreamWaitValue64          REPRISE__PTSZ(cuStreamWaitValue64_v2)
+#define cuStreamWriteValue32         REPRISE__PTSZ(cuStreamWriteValue32_v2)
+#define cuStreamWriteValue64         REPRISE__PTSZ(cuStreamWriteValue64_v2)
 #define cuLaunchKernel               REPRISE__PTSZ(cuLaunchKernel)
 #define cuLaunchKernelEx             REPRISE__PTSZ(cuLaunchKernelEx)
 #define cuLaunchCooperativeKernel    REPRISE__PTSZ(cuLaunchCooperativeKernel)

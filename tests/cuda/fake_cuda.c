@@ -2,13 +2,14 @@
  * tests/cuda/fake_cuda.c — a test-only fake CUDA driver (libcuda.so.1 ABI) with no GPU behind
  * it: device memory sits behind addresses the program cannot touch, at a configurable base
  * (fake_cuda.h), "kernels" are host functions found
- * by name in fake module images, streams run each op as it is enqueued, events carry host
- * timestamps. It implements the entry points the shim wraps and the test programs and the
- * replay backend call, answers cuGetProcAddress_v2 by (name, version, flags) the way the real
- * driver does (the version tables of cudaTypedefs.h for those names), and returns a dummy
- * private table from cuGetExportTable. Every other stub symbol is a weak 801 stub
- * (fake_stubs.c). Built with -Bsymbolic so that the addresses it hands out are its own even
- * when the shim exports the same names. Never installed. See fake_cuda.h for the contract.
+ * by name in fake module images, streams run each op as it is enqueued (unless it is behind an
+ * unmet cuStreamWaitValue: then it is deferred), events carry host timestamps. It implements the
+ * entry points the shim wraps and the test programs and the replay backend call, answers
+ * cuGetProcAddress_v2 by (name, version, flags) the way the real driver does (the version tables of
+ * cudaTypedefs.h for those names), and returns a dummy private table from cuGetExportTable. Every
+ * other stub symbol is a weak 801 stub (fake_stubs.c). Built with -Bsymbolic so that the addresses
+ * it hands out are its own even when the shim exports the same names. Never installed. See
+ * fake_cuda.h for the contract.
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -473,9 +474,12 @@ static int late_on(void);
 static int blocking(CUstream s);
 static CUresult late_flush(void);
 
+static void fq_ctx_sync(void);
+
 CUresult cuCtxSynchronize(void)
 {
     NEED_LIVE();
+    fq_ctx_sync();
     return late_on() ? late_flush() : CUDA_SUCCESS;
 }
 
@@ -947,8 +951,8 @@ CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
 /* Work issued to a capturing stream is recorded as tasks, not run; a graph exec runs its graph's
  * tasks in the order they were issued (one valid order of any graph stream capture makes).
  * A stream joins a capture by waiting on an event recorded in it; EndCapture ends it for all. */
-enum { T_LAUNCH, T_ANY, T_HTOD, T_DTOH, T_DTOD, T_FILL };
-struct task {
+enum { T_LAUNCH, T_ANY, T_HTOD, T_DTOH, T_DTOD, T_FILL, T_WRITE, T_NOP };
+struct task { /* T_WRITE: v (elem 4) or d2 (elem 8) written at d (cuStreamWriteValue*) */
     int kind;
     const struct fake_obj *f; /* T_LAUNCH: the function, its packed parameters, threads */
     uint8_t buf[64];
@@ -957,7 +961,11 @@ struct task {
     size_t n;
     uint32_t v;
     int elem;
+    uint64_t v64;
 };
+struct fq; /* a stream's deferred work (below) */
+static int fq_task(CUstream st, const struct task *t, int wait, CUresult *r);
+static void fq_kick(void);
 struct CUgraph_st {
     struct task *t;
     size_t n, cap;
@@ -970,11 +978,14 @@ struct CUgraphExec_st {
 };
 struct CUstream_st {
     unsigned flags;
-    CUgraph cap; /* the graph it is capturing into, or NULL */
+    CUgraph cap;  /* the graph it is capturing into, or NULL */
+    struct fq *q; /* its deferred work, once it had some */
 };
 struct CUevent_st {
-    uint64_t t;  /* host ns of the latest record */
-    CUgraph cap; /* recorded in a capturing stream: waiting on it joins that capture */
+    uint64_t t;   /* host ns of the latest record */
+    CUgraph cap;  /* recorded in a capturing stream: waiting on it joins that capture */
+    struct fq *q; /* recorded behind deferred work: complete when q ran its entry seq */
+    uint64_t seq;
 };
 
 static CUgraph capturing(CUstream s)
@@ -1044,12 +1055,14 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
         for (uint32_t i = 0; i < f->k->n_params; i++)
             memcpy(buf + f->k->off[i], params[i], f->k->size[i]);
     }
+    struct task t = {.kind = T_LAUNCH, .f = f, .threads = (uint64_t)gx * bx};
+    memcpy(t.buf, buf, sizeof buf);
     CUgraph g = capturing(st);
-    if (g) {
-        struct task t = {.kind = T_LAUNCH, .f = f, .threads = (uint64_t)gx * bx};
-        memcpy(t.buf, buf, sizeof buf);
+    if (g)
         return defer(g, &t);
-    }
+    CUresult qr;
+    if (fq_task(st, &t, 0, &qr))
+        return qr;
     if (late_on() && blocking(st))
         late_flush();
     if (is_lost())
@@ -1066,33 +1079,35 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned bx, unsigned shmem, 
         lie_wrong(f->k, buf, 1);
     if (r == CUDA_SUCCESS && lie_for(LIE_NUDGE, f->k->name))
         lie_wrong(f->k, buf, 0);
+    fq_kick();
     return r;
 }
 
-#define LAUNCHES(SFX)                                                                              \
-    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,  \
-                                 unsigned int bx, unsigned int by, unsigned int bz,                \
-                                 unsigned int shmem, CUstream s, void **params, void **extra)      \
-    {                                                                                              \
-        (void)gy, (void)gz, (void)by, (void)bz;                                                    \
-        return launch(f, gx, bx, shmem, params, extra, s);                                         \
-    }                                                                                              \
-    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,           \
-                                   void **extra)                                                   \
-    {                                                                                              \
-        if (!c)                                                                                    \
-            return CUDA_ERROR_INVALID_VALUE;                                                       \
-        return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra, c->hStream); \
-    }                                                                                              \
-    CUresult cuLaunchCooperativeKernel##SFX(                                                       \
-        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,          \
-        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)           \
-    {                                                                                              \
-        (void)gy, (void)gz, (void)by, (void)bz;                                                    \
-        return launch(f, gx, bx, shmem, params, NULL, s);                                          \
+#define LAUNCHES(SFX, NULLS)                                                                      \
+    CUresult cuLaunchKernel##SFX(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, \
+                                 unsigned int bx, unsigned int by, unsigned int bz,               \
+                                 unsigned int shmem, CUstream s, void **params, void **extra)     \
+    {                                                                                             \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
+        return launch(f, gx, bx, shmem, params, extra, s ? s : NULLS);                            \
+    }                                                                                             \
+    CUresult cuLaunchKernelEx##SFX(const CUlaunchConfig *c, CUfunction f, void **params,          \
+                                   void **extra)                                                  \
+    {                                                                                             \
+        if (!c)                                                                                   \
+            return CUDA_ERROR_INVALID_VALUE;                                                      \
+        return launch(f, c->gridDimX, c->blockDimX, c->sharedMemBytes, params, extra,             \
+                      c->hStream ? c->hStream : NULLS);                                           \
+    }                                                                                             \
+    CUresult cuLaunchCooperativeKernel##SFX(                                                      \
+        CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params)          \
+    {                                                                                             \
+        (void)gy, (void)gz, (void)by, (void)bz;                                                   \
+        return launch(f, gx, bx, shmem, params, NULL, s ? s : NULLS);                             \
     }
-LAUNCHES()
-LAUNCHES(_ptsz)
+LAUNCHES(, CU_STREAM_LEGACY)
+LAUNCHES(_ptsz, CU_STREAM_PER_THREAD)
 
 /* ========================================================================================== */
 /* Memory, copies, fills                                                                      */
@@ -1610,6 +1625,18 @@ static CUresult run_task(const struct task *t)
         return dtoh((void *)(uintptr_t)t->d, t->s, t->n);
     case T_DTOD:
         return dtod(t->d, t->s, t->n);
+    case T_WRITE: {
+        uint8_t *p = any_at(t->d, (uint64_t)t->elem);
+        if (!p)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (t->elem == 8)
+            __atomic_store_n((uint64_t *)p, t->v64, __ATOMIC_SEQ_CST);
+        else
+            __atomic_store_n((uint32_t *)p, t->v, __ATOMIC_SEQ_CST);
+        return CUDA_SUCCESS;
+    }
+    case T_NOP:
+        return CUDA_SUCCESS;
     default:
         return fill(t->d, t->v, t->n, t->elem);
     }
@@ -1662,15 +1689,264 @@ static CUresult late_flush(void)
     return r;
 }
 
-/* A copy or fill on stream st: recorded while st captures; on a blocking stream, held back
- * (late, for fills and device copies) or run after what was held; else run now. */
+/* ---- waits on memory values: a stream's deferred work ------------------------------------------
+ * cuStreamWaitValue32/64 whose condition is not met blocks its stream: from then on the stream's
+ * work is deferred, queued in order behind the wait, until the value at the address meets the
+ * condition (cuStreamWriteValue32/64 on another stream, a copy, fill or kernel writing it, or a
+ * host write to pinned or managed memory). The CUDA ordering rules hold for deferred work: an op
+ * on the legacy stream runs after the earlier work of every blocking stream (created without
+ * CU_STREAM_NON_BLOCKING, or a per-thread default stream), an op on a blocking stream after the
+ * legacy stream's earlier work; cuStreamWaitEvent waits for what preceded the event's record.
+ * A stream with nothing deferred and nothing to wait for runs each op as it is enqueued, as
+ * before. The host blocks (a condition variable, polling host memory every 2 ms) where a real
+ * driver blocks it: cuStreamSynchronize (the legacy stream: with the blocking streams' earlier
+ * work), cuEventSynchronize of an event recorded behind deferred work, cuCtxSynchronize, and the
+ * synchronous copies that involve host memory (cuMemcpyDtoH/HtoD, cuMemcpy with a host side),
+ * which wait for their stream's earlier work and then for themselves. Synchronous fills and
+ * device-to-device copies return at once, as on a GPU. Deferred launches run without the lies
+ * (FAKE_CUDA_LIE) and deferred work without FAKE_CUDA_LATE: both apply to work run as issued. */
+enum { Q_TASK, Q_WAIT, Q_AFTER };
+struct fq_ent {
+    int kind;
+    struct task t;  /* Q_TASK */
+    uint64_t value; /* Q_WAIT: at t.d, t.elem bytes, by t.v (CUstreamWaitValue_flags) */
+    struct fq *on;  /* Q_AFTER: until on has run its entry upto */
+    uint64_t upto;
+    CUresult *result; /* a synchronous caller's, set when the entry ran */
+};
+enum { FQ_LEGACY, FQ_PER_THREAD, FQ_CREATED };
+struct fq {
+    struct fq *next;        /* every queue that ever deferred work */
+    int kind, linked, dead; /* dead: its stream was destroyed (the queue stays: events and
+                             * other queues' entries name it) */
+    unsigned flags;
+    struct fq_ent *e;
+    size_t head, n, cap;
+    uint64_t issued, done; /* entries queued and run, ever: entry k (from 1) ran when done >= k */
+};
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
+static struct fq legacy_q = {.kind = FQ_LEGACY}, *queues;
+static _Thread_local struct fq *pt_q;
+
+static int fq_pending(const struct fq *q)
+{
+    return q && q->done < q->issued;
+}
+
+static int fq_blocking(const struct fq *q)
+{
+    return q->kind == FQ_PER_THREAD ||
+           (q->kind == FQ_CREATED && !(q->flags & CU_STREAM_NON_BLOCKING));
+}
+
+/* The queue of stream st (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the NULL stream of each
+ * variant), made when make is set; NULL when it has none yet. q_mu held. */
+static struct fq *fq_of(CUstream st, int make)
+{
+    struct fq **slot = !st || st == CU_STREAM_LEGACY ? NULL
+                       : st == CU_STREAM_PER_THREAD  ? &pt_q
+                                                     : &st->q;
+    if (!slot) {
+        if (make && !legacy_q.linked)
+            legacy_q.next = queues, queues = &legacy_q, legacy_q.linked = 1;
+        return legacy_q.linked ? &legacy_q : NULL;
+    }
+    if (!*slot && make) {
+        struct fq *q = calloc(1, sizeof *q);
+        if (!q)
+            return NULL;
+        q->kind = slot == &pt_q ? FQ_PER_THREAD : FQ_CREATED;
+        q->flags = slot == &pt_q ? 0 : st->flags;
+        q->next = queues, queues = q, q->linked = 1;
+        *slot = q;
+    }
+    return *slot;
+}
+
+static int fq_push(struct fq *q, const struct fq_ent *e)
+{
+    if (q->n == q->cap) {
+        size_t c = q->cap ? 2 * q->cap : 16;
+        struct fq_ent *ne = realloc(q->e, c * sizeof *ne);
+        if (!ne)
+            return -1;
+        q->e = ne, q->cap = c;
+    }
+    q->e[q->n++] = *e;
+    q->issued++;
+    return 0;
+}
+
+/* Whether an op enqueued on q now must wait: q has deferred work, or the stream's kind orders
+ * it after another stream's deferred work. With add, the waits for the latter are queued. */
+static int fq_behind(struct fq *q, int add)
+{
+    int behind = fq_pending(q);
+    for (struct fq *o = queues; o; o = o->next) {
+        if (o == q || !fq_pending(o))
+            continue;
+        if ((q->kind == FQ_LEGACY && fq_blocking(o)) || (o->kind == FQ_LEGACY && fq_blocking(q))) {
+            behind = 1;
+            struct fq_ent w = {.kind = Q_AFTER, .on = o, .upto = o->issued};
+            if (add && fq_push(q, &w))
+                return -1;
+        }
+    }
+    return behind;
+}
+
+static int wait_met(const struct fq_ent *e)
+{
+    const uint8_t *p = any_at(e->t.d, (uint64_t)e->t.elem);
+    if (!p)
+        return 1; /* the memory went away: the wait would fault on a GPU */
+    uint64_t v = e->t.elem == 8 ? __atomic_load_n((const uint64_t *)p, __ATOMIC_SEQ_CST)
+                                : __atomic_load_n((const uint32_t *)p, __ATOMIC_SEQ_CST);
+    uint64_t x = e->value;
+    switch (e->t.v & 3) {
+    case CU_STREAM_WAIT_VALUE_EQ:
+        return v == x;
+    case CU_STREAM_WAIT_VALUE_AND:
+        return (v & x) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR:
+        return (e->t.elem == 8 ? ~(v | x) : (uint32_t) ~(v | x)) != 0;
+    default: /* GEQ, cyclic */
+        return e->t.elem == 8 ? (int64_t)(v - x) >= 0 : (int32_t)(uint32_t)(v - x) >= 0;
+    }
+}
+
+/* Runs every queue's head entries that can run, until none can. q_mu held. */
+static void fq_pump(void)
+{
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (struct fq *q = queues; q; q = q->next) {
+            while (q->head < q->n) {
+                struct fq_ent *e = &q->e[q->head];
+                CUresult r = CUDA_SUCCESS;
+                if (e->kind == Q_WAIT && !wait_met(e))
+                    break;
+                if (e->kind == Q_AFTER && e->on->done < e->upto)
+                    break;
+                if (e->kind == Q_TASK)
+                    r = run_task(&e->t);
+                if (e->result)
+                    *e->result = r;
+                q->head++, q->done++, progress = 1;
+            }
+            if (q->head == q->n)
+                q->head = q->n = 0;
+        }
+    }
+    pthread_cond_broadcast(&q_cv);
+}
+
+/* Blocks until q has run entry upto (every queue in qs up to ups[i] when n > 0). q_mu held. */
+static void fq_wait(struct fq **qs, const uint64_t *ups, size_t n)
+{
+    for (;;) {
+        fq_pump();
+        size_t i = 0;
+        while (i < n && qs[i]->done >= ups[i])
+            i++;
+        if (i == n)
+            return;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 2000000;
+        if (ts.tv_nsec >= 1000000000)
+            ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&q_cv, &q_mu, &ts); /* host writes release waits too */
+    }
+}
+
+/* Enqueues e on stream st when something is ahead of it (for a wait: or its value is not met):
+ * returns 1 and, with wait, blocks until it ran (*r: its result). Returns 0 when the caller
+ * runs the op now. *seq: the entry's number in its queue (0 when not deferred). */
+static int fq_submit(CUstream st, struct fq_ent *e, int wait, CUresult *r, struct fq **qo,
+                     uint64_t *seq)
+{
+    pthread_mutex_lock(&q_mu);
+    struct fq *q = fq_of(st, 0);
+    int behind = q ? fq_behind(q, 0) : 0;
+    if (!q && !behind) { /* nothing of its own deferred: only the kind's rules */
+        struct fq probe = {
+            .kind = !st || st == CU_STREAM_LEGACY ? FQ_LEGACY
+                    : st == CU_STREAM_PER_THREAD  ? FQ_PER_THREAD
+                                                  : FQ_CREATED,
+            .flags = st && st != CU_STREAM_LEGACY && st != CU_STREAM_PER_THREAD ? st->flags : 0};
+        behind = fq_behind(&probe, 0);
+    }
+    if (!behind && !(e->kind == Q_WAIT && !wait_met(e))) {
+        pthread_mutex_unlock(&q_mu);
+        if (seq)
+            *seq = 0;
+        return 0;
+    }
+    *r = CUDA_SUCCESS;
+    q = fq_of(st, 1);
+    if (!q || fq_behind(q, 1) < 0 || (e->result = wait ? r : NULL, fq_push(q, e))) {
+        pthread_mutex_unlock(&q_mu);
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        return 1;
+    }
+    uint64_t k = q->issued;
+    if (qo)
+        *qo = q;
+    if (seq)
+        *seq = k;
+    fq_pump();
+    if (wait)
+        fq_wait(&q, &k, 1);
+    pthread_mutex_unlock(&q_mu);
+    return 1;
+}
+
+/* After an op ran as issued: what waited for a value it wrote runs now. */
+static void fq_kick(void)
+{
+    pthread_mutex_lock(&q_mu);
+    if (queues)
+        fq_pump();
+    pthread_mutex_unlock(&q_mu);
+}
+
+/* A task on stream st deferred when it must wait (1, *r set), else 0: run it now. */
+static int fq_task(CUstream st, const struct task *t, int wait, CUresult *r)
+{
+    struct fq_ent e = {.kind = Q_TASK, .t = *t};
+    return fq_submit(st, &e, wait, r, NULL, NULL);
+}
+
+/* Whether a synchronous copy blocks the host until it is done: one with a host side, by the
+ * addresses (a "host" pointer that is device memory makes a device copy). Fills and
+ * device-to-device copies do not. */
+static int host_waits(const struct task *t)
+{
+    int dev_d = store && t->d - heap_base < heap_size,
+        dev_s = store && t->s - heap_base < heap_size;
+    if (t->kind == T_DTOH)
+        return !dev_d;
+    if (t->kind == T_HTOD)
+        return !dev_s;
+    return t->kind == T_ANY && !(dev_d && dev_s);
+}
+
+/* A copy or fill on stream st (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the NULL stream of
+ * each variant): recorded while st captures; deferred behind waits (above; sync: from a
+ * synchronous entry point); on a blocking stream, held back (late, for fills and device copies)
+ * or run after what was held; else run now. */
 static CUresult async_op(CUstream st, int kind, uint64_t d, uint64_t s, size_t n, uint32_t v,
-                         int elem)
+                         int elem, int sync)
 {
     struct task t = {.kind = kind, .d = d, .s = s, .n = n, .v = v, .elem = elem};
     CUgraph g = capturing(st);
     if (g)
         return defer(g, &t);
+    CUresult qr;
+    if (fq_task(st, &t, sync && host_waits(&t), &qr))
+        return qr;
     if (late_on() && blocking(st)) {
         if (kind == T_FILL || kind == T_DTOD) {
             pthread_mutex_lock(&late.mu);
@@ -1690,65 +1966,67 @@ static CUresult async_op(CUstream st, int kind, uint64_t d, uint64_t s, size_t n
         }
         late_flush();
     }
-    return run_task(&t);
+    CUresult r = run_task(&t);
+    fq_kick();
+    return r;
 }
 
-#define COPIES(SFX, ASFX)                                                                    \
-    CUresult cuMemcpy##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                           \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_ANY, d, s, n, 0, 0);                                  \
-    }                                                                                        \
-    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr d, const void *s, size_t n)                    \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_HTOD, d, (uint64_t)(uintptr_t)s, n, 0, 0);            \
-    }                                                                                        \
-    CUresult cuMemcpyDtoH_v2##SFX(void *d, CUdeviceptr s, size_t n)                          \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_DTOH, (uint64_t)(uintptr_t)d, s, n, 0, 0);            \
-    }                                                                                        \
-    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                    \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_DTOD, d, s, n, 0, 0);                                 \
-    }                                                                                        \
-    CUresult cuMemcpyAsync##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)        \
-    {                                                                                        \
-        return async_op(st, T_ANY, d, s, n, 0, 0);                                           \
-    }                                                                                        \
-    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr d, const void *s, size_t n, CUstream st) \
-    {                                                                                        \
-        return async_op(st, T_HTOD, d, (uint64_t)(uintptr_t)s, n, 0, 0);                     \
-    }                                                                                        \
-    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *d, CUdeviceptr s, size_t n, CUstream st)       \
-    {                                                                                        \
-        return async_op(st, T_DTOH, (uint64_t)(uintptr_t)d, s, n, 0, 0);                     \
-    }                                                                                        \
-    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) \
-    {                                                                                        \
-        return async_op(st, T_DTOD, d, s, n, 0, 0);                                          \
-    }                                                                                        \
-    CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                    \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 1);                                 \
-    }                                                                                        \
-    CUresult cuMemsetD16_v2##SFX(CUdeviceptr d, unsigned short v, size_t n)                  \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 2);                                 \
-    }                                                                                        \
-    CUresult cuMemsetD32_v2##SFX(CUdeviceptr d, unsigned int v, size_t n)                    \
-    {                                                                                        \
-        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 4);                                 \
-    }                                                                                        \
-    CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)    \
-    {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 1);                                          \
-    }                                                                                        \
-    CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)  \
-    {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 2);                                          \
-    }                                                                                        \
-    CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)    \
-    {                                                                                        \
-        return async_op(st, T_FILL, d, 0, n, v, 4);                                          \
+#define COPIES(SFX, ASFX)                                                                      \
+    CUresult cuMemcpy##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                             \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_ANY, d, s, n, 0, 0, 1);                                 \
+    }                                                                                          \
+    CUresult cuMemcpyHtoD_v2##SFX(CUdeviceptr d, const void *s, size_t n)                      \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_HTOD, d, (uint64_t)(uintptr_t)s, n, 0, 0, 1);           \
+    }                                                                                          \
+    CUresult cuMemcpyDtoH_v2##SFX(void *d, CUdeviceptr s, size_t n)                            \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_DTOH, (uint64_t)(uintptr_t)d, s, n, 0, 0, 1);           \
+    }                                                                                          \
+    CUresult cuMemcpyDtoD_v2##SFX(CUdeviceptr d, CUdeviceptr s, size_t n)                      \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_DTOD, d, s, n, 0, 0, 1);                                \
+    }                                                                                          \
+    CUresult cuMemcpyAsync##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)          \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_ANY, d, s, n, 0, 0, 0);                       \
+    }                                                                                          \
+    CUresult cuMemcpyHtoDAsync_v2##ASFX(CUdeviceptr d, const void *s, size_t n, CUstream st)   \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_HTOD, d, (uint64_t)(uintptr_t)s, n, 0, 0, 0); \
+    }                                                                                          \
+    CUresult cuMemcpyDtoHAsync_v2##ASFX(void *d, CUdeviceptr s, size_t n, CUstream st)         \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_DTOH, (uint64_t)(uintptr_t)d, s, n, 0, 0, 0); \
+    }                                                                                          \
+    CUresult cuMemcpyDtoDAsync_v2##ASFX(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)   \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_DTOD, d, s, n, 0, 0, 0);                      \
+    }                                                                                          \
+    CUresult cuMemsetD8_v2##SFX(CUdeviceptr d, unsigned char v, size_t n)                      \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 1, 1);                                \
+    }                                                                                          \
+    CUresult cuMemsetD16_v2##SFX(CUdeviceptr d, unsigned short v, size_t n)                    \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 2, 1);                                \
+    }                                                                                          \
+    CUresult cuMemsetD32_v2##SFX(CUdeviceptr d, unsigned int v, size_t n)                      \
+    {                                                                                          \
+        return async_op(SYNC_STREAM, T_FILL, d, 0, n, v, 4, 1);                                \
+    }                                                                                          \
+    CUresult cuMemsetD8Async##ASFX(CUdeviceptr d, unsigned char v, size_t n, CUstream st)      \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_FILL, d, 0, n, v, 1, 0);                      \
+    }                                                                                          \
+    CUresult cuMemsetD16Async##ASFX(CUdeviceptr d, unsigned short v, size_t n, CUstream st)    \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_FILL, d, 0, n, v, 2, 0);                      \
+    }                                                                                          \
+    CUresult cuMemsetD32Async##ASFX(CUdeviceptr d, unsigned int v, size_t n, CUstream st)      \
+    {                                                                                          \
+        return async_op(st ? st : SYNC_STREAM, T_FILL, d, 0, n, v, 4, 0);                      \
     }
 /* The stream a synchronous entry point runs on: the legacy one, or the per-thread one */
 #define SYNC_STREAM CU_STREAM_LEGACY
@@ -1786,6 +2064,11 @@ CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio)
 
 CUresult cuStreamDestroy_v2(CUstream s)
 {
+    if (s && s->q) { /* its deferred work still runs (as on a GPU) */
+        pthread_mutex_lock(&q_mu);
+        s->q->dead = 1;
+        pthread_mutex_unlock(&q_mu);
+    }
     free(s);
     return CUDA_SUCCESS;
 }
@@ -1807,13 +2090,165 @@ CUresult cuEventDestroy_v2(CUevent e)
 
 CUresult cuEventSynchronize(CUevent e)
 {
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&q_mu);
+    if (e->q)
+        fq_wait(&e->q, &e->seq, 1);
+    pthread_mutex_unlock(&q_mu);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuEventQuery(CUevent e)
 {
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&q_mu);
+    fq_pump();
+    int ready = !e->q || e->q->done >= e->seq;
+    pthread_mutex_unlock(&q_mu);
+    return ready ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
+
+/* cuCtxSynchronize: every queue's work issued so far. */
+static void fq_ctx_sync(void)
+{
+    pthread_mutex_lock(&q_mu);
+    size_t n = 0, i = 0;
+    for (struct fq *q = queues; q; q = q->next)
+        n += fq_pending(q);
+    struct fq **qs = n ? malloc(n * sizeof *qs) : NULL;
+    uint64_t *ups = n ? malloc(n * sizeof *ups) : NULL;
+    if (qs && ups) {
+        for (struct fq *q = queues; q; q = q->next)
+            if (fq_pending(q))
+                qs[i] = q, ups[i++] = q->issued;
+        fq_wait(qs, ups, n);
+    } else if (n) { /* no memory for the list: every queue drained */
+        for (int more = 1; more;) {
+            more = 0;
+            for (struct fq *q = queues; q; q = q->next)
+                if (fq_pending(q)) {
+                    uint64_t up = q->issued;
+                    fq_wait(&q, &up, 1);
+                    more = 1;
+                }
+        }
+    }
+    free(qs);
+    free(ups);
+    pthread_mutex_unlock(&q_mu);
+}
+
+/* cuStreamSynchronize / cuStreamQuery: what the stream waits for is its own earlier work, and
+ * for the legacy stream the blocking streams' earlier work too (a no-op deferred behind it). */
+static CUresult stream_sync(CUstream s, int query)
+{
+    pthread_mutex_lock(&q_mu);
+    fq_pump();
+    struct fq *q = fq_of(s, 0);
+    int legacy = !s || s == CU_STREAM_LEGACY, busy = q && fq_pending(q);
+    if (legacy) {
+        struct fq probe = {.kind = FQ_LEGACY};
+        busy |= fq_behind(&probe, 0);
+    }
+    if (!busy || query) {
+        pthread_mutex_unlock(&q_mu);
+        return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    }
+    if (!legacy) {
+        uint64_t up = q->issued;
+        fq_wait(&q, &up, 1);
+        pthread_mutex_unlock(&q_mu);
+        return CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&q_mu);
+    struct task t = {.kind = T_NOP};
+    CUresult r = CUDA_SUCCESS;
+    fq_task(CU_STREAM_LEGACY, &t, 1, &r);
+    return r;
+}
+
+/* An event record: a no-op on its stream, complete when the stream reaches it. */
+static void event_place(CUevent e, CUstream s)
+{
+    struct fq_ent n = {.kind = Q_TASK, .t = {.kind = T_NOP}};
+    CUresult r;
+    e->q = NULL, e->seq = 0;
+    if (!fq_submit(s, &n, 0, &r, &e->q, &e->seq))
+        e->q = NULL;
+}
+
+/* cuStreamWaitEvent: s waits for what preceded the event's record. */
+static CUresult event_wait(CUstream s, CUevent e)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&q_mu);
+    if (e->q && e->q->done < e->seq) { /* deferred: s runs nothing more before it ran */
+        struct fq_ent w = {.kind = Q_AFTER, .on = e->q, .upto = e->seq};
+        struct fq *q = fq_of(s, 1);
+        if (!q || fq_behind(q, 1) < 0 || fq_push(q, &w))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        fq_pump();
+    }
+    pthread_mutex_unlock(&q_mu);
+    return r;
+}
+
+/* cuStreamWaitValue32/64: a wait entry; cuStreamWriteValue32/64: a write task. */
+static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t value, unsigned flags, int elem)
+{
+    NEED_INIT();
+    if (!any_at(addr, (uint64_t)elem) || (addr & (uint64_t)(elem - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (capturing(s))
+        return CUDA_ERROR_NOT_SUPPORTED; /* (not in the fake's graphs) */
+    struct fq_ent e = {.kind = Q_WAIT, .t = {.d = addr, .elem = elem, .v = flags}, .value = value};
+    CUresult r = CUDA_SUCCESS;
+    fq_submit(s, &e, 0, &r, NULL, NULL);
+    return r;
+}
+
+static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t value, int elem)
+{
+    NEED_INIT();
+    struct task t = {.kind = T_WRITE, .d = addr, .elem = elem, .v = (uint32_t)value, .v64 = value};
+    if (!any_at(addr, (uint64_t)elem) || (addr & (uint64_t)(elem - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraph g = capturing(s);
+    if (g)
+        return defer(g, &t);
+    CUresult r;
+    if (fq_task(s, &t, 0, &r))
+        return r;
+    r = run_task(&t);
+    fq_kick(); /* what waited for it runs now */
+    return r;
+}
+
+#define VALUE_OPS(V, SFX, NULLS)                                                               \
+    CUresult cuStreamWaitValue32##V##SFX(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f)  \
+    {                                                                                          \
+        return wait_value(s ? s : NULLS, a, v, f, 4);                                          \
+    }                                                                                          \
+    CUresult cuStreamWaitValue64##V##SFX(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned f)  \
+    {                                                                                          \
+        return wait_value(s ? s : NULLS, a, v, f, 8);                                          \
+    }                                                                                          \
+    CUresult cuStreamWriteValue32##V##SFX(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) \
+    {                                                                                          \
+        (void)f;                                                                               \
+        return write_value(s ? s : NULLS, a, v, 4);                                            \
+    }                                                                                          \
+    CUresult cuStreamWriteValue64##V##SFX(CUstream s, CUdeviceptr a, cuuint64_t v, unsigned f) \
+    {                                                                                          \
+        (void)f;                                                                               \
+        return write_value(s ? s : NULLS, a, v, 8);                                            \
+    }
+VALUE_OPS(, , CU_STREAM_LEGACY)
+VALUE_OPS(, _ptsz, CU_STREAM_PER_THREAD)
+VALUE_OPS(_v2, , CU_STREAM_LEGACY)
+VALUE_OPS(_v2, _ptsz, CU_STREAM_PER_THREAD)
 
 static CUresult elapsed(float *ms, CUevent a, CUevent b)
 {
@@ -1847,37 +2282,44 @@ static CUresult join(CUstream s, CUevent e)
     return CUDA_SUCCESS;
 }
 
-#define STREAM_OPS(SFX)                                                             \
-    CUresult cuStreamSynchronize##SFX(CUstream s)                                   \
-    {                                                                               \
-        NEED_LIVE();                                                                \
-        return late_on() && blocking(s) ? late_flush() : CUDA_SUCCESS;              \
-    }                                                                               \
-    CUresult cuStreamQuery##SFX(CUstream s)                                         \
-    {                                                                               \
-        (void)s;                                                                    \
-        return CUDA_SUCCESS;                                                        \
-    }                                                                               \
-    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)      \
-    {                                                                               \
-        (void)flags;                                                                \
-        return e ? join(s, e) : CUDA_ERROR_INVALID_HANDLE;                          \
-    }                                                                               \
-    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                              \
-    {                                                                               \
-        if (!e)                                                                     \
-            return CUDA_ERROR_INVALID_HANDLE;                                       \
-        e->t = now_ns();                                                            \
-        e->cap = capturing(s);                                                      \
-        return CUDA_SUCCESS;                                                        \
-    }                                                                               \
-    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags) \
-    {                                                                               \
-        (void)flags;                                                                \
-        return cuEventRecord##SFX(e, s);                                            \
+#define STREAM_OPS(SFX, NULLS)                                                        \
+    CUresult cuStreamSynchronize##SFX(CUstream s)                                     \
+    {                                                                                 \
+        NEED_LIVE();                                                                  \
+        CUresult r = stream_sync(s ? s : NULLS, 0);                                   \
+        if (r != CUDA_SUCCESS)                                                        \
+            return r;                                                                 \
+        return late_on() && blocking(s) ? late_flush() : CUDA_SUCCESS;                \
+    }                                                                                 \
+    CUresult cuStreamQuery##SFX(CUstream s)                                           \
+    {                                                                                 \
+        return stream_sync(s ? s : NULLS, 1);                                         \
+    }                                                                                 \
+    CUresult cuStreamWaitEvent##SFX(CUstream s, CUevent e, unsigned int flags)        \
+    {                                                                                 \
+        (void)flags;                                                                  \
+        if (!e)                                                                       \
+            return CUDA_ERROR_INVALID_HANDLE;                                         \
+        CUresult r = join(s, e);                                                      \
+        return r == CUDA_SUCCESS && !capturing(s) ? event_wait(s ? s : NULLS, e) : r; \
+    }                                                                                 \
+    CUresult cuEventRecord##SFX(CUevent e, CUstream s)                                \
+    {                                                                                 \
+        if (!e)                                                                       \
+            return CUDA_ERROR_INVALID_HANDLE;                                         \
+        e->t = now_ns();                                                              \
+        e->cap = capturing(s);                                                        \
+        if (!e->cap)                                                                  \
+            event_place(e, s ? s : NULLS);                                            \
+        return CUDA_SUCCESS;                                                          \
+    }                                                                                 \
+    CUresult cuEventRecordWithFlags##SFX(CUevent e, CUstream s, unsigned int flags)   \
+    {                                                                                 \
+        (void)flags;                                                                  \
+        return cuEventRecord##SFX(e, s);                                              \
     }
-STREAM_OPS()
-STREAM_OPS(_ptsz)
+STREAM_OPS(, CU_STREAM_LEGACY)
+STREAM_OPS(_ptsz, CU_STREAM_PER_THREAD)
 
 static CUresult begin_capture(CUstream s)
 {
@@ -2011,7 +2453,11 @@ static CUresult graph_launch(CUgraphExec x, CUstream s)
         return CUDA_ERROR_INVALID_VALUE;
     CUgraph g = capturing(s);
     for (size_t i = 0; i < x->n; i++) {
-        CUresult r = g ? defer(g, &x->t[i]) : run_task(&x->t[i]);
+        CUresult r;
+        if (g)
+            r = defer(g, &x->t[i]);
+        else if (!fq_task(s, &x->t[i], 0, &r))
+            r = run_task(&x->t[i]);
         if (r != CUDA_SUCCESS)
             return r;
     }
@@ -2020,12 +2466,12 @@ static CUresult graph_launch(CUgraphExec x, CUstream s)
 
 CUresult cuGraphLaunch(CUgraphExec x, CUstream s)
 {
-    return graph_launch(x, s);
+    return graph_launch(x, s ? s : CU_STREAM_LEGACY);
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s)
 {
-    return graph_launch(x, s);
+    return graph_launch(x, s ? s : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuGraphDestroy(CUgraph g)

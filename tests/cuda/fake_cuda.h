@@ -39,7 +39,12 @@
  * (cuMemAddressReserve, cuMemCreate, cuMemMap with aliasing, 64 KiB granularity), IPC handles
  * (the same bytes at other addresses), managed memory (host-accessible), pinned and registered
  * host memory (device-accessible at the same address). Streams execute each op when it is
- * enqueued, in order.
+ * enqueued, in order, except behind a cuStreamWaitValue32/64 whose value is not there yet: that
+ * stream's later work, and work the CUDA stream rules order after it (the legacy stream after a
+ * blocking stream's earlier work, and the reverse; cuStreamWaitEvent), is deferred until the
+ * value is written (cuStreamWriteValue32/64, a copy, fill or kernel, or the host), and the host
+ * waits for it where a driver makes it wait (stream, event and context syncs, synchronous copies
+ * with a host side). fake_cuda.c, "waits on memory values", has the details.
  */
 #ifndef REPRISE_TESTS_FAKE_CUDA_H
 #define REPRISE_TESTS_FAKE_CUDA_H

@@ -40,11 +40,30 @@
  *                synchronisation (a synchronous device-to-host copy on it returns once the
  *                blocking streams' earlier work is done); the host
  *                reuses the buffer after each: the trace must read it before that
+ *   waitvalue    a blocking stream waits on a memory value (cuStreamWaitValue32) ahead of a
+ *                kernel; the main thread's synchronous cuMemcpyDtoH on the legacy stream waits
+ *                for that stream's earlier work, so it blocks until another thread, a little
+ *                later, writes the value on a non-blocking stream: cuStreamWriteValue32, then
+ *                (second round) cuMemsetD32Async; third round, a synchronous memset, a
+ *                device-to-device copy and a cuMemcpyHtoD from device memory behind the wait,
+ *                which the host does not wait for, then
+ *                the same thread releases it; fourth, the wait and the copy on the default
+ *                stream (prog_memkinds_ptds: the per-thread one, whose synchronous copies are
+ *                the _ptds variants; it runs only this round). The capture must not deadlock,
+ *                nor wait for more
+ *                than the program does (the trace is incomplete: the wait is not modelled)
+ *   syncwindow   while the main thread waits in cuStreamSynchronize(s) (s blocked on a value),
+ *                another thread queues a kernel and an async device-to-host copy on s behind a
+ *                second wait, then releases the first: the sync returns with the copy still
+ *                queued; the main thread releases the second and synchronises again, then
+ *                prints the copy. The trace must read the copy's bytes at the second sync
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/cuda/ck.h"
 #include "tests/cuda/fake_cuda.h"
@@ -299,6 +318,137 @@ static int xsync(void)
     CK(cuMemFree(x));
     CK(cuMemFree(y));
     CK(cuMemFree(z));
+    return 0;
+}
+
+struct release {
+    CUcontext ctx;
+    CUstream nb;
+    CUdeviceptr flag;
+    unsigned value;
+    int memset;
+};
+
+static void *releaser(void *arg)
+{
+    const struct release *r = arg;
+    CK(cuCtxSetCurrent(r->ctx));
+    usleep(200 * 1000); /* the main thread is in its copy by then (if not, it does not wait) */
+    if (r->memset)
+        CK(cuMemsetD32Async(r->flag, r->value, 1, r->nb));
+    else
+        CK(cuStreamWriteValue32(r->nb, r->flag, r->value, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CK(cuStreamSynchronize(r->nb));
+    return NULL;
+}
+
+static int waitvalue(void)
+{
+    static unsigned h[N];
+    CUdeviceptr flag, d;
+    CUstream s, nb;
+    struct release rel = {0};
+    CK(cuCtxGetCurrent(&rel.ctx));
+    CK(cuMemAlloc(&flag, 4));
+    CK(cuMemAlloc(&d, N * 4));
+    CK(cuMemsetD32(flag, 0, 1));
+    CK(cuMemsetD32(d, 0, N));
+    CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+    CK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    rel.nb = nb, rel.flag = flag;
+#ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM /* the legacy stream's waits for blocking streams */
+    for (unsigned round = 1; round <= 2; round++) {
+        CK(cuStreamWaitValue32(s, flag, round, CU_STREAM_WAIT_VALUE_GEQ));
+        iota(d, N, 1000 * round, s); /* runs once the value is there */
+        rel.value = round, rel.memset = round == 2;
+        pthread_t t;
+        if (pthread_create(&t, NULL, releaser, &rel) != 0)
+            return 1;
+        CK(cuMemcpyDtoH(h, d, N * 4)); /* the legacy stream: after s's earlier work */
+        pthread_join(t, NULL);
+        print_words(round == 1 ? "released by cuStreamWriteValue32" : "released by a memset", h,
+                    N * 4);
+    }
+    /* a synchronous memset and device-to-device copy on the legacy stream are ordered after
+     * s's wait, but the host does not wait for them (NVIDIA's rules): this thread releases the
+     * wait itself after them, so a capture that waits for them hangs */
+    CUdeviceptr e;
+    CK(cuMemAlloc(&e, N * 4));
+    CK(cuStreamWaitValue32(s, flag, 3, CU_STREAM_WAIT_VALUE_GEQ));
+    iota(d, N, 3000, s);
+    CK(cuMemsetD32(e, 5, N));
+    CK(cuMemcpyDtoD(e, d, N * 4));
+    CK(cuMemcpyHtoD(e, (const void *)(uintptr_t)d, N * 4)); /* device memory: a device copy */
+    CK(cuStreamWriteValue32(nb, flag, 3, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CK(cuMemcpyDtoH(h, e, N * 4));
+    print_words("released after a memset and a device copy", h, N * 4);
+    CK(cuMemFree(e));
+#endif
+    /* the default stream itself (the legacy stream; built with per-thread default streams,
+     * this thread's): the copy waits for the wait on it */
+    CK(cuStreamWaitValue32(NULL, flag, 4, CU_STREAM_WAIT_VALUE_GEQ));
+    iota(d, N, 4000, NULL);
+    rel.value = 4, rel.memset = 0;
+    pthread_t t;
+    if (pthread_create(&t, NULL, releaser, &rel) != 0)
+        return 1;
+    CK(cuMemcpyDtoH(h, d, N * 4));
+    pthread_join(t, NULL);
+    print_words("released on the default stream", h, N * 4);
+    CK(cuStreamDestroy(s));
+    CK(cuStreamDestroy(nb));
+    CK(cuMemFree(flag));
+    CK(cuMemFree(d));
+    return 0;
+}
+
+struct late_read {
+    CUcontext ctx;
+    CUstream s, nb;
+    CUdeviceptr flag1, flag2, d;
+    unsigned *hp;
+};
+
+static void *late_reader(void *arg)
+{
+    const struct late_read *a = arg;
+    CK(cuCtxSetCurrent(a->ctx));
+    usleep(200 * 1000); /* the main thread is in cuStreamSynchronize(s) by then */
+    CK(cuStreamWaitValue32(a->s, a->flag2, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    iota(a->d, N, 700, a->s);
+    CK(cuMemcpyDtoHAsync(a->hp, a->d, N * 4, a->s)); /* issued after that sync began */
+    CK(cuStreamWriteValue32(a->nb, a->flag1, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+    return NULL;
+}
+
+static int syncwindow(void)
+{
+    struct late_read a = {0};
+    CK(cuCtxGetCurrent(&a.ctx));
+    CK(cuMemAlloc(&a.flag1, 4));
+    CK(cuMemAlloc(&a.flag2, 4));
+    CK(cuMemAlloc(&a.d, N * 4));
+    CK(cuMemsetD32(a.flag1, 0, 1));
+    CK(cuMemsetD32(a.flag2, 0, 1));
+    CK(cuMemAllocHost((void **)&a.hp, N * 4));
+    memset(a.hp, 0x11, N * 4);
+    CK(cuStreamCreate(&a.s, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(&a.nb, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamWaitValue32(a.s, a.flag1, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    pthread_t t;
+    if (pthread_create(&t, NULL, late_reader, &a) != 0)
+        return 1;
+    CK(cuStreamSynchronize(a.s)); /* returns when flag1 is written: the copy is still queued */
+    pthread_join(t, NULL);
+    CK(cuStreamWriteValue32(a.nb, a.flag2, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CK(cuStreamSynchronize(a.s)); /* now the copy is done */
+    print_words("read after the second sync", a.hp, N * 4);
+    CK(cuStreamDestroy(a.s));
+    CK(cuStreamDestroy(a.nb));
+    CK(cuMemFreeHost(a.hp));
+    CK(cuMemFree(a.flag1));
+    CK(cuMemFree(a.flag2));
+    CK(cuMemFree(a.d));
     return 0;
 }
 
@@ -602,6 +752,8 @@ int main(int argc, char **argv)
             : !strcmp(m, "enumerate")   ? enumerate()
             : !strcmp(m, "reload")      ? reload()
             : !strcmp(m, "xsync")       ? xsync()
+            : !strcmp(m, "waitvalue")   ? waitvalue()
+            : !strcmp(m, "syncwindow")  ? syncwindow()
                                         : 2;
     if (r == 2)
         fprintf(stderr, "prog_memkinds: unknown mode %s\n", m);
