@@ -231,41 +231,18 @@ static void free_chain(void *chain)
     }
 }
 
-/* Whether every VkPipelineRobustnessCreateInfo of the trace's pipelines asks only for the
- * device's default behaviour or for none (DISABLED, as ggml-vulkan asks): then a device without
- * VK_EXT_pipeline_robustness computes what the program did wherever the program stays in
- * bounds, which replay checks op by op like any other output. */
-static int robustness_droppable(sbt_reader *r)
-{
-    uint32_t nk = 0;
-    const struct sbt_kernel *k = sbt_reader_kernels(r, &nk);
-    for (uint32_t i = 0; i < nk; i++) {
-        if (k[i].ext.kind != SBT_VK_EXT_PIPELINE)
-            continue;
-        struct sbt_payload_dec dec;
-        struct sbt_payload_rec rec;
-        sbt_payload_dec_init(&dec, k[i].ext.data, k[i].ext.len);
-        int ok = 1;
-        while (ok && sbt_payload_dec_next(&dec, &rec) == 1)
-            if (rec.call == SBT_VK_PIPELINE_ROBUSTNESS)
-                for (uint32_t a = 1; a < 5 && ok; a++)
-                    ok = sbt_payload_arg(&rec, a) <= 1; /* DEVICE_DEFAULT 0, DISABLED 1 */
-        sbt_payload_dec_free(&dec);
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
-
-/* What a trace shows of the features its device enabled, for telling one it never used
- * (feature_unused): the SPIR-V capabilities its programs declare, the binding flags of the set
- * layouts its pipelines use, whether it is complete, and whether the program made a sampler
- * Y'CbCr conversion. known = 0 when a program could not be read: then every feature counts as
- * used. */
+/* What a trace shows of the features and extensions its device enabled, for telling one it
+ * never used (feature_unused): the SPIR-V capabilities its programs declare, the binding flags
+ * of the set layouts its pipelines use, whether it is complete, whether the program made a
+ * sampler Y'CbCr conversion; known = 0 when a program could not be read: then every feature
+ * counts as used. robustness_default: every VkPipelineRobustnessCreateInfo of its pipelines
+ * asks only for the device's default behaviour or for none (DISABLED, as ggml-vulkan asks):
+ * then a device without VK_EXT_pipeline_robustness computes what the program did wherever the
+ * program stays in bounds, which replay checks op by op like any other output. */
 struct featuse {
     uint32_t caps[256], n_caps;
     uint32_t binding_flags, layout_flags;
-    int complete, ycbcr, known;
+    int complete, ycbcr, known, robustness_default;
 };
 
 static void featuse_cap(void *ctx, uint32_t cap)
@@ -283,7 +260,7 @@ static void featuse_cap(void *ctx, uint32_t cap)
 static void featuse_scan(sbt_reader *r, struct featuse *u)
 {
     memset(u, 0, sizeof *u);
-    u->known = 1;
+    u->known = u->robustness_default = 1;
     uint32_t np = 0, nk = 0, nu = 0;
     const struct sbt_program *pv = sbt_reader_programs(r, &np);
     for (uint32_t i = 0; i < np && u->known; i++) {
@@ -306,6 +283,9 @@ static void featuse_scan(sbt_reader *r, struct featuse *u)
                 u->binding_flags |= (uint32_t)sbt_payload_arg(&rec, 4);
             else if (rec.call == SBT_VK_SET_LAYOUT)
                 u->layout_flags |= (uint32_t)sbt_payload_arg(&rec, 1);
+            else if (rec.call == SBT_VK_PIPELINE_ROBUSTNESS)
+                for (uint32_t a = 1; a < 5; a++) /* DEVICE_DEFAULT 0, DISABLED 1 */
+                    u->robustness_default &= sbt_payload_arg(&rec, a) <= 1;
         sbt_payload_dec_free(&dec);
     }
     const struct sbt_unsupported *un = sbt_reader_unsupported(r, &nu);
@@ -571,7 +551,9 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         goto fail;
 
     /* extensions the app enabled must exist here (but for pipeline robustness that asks for
-     * nothing but the default or none: see robustness_droppable) */
+     * nothing but the default or none: see struct featuse) */
+    struct featuse use;
+    featuse_scan(r, &use);
     uint32_t ne = 0;
     vkEnumerateDeviceExtensionProperties(b->phys, NULL, &ne, NULL);
     VkExtensionProperties *ep = calloc(ne ? ne : 1, sizeof *ep);
@@ -584,8 +566,7 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
         int found = 0;
         for (uint32_t k = 0; k < ne && !found; k++)
             found = !strcmp(ep[k].extensionName, req.ext[i]);
-        if (!found && !strcmp(req.ext[i], "VK_EXT_pipeline_robustness") &&
-            robustness_droppable(r)) {
+        if (!found && !strcmp(req.ext[i], "VK_EXT_pipeline_robustness") && use.robustness_default) {
             drop_robustness(&req, i--);
             b->no_robustness = 1;
             size_t dl = strlen(info->driver); /* the result says so (replay.driver) */
@@ -603,10 +584,8 @@ int vkr_open(sbt_reader *r, const struct replay_bk_opts *o, const struct replay_
     free(ep);
     VkPhysicalDeviceFeatures core;
     int core_in_chain;
-    struct featuse use;
     uint32_t n_off;
     const char *first_off;
-    featuse_scan(r, &use);
     if ((st = features_build(b->phys, b->props.deviceName, &req, &use, &chain, &core,
                              &core_in_chain, &n_off, &first_off)) < 0)
         goto fail;
