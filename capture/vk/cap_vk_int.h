@@ -819,6 +819,7 @@ void cap_submit_abandon(struct cap_dev *dev, struct cap_queue *q, const struct c
 #define CAP_REACHED_MAX 64u
 struct cap_reached {
     uint32_t n;
+    int overflow; /* more queues than that: the rest are not seen finished (loud) */
     struct {
         uint64_t queue, serial;
     } v[CAP_REACHED_MAX];

@@ -42,8 +42,10 @@ static int reached_add(struct cap_reached *r, uint64_t queue, uint64_t serial)
             r->v[i].serial = serial;
             return 1;
         }
-    if (r->n == CAP_REACHED_MAX)
-        return 0; /* more queues than that in one wait; the rest complete at a later wait */
+    if (r->n == CAP_REACHED_MAX) {
+        r->overflow = 1; /* the rest complete at a later wait, if there is one */
+        return 0;
+    }
     r->v[r->n].queue = queue;
     r->v[r->n].serial = serial;
     r->n++;
@@ -105,6 +107,7 @@ static void reached_close(struct cap_reached *r)
                 }
                 for (uint32_t m = 0; m < more.n; m++)
                     changed |= reached_add(r, more.v[m].queue, more.v[m].serial);
+                r->overflow |= more.overflow;
             }
         }
     }
@@ -134,6 +137,11 @@ void cap_reached_complete(struct cap_dev *dev, struct cap_reached *r, uint64_t n
             dq[n_dq++] = q;
     }
     pthread_mutex_unlock(&cap.mu);
+    if (r->overflow)
+        cap_unmodelled(dev,
+                       "a wait telling of work finished on more than 64 queues (the rest is not "
+                       "seen finished there)",
+                       SBT_UNMODELLED_AFFECTS);
     for (uint32_t i = 0; i < n_dq; i++) /* finished: it ran, unseen by cap_cpu_drain */
         cap_queue_flush_deferred(dq[i]);
     for (uint32_t i = 0; i < r->n; i++)
