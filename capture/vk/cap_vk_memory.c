@@ -217,6 +217,9 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_UnmapMemory2(VkDevice device, const VkMemoryU
 }
 #endif
 
+/* The host writes of the flushed ranges' pages (for non-coherent memory, the only point they
+ * reach the device), written through to a copy mapping's driver pages before the driver
+ * flushes them. */
 VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
                                                            const VkMappedMemoryRange *rg)
 {
@@ -245,9 +248,23 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    /* device output reaches the layer's view when a wait says it is final (cap_complete) */
-    return cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
-                         "vkInvalidateMappedMemoryRanges");
+    /* coherent memory: device output reaches the layer's view when a wait says it is final
+     * (cap_complete); non-coherent memory: here, once the driver made it visible */
+    VkResult r = cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
+                               "vkInvalidateMappedMemoryRanges");
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    uint64_t t0 = cap_now();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
+        if (!m)
+            continue;
+        pthread_mutex_lock(&m->mu);
+        cap_mem_invalidate(m, rg[i].offset, rg[i].size, t0);
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,
