@@ -1570,6 +1570,33 @@ ParameterizedTest(struct ncenv *e, capture,
     unlink(cmd);
 }
 
+/* Non-coherent memory the program imports from its own pages cannot be handed to it as a copy
+ * (it writes through its own pointer): the trace is incomplete, naming it. */
+Test(capture, noncoherent_imported_memory_is_incomplete_naming_it, .timeout = 120)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", nc[4200], out[4096], err[8192], cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(nc, sizeof nc, NONCOHERENT, build);
+    snprintf(cmd, sizeof cmd,
+             "%s %s capture -o %s -- %s/tests/vk/vk_ring ring --import --noncoherent", nc, bin,
+             trace, build);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 3, "an incomplete trace: %s", err);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    char why[2048];
+    cr_expect(!sbt_reader_info(r)->complete);
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_expect_not_null(strstr(why, "non-coherent memory imported from host pages"), "%s", why);
+    sbt_reader_close(r);
+    unlink(trace);
+    snprintf(cmd, sizeof cmd, "%.*s.procs", (int)(strlen(trace) - 4), trace);
+    unlink(cmd);
+}
+
 /* What cannot be made exact is loud: on a device that writes memory by DMA (a GPU; simulated on
  * lavapipe), the layer does not wait inside vkQueueSubmit, and a host write into a page a
  * running submission may write wholly (here its output binding is the whole ring) cannot be

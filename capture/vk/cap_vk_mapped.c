@@ -1528,7 +1528,8 @@ void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int p
         return;
     }
     if (nc && t && !t->copy)
-        /* what the driver stores at an invalidate would look like host writes */
+        /* the program's view is the driver's: what a driver stores there at an invalidate
+         * would look like host writes, and the view is stale between a wait and it */
         cap_unmodelled(m->o.dev,
                        m->imported ? "non-coherent memory imported from host pages"
                        : placed    ? "placed mapping of non-coherent memory"

@@ -4,11 +4,12 @@
  * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
  * recreates them from. Host writes through mappings are found by cap_vk_mapped.c, which the
  * mapping calls (vkMapMemory, vkMapMemory2, and the program's own pages imported as device memory
- * with VK_EXT_external_memory_host) start and unmap, flush and free publish. Memory another
- * process or API fills (imported or exported handles) is unmodelled: its generated wrappers count
- * it and mark the trace incomplete (capture/vk/cap_vk_classes.txt). Images are cap_vk_images.c's.
- * Buffers and allocations with device addresses get their capture-replay flags and opaque
- * addresses from cap_vk_address.c.
+ * with VK_EXT_external_memory_host) start and unmap, flush and free publish (non-coherent
+ * memory: the flush only), and an invalidate reads back non-coherent memory's device output. Memory
+ * another process or API fills (imported or exported handles) is unmodelled: its generated wrappers
+ * count it and mark the trace incomplete (capture/vk/cap_vk_classes.txt). Images are
+ * cap_vk_images.c's. Buffers and allocations with device addresses get their capture-replay flags
+ * and opaque addresses from cap_vk_address.c.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
