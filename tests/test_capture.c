@@ -1500,6 +1500,11 @@ ParameterizedTestParameters(capture, noncoherent_memory_is_read_at_invalidate_wr
         {"uffd", "ring"},
         {"protect", "ring"},
         {"scan", "ring --size 2048"},
+        /* the output binding is the whole ring: the host fills the next input where the running
+         * dispatch may write, and flushes it; it must reach the device at that flush */
+        {"uffd", "ring --wide"},
+        {"protect", "ring --wide"},
+        {"scan", "ring --wide"},
     };
     return cr_make_param_array(struct ncenv, e, sizeof e / sizeof e[0]);
 }

@@ -589,6 +589,11 @@ static int publish_page(struct out *o, struct cap_track *t, uint64_t i)
     if (x >= y)
         return 0;
     uint8_t s = ps_get(t, i);
+    if ((s & PS_SHADOW) && t->copy && cap_mem_noncoherent(m))
+        /* the device writes the driver's pages, not these: every difference is the host's,
+         * also where unfinished device work may write, and it reaches the device at this flush
+         * or never (the next publish is a flush too) */
+        return diff_shadow(o, t, x, y) > 0;
     if (s & PS_SHADOW) {
         int n = 0;
         for (uint64_t c = x, nx; c < y; c = nx) {
