@@ -37,13 +37,15 @@
  * into its own mapping (at an invalidate, on a driver that keeps a host copy) is ever taken for a
  * host write, whatever finds the host's writes. Host writes reach the device at the program's
  * vkFlushMappedMemoryRanges: they are published there (the flushed ranges' pages, written
- * through to the driver's mapping before the driver flushes) and not at submissions, signals or
- * the unmap (what the program wrote and never flushed does not reach the device, and is not in
- * the trace). Device output reaches the host at the program's vkInvalidateMappedMemoryRanges: a
- * wait that says device work finished leaves its intervals waiting (struct cap_mem.done), and
- * the invalidate, once the driver did it, reads back those in its ranges (HOST_READ digests of
- * the driver's mapping, copied into the program's view) as a wait does for coherent memory.
- * Mappings the program places or imports cannot be copies: the trace is then incomplete.
+ * through to the driver's mapping before the driver flushes) and not at submissions or signals.
+ * What the program wrote and never flushed did not reach the device: found at the unmap (or
+ * free, or shutdown), it makes the trace incomplete, naming it (the program relies on a
+ * coherence the memory lacks). Device output reaches the host at the program's
+ * vkInvalidateMappedMemoryRanges: a wait that says device work finished leaves its intervals
+ * waiting (struct cap_mem.done), and the invalidate, once the driver did it, reads back those in
+ * its ranges (HOST_READ digests of the driver's mapping, copied into the program's view) as a wait
+ * does for coherent memory. Mappings the program places or imports cannot be copies: the trace is
+ * then incomplete.
  *
  * Limits. A host write during a submission's run into bytes its descriptors let it write (its
  * may-write intervals are wider than what it writes) cannot be told from device output in a
@@ -1578,19 +1580,32 @@ void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now)
     out_emit(&o);
 }
 
+/* The last publish of m's mapping (unmap, free, shutdown). Non-coherent memory: what the host
+ * wrote there and never flushed, which no flush published, did not reach the device in the
+ * trace (the program relies on memory being coherent that is not): recorded now, for what the
+ * program saw, and the trace is incomplete, naming it. m->mu held. */
+static void publish_end(struct cap_mem *m, uint64_t now)
+{
+    struct cap_track *t = m->tr;
+    if (!m->mapped || !t)
+        return;
+    struct out o;
+    out_init(&o, m, now);
+    o.last = 1;
+    uint64_t i, j;
+    span_of(m, t, m->map_off, m->map_off + m->map_len, &i, &j);
+    publish_pages(&o, t, i, j);
+    if (cap_mem_noncoherent(m) && (o.head || o.rb > o.ra))
+        cap_unmodelled(m->o.dev, "host writes to non-coherent memory never flushed",
+                       SBT_UNMODELLED_AFFECTS);
+    out_emit(&o);
+}
+
 void cap_mem_unmap(struct cap_mem *m, uint64_t now)
 {
     if (!m->mapped)
         return;
-    if (m->tr && !cap_mem_noncoherent(m)) { /* non-coherent: unflushed writes never arrive */
-        struct out o;
-        out_init(&o, m, now);
-        o.last = 1;
-        uint64_t i, j;
-        span_of(m, m->tr, m->map_off, m->map_off + m->map_len, &i, &j);
-        publish_pages(&o, m->tr, i, j);
-        out_emit(&o);
-    }
+    publish_end(m, now);
     track_free(m);
     m->mapped = 0;
     m->map_base = m->dev_base = NULL;
@@ -1618,7 +1633,9 @@ void cap_mapped_shutdown(void)
     for (uint32_t i = 0; i < cap.n_mems; i++) {
         struct cap_mem *m = cap.mems[i];
         pthread_mutex_lock(&m->mu);
-        if (m->mapped && m->tr && !cap_mem_noncoherent(m))
+        if (cap_mem_noncoherent(m))
+            publish_end(m, cap_now());
+        else if (m->mapped && m->tr)
             cap_mem_publish(m, m->map_off, m->map_len, cap_now());
         track_end(m, 1);
         pthread_mutex_unlock(&m->mu);

@@ -30,7 +30,8 @@
  * HOST_COHERENT, and the program does what non-coherent memory asks: it flushes what it wrote
  * before the device reads it, and invalidates the output after the wait, before it reads it;
  * ranges aligned to nonCoherentAtomSize; implies --flush), --noncoherent-wrong (the same without
- * the invalidate: it reads stale output where memory really is non-coherent). Prints a
+ * the invalidate: it reads stale output where memory really is non-coherent),
+ * --noncoherent-noflush (the same without the flushes: the device reads stale input). Prints a
  * checksum of every read-back (and the faults its own handler saw), so runs with and without
  * capture compare; exits 4 when the device lacks what an option needs.
  */
@@ -48,7 +49,7 @@
 
 static struct {
     int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
-    int import_twice, noncoherent; /* noncoherent: 1, or 2 without invalidating */
+    int import_twice, noncoherent; /* noncoherent: 1, 2 without invalidating, 3 flushing nothing */
     int sem; /* 1 binary, 2 timeline signalled by a submission, 3 timeline signalled by the host */
     uint32_t signals;
     uint32_t size, rounds, threads;
@@ -166,7 +167,7 @@ static void flush(uint32_t r, uint32_t len)
 /* --noncoherent: what the device wrote into region r, into the host's view */
 static void invalidate(uint32_t r)
 {
-    if (opt.noncoherent != 1)
+    if (opt.noncoherent != 1 && opt.noncoherent != 3)
         return;
     VkMappedMemoryRange mr = atoms((VkDeviceSize)r * opt.size, opt.size);
     VKT_CHECK(vkInvalidateMappedMemoryRanges(v.dev, 1, &mr));
@@ -194,6 +195,8 @@ int main(int argc, char **argv)
             opt.noncoherent = opt.flush = 1;
         else if (!strcmp(argv[i], "--noncoherent-wrong"))
             opt.noncoherent = 2, opt.flush = 1;
+        else if (!strcmp(argv[i], "--noncoherent-noflush"))
+            opt.noncoherent = 3;
         else if (!strcmp(argv[i], "--wide"))
             opt.wide = 1;
         else if (!strcmp(argv[i], "--import"))
