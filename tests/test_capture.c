@@ -1505,6 +1505,11 @@ ParameterizedTestParameters(capture, noncoherent_memory_is_read_at_invalidate_wr
         {"uffd", "ring --wide"},
         {"protect", "ring --wide"},
         {"scan", "ring --wide"},
+        /* unmapped while each dispatch runs, mapped again after the wait: the map makes
+         * nothing visible (the host copy keeps what it held), the invalidate does */
+        {"uffd", "ring --remap"},
+        {"protect", "chain --size 16384 --remap"},
+        {"scan", "chain --size 16384 --remap"},
     };
     return cr_make_param_array(struct ncenv, e, sizeof e / sizeof e[0]);
 }

@@ -1547,8 +1547,10 @@ void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int p
         *pp = m->map_base + off;
     }
     /* device writes that finished while it was unmapped: read back now (the program's copy
-     * already holds them); the pages they touched get shadows below */
-    m->n_done = read_back(m, m->done, m->n_done, now);
+     * already holds them); the pages they touched get shadows below. Non-coherent memory: at
+     * the program's invalidate (a mapping makes nothing visible) */
+    if (!nc)
+        m->n_done = read_back(m, m->done, m->n_done, now);
     m->tr = t;
     if (t) {
         track_start(m, t);

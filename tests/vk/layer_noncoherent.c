@@ -7,13 +7,14 @@
  *
  * How: every host-visible memory type is reported without HOST_COHERENT, and
  * nonCoherentAtomSize is reported as at least ATOM. A mapping hands the program a separate host
- * copy (its own pages, at the driver pointer's offset within its first page), filled from the
- * driver's memory when mapped. Host writes reach the driver's memory only at
- * vkFlushMappedMemoryRanges, and device output reaches the copy only at
- * vkInvalidateMappedMemoryRanges: a flush writes back the atoms of its ranges the host changed
- * since the copy last matched the driver's memory (dirty atoms, as a cache writes back dirty
- * lines; a host write of the value a byte held is not seen), an invalidate copies its ranges'
- * atoms in from the driver's memory (a host write there not flushed first is lost: the spec
+ * copy of the allocation, kept from its first map to its free (an unmap keeps it, as a CPU cache
+ * keeps its lines): bytes are filled from the driver's memory the first time a map covers them,
+ * and after that host writes reach the driver's memory only at vkFlushMappedMemoryRanges, and
+ * device output reaches the copy only at vkInvalidateMappedMemoryRanges (a map makes nothing
+ * visible): a flush writes back the atoms of its ranges the host changed since the copy last
+ * matched the driver's memory (dirty atoms, as a cache writes back dirty lines; a host write of
+ * the value a byte held is not seen), an invalidate copies its ranges' atoms in from the
+ * driver's memory (a host write there not flushed first is lost: the spec
  * leaves those bytes undefined). Unmapping writes nothing back. A range that breaks the rules
  * of VkMappedMemoryRange (offset not a multiple of nonCoherentAtomSize, size not one and not
  * to the end of the allocation, outside the mapping, memory not mapped) is a bug of whoever
@@ -64,13 +65,16 @@ static struct mem {
     VkDeviceMemory mem;
     uint64_t size;
     int imported;
-    /* while mapped: [off, off + len) of the allocation */
+    /* the host copy, of the whole allocation (index: allocation offset), from the first map to
+     * the free: an unmap keeps it, as a CPU cache keeps its lines */
+    uint8_t *host;
+    uint8_t *clean;  /* what the host copy held when it last matched the driver's memory */
+    uint64_t fa, fb; /* the bytes the host copy was ever filled with (from the driver's) */
+    size_t host_len;
+    /* while mapped: [off, off + len) of the allocation, at the driver's pointer real */
+    int mapped;
     uint64_t off, len;
-    uint8_t *real;  /* the driver's pointer (allocation offset off) */
-    uint8_t *copy;  /* the program's (offset off) */
-    uint8_t *clean; /* what the copy held when it last matched the driver's memory */
-    uint8_t *pages; /* the copy's pages */
-    size_t pages_len;
+    uint8_t *real;
 } mems[MAX_MEM];
 
 static struct mem *find(VkDeviceMemory m)
@@ -226,14 +230,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_AllocateMemory(VkDevice dev,
     return r;
 }
 
-/* The mapping of m ends: the copy goes, nothing is written back. mu held. */
+/* The allocation goes: its host copy too. mu held. */
 static void drop(struct mem *m)
 {
-    if (m->pages)
-        munmap(m->pages, m->pages_len);
+    if (m->host)
+        munmap(m->host, m->host_len);
     free(m->clean);
-    m->pages = m->copy = m->clean = m->real = NULL;
-    m->off = m->len = 0;
+    memset(m, 0, sizeof *m);
 }
 
 static VKAPI_ATTR void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory mem,
@@ -241,45 +244,77 @@ static VKAPI_ATTR void VKAPI_CALL fake_FreeMemory(VkDevice dev, VkDeviceMemory m
 {
     pthread_mutex_lock(&mu);
     struct mem *m = find(mem);
-    if (m) {
+    if (m)
         drop(m);
-        m->mem = VK_NULL_HANDLE;
-    }
     pthread_mutex_unlock(&mu);
     next_free(dev, mem, alloc);
 }
 
-/* The driver mapped [off, off + size) of mem at *pp: the program gets a copy instead. */
+/* Bytes [a, b) of the host copy filled from the driver's mapping (as a cold cache reads
+ * memory), but for those filled before. mu held, m mapped over [a, b). */
+static void fill(struct mem *m, uint64_t a, uint64_t b)
+{
+    for (uint64_t x = a; x < b;) {
+        uint64_t y = b;
+        if (m->fa < m->fb && x >= m->fa && x < m->fb) { /* filled before */
+            x = m->fb;
+            continue;
+        }
+        if (m->fa < m->fb && x < m->fa && y > m->fa)
+            y = m->fa;
+        memcpy(m->host + x, m->real + (x - m->off), y - x);
+        memcpy(m->clean + x, m->real + (x - m->off), y - x);
+        x = y;
+    }
+    if (m->fa >= m->fb) {
+        m->fa = a;
+        m->fb = b;
+    } else if (b >= m->fa && a <= m->fb) {
+        m->fa = a < m->fa ? a : m->fa;
+        m->fb = b > m->fb ? b : m->fb;
+    } else { /* apart: the bytes between, from the driver's memory, as they are now */
+        uint64_t ga = b < m->fa ? b : m->fb, gb = b < m->fa ? m->fa : a;
+        if (ga >= m->off && gb <= m->off + m->len) {
+            memcpy(m->host + ga, m->real + (ga - m->off), gb - ga);
+            memcpy(m->clean + ga, m->real + (ga - m->off), gb - ga);
+        } else { /* not mapped now: as never written (zeros) */
+            memset(m->host + ga, 0, gb - ga);
+            memset(m->clean + ga, 0, gb - ga);
+        }
+        m->fa = a < m->fa ? a : m->fa;
+        m->fb = b > m->fb ? b : m->fb;
+    }
+}
+
+/* The driver mapped [off, off + size) of mem at *pp: the program gets the host copy there. */
 static VkResult mapped(VkDeviceMemory mem, VkDeviceSize off, VkDeviceSize size, void **pp)
 {
     pthread_mutex_lock(&mu);
     struct mem *m = find(mem);
     VkResult r = VK_SUCCESS;
     if (m && !m->imported && *pp) {
-        uint64_t len = size == VK_WHOLE_SIZE ? m->size - off : size;
-        uint8_t *real = *pp;
-        size_t in_page = (uintptr_t)real & (PG - 1);
-        size_t n = (in_page + len + PG - 1) & ~(size_t)(PG - 1);
-        void *pages =
-            mmap(NULL, n ? n : PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        uint8_t *clean = malloc(len ? len : 1);
-        if (pages == MAP_FAILED || !clean) {
-            if (pages != MAP_FAILED)
-                munmap(pages, n ? n : PG);
-            free(clean);
-            r = VK_ERROR_OUT_OF_HOST_MEMORY;
-        } else {
-            m->pages = pages;
-            m->pages_len = n ? n : PG;
-            m->copy = m->pages + in_page;
-            m->clean = clean;
-            m->real = real;
-            m->off = off;
-            m->len = len;
-            memcpy(m->copy, real, len);
-            memcpy(m->clean, real, len);
-            *pp = m->copy;
+        if (!m->host) {
+            size_t n = (m->size + PG - 1) & ~(size_t)(PG - 1);
+            void *h =
+                mmap(NULL, n ? n : PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            m->clean = malloc(m->size ? m->size : 1);
+            if (h == MAP_FAILED || !m->clean) {
+                if (h != MAP_FAILED)
+                    munmap(h, n ? n : PG);
+                free(m->clean);
+                m->clean = NULL;
+                pthread_mutex_unlock(&mu);
+                return VK_ERROR_OUT_OF_HOST_MEMORY;
+            }
+            m->host = h;
+            m->host_len = n ? n : PG;
         }
+        m->mapped = 1;
+        m->off = off;
+        m->len = size == VK_WHOLE_SIZE ? m->size - off : size;
+        m->real = *pp;
+        fill(m, off, off + m->len);
+        *pp = m->host + off;
     }
     pthread_mutex_unlock(&mu);
     return r;
@@ -299,8 +334,10 @@ static void unmapping(VkDeviceMemory mem)
 {
     pthread_mutex_lock(&mu);
     struct mem *m = find(mem);
-    if (m)
-        drop(m);
+    if (m) { /* nothing written back; the host copy stays */
+        m->mapped = 0;
+        m->real = NULL;
+    }
     pthread_mutex_unlock(&mu);
 }
 
@@ -337,14 +374,14 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_UnmapMemory2(VkDevice dev,
 }
 #endif
 
-/* The mapping bytes [*a, *b) (offsets in the copy) range rg covers; aborts on a bad range. */
+/* The allocation bytes [*a, *b) range rg covers; aborts on a bad range. */
 static struct mem *range(const char *what, const VkMappedMemoryRange *rg, uint64_t *a, uint64_t *b)
 {
     struct mem *m = find(rg->memory);
     const char *bad = NULL;
     if (!m)
         bad = "memory not allocated through this layer";
-    else if (!m->imported && !m->copy)
+    else if (!m->imported && !m->mapped)
         bad = "memory not mapped (VUID-VkMappedMemoryRange-memory-00684)";
     else if (rg->offset % atom)
         bad =
@@ -363,18 +400,11 @@ static struct mem *range(const char *what, const VkMappedMemoryRange *rg, uint64
     }
     if (m->imported)
         return NULL;
-    *a = rg->offset - m->off;
-    *b = rg->size == VK_WHOLE_SIZE ? m->len : rg->offset + rg->size - m->off;
-    if (*b > m->len)
-        *b = m->len;
+    *a = rg->offset;
+    *b = rg->size == VK_WHOLE_SIZE ? m->off + m->len : rg->offset + rg->size;
+    if (*b > m->off + m->len)
+        *b = m->off + m->len;
     return m;
-}
-
-/* The end of the atom at mapping offset x (atoms are aligned to allocation offsets). */
-static uint64_t atom_end(const struct mem *m, uint64_t x)
-{
-    uint64_t e = ((m->off + x) / atom + 1) * atom - m->off;
-    return e < m->len ? e : m->len;
 }
 
 static VKAPI_ATTR VkResult VKAPI_CALL fake_FlushMappedMemoryRanges(VkDevice dev, uint32_t n,
@@ -385,10 +415,10 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_FlushMappedMemoryRanges(VkDevice dev,
         uint64_t a = 0, b = 0;
         struct mem *m = range("vkFlushMappedMemoryRanges", &rg[i], &a, &b);
         for (uint64_t x = a; m && x < b;) { /* the dirty atoms, whole */
-            uint64_t y = atom_end(m, x);
-            if (memcmp(m->copy + x, m->clean + x, y - x)) {
-                memcpy(m->real + x, m->copy + x, y - x);
-                memcpy(m->clean + x, m->copy + x, y - x);
+            uint64_t y = (x / atom + 1) * atom < b ? (x / atom + 1) * atom : b;
+            if (memcmp(m->host + x, m->clean + x, y - x)) {
+                memcpy(m->real + (x - m->off), m->host + x, y - x);
+                memcpy(m->clean + x, m->host + x, y - x);
             }
             x = y;
         }
@@ -406,8 +436,8 @@ fake_InvalidateMappedMemoryRanges(VkDevice dev, uint32_t n, const VkMappedMemory
         uint64_t a = 0, b = 0;
         struct mem *m = range("vkInvalidateMappedMemoryRanges", &rg[i], &a, &b);
         if (m && a < b) {
-            memcpy(m->copy + a, m->real + a, b - a);
-            memcpy(m->clean + a, m->real + a, b - a);
+            memcpy(m->host + a, m->real + (a - m->off), b - a);
+            memcpy(m->clean + a, m->real + (a - m->off), b - a);
         }
     }
     pthread_mutex_unlock(&mu);
