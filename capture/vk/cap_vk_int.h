@@ -755,8 +755,8 @@ void cap_mem_unref(struct cap_mem *m);
 struct cap_mem *cap_mem_by_id(uint64_t id);
 /* The driver mapped [off, off+len) at *pp (placed: at an address the program chose): host
  * writes are found there from now on. The program may be handed a copy instead (memory the
- * CPU reads slowly): *pp is replaced. Device writes finished while unmapped become HOST_READ
- * ops. */
+ * CPU reads slowly, non-coherent memory): *pp is replaced. Device writes finished while
+ * unmapped become HOST_READ ops (non-coherent memory: at the program's next invalidate). */
 void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int placed,
                  uint64_t now);
 /* VK_EXT_external_memory_host: the allocation is the program's pages at ptr. Their contents
