@@ -1484,6 +1484,180 @@ ParameterizedTest(struct ringenv *e, capture, host_writes_are_the_bytes_the_host
     unlink(trace);
 }
 
+/* Non-coherent memory (host-visible without HOST_COHERENT, as a discrete GPU's often is; the
+ * test layer VK_LAYER_REPRISE_noncoherent, below the capture layer, makes lavapipe's so: the
+ * program's mapping is a copy that reaches the device at a flush and sees device output at an
+ * invalidate). The layer is in place: a program that reads its output without invalidating
+ * reads stale bytes, one that invalidates reads what it reads without the layer. */
+#define NONCOHERENT                                                                  \
+    "VK_ADD_LAYER_PATH=%s/tests/vk VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_noncoherent " \
+    "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_noncoherent"
+
+Test(capture, noncoherent_test_layer_is_really_noncoherent, .timeout = 120)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char nc[4200], cmd[8192], plain[4096], out[4096], err[8192];
+    snprintf(nc, sizeof nc, NONCOHERENT, build);
+    const char *modes[] = {"ring", "chain"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s/tests/vk/vk_ring %s --noncoherent", build, modes[i]);
+        cr_assert_eq(run(cmd, plain, sizeof plain, err, sizeof err), 0, "%s: %s", cmd, err);
+        snprintf(cmd, sizeof cmd, "%s %s/tests/vk/vk_ring %s --noncoherent", nc, build, modes[i]);
+        cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s: %s", cmd, err);
+        cr_expect_str_eq(out, plain, "%s: a correct program reads another result", modes[i]);
+        snprintf(cmd, sizeof cmd, "%s %s/tests/vk/vk_ring %s --noncoherent-wrong", nc, build,
+                 modes[i]);
+        cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 0, "%s: %s", cmd, err);
+        cr_expect_str_neq(out, plain, "%s: the output read without an invalidate is not stale",
+                          modes[i]);
+    }
+}
+
+/* Captured under that layer, with each way of finding host writes and the device running while
+ * the host writes: the program prints what it prints alone; the trace is complete; device output
+ * is read back at the program's invalidates (one HOST_READ a round, its digest what the device
+ * wrote) and never taken for host writes (chain: after the first fill, exactly the four words
+ * the host changes each round, recorded at its flush); replay reproduces every read-back bit for
+ * bit on the non-coherent device (check, two runs) and on lavapipe as it is. Before: the layer
+ * digested the stale mapping at the wait and took the bytes the invalidate brought for host
+ * writes: "complete", and check found every read-back divergent. */
+struct ncenv { /* arrays: Criterion copies parameters into another process */
+    char how[16], args[48];
+};
+
+ParameterizedTestParameters(capture, noncoherent_memory_is_read_at_invalidate_written_at_flush)
+{
+    static struct ncenv e[] = {
+        {"uffd", "chain --size 16384"},
+        {"protect", "chain --size 16384"},
+        {"scan", "chain --size 16384"},
+        {"uffd", "ring"},
+        {"protect", "ring"},
+        {"scan", "ring --size 2048"},
+        /* the output binding is the whole ring: the host fills the next input where the running
+         * dispatch may write, and flushes it; it must reach the device at that flush */
+        {"uffd", "ring --wide"},
+        {"protect", "ring --wide"},
+        {"scan", "ring --wide"},
+        /* unmapped while each dispatch runs, mapped again after the wait: the map makes
+         * nothing visible (the host copy keeps what it held), the invalidate does */
+        {"uffd", "ring --remap"},
+        {"protect", "chain --size 16384 --remap"},
+        {"scan", "chain --size 16384 --remap"},
+    };
+    return cr_make_param_array(struct ncenv, e, sizeof e / sizeof e[0]);
+}
+
+ParameterizedTest(struct ncenv *e, capture,
+                  noncoherent_memory_is_read_at_invalidate_written_at_flush, .timeout = 240)
+{
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", cap[4096], args[128], env[4400], nc[4200],
+         cmd[8192], out[8192], err[8192];
+    snprintf(nc, sizeof nc, NONCOHERENT, build);
+    snprintf(env, sizeof env, "%s REPRISE_HOST_WRITES=%s REPRISE_CPU_DEVICE_WAIT=0", nc, e->how);
+    snprintf(args, sizeof args, "%s --noncoherent", e->args);
+    sbt_reader *r = capture_ring(args, env, trace, cap, sizeof cap);
+    const char *how = sbt_reader_meta_get(r, "capture.host_writes");
+    if (strcmp(e->how, "uffd") || !strstr(how, "protect")) /* uffd falls back where it lacks */
+        cr_assert_not_null(strstr(how, e->how), "%s", how);
+    int chain = !strncmp(e->args, "chain", 5);
+    sbt_cursor *c = NULL;
+    const struct sbt_op *op;
+    cr_assert_eq(sbt_cursor_open(r, NULL, &c), 0);
+    uint64_t reads = 0, edits = 0, first = 0, later = 0;
+    while (sbt_cursor_next(c, &op) == 1) {
+        if (op->kind == SBT_OP_HOST_READ) {
+            reads++;
+            cr_expect(op->flags & SBT_OPF_DIGEST, "op %llu: a host read without its digest",
+                      (unsigned long long)op->seq);
+        }
+        if (op->kind != SBT_OP_HOST_WRITE)
+            continue;
+        cr_assert_eq(op->n_access, 1);
+        if (!reads) {
+            first += op->access[0].len;
+            continue;
+        }
+        later += op->access[0].len;
+        if (!chain)
+            continue;
+        cr_expect_eq(op->access[0].len, 4, "op %llu: host write of %llu bytes at +%llu",
+                     (unsigned long long)op->seq, (unsigned long long)op->access[0].len,
+                     (unsigned long long)op->access[0].offset);
+        edits++;
+    }
+    sbt_cursor_close(c);
+    sbt_reader_close(r);
+    cr_expect_eq(reads, 32);
+    if (chain) {
+        cr_expect_geq(first, 16384);
+        cr_expect_leq(first, 16384 + 8192);
+        cr_expect_eq(edits, 4 * 32, "%llu four-byte host writes", (unsigned long long)edits);
+    } else { /* 32 inputs of one region each (the last round's fills the next, unused) */
+        uint64_t region = strstr(e->args, "2048") ? 2048 : 1024;
+        cr_expect_leq(later, 32 * (region > 4096 ? region : 4096), "%llu bytes of host writes",
+                      (unsigned long long)later);
+    }
+    char runs[] = "/tmp/reprise-test-XXXXXX";
+    cr_assert_not_null(mkdtemp(runs));
+    snprintf(cmd, sizeof cmd, "%s %s check %s --runs 2 --keep %s", nc, bin, trace, runs);
+    int rc = run(cmd, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "check on the non-coherent device: exit %d: %s%s", rc, out, err);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", runs);
+    run(cmd, out, sizeof out, err, sizeof err);
+    snprintf(cmd, sizeof cmd, "%s replay %s --mode full", bin, trace);
+    rc = run(cmd, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "replay on lavapipe: exit %d: %s%s", rc, out, err);
+    cr_expect_not_null(strstr(out, "32 compared with the capture, 0 differ"), "%s", out);
+    unlink(trace);
+    snprintf(cmd, sizeof cmd, "%.*s.procs", (int)(strlen(trace) - 4), trace);
+    unlink(cmd);
+}
+
+/* What cannot be made exact under that layer is loud: non-coherent memory the program imports
+ * from its own pages cannot be handed to it as a copy (it writes through its own pointer), and
+ * a program that never flushes its host writes relies on a coherence the memory lacks (they
+ * never reached the device, nor the trace): the trace is incomplete, naming it. */
+struct ncmisuse { /* arrays: Criterion copies parameters into another process */
+    char args[48], why[64];
+};
+
+ParameterizedTestParameters(capture, noncoherent_misuse_is_incomplete_naming_it)
+{
+    static struct ncmisuse e[] = {
+        {"ring --import --noncoherent", "non-coherent memory imported from host pages"},
+        {"ring --noncoherent-noflush", "host writes to non-coherent memory never flushed"},
+        {"chain --noncoherent-noflush", "host writes to non-coherent memory never flushed"},
+    };
+    return cr_make_param_array(struct ncmisuse, e, sizeof e / sizeof e[0]);
+}
+
+ParameterizedTest(struct ncmisuse *e, capture, noncoherent_misuse_is_incomplete_naming_it,
+                  .timeout = 120)
+{
+    if (!have_device())
+        cr_skip_test("no Vulkan device with a compute queue here");
+    char trace[] = "/tmp/reprise-test-XXXXXX.sbt", nc[4200], out[4096], err[8192], cmd[8192];
+    int fd = mkstemps(trace, 4);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(nc, sizeof nc, NONCOHERENT, build);
+    snprintf(cmd, sizeof cmd, "%s %s capture -o %s -- %s/tests/vk/vk_ring %s", nc, bin, trace,
+             build, e->args);
+    cr_assert_eq(run(cmd, out, sizeof out, err, sizeof err), 3, "an incomplete trace: %s", err);
+    sbt_reader *r = NULL;
+    cr_assert_eq(sbt_reader_open(trace, NULL, &r), 0, "%s", sbt_errmsg());
+    char why[2048];
+    cr_expect(!sbt_reader_info(r)->complete);
+    sbt_reader_incomplete_why(r, why, sizeof why);
+    cr_expect_not_null(strstr(why, e->why), "%s", why);
+    sbt_reader_close(r);
+    unlink(trace);
+    snprintf(cmd, sizeof cmd, "%.*s.procs", (int)(strlen(trace) - 4), trace);
+    unlink(cmd);
+}
+
 /* What cannot be made exact is loud: on a device that writes memory by DMA (a GPU; simulated on
  * lavapipe), the layer does not wait inside vkQueueSubmit, and a host write into a page a
  * running submission may write wholly (here its output binding is the whole ring) cannot be

@@ -2778,6 +2778,40 @@ Test(vulkan, device_addresses_replay_at_their_captured_addresses)
     cr_expect_eq(rc, 4, "replay without capture-replay: exit %d", rc);
 }
 
+/* Replay on a device whose host-visible memory is not coherent (the test layer
+ * VK_LAYER_REPRISE_noncoherent, tests/vk/layer_noncoherent.c, makes lavapipe's so: a mapping is
+ * a host copy that reaches the device only at a flush, and sees device output only at an
+ * invalidate, by atoms of nonCoherentAtomSize): a trace captured on coherent memory replays
+ * with every host write flushed before the device reads it and every read-back invalidated
+ * first, bit for bit, each device op's outputs too. Without its flushes, the dispatches read
+ * zeros; without its invalidates, the read-backs are stale. */
+struct ringargs { /* an array: Criterion copies parameters into another process */
+    char args[48];
+};
+
+ParameterizedTestParameters(vulkan, noncoherent_device_replays_flushing_and_invalidating)
+{
+    static struct ringargs p[] = {{"chain --size 16384 --noncoherent"}, {"ring --noncoherent"}};
+    return cr_make_param_array(struct ringargs, p, sizeof p / sizeof p[0]);
+}
+
+ParameterizedTest(struct ringargs *p, vulkan, noncoherent_device_replays_flushing_and_invalidating)
+{
+    char out[8192], layer[4400];
+    need_vulkan();
+    snprintf(layer, sizeof layer,
+             "VK_ADD_LAYER_PATH='%s/tests/vk' VK_INSTANCE_LAYERS=VK_LAYER_REPRISE_noncoherent "
+             "VK_LOADER_LAYERS_ENABLE=VK_LAYER_REPRISE_noncoherent ",
+             build);
+    capture("vk_ring", p->args, "t.sbt");
+    int rc = sh_out(out, sizeof out, "%s'%s' replay t.sbt --mode full --verify op", layer, bin);
+    cr_assert_eq(rc, 0, "replay exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
+    cr_expect_geq(compared(out), 64, "%s", out); /* 32 read-backs, 32 dispatches */
+    cr_expect(strstr(out, ", 0 differ"), "%s", out);
+    rc = sh_out(out, sizeof out, "%s'%s' check t.sbt --runs 2 --keep runs", layer, bin);
+    cr_expect_eq(rc, 0, "check exit %d: %s (stderr in %s/err)", rc, out, tmpdir);
+}
+
 /* The driver-upgrade gate: a capture made on the system's driver (Debian 12: Mesa 22.3) is
  * replayed and checked on Mesa 25; a deterministic program passes. vk_images exact: images in
  * both drivers' tilings, compared in the trace's packed layout. */

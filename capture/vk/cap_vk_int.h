@@ -199,6 +199,15 @@ struct cap_mem {
     uint64_t seen_a, seen_b; /* bytes whose contents when first mapped are in the trace */
 };
 
+/* Host-visible memory without HOST_COHERENT (a discrete GPU's, often): host writes reach the
+ * device at vkFlushMappedMemoryRanges, device output reaches the mapping at
+ * vkInvalidateMappedMemoryRanges (cap_vk_mapped.c, "Non-coherent memory"). */
+static inline int cap_mem_noncoherent(const struct cap_mem *m)
+{
+    return (m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+           !(m->props & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+}
+
 struct cap_buf {
     struct cap_obj o;
     uint64_t size;
@@ -751,8 +760,8 @@ void cap_mem_unref(struct cap_mem *m);
 struct cap_mem *cap_mem_by_id(uint64_t id);
 /* The driver mapped [off, off+len) at *pp (placed: at an address the program chose): host
  * writes are found there from now on. The program may be handed a copy instead (memory the
- * CPU reads slowly): *pp is replaced. Device writes finished while unmapped become HOST_READ
- * ops. */
+ * CPU reads slowly, non-coherent memory): *pp is replaced. Device writes finished while
+ * unmapped become HOST_READ ops (non-coherent memory: at the program's next invalidate). */
 void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int placed,
                  uint64_t now);
 /* VK_EXT_external_memory_host: the allocation is the program's pages at ptr. Their contents
@@ -763,8 +772,13 @@ void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now);
 void cap_mem_unmap(struct cap_mem *m, uint64_t now);
 /* Host writes in [off, off+len) of m (whole pages of the mapping) as HOST_WRITE ops. */
 void cap_mem_publish(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now);
-/* The same for every mapped allocation of dev (NULL: all). Takes cap.mu, then each m->mu. */
+/* The same for every mapped allocation of dev (NULL: all) but non-coherent ones (theirs reach
+ * the device at a flush only). Takes cap.mu, then each m->mu. */
 void cap_publish_all(struct cap_dev *dev, uint64_t now);
+/* The driver invalidated [off, off+len) of non-coherent m's mapping (VK_WHOLE_SIZE: to its
+ * end): the finished device writes there become HOST_READ ops and the program's view. m->mu
+ * held. */
+void cap_mem_invalidate(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now);
 /* Device work of submission (queue, serial) may write [off, off+len) of m: remembered until a
  * wait says it finished. Takes m->mu (cap.mu may be held). Returns 1 when m is mapped (the
  * write lands where the program reads and writes), else 0. */

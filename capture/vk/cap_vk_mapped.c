@@ -32,6 +32,21 @@
  * into bytes a descriptor lets unfinished work write are told apart (byte by byte, against the
  * shadow taken at the host's first write).
  *
+ * Non-coherent memory (host-visible without HOST_COHERENT: a discrete GPU's, often) is seen as the
+ * program must use it. Its mapping is always a copy mapping, so that nothing the driver stores
+ * into its own mapping (at an invalidate, on a driver that keeps a host copy) is ever taken for a
+ * host write, whatever finds the host's writes. Host writes reach the device at the program's
+ * vkFlushMappedMemoryRanges: they are published there (the flushed ranges' pages, written
+ * through to the driver's mapping before the driver flushes) and not at submissions or signals.
+ * What the program wrote and never flushed did not reach the device: found at the unmap (or
+ * free, or shutdown), it makes the trace incomplete, naming it (the program relies on a
+ * coherence the memory lacks). Device output reaches the host at the program's
+ * vkInvalidateMappedMemoryRanges: a wait that says device work finished leaves its intervals
+ * waiting (struct cap_mem.done), and the invalidate, once the driver did it, reads back those in
+ * its ranges (HOST_READ digests of the driver's mapping, copied into the program's view) as a wait
+ * does for coherent memory. Mappings the program places or imports cannot be copies: the trace is
+ * then incomplete.
+ *
  * Limits. A host write during a submission's run into bytes its descriptors let it write (its
  * may-write intervals are wider than what it writes) cannot be told from device output in a
  * mapping the program writes directly; copy mappings tell them apart. So that it does not
@@ -576,6 +591,11 @@ static int publish_page(struct out *o, struct cap_track *t, uint64_t i)
     if (x >= y)
         return 0;
     uint8_t s = ps_get(t, i);
+    if ((s & PS_SHADOW) && t->copy && cap_mem_noncoherent(m))
+        /* the device writes the driver's pages, not these: every difference is the host's,
+         * also where unfinished device work may write, and it reaches the device at this flush
+         * or never (the next publish is a flush too) */
+        return diff_shadow(o, t, x, y) > 0;
     if (s & PS_SHADOW) {
         int n = 0;
         for (uint64_t c = x, nx; c < y; c = nx) {
@@ -723,10 +743,19 @@ static int uffd_written(struct cap_track *t, uint64_t k)
     return ioctl(trk_hm.pagemap, PAGEMAP_SCAN, &a) != 0;
 }
 
-/* The shadow of armed page k taken from the page itself, when no host write can have changed
- * it since its last publish (one found before or during the copy makes this fail: 0). */
+/* The shadow of page k taken from the page itself, when no host write can have changed it
+ * since its last publish (one found before or during the copy makes this fail: 0): an armed
+ * page, or in a scan a page whose copy hashes as what was recorded last (or the baseline). */
 static int snap_clean(struct cap_track *t, uint64_t k)
 {
+    if (t->mode == CAP_TRACK_SCAN) { /* a write landing after the copy differs from it later */
+        uint64_t x, y;
+        page_bytes(t->m, t, k, &x, &y);
+        if (!(ps_get(t, k) & PS_HASHED) || x >= y)
+            return 0;
+        trk_snap(t, k);
+        return sbt_hash_eq(sbt_hash_bytes(sh_at0(t->m, t) + x, y - x), t->hash[k]);
+    }
     if ((ps_get(t, k) & PS_MASK) != PS_ARMED)
         return 0;
     if (t->mode == CAP_TRACK_UFFD) {
@@ -808,7 +837,7 @@ void cap_publish_all(struct cap_dev *dev, uint64_t now)
     for (uint32_t k = 0; k < n; k++) {
         struct cap_mem *m = v[k];
         pthread_mutex_lock(&m->mu);
-        if (m->mapped)
+        if (m->mapped && !cap_mem_noncoherent(m)) /* a flush publishes those */
             cap_mem_publish(m, m->map_off, m->map_len, now);
         pthread_mutex_unlock(&m->mu);
         cap_mem_unref(m);
@@ -1070,9 +1099,8 @@ static int cmp_ivl(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Reads back the intervals v[0..n) of m (sorted and merged here) that lie in the mapping: one
- * HOST_READ each; returns how many were left for later (kept at the front of v). */
-static uint32_t read_back(struct cap_mem *m, struct cap_dev_write *v, uint32_t n, uint64_t now)
+/* The intervals v[0..n) sorted and merged; returns how many are left. */
+static uint32_t merge_ivl(struct cap_dev_write *v, uint32_t n)
 {
     if (!n)
         return 0;
@@ -1087,7 +1115,16 @@ static uint32_t read_back(struct cap_mem *m, struct cap_dev_write *v, uint32_t n
             v[++k] = v[i];
         }
     }
-    n = k + 1;
+    return k + 1;
+}
+
+/* Reads back the intervals v[0..n) of m (sorted and merged here) that lie in the mapping: one
+ * HOST_READ each; returns how many were left for later (kept at the front of v). */
+static uint32_t read_back(struct cap_mem *m, struct cap_dev_write *v, uint32_t n, uint64_t now)
+{
+    if (!n)
+        return 0;
+    n = merge_ivl(v, n);
     struct cap_ev *head = NULL, **tail = &head;
     uint32_t left = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -1133,13 +1170,61 @@ static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uin
         }
     }
     __atomic_store_n(&m->n_pend, keep, __ATOMIC_RELEASE);
-    if (m->n_done > first_done) {
+    if (cap_mem_noncoherent(m)) {
+        /* the mapping holds what it held: read back at the program's invalidate (or map) */
+        if (m->n_done > 64 && m->n_done - first_done > 0)
+            m->n_done = merge_ivl(m->done, m->n_done); /* a program that never invalidates */
+    } else if (m->n_done > first_done) {
         /* read back only what is in the mapping; the rest waits for a map */
         uint32_t n_new = m->n_done - first_done;
         uint32_t left = read_back(m, m->done + first_done, n_new, now);
         m->n_done = first_done + left;
     }
     __atomic_store_n(&m->completing, 0, __ATOMIC_RELEASE); /* the read-back is in place */
+}
+
+void cap_mem_invalidate(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now)
+{
+    if (!m->mapped || !cap_mem_noncoherent(m) || !m->n_done || off >= m->size)
+        return;
+    uint64_t a = off > m->map_off ? off : m->map_off;
+    uint64_t b = len == VK_WHOLE_SIZE || len > m->size - off ? m->size : off + len;
+    if (b > m->map_off + m->map_len)
+        b = m->map_off + m->map_len;
+    if (a >= b)
+        return;
+    /* the finished device writes in [a, b) out of done (the rest of each stays), read back */
+    uint32_t n = m->n_done, n_in = 0, n_rest = 0;
+    struct cap_dev_write *in = malloc(n * sizeof *in), *rest = malloc(2 * n * sizeof *rest);
+    if (!in || !rest) {
+        free(in);
+        free(rest);
+        cap_fail("out of memory reading back device writes");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_dev_write x = m->done[i];
+        uint64_t xa = x.off, xb = x.off + x.len;
+        if (xb <= a || xa >= b) {
+            rest[n_rest++] = x;
+            continue;
+        }
+        uint64_t u = xa > a ? xa : a, v = xb < b ? xb : b;
+        in[n_in++] = (struct cap_dev_write){u, v - u, x.queue, x.serial, x.first};
+        if (xa < u)
+            rest[n_rest++] = (struct cap_dev_write){xa, u - xa, x.queue, x.serial, x.first};
+        if (v < xb)
+            rest[n_rest++] = (struct cap_dev_write){v, xb - v, x.queue, x.serial, x.first};
+    }
+    free(m->done);
+    m->done = rest;
+    m->n_done = n_rest;
+    m->cap_done = 2 * n;
+    uint32_t left = read_back(m, in, n_in, now); /* none: [a, b) lies in the mapping */
+    for (uint32_t i = 0; i < left; i++)
+        if (push_write(&m->done, &m->n_done, &m->cap_done, in[i]))
+            cap_fail("out of memory tracking device writes");
+    free(in);
 }
 
 void cap_mem_host_owned(struct cap_dev *dev, uint64_t queue, uint64_t from)
@@ -1441,20 +1526,31 @@ void cap_mem_map(struct cap_mem *m, uint64_t off, uint64_t len, void **pp, int p
     m->map_off = off;
     m->map_len = len;
     m->map_base = m->dev_base = (uint8_t *)*pp - off;
+    int nc = cap_mem_noncoherent(m); /* always a copy ("Non-coherent memory") */
     int copy = !placed && !m->imported &&
-               (trk_hm.copy_all || !(m->props & VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
+               (trk_hm.copy_all || nc || !(m->props & VK_MEMORY_PROPERTY_HOST_CACHED_BIT));
     struct cap_track *t = len ? track_new(m, *pp, len, copy, placed) : NULL;
     if (len && !t) {
         cap_fail("out of memory tracking a %llu-byte mapping", (unsigned long long)len);
         return;
     }
+    if (nc && t && !t->copy)
+        /* the program's view is the driver's: what a driver stores there at an invalidate
+         * would look like host writes, and the view is stale between a wait and it */
+        cap_unmodelled(m->o.dev,
+                       m->imported ? "non-coherent memory imported from host pages"
+                       : placed    ? "placed mapping of non-coherent memory"
+                                   : "mapping of non-coherent memory (no copy)",
+                       SBT_UNMODELLED_AFFECTS);
     if (t && t->copy) {
         m->map_base = t->base + ((uintptr_t)*pp & (PG - 1)) - off;
         *pp = m->map_base + off;
     }
     /* device writes that finished while it was unmapped: read back now (the program's copy
-     * already holds them); the pages they touched get shadows below */
-    m->n_done = read_back(m, m->done, m->n_done, now);
+     * already holds them); the pages they touched get shadows below. Non-coherent memory: at
+     * the program's invalidate (a mapping makes nothing visible) */
+    if (!nc)
+        m->n_done = read_back(m, m->done, m->n_done, now);
     m->tr = t;
     if (t) {
         track_start(m, t);
@@ -1486,19 +1582,32 @@ void cap_mem_import(struct cap_mem *m, void *ptr, uint64_t now)
     out_emit(&o);
 }
 
+/* The last publish of m's mapping (unmap, free, shutdown). Non-coherent memory: what the host
+ * wrote there and never flushed, which no flush published, did not reach the device in the
+ * trace (the program relies on memory being coherent that is not): recorded now, for what the
+ * program saw, and the trace is incomplete, naming it. m->mu held. */
+static void publish_end(struct cap_mem *m, uint64_t now)
+{
+    struct cap_track *t = m->tr;
+    if (!m->mapped || !t)
+        return;
+    struct out o;
+    out_init(&o, m, now);
+    o.last = 1;
+    uint64_t i, j;
+    span_of(m, t, m->map_off, m->map_off + m->map_len, &i, &j);
+    publish_pages(&o, t, i, j);
+    if (cap_mem_noncoherent(m) && (o.head || o.rb > o.ra))
+        cap_unmodelled(m->o.dev, "host writes to non-coherent memory never flushed",
+                       SBT_UNMODELLED_AFFECTS);
+    out_emit(&o);
+}
+
 void cap_mem_unmap(struct cap_mem *m, uint64_t now)
 {
     if (!m->mapped)
         return;
-    if (m->tr) {
-        struct out o;
-        out_init(&o, m, now);
-        o.last = 1;
-        uint64_t i, j;
-        span_of(m, m->tr, m->map_off, m->map_off + m->map_len, &i, &j);
-        publish_pages(&o, m->tr, i, j);
-        out_emit(&o);
-    }
+    publish_end(m, now);
     track_free(m);
     m->mapped = 0;
     m->map_base = m->dev_base = NULL;
@@ -1526,7 +1635,9 @@ void cap_mapped_shutdown(void)
     for (uint32_t i = 0; i < cap.n_mems; i++) {
         struct cap_mem *m = cap.mems[i];
         pthread_mutex_lock(&m->mu);
-        if (m->mapped && m->tr)
+        if (cap_mem_noncoherent(m))
+            publish_end(m, cap_now());
+        else if (m->mapped && m->tr)
             cap_mem_publish(m, m->map_off, m->map_len, cap_now());
         track_end(m, 1);
         pthread_mutex_unlock(&m->mu);

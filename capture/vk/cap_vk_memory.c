@@ -4,11 +4,12 @@
  * op; buffers, binds and views are MARKER ops whose payload records (format/sbt_vk.h) replay
  * recreates them from. Host writes through mappings are found by cap_vk_mapped.c, which the
  * mapping calls (vkMapMemory, vkMapMemory2, and the program's own pages imported as device memory
- * with VK_EXT_external_memory_host) start and unmap, flush and free publish. Memory another
- * process or API fills (imported or exported handles) is unmodelled: its generated wrappers count
- * it and mark the trace incomplete (capture/vk/cap_vk_classes.txt). Images are cap_vk_images.c's.
- * Buffers and allocations with device addresses get their capture-replay flags and opaque
- * addresses from cap_vk_address.c.
+ * with VK_EXT_external_memory_host) start and unmap, flush and free publish (non-coherent
+ * memory: the flush only), and an invalidate reads back non-coherent memory's device output. Memory
+ * another process or API fills (imported or exported handles) is unmodelled: its generated wrappers
+ * count it and mark the trace incomplete (capture/vk/cap_vk_classes.txt). Images are
+ * cap_vk_images.c's. Buffers and allocations with device addresses get their capture-replay flags
+ * and opaque addresses from cap_vk_address.c.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -226,6 +227,9 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_UnmapMemory2(VkDevice device, const VkMemoryU
 }
 #endif
 
+/* The host writes of the flushed ranges' pages (for non-coherent memory, the only point they
+ * reach the device), written through to a copy mapping's driver pages before the driver
+ * flushes them. */
 VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint32_t n,
                                                            const VkMappedMemoryRange *rg)
 {
@@ -254,9 +258,23 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device,
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    /* device output reaches the layer's view when a wait says it is final (cap_complete) */
-    return cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
-                         "vkInvalidateMappedMemoryRanges");
+    /* coherent memory: device output reaches the layer's view when a wait says it is final
+     * (cap_complete); non-coherent memory: here, once the driver made it visible */
+    VkResult r = cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
+                               "vkInvalidateMappedMemoryRanges");
+    if (r != VK_SUCCESS || !CAP_ON())
+        return r;
+    uint64_t t0 = cap_now();
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
+        if (!m)
+            continue;
+        pthread_mutex_lock(&m->mu);
+        cap_mem_invalidate(m, rg[i].offset, rg[i].size, t0);
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+    return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL cap_CreateBuffer(VkDevice device, const VkBufferCreateInfo *ci,

@@ -1702,7 +1702,8 @@ void cap_digest_ops(struct cap_ev *chain)
             if (!(a->mode & SBT_ACCESS_WRITE))
                 continue;
             struct cap_mem *m = cap_mem_by_id(a->resource);
-            if (!m || !(m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+            /* non-coherent: the mapping is not the device's view until an invalidate */
+            if (!m || !(m->props & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) || cap_mem_noncoherent(m))
                 exact = 0;
             any = 1;
             /* a later op of the same submission writing there would hide this one's output */

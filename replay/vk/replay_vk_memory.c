@@ -219,6 +219,42 @@ struct host_io {
     int write;
 };
 
+/* Bytes [at, at + len) of mem (of which size bytes are known to exist) as a range of whole
+ * nonCoherentAtomSize atoms, to the end of the memory where the last atom would pass size. */
+static VkMappedMemoryRange atoms(const struct vkbe *b, VkDeviceMemory mem, uint64_t size,
+                                 uint64_t at, uint64_t len)
+{
+    uint64_t atom = b->props.limits.nonCoherentAtomSize ? b->props.limits.nonCoherentAtomSize : 1;
+    uint64_t a = at / atom * atom, e = (at + len + atom - 1) / atom * atom;
+    return (VkMappedMemoryRange){.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                 .memory = mem,
+                                 .offset = a,
+                                 .size = e >= size ? VK_WHOLE_SIZE : e - a};
+}
+
+/* Non-coherent memory: bytes [at, at + len) of the mapping written, and flushed. The atoms
+ * they share with other bytes are invalidated first: a flush writes whole atoms back, and
+ * what the mapping holds of the rest of them may predate device writes there. */
+static void write_noncoherent(struct vkbe *b, VkDeviceMemory mem, uint64_t size, uint8_t *map,
+                              uint64_t at, const uint8_t *src, uint64_t len)
+{
+    if (!len)
+        return;
+    uint64_t atom = b->props.limits.nonCoherentAtomSize ? b->props.limits.nonCoherentAtomSize : 1;
+    VkMappedMemoryRange part[2];
+    uint32_t n = 0;
+    if (at % atom)
+        part[n++] = atoms(b, mem, size, at, 1);
+    uint64_t end = at + len;
+    if (end % atom && end < size && (!n || end / atom != at / atom))
+        part[n++] = atoms(b, mem, size, end, 1);
+    if (n)
+        vkInvalidateMappedMemoryRanges(b->dev, n, part);
+    memcpy(map + at, src, len);
+    VkMappedMemoryRange rg = atoms(b, mem, size, at, len);
+    vkFlushMappedMemoryRanges(b->dev, 1, &rg);
+}
+
 static int host_piece(void *ctx, struct buf *x, uint64_t off, uint64_t len, uint64_t pos)
 {
     struct host_io *io = ctx;
@@ -226,16 +262,16 @@ static int host_piece(void *ctx, struct buf *x, uint64_t off, uint64_t len, uint
     uint8_t *map = x ? x->own_map : io->m->map;
     uint64_t at = x ? off - x->mem_off : off;
     VkDeviceMemory mem = x ? x->own : io->m->mem;
+    uint64_t size = x ? x->size : io->m->size;
     int coherent = x ? x->own_coherent : io->m->coherent;
-    VkMappedMemoryRange rg = {
-        .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = mem, .size = VK_WHOLE_SIZE};
     if (map) {
-        if (io->write) {
+        if (io->write && coherent) {
             memcpy(map + at, io->bytes + pos, len);
-            if (!coherent)
-                vkFlushMappedMemoryRanges(b->dev, 1, &rg);
+        } else if (io->write) {
+            write_noncoherent(b, mem, size, map, at, io->bytes + pos, len);
         } else {
-            if (!coherent)
+            VkMappedMemoryRange rg = atoms(b, mem, size, at, len);
+            if (!coherent && len)
                 vkInvalidateMappedMemoryRanges(b->dev, 1, &rg);
             memcpy(io->bytes + pos, map + at, len);
         }
@@ -556,10 +592,8 @@ int vkr_host_read(struct vkbe *b, const struct replay_x *rx)
         if ((st = vkr_check_access(a, m->size, op->seq)) < 0)
             break;
         if (m->map && !m->n_reloc) {
-            if (!m->coherent) {
-                VkMappedMemoryRange rg = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                                          .memory = m->mem,
-                                          .size = VK_WHOLE_SIZE};
+            if (!m->coherent && a->len) {
+                VkMappedMemoryRange rg = atoms(b, m->mem, m->size, a->offset, a->len);
                 vkInvalidateMappedMemoryRanges(b->dev, 1, &rg);
             }
             bytes[i] = m->map + a->offset;

@@ -26,7 +26,12 @@
  * vkSignalSemaphore after it has filled the next input: semaphore-chained submissions),
  * --signals N (each dispatch signals a timeline value, N empty submissions after it signal the
  * next N values, and the host waits for the dispatch's value with vkWaitSemaphores instead of
- * the fence: the wait names a signal N signals back). Prints a
+ * the fence: the wait names a signal N signals back), --noncoherent (the memory need not be
+ * HOST_COHERENT, and the program does what non-coherent memory asks: it flushes what it wrote
+ * before the device reads it, and invalidates the output after the wait, before it reads it;
+ * ranges aligned to nonCoherentAtomSize; implies --flush), --noncoherent-wrong (the same without
+ * the invalidate: it reads stale output where memory really is non-coherent),
+ * --noncoherent-noflush (the same without the flushes: the device reads stale input). Prints a
  * checksum of every read-back (and the faults its own handler saw), so runs with and without
  * capture compare; exits 4 when the device lacks what an option needs.
  */
@@ -44,7 +49,7 @@
 
 static struct {
     int chain, flush, wide, import, map2, remap, own_segv; /* own_segv: 1 early, 2 late */
-    int import_twice;
+    int import_twice, noncoherent; /* noncoherent: 1, 2 without invalidating, 3 flushing nothing */
     int sem; /* 1 binary, 2 timeline signalled by a submission, 3 timeline signalled by the host */
     uint32_t signals;
     uint32_t size, rounds, threads;
@@ -53,6 +58,7 @@ static struct {
 static struct vkt v;
 static uint8_t *ring; /* the mapping */
 static VkDeviceMemory mem;
+static VkDeviceSize atom = 1, mem_size; /* --noncoherent: nonCoherentAtomSize, the allocation's */
 static pthread_barrier_t go, done;
 static uint32_t fill_region, fill_round; /* what the threads fill in this round */
 static int stop;
@@ -139,15 +145,32 @@ static void fill(uint32_t r, uint32_t k)
         pthread_barrier_wait(&done);
 }
 
+/* Bytes [off, off + len) of the memory as a range of whole atoms (to the end of the memory
+ * where the last atom would pass it). */
+static VkMappedMemoryRange atoms(VkDeviceSize off, VkDeviceSize len)
+{
+    VkDeviceSize a = off / atom * atom, b = (off + len + atom - 1) / atom * atom;
+    return (VkMappedMemoryRange){.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+                                 .memory = mem,
+                                 .offset = a,
+                                 .size = b < mem_size ? b - a : mem_size - a};
+}
+
 static void flush(uint32_t r, uint32_t len)
 {
     if (!opt.flush)
         return;
-    VkMappedMemoryRange mr = {.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
-                              .memory = mem,
-                              .offset = (VkDeviceSize)r * opt.size,
-                              .size = len};
+    VkMappedMemoryRange mr = atoms((VkDeviceSize)r * opt.size, len);
     VKT_CHECK(vkFlushMappedMemoryRanges(v.dev, 1, &mr));
+}
+
+/* --noncoherent: what the device wrote into region r, into the host's view */
+static void invalidate(uint32_t r)
+{
+    if (opt.noncoherent != 1 && opt.noncoherent != 3)
+        return;
+    VkMappedMemoryRange mr = atoms((VkDeviceSize)r * opt.size, opt.size);
+    VKT_CHECK(vkInvalidateMappedMemoryRanges(v.dev, 1, &mr));
 }
 
 int main(int argc, char **argv)
@@ -155,7 +178,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "ring") && strcmp(mode, "chain")) {
         fprintf(stderr, "usage: vk_ring ring|chain [--size R] [--rounds N] [--threads T] "
-                        "[--flush] [--wide] [--import] [--map2]\n");
+                        "[--flush] [--noncoherent] [--wide] [--import] [--map2]\n");
         return 2;
     }
     opt.chain = !strcmp(mode, "chain");
@@ -168,6 +191,12 @@ int main(int argc, char **argv)
             opt.threads = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--flush"))
             opt.flush = 1;
+        else if (!strcmp(argv[i], "--noncoherent"))
+            opt.noncoherent = opt.flush = 1;
+        else if (!strcmp(argv[i], "--noncoherent-wrong"))
+            opt.noncoherent = 2, opt.flush = 1;
+        else if (!strcmp(argv[i], "--noncoherent-noflush"))
+            opt.noncoherent = 3;
         else if (!strcmp(argv[i], "--wide"))
             opt.wide = 1;
         else if (!strcmp(argv[i], "--import"))
@@ -254,8 +283,16 @@ int main(int argc, char **argv)
         bits &= hp.memoryTypeBits;
         mai.pNext = &imp;
     }
-    mai.memoryTypeIndex = vkt_mem_type(
-        &v, bits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    mai.memoryTypeIndex =
+        vkt_mem_type(&v, bits,
+                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                         (opt.noncoherent ? 0 : VK_MEMORY_PROPERTY_HOST_COHERENT_BIT));
+    mem_size = mai.allocationSize;
+    if (opt.noncoherent) {
+        VkPhysicalDeviceProperties pr;
+        vkGetPhysicalDeviceProperties(v.phys, &pr);
+        atom = pr.limits.nonCoherentAtomSize ? pr.limits.nonCoherentAtomSize : 1;
+    }
     VKT_CHECK(vkAllocateMemory(v.dev, &mai, NULL, &mem));
     VKT_CHECK(vkBindBufferMemory(v.dev, buf, mem, 0));
     VkDeviceMemory twin = VK_NULL_HANDLE; /* --import-twice: the same pages, again */
@@ -438,6 +475,7 @@ int main(int argc, char **argv)
             VKT_CHECK(vkMapMemory(v.dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr));
             ring = ptr;
         }
+        invalidate(out);
         h = vkt_sum(h, ring + (size_t)out * opt.size, opt.size);
         if (opt.chain) {
             /* four words of what the device wrote, changed by the host, read by the next */
