@@ -495,6 +495,9 @@ int main(int argc, char **argv)
         for (uint32_t t = 1; t < opt.threads; t++)
             pthread_join(th[t], NULL);
     }
+    /* nothing submitted may still use what is destroyed below (lavapipe's queue thread still
+     * signals the timeline semaphore after a host wait for its value returned) */
+    VKT_CHECK(vkDeviceWaitIdle(v.dev));
     if (!opt.import) {
         if (opt.map2) {
 #ifdef VK_KHR_map_memory2

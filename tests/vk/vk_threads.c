@@ -131,6 +131,7 @@ int main(int argc, char **argv)
     for (uint32_t t = 0; t < THREADS; t++)
         h = vkt_sum(h, &sums[t], sizeof sums[t]);
     printf("vk_threads checksum %016" PRIx64 "\n", h);
+    VKT_CHECK(vkDeviceWaitIdle(v.dev)); /* nothing submitted may still use the semaphore */
     vkDestroySemaphore(v.dev, tl, NULL);
     vkt_pipeline_free(&v, &ps);
     vkt_done(&v);
