@@ -323,9 +323,10 @@ $(BUILD)/tests/vk/%.spv: tests/vk/%.comp
 	@mkdir -p $(@D)
 	glslangValidator -V --quiet $(GLSLFLAGS_$*) $< -o $@
 # tests/vk/layer_<name>.c: test-only Vulkan layers VK_LAYER_REPRISE_<name>, each a library with
-# its manifest in $(BUILD)/tests/vk (VK_ADD_LAYER_PATH=$(BUILD)/tests/vk finds them).
+# its manifest in $(BUILD)/tests/vk (VK_ADD_LAYER_PATH=$(BUILD)/tests/vk finds them); what they
+# share is tests/vk/layer_common.h.
 VKT_LAYERS := $(patsubst tests/vk/layer_%.c,$(BUILD)/tests/vk/libVkLayer_reprise_%.so,$(wildcard tests/vk/layer_*.c))
-$(BUILD)/tests/vk/libVkLayer_reprise_%.so: tests/vk/layer_%.c
+$(BUILD)/tests/vk/libVkLayer_reprise_%.so: tests/vk/layer_%.c tests/vk/layer_common.h
 	@mkdir -p $(@D)
 	$(CC) $(XCFLAGS) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -shared -Wl,-Bsymbolic $< -o $@ $(LDFLAGS)
 	printf '{"file_format_version": "1.2.0", "layer": {"name": "VK_LAYER_REPRISE_%s", "type": "GLOBAL", "library_path": "./%s", "api_version": "1.3.239", "implementation_version": "1", "description": "reprise test layer"}}\n' \

@@ -17,11 +17,8 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#include "tests/vk/layer_common.h"
 
-static PFN_vkGetInstanceProcAddr next_gipa;
-static VkInstance instance;
-static PFN_vkGetDeviceProcAddr next_gdpa;
 static PFN_vkDestroyDevice next_destroy_device;
 static PFN_vkWaitForFences next_wait;
 static unsigned n_waits;
@@ -41,15 +38,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreate
                                                           const VkAllocationCallbacks *alloc,
                                                           VkInstance *out)
 {
-    VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    next_gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateInstance next = (PFN_vkCreateInstance)next_gipa(NULL, "vkCreateInstance");
+    PFN_vkCreateInstance next = layer_next_create_instance(ci);
     VkResult r = next ? next(ci, alloc, out) : VK_ERROR_INITIALIZATION_FAILED;
     if (r == VK_SUCCESS)
         instance = *out;
@@ -61,16 +50,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice phys,
                                                         const VkAllocationCallbacks *alloc,
                                                         VkDevice *out)
 {
-    VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    next_gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateDevice next = (PFN_vkCreateDevice)gipa(instance, "vkCreateDevice");
+    PFN_vkCreateDevice next = layer_next_create_device(ci);
     VkResult r = next ? next(phys, ci, alloc, out) : VK_ERROR_INITIALIZATION_FAILED;
     if (r == VK_SUCCESS) {
         next_destroy_device = (PFN_vkDestroyDevice)next_gdpa(*out, "vkDestroyDevice");
@@ -96,52 +76,23 @@ static VKAPI_ATTR void VKAPI_CALL fake_DestroyDevice(VkDevice dev,
         next_destroy_device(dev, alloc);
 }
 
-/* Own functions are handed out as static ones: an exported vkGetDeviceProcAddr referred to
- * from inside the library could bind to the loader's symbol of that name. */
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetDeviceProcAddr(VkDevice dev,
-                                                                       const char *name)
+/* The layer's own functions (tests/vk/layer_common.h): the command only it has, and the ones it
+ * wraps (the lavapipe under it has them all). */
+static PFN_vkVoidFunction own(const char *name, int *wraps)
 {
-    if (!strcmp(name, "vkReprisetestSumREPRISE"))
-        return (PFN_vkVoidFunction)fake_Sum;
-    if (!strcmp(name, "vkGetDeviceProcAddr"))
-        return (PFN_vkVoidFunction)fake_GetDeviceProcAddr;
-    if (!strcmp(name, "vkDestroyDevice"))
-        return (PFN_vkVoidFunction)fake_DestroyDevice;
-    if (!strcmp(name, "vkWaitForFences"))
-        return (PFN_vkVoidFunction)fake_WaitForFences;
-    return next_gdpa ? next_gdpa(dev, name) : NULL;
-}
-
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetInstanceProcAddr(VkInstance inst,
-                                                                         const char *name)
-{
-    if (!strcmp(name, "vkGetInstanceProcAddr"))
-        return (PFN_vkVoidFunction)fake_GetInstanceProcAddr;
-    if (!strcmp(name, "vkCreateInstance"))
-        return (PFN_vkVoidFunction)fake_CreateInstance;
-    if (!strcmp(name, "vkCreateDevice"))
-        return (PFN_vkVoidFunction)fake_CreateDevice;
-    if (!strcmp(name, "vkGetDeviceProcAddr"))
-        return (PFN_vkVoidFunction)fake_GetDeviceProcAddr;
-    if (!strcmp(name, "vkDestroyDevice"))
-        return (PFN_vkVoidFunction)fake_DestroyDevice;
-    if (!strcmp(name, "vkWaitForFences"))
-        return (PFN_vkVoidFunction)fake_WaitForFences;
-    if (!strcmp(name, "vkReprisetestSumREPRISE"))
-        return (PFN_vkVoidFunction)fake_Sum;
-    return next_gipa ? next_gipa(inst, name) : NULL;
-}
-
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v);
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
-{
-    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT || v->loaderLayerInterfaceVersion < 2)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    v->loaderLayerInterfaceVersion = 2;
-    v->pfnGetInstanceProcAddr = fake_GetInstanceProcAddr;
-    v->pfnGetDeviceProcAddr = fake_GetDeviceProcAddr;
-    v->pfnGetPhysicalDeviceProcAddr = NULL;
-    return VK_SUCCESS;
+    static const struct {
+        const char *name;
+        PFN_vkVoidFunction fn;
+    } t[] = {
+        {"vkCreateInstance", (PFN_vkVoidFunction)fake_CreateInstance},
+        {"vkCreateDevice", (PFN_vkVoidFunction)fake_CreateDevice},
+        {"vkDestroyDevice", (PFN_vkVoidFunction)fake_DestroyDevice},
+        {"vkWaitForFences", (PFN_vkVoidFunction)fake_WaitForFences},
+        {"vkReprisetestSumREPRISE", (PFN_vkVoidFunction)fake_Sum},
+    };
+    *wraps = 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(name, t[i].name))
+            return t[i].fn;
+    return NULL;
 }

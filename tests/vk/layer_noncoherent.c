@@ -36,14 +36,12 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-#define EXPORT  __attribute__((visibility("default")))
+#include "tests/vk/layer_common.h"
+
 #define ATOM    256u /* the nonCoherentAtomSize reported, at least */
 #define PG      4096u
 #define MAX_MEM 1024
 
-static PFN_vkGetInstanceProcAddr next_gipa;
-static VkInstance instance;
-static PFN_vkGetDeviceProcAddr next_gdpa;
 static PFN_vkGetPhysicalDeviceMemoryProperties next_memprops;
 static PFN_vkGetPhysicalDeviceMemoryProperties2 next_memprops2;
 static PFN_vkGetPhysicalDeviceProperties next_props;
@@ -132,15 +130,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreate
                                                           const VkAllocationCallbacks *alloc,
                                                           VkInstance *out)
 {
-    VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    next_gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateInstance next = (PFN_vkCreateInstance)next_gipa(NULL, "vkCreateInstance");
+    PFN_vkCreateInstance next = layer_next_create_instance(ci);
     VkResult r = next ? next(ci, alloc, out) : VK_ERROR_INITIALIZATION_FAILED;
     if (r != VK_SUCCESS)
         return r;
@@ -167,16 +157,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice phys,
                                                         const VkAllocationCallbacks *alloc,
                                                         VkDevice *out)
 {
-    VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    next_gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateDevice next = (PFN_vkCreateDevice)gipa(instance, "vkCreateDevice");
+    PFN_vkCreateDevice next = layer_next_create_device(ci);
     VkResult r = next ? next(phys, ci, alloc, out) : VK_ERROR_INITIALIZATION_FAILED;
     if (r != VK_SUCCESS)
         return r;
@@ -444,36 +425,14 @@ fake_InvalidateMappedMemoryRanges(VkDevice dev, uint32_t n, const VkMappedMemory
     return r;
 }
 
-/* Own functions are handed out as static ones: an exported vkGetDeviceProcAddr referred to
- * from inside the library could bind to the loader's symbol of that name. */
-static PFN_vkVoidFunction own(const char *name);
-
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetDeviceProcAddr(VkDevice dev,
-                                                                       const char *name)
+/* The layer's own functions (tests/vk/layer_common.h); none wraps a command the driver may lack. */
+static PFN_vkVoidFunction own(const char *name, int *wraps)
 {
-    PFN_vkVoidFunction f = own(name);
-    if (f)
-        return f;
-    return next_gdpa ? next_gdpa(dev, name) : NULL;
-}
-
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetInstanceProcAddr(VkInstance inst,
-                                                                         const char *name)
-{
-    PFN_vkVoidFunction f = own(name);
-    if (f)
-        return f;
-    return next_gipa ? next_gipa(inst, name) : NULL;
-}
-
-static PFN_vkVoidFunction own(const char *name)
-{
+    *wraps = 0;
     static const struct {
         const char *name;
         PFN_vkVoidFunction fn;
     } t[] = {
-        {"vkGetInstanceProcAddr", (PFN_vkVoidFunction)fake_GetInstanceProcAddr},
-        {"vkGetDeviceProcAddr", (PFN_vkVoidFunction)fake_GetDeviceProcAddr},
         {"vkCreateInstance", (PFN_vkVoidFunction)fake_CreateInstance},
         {"vkCreateDevice", (PFN_vkVoidFunction)fake_CreateDevice},
         {"vkGetPhysicalDeviceMemoryProperties",
@@ -503,18 +462,4 @@ static PFN_vkVoidFunction own(const char *name)
         if (!strcmp(name, t[i].name))
             return t[i].fn;
     return NULL;
-}
-
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v);
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
-{
-    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT || v->loaderLayerInterfaceVersion < 2)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    v->loaderLayerInterfaceVersion = 2;
-    v->pfnGetInstanceProcAddr = fake_GetInstanceProcAddr;
-    v->pfnGetDeviceProcAddr = fake_GetDeviceProcAddr;
-    v->pfnGetPhysicalDeviceProcAddr = NULL;
-    return VK_SUCCESS;
 }

@@ -29,7 +29,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#include "tests/vk/layer_common.h"
 
 struct rqueue {         /* a queue the driver has */
     VkQueue q;          /* once fetched */
@@ -81,9 +81,6 @@ struct dev {
     PFN_vkGetPrivateData get_private; /* or the EXT one */
 };
 
-static PFN_vkGetInstanceProcAddr next_gipa;
-static VkInstance instance;
-static PFN_vkGetDeviceProcAddr next_gdpa;
 static PFN_vkGetPhysicalDeviceQueueFamilyProperties next_qfp;
 static PFN_vkGetPhysicalDeviceQueueFamilyProperties2 next_qfp2; /* or the KHR one */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;          /* guards devs and their tables */
@@ -178,15 +175,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateInstance(const VkInstanceCreate
                                                           const VkAllocationCallbacks *alloc,
                                                           VkInstance *out)
 {
-    VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    next_gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateInstance next = (PFN_vkCreateInstance)next_gipa(NULL, "vkCreateInstance");
+    PFN_vkCreateInstance next = layer_next_create_instance(ci);
     VkResult r = next ? next(ci, alloc, out) : VK_ERROR_INITIALIZATION_FAILED;
     if (r == VK_SUCCESS) {
         instance = *out;
@@ -221,17 +210,7 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice phys,
                                                         const VkAllocationCallbacks *alloc,
                                                         VkDevice *out)
 {
-    VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
-    while (chain && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO &&
-                      chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
-    if (!chain || !chain->u.pLayerInfo)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-    PFN_vkGetDeviceProcAddr gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
-    next_gdpa = gdpa;
-    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
-    PFN_vkCreateDevice next = (PFN_vkCreateDevice)gipa(instance, "vkCreateDevice");
+    PFN_vkCreateDevice next = layer_next_create_device(ci);
     if (!next || !next_qfp)
         return VK_ERROR_INITIALIZATION_FAILED;
     /* the driver's families, and the copies of the queue create infos it gets */
@@ -281,44 +260,48 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_CreateDevice(VkPhysicalDevice phys,
     r = next(phys, &ci2, alloc, out);
     if (r == VK_SUCCESS) {
         d->dev = *out;
-        d->destroy_device = (PFN_vkDestroyDevice)gdpa(*out, "vkDestroyDevice");
-        d->get_queue = (PFN_vkGetDeviceQueue)gdpa(*out, "vkGetDeviceQueue");
-        d->get_queue2 = (PFN_vkGetDeviceQueue2)gdpa(*out, "vkGetDeviceQueue2");
-        d->create_fence = (PFN_vkCreateFence)gdpa(*out, "vkCreateFence");
-        d->destroy_fence = (PFN_vkDestroyFence)gdpa(*out, "vkDestroyFence");
-        d->wait_fences = (PFN_vkWaitForFences)gdpa(*out, "vkWaitForFences");
-        d->submit = (PFN_vkQueueSubmit)gdpa(*out, "vkQueueSubmit");
-        d->submit2 = (PFN_vkQueueSubmit2)gdpa(*out, "vkQueueSubmit2");
+        d->destroy_device = (PFN_vkDestroyDevice)next_gdpa(*out, "vkDestroyDevice");
+        d->get_queue = (PFN_vkGetDeviceQueue)next_gdpa(*out, "vkGetDeviceQueue");
+        d->get_queue2 = (PFN_vkGetDeviceQueue2)next_gdpa(*out, "vkGetDeviceQueue2");
+        d->create_fence = (PFN_vkCreateFence)next_gdpa(*out, "vkCreateFence");
+        d->destroy_fence = (PFN_vkDestroyFence)next_gdpa(*out, "vkDestroyFence");
+        d->wait_fences = (PFN_vkWaitForFences)next_gdpa(*out, "vkWaitForFences");
+        d->submit = (PFN_vkQueueSubmit)next_gdpa(*out, "vkQueueSubmit");
+        d->submit2 = (PFN_vkQueueSubmit2)next_gdpa(*out, "vkQueueSubmit2");
         if (!d->submit2)
-            d->submit2 = (PFN_vkQueueSubmit2)gdpa(*out, "vkQueueSubmit2KHR");
-        d->wait_idle = (PFN_vkQueueWaitIdle)gdpa(*out, "vkQueueWaitIdle");
-        d->bind_sparse = (PFN_vkQueueBindSparse)gdpa(*out, "vkQueueBindSparse");
-        d->present = (PFN_vkQueuePresentKHR)gdpa(*out, "vkQueuePresentKHR");
+            d->submit2 = (PFN_vkQueueSubmit2)next_gdpa(*out, "vkQueueSubmit2KHR");
+        d->wait_idle = (PFN_vkQueueWaitIdle)next_gdpa(*out, "vkQueueWaitIdle");
+        d->bind_sparse = (PFN_vkQueueBindSparse)next_gdpa(*out, "vkQueueBindSparse");
+        d->present = (PFN_vkQueuePresentKHR)next_gdpa(*out, "vkQueuePresentKHR");
         d->begin_label =
-            (PFN_vkQueueBeginDebugUtilsLabelEXT)gdpa(*out, "vkQueueBeginDebugUtilsLabelEXT");
-        d->end_label = (PFN_vkQueueEndDebugUtilsLabelEXT)gdpa(*out, "vkQueueEndDebugUtilsLabelEXT");
+            (PFN_vkQueueBeginDebugUtilsLabelEXT)next_gdpa(*out, "vkQueueBeginDebugUtilsLabelEXT");
+        d->end_label =
+            (PFN_vkQueueEndDebugUtilsLabelEXT)next_gdpa(*out, "vkQueueEndDebugUtilsLabelEXT");
         d->insert_label =
-            (PFN_vkQueueInsertDebugUtilsLabelEXT)gdpa(*out, "vkQueueInsertDebugUtilsLabelEXT");
-        d->checkpoints = (PFN_vkGetQueueCheckpointDataNV)gdpa(*out, "vkGetQueueCheckpointDataNV");
+            (PFN_vkQueueInsertDebugUtilsLabelEXT)next_gdpa(*out, "vkQueueInsertDebugUtilsLabelEXT");
+        d->checkpoints =
+            (PFN_vkGetQueueCheckpointDataNV)next_gdpa(*out, "vkGetQueueCheckpointDataNV");
         d->checkpoints2 =
-            (PFN_vkGetQueueCheckpointData2NV)gdpa(*out, "vkGetQueueCheckpointData2NV");
-        d->perf_config = (PFN_vkQueueSetPerformanceConfigurationINTEL)gdpa(
+            (PFN_vkGetQueueCheckpointData2NV)next_gdpa(*out, "vkGetQueueCheckpointData2NV");
+        d->perf_config = (PFN_vkQueueSetPerformanceConfigurationINTEL)next_gdpa(
             *out, "vkQueueSetPerformanceConfigurationINTEL");
 #ifdef VK_NV_low_latency2
-        d->out_of_band = (PFN_vkQueueNotifyOutOfBandNV)gdpa(*out, "vkQueueNotifyOutOfBandNV");
+        d->out_of_band = (PFN_vkQueueNotifyOutOfBandNV)next_gdpa(*out, "vkQueueNotifyOutOfBandNV");
 #endif
-        d->set_name = (PFN_vkSetDebugUtilsObjectNameEXT)gdpa(*out, "vkSetDebugUtilsObjectNameEXT");
-        d->set_tag = (PFN_vkSetDebugUtilsObjectTagEXT)gdpa(*out, "vkSetDebugUtilsObjectTagEXT");
+        d->set_name =
+            (PFN_vkSetDebugUtilsObjectNameEXT)next_gdpa(*out, "vkSetDebugUtilsObjectNameEXT");
+        d->set_tag =
+            (PFN_vkSetDebugUtilsObjectTagEXT)next_gdpa(*out, "vkSetDebugUtilsObjectTagEXT");
         d->marker_name =
-            (PFN_vkDebugMarkerSetObjectNameEXT)gdpa(*out, "vkDebugMarkerSetObjectNameEXT");
+            (PFN_vkDebugMarkerSetObjectNameEXT)next_gdpa(*out, "vkDebugMarkerSetObjectNameEXT");
         d->marker_tag =
-            (PFN_vkDebugMarkerSetObjectTagEXT)gdpa(*out, "vkDebugMarkerSetObjectTagEXT");
-        d->set_private = (PFN_vkSetPrivateData)gdpa(*out, "vkSetPrivateData");
+            (PFN_vkDebugMarkerSetObjectTagEXT)next_gdpa(*out, "vkDebugMarkerSetObjectTagEXT");
+        d->set_private = (PFN_vkSetPrivateData)next_gdpa(*out, "vkSetPrivateData");
         if (!d->set_private)
-            d->set_private = (PFN_vkSetPrivateData)gdpa(*out, "vkSetPrivateDataEXT");
-        d->get_private = (PFN_vkGetPrivateData)gdpa(*out, "vkGetPrivateData");
+            d->set_private = (PFN_vkSetPrivateData)next_gdpa(*out, "vkSetPrivateDataEXT");
+        d->get_private = (PFN_vkGetPrivateData)next_gdpa(*out, "vkGetPrivateData");
         if (!d->get_private)
-            d->get_private = (PFN_vkGetPrivateData)gdpa(*out, "vkGetPrivateDataEXT");
+            d->get_private = (PFN_vkGetPrivateData)next_gdpa(*out, "vkGetPrivateDataEXT");
         pthread_mutex_lock(&mu);
         d->next = devs;
         devs = d;
@@ -617,30 +600,6 @@ static VKAPI_ATTR void VKAPI_CALL fake_GetPrivateData(VkDevice dev, VkObjectType
     leave(rq);
 }
 
-/* Own functions are handed out as static ones: an exported vkGetDeviceProcAddr referred to
- * from inside the library could bind to the loader's symbol of that name. */
-static PFN_vkVoidFunction own(const char *name, int *wraps);
-
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetDeviceProcAddr(VkDevice dev,
-                                                                       const char *name)
-{
-    int wraps;
-    PFN_vkVoidFunction f = own(name, &wraps);
-    PFN_vkVoidFunction next = next_gdpa ? next_gdpa(dev, name) : NULL;
-    /* a wrapped command the driver lacks stays absent */
-    return f && (next || !wraps) ? f : next;
-}
-
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL fake_GetInstanceProcAddr(VkInstance inst,
-                                                                         const char *name)
-{
-    int wraps;
-    PFN_vkVoidFunction f = own(name, &wraps);
-    if (f)
-        return f;
-    return next_gipa ? next_gipa(inst, name) : NULL;
-}
-
 /* The layer's function for name, NULL if none; *wraps: whether it wraps a device command of
  * that name (absent where the next layer or the driver lacks it). */
 static PFN_vkVoidFunction own(const char *name, int *wraps)
@@ -650,8 +609,6 @@ static PFN_vkVoidFunction own(const char *name, int *wraps)
         PFN_vkVoidFunction fn;
         int wraps;
     } t[] = {
-        {"vkGetInstanceProcAddr", (PFN_vkVoidFunction)fake_GetInstanceProcAddr, 0},
-        {"vkGetDeviceProcAddr", (PFN_vkVoidFunction)fake_GetDeviceProcAddr, 0},
         {"vkCreateInstance", (PFN_vkVoidFunction)fake_CreateInstance, 0},
         {"vkCreateDevice", (PFN_vkVoidFunction)fake_CreateDevice, 0},
         {"vkGetPhysicalDeviceQueueFamilyProperties",
@@ -697,18 +654,4 @@ static PFN_vkVoidFunction own(const char *name, int *wraps)
         }
     *wraps = 0;
     return NULL;
-}
-
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v);
-EXPORT VKAPI_ATTR VkResult VKAPI_CALL
-vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface *v)
-{
-    if (!v || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT || v->loaderLayerInterfaceVersion < 2)
-        return VK_ERROR_INITIALIZATION_FAILED;
-    v->loaderLayerInterfaceVersion = 2;
-    v->pfnGetInstanceProcAddr = fake_GetInstanceProcAddr;
-    v->pfnGetDeviceProcAddr = fake_GetDeviceProcAddr;
-    v->pfnGetPhysicalDeviceProcAddr = NULL;
-    return VK_SUCCESS;
 }
