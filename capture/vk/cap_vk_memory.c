@@ -227,6 +227,27 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_UnmapMemory2(VkDevice device, const VkMemoryU
 }
 #endif
 
+/* fn(m, offset, size, t) for the allocation of each range, its mutex held. */
+static void each_range(uint32_t n, const VkMappedMemoryRange *rg, uint64_t t,
+                       void (*fn)(struct cap_mem *m, uint64_t off, uint64_t size, uint64_t t))
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
+        if (!m)
+            continue;
+        pthread_mutex_lock(&m->mu);
+        fn(m, rg[i].offset, rg[i].size, t);
+        pthread_mutex_unlock(&m->mu);
+        cap_mem_unref(m);
+    }
+}
+
+static void flush_range(struct cap_mem *m, uint64_t off, uint64_t size, uint64_t t)
+{
+    if (m->mapped && off <= m->size)
+        cap_mem_publish(m, off, size == VK_WHOLE_SIZE ? m->size - off : size, t);
+}
+
 /* The host writes of the flushed ranges' pages (for non-coherent memory, the only point they
  * reach the device), written through to a copy mapping's driver pages before the driver
  * flushes them. */
@@ -235,21 +256,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_FlushMappedMemoryRanges(VkDevice device, uint
 {
     struct cap_dev *d = cap_dev_of(device);
     CAP_COUNT();
-    if (CAP_ON()) {
-        uint64_t t0 = cap_now();
-        for (uint32_t i = 0; i < n; i++) {
-            struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
-            if (!m)
-                continue;
-            pthread_mutex_lock(&m->mu);
-            if (m->mapped && rg[i].offset <= m->size)
-                cap_mem_publish(m, rg[i].offset,
-                                rg[i].size == VK_WHOLE_SIZE ? m->size - rg[i].offset : rg[i].size,
-                                t0);
-            pthread_mutex_unlock(&m->mu);
-            cap_mem_unref(m);
-        }
-    }
+    if (CAP_ON())
+        each_range(n, rg, cap_now(), flush_range);
     return cap_vk_result(d->fn.FlushMappedMemoryRanges(device, n, rg), "vkFlushMappedMemoryRanges");
 }
 
@@ -262,18 +270,8 @@ VKAPI_ATTR VkResult VKAPI_CALL cap_InvalidateMappedMemoryRanges(VkDevice device,
      * (cap_complete); non-coherent memory: here, once the driver made it visible */
     VkResult r = cap_vk_result(d->fn.InvalidateMappedMemoryRanges(device, n, rg),
                                "vkInvalidateMappedMemoryRanges");
-    if (r != VK_SUCCESS || !CAP_ON())
-        return r;
-    uint64_t t0 = cap_now();
-    for (uint32_t i = 0; i < n; i++) {
-        struct cap_mem *m = cap_mem_get(CAP_H(rg[i].memory));
-        if (!m)
-            continue;
-        pthread_mutex_lock(&m->mu);
-        cap_mem_invalidate(m, rg[i].offset, rg[i].size, t0);
-        pthread_mutex_unlock(&m->mu);
-        cap_mem_unref(m);
-    }
+    if (r == VK_SUCCESS && CAP_ON())
+        each_range(n, rg, cap_now(), cap_mem_invalidate);
     return r;
 }
 
