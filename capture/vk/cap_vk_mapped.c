@@ -715,7 +715,6 @@ static void collect_uffd(struct out *o, struct cap_track *t, uint64_t i, uint64_
 static void collect_prot(struct out *o, struct cap_track *t, uint64_t i, uint64_t j)
 {
     trk_set_busy(t, i, j);
-    cap__signals_reassert_faults();
     trk_prot(t, i, j, 0);
     for (uint64_t k = i; k < j; k++)
         ps_set(t, k, (uint8_t)((ps_get(t, k) & ~PS_MASK) | PS_ARMED));
@@ -817,11 +816,21 @@ static void span_of(const struct cap_mem *m, const struct cap_track *t, uint64_t
     *j = (b - base + PG - 1) / PG;
 }
 
+/* Before a pass that may put pages of t (back) under mprotect: the capture's SIGSEGV handler on
+ * top of any the program installed since, so that none takes their faults (once a pass: two
+ * sigaction calls, not two per page). */
+static void faults_ours(const struct cap_track *t)
+{
+    if (trk_armed_by_prot(t) || t->cofw)
+        cap__signals_reassert_faults();
+}
+
 void cap_mem_publish(struct cap_mem *m, uint64_t off, uint64_t len, uint64_t now)
 {
     struct cap_track *t = m->tr;
     if (!m->mapped || !t)
         return;
+    faults_ours(t);
     uint64_t i, j;
     span_of(m, t, off, len > UINT64_MAX - off ? UINT64_MAX : off + len, &i, &j);
     struct out o;
@@ -896,6 +905,7 @@ static void pages_pend(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
     span_of(m, t, a, b, &i, &j);
     if (i >= j)
         return;
+    faults_ours(t);
     struct out o;
     out_init(&o, m, cap_now());
     uint64_t run = UINT64_MAX; /* first page of a run of wholly covered pages */
@@ -1038,6 +1048,7 @@ static void pages_done(struct cap_mem *m, struct cap_track *t, uint64_t a, uint6
 {
     uint64_t i, j;
     span_of(m, t, a, b, &i, &j);
+    faults_ours(t);
     uint8_t *sh0 = sh_at0(m, t);
     uint64_t run = UINT64_MAX; /* first of a run of DEV pages going stale */
     int watched = !t->copy && !m->o.dev->cpu && t->mode != CAP_TRACK_SCAN, touched = 0;
@@ -1171,7 +1182,7 @@ static void mem_complete(struct cap_mem *m, uint64_t queue, uint64_t serial, uin
     }
     __atomic_store_n(&m->n_pend, keep, __ATOMIC_RELEASE);
     if (cap_mem_noncoherent(m)) {
-        /* the mapping holds what it held: read back at the program's invalidate (or map) */
+        /* the mapping holds what it held: read back at the program's invalidate */
         if (m->n_done > 64 && m->n_done - first_done > 0)
             m->n_done = merge_ivl(m->done, m->n_done); /* a program that never invalidates */
     } else if (m->n_done > first_done) {
@@ -1591,6 +1602,7 @@ static void publish_end(struct cap_mem *m, uint64_t now)
     struct cap_track *t = m->tr;
     if (!m->mapped || !t)
         return;
+    faults_ours(t);
     struct out o;
     out_init(&o, m, now);
     o.last = 1;

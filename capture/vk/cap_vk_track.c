@@ -178,10 +178,8 @@ void trk_arm(struct cap_track *t, uint64_t i, uint64_t j, int stale)
     trk_set_busy(t, i, j);
     if (!stale)
         trk_uffd_wp(t, i, j, 1);
-    if (trk_armed_by_prot(t) || stale) {
-        cap__signals_reassert_faults();
+    if (trk_armed_by_prot(t) || stale)
         trk_prot(t, i, j, 0);
-    }
     for (uint64_t k = i; k < j; k++) {
         uint8_t s = ps_get(t, k) & ~(PS_MASK | PS_STALE);
         if (stale)
