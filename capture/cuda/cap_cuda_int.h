@@ -176,7 +176,7 @@ void cap_cuda_rec_stream_wait(const struct cap_cuda_call *c, CUevent e, unsigned
  * wait covers is the work issued before the call (c->before), not what other threads issued
  * while it waited. */
 void cap_cuda_rec_sync(const struct cap_cuda_call *c, CUevent e, int is_ctx);
-/* 1 + the ordinal of the last op recorded so far (takes the lock briefly). */
+/* 1 + the ordinal of the last op recorded so far (without the lock). */
 uint64_t cap_cuda_ord(void);
 
 /* Synchronous copies and fills that make the host wait: the wait done before the lock is taken

@@ -475,7 +475,7 @@ static void graph_add(struct grec *gr, const struct sbt_op *op, const struct sbt
 static void emit(struct sbt_op *op, const struct sbt_access *acc, uint32_t n_acc, CUevent ev0,
                  CUevent ev1, uint32_t dev)
 {
-    g.ord++;
+    __atomic_store_n(&g.ord, g.ord + 1, __ATOMIC_RELEASE); /* cap_cuda_ord reads it unlocked */
     g.captured = NULL;
     if (op->stream < g.cap_sinfo)
         g.sinfo[op->stream].last_ord = g.ord;
@@ -1325,10 +1325,7 @@ static void resolve_closure(uint32_t stream, uint64_t before)
 
 uint64_t cap_cuda_ord(void)
 {
-    cap_cuda_lock();
-    uint64_t o = g.ord + 1;
-    cap_cuda_unlock();
-    return o;
+    return __atomic_load_n(&g.ord, __ATOMIC_ACQUIRE) + 1; /* every poll asks: no lock */
 }
 
 /* ---- synchronous calls: their wait, without the lock ------------------------------------------
