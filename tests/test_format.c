@@ -1724,6 +1724,27 @@ Test(oom, every_allocation_may_fail)
 /* Vulkan images: the packed layout (format/sbt_vk.h)                                         */
 /* ========================================================================================== */
 
+/* The features SPIR-V capabilities need, generated from vk.xml's <spirvcapabilities> and the
+ * SPIR-V grammar (format/gen_vk_features.py): replay leaves off only a feature no shader needs,
+ * so the table must name the right capability numbers (the grammar's, not made up) and leave
+ * out features no capability needs. */
+Test(vk_features, spirv_capabilities_need_their_features)
+{
+    if (!sbt_vk_spirv_grammar[0])
+        cr_skip_test("built without a SPIR-V grammar (scripts/vulkan-headers.sh fetches one)");
+    const struct sbt_vk_feature_caps *c = sbt_vk_feature_caps_of("shaderInt8");
+    cr_assert(c && !c->unknown && c->n == 1 && c->caps[0] == 39, "Int8 is capability 39");
+    c = sbt_vk_feature_caps_of("shaderStorageImageReadWithoutFormat");
+    cr_assert(c && c->n == 1 && c->caps[0] == 55, "StorageImageReadWithoutFormat is 55");
+    c = sbt_vk_feature_caps_of("shaderStorageBufferArrayNonUniformIndexing");
+    cr_assert(c && c->n == 1 && c->caps[0] == 5308, "StorageBufferArrayNonUniformIndexing");
+    cr_expect_null(sbt_vk_feature_caps_of("robustBufferAccess"), "no capability needs it");
+    cr_expect_null(sbt_vk_feature_caps_of("timelineSemaphore"));
+    for (uint32_t i = 1; i < sbt_vk_n_feature_caps; i++)
+        cr_assert_lt(strcmp(sbt_vk_feature_caps[i - 1].feature, sbt_vk_feature_caps[i].feature), 0,
+                     "sorted by name, for the lookup");
+}
+
 Test(vk_image, formats_from_the_registry)
 {
     const struct sbt_vk_format *f = sbt_vk_format(37); /* VK_FORMAT_R8G8B8A8_UNORM */
